@@ -1,0 +1,479 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Job limits, validation and the state machine (see job.h for the diagram). */
+#include "lib/model/job.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const state_names[JOB_STATE_COUNT] = {
+    [JOB_PENDING] = "pending",     [JOB_RUNNING] = "running",
+    [JOB_COMPLETED] = "completed", [JOB_FAILED] = "failed",
+    [JOB_CANCELLED] = "cancelled", [JOB_PREEMPTED] = "preempted",
+    [JOB_TIMEOUT] = "timeout",     [JOB_NODE_FAIL] = "node_fail",
+};
+
+static const char *const prio_names[JOB_PRIO_COUNT] = {
+    [JOB_PRIO_HIGH] = "high",
+    [JOB_PRIO_NORMAL] = "normal",
+    [JOB_PRIO_LOW] = "low",
+};
+
+const char *job_state_name(enum job_state s)
+{
+    return (unsigned)s < JOB_STATE_COUNT ? state_names[s] : "unknown";
+}
+
+int job_state_from_name(const char *name, enum job_state *out)
+{
+    for (int i = 0; i < JOB_STATE_COUNT; i++) {
+        if (name && strcmp(name, state_names[i]) == 0) {
+            *out = (enum job_state)i;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+const char *job_priority_name(enum job_priority p)
+{
+    return (unsigned)p < JOB_PRIO_COUNT ? prio_names[p] : "unknown";
+}
+
+int job_priority_from_name(const char *name, enum job_priority *out)
+{
+    for (int i = 0; i < JOB_PRIO_COUNT; i++) {
+        if (name && strcmp(name, prio_names[i]) == 0) {
+            *out = (enum job_priority)i;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+bool job_state_is_terminal(enum job_state s)
+{
+    return s != JOB_PENDING && s != JOB_RUNNING;
+}
+
+bool job_ident_valid(const char *s)
+{
+    if (!s || !*s || *s == '-' || *s == '.')
+        return false;
+    size_t n = 0;
+    for (const char *p = s; *p; p++, n++) {
+        unsigned char c = (unsigned char)*p;
+        if (!(isalnum(c) || c == '_' || c == '-' || c == '.'))
+            return false;
+    }
+    return n <= JOB_IDENT_MAX;
+}
+
+void job_spec_init(struct job_spec *spec)
+{
+    memset(spec, 0, sizeof(*spec));
+    spec->priority = JOB_PRIO_NORMAL;
+    spec->nodes = 1;
+    spec->tasks_per_node = 1;
+}
+
+void job_spec_fini(struct job_spec *spec)
+{
+    if (!spec)
+        return;
+    free(spec->name);
+    free(spec->user);
+    free(spec->project);
+    free(spec->gpu_type);
+    free(spec->slice);
+    free(spec->workdir);
+    for (int i = 0; i < spec->argc; i++)
+        free(spec->argv[i]);
+    free(spec->argv);
+    for (int i = 0; i < spec->nenv; i++) {
+        free(spec->env[i].key);
+        free(spec->env[i].value);
+    }
+    free(spec->env);
+    for (int i = 0; i < spec->nvolumes; i++) {
+        free(spec->volumes[i].name);
+        free(spec->volumes[i].path);
+    }
+    free(spec->volumes);
+    job_spec_init(spec);
+}
+
+static bool printable(const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p < 0x20 || *p == 0x7f)
+            return false;
+    }
+    return true;
+}
+
+static bool env_key_valid(const char *k)
+{
+    if (!k || !(isalpha((unsigned char)*k) || *k == '_'))
+        return false;
+    for (const char *p = k; *p; p++) {
+        if (!(isalnum((unsigned char)*p) || *p == '_'))
+            return false;
+    }
+    return strlen(k) <= 256;
+}
+
+static int validate_shape(const struct job_spec *s, struct sh_error *err)
+{
+    if (s->nodes < 1 || s->nodes > JOB_NODES_MAX)
+        return sh_errorf(err, SH_EINVAL, "nodes must be 1..%d, got %d",
+                         JOB_NODES_MAX, s->nodes);
+    if (s->gpus_per_node < 0 || s->gpus_per_node > JOB_GPUS_PER_NODE_MAX)
+        return sh_errorf(err, SH_EINVAL, "gpus must be 0..%d per node, got %d",
+                         JOB_GPUS_PER_NODE_MAX, s->gpus_per_node);
+    if (s->cpus < 0 || s->cpus > JOB_CPUS_MAX)
+        return sh_errorf(err, SH_EINVAL, "cpus must be 0..%d, got %d",
+                         JOB_CPUS_MAX, s->cpus);
+    if (s->tasks_per_node < 1 || s->tasks_per_node > JOB_TASKS_PER_NODE_MAX)
+        return sh_errorf(err, SH_EINVAL, "tasks_per_node must be 1..%d, got %d",
+                         JOB_TASKS_PER_NODE_MAX, s->tasks_per_node);
+    if (s->time_limit < 0)
+        return sh_errorf(err, SH_EINVAL, "time_limit must not be negative");
+    if ((unsigned)s->priority >= JOB_PRIO_COUNT)
+        return sh_errorf(err, SH_EINVAL, "priority must be high, normal or low");
+    if (s->slice) {
+        if (!*s->slice || strlen(s->slice) > JOB_SLICE_MAX ||
+            !job_ident_valid(s->slice))
+            return sh_errorf(err, SH_EINVAL,
+                             "slice must be a profile name of 1..%d characters "
+                             "such as 1g.10gb or shared",
+                             JOB_SLICE_MAX);
+        if (s->gpus_per_node != 1)
+            return sh_errorf(err, SH_EINVAL,
+                             "a slice job takes exactly one slice per node "
+                             "(gpus must be 1 with slice)");
+    }
+    if (s->gpu_mem && s->gpus_per_node == 0)
+        return sh_errorf(err, SH_EINVAL, "gpu_mem needs gpus >= 1");
+    if (s->gpu_type && !job_ident_valid(s->gpu_type))
+        return sh_errorf(err, SH_EINVAL,
+                         "gpu_type must be 1..%d characters of letters, digits, "
+                         "'.', '_' or '-'",
+                         JOB_IDENT_MAX);
+    if (s->gpu_type && s->gpus_per_node == 0)
+        return sh_errorf(err, SH_EINVAL, "gpu_type needs gpus >= 1");
+    return 0;
+}
+
+static int validate_command(const struct job_spec *s, struct sh_error *err)
+{
+    if (s->argc < 1 || !s->argv || !s->argv[0] || !*s->argv[0])
+        return sh_errorf(err, SH_EINVAL, "command must not be empty");
+    if (s->argc > JOB_ARGC_MAX)
+        return sh_errorf(err, SH_ETOOLARGE,
+                         "command has %d arguments, the limit is %d", s->argc,
+                         JOB_ARGC_MAX);
+    size_t total = 0;
+    for (int i = 0; i < s->argc; i++) {
+        size_t n = strlen(s->argv[i]);
+        if (n > JOB_ARG_MAX)
+            return sh_errorf(err, SH_ETOOLARGE,
+                             "command argument %d is %zu bytes, the limit is %d",
+                             i, n, JOB_ARG_MAX);
+        total += n;
+    }
+    if (total > JOB_ARGV_TOTAL_MAX)
+        return sh_errorf(err, SH_ETOOLARGE,
+                         "command is %zu bytes, the limit is %d", total,
+                         JOB_ARGV_TOTAL_MAX);
+    if (s->nenv > JOB_ENV_MAX)
+        return sh_errorf(err, SH_ETOOLARGE, "env has %d entries, the limit is %d",
+                         s->nenv, JOB_ENV_MAX);
+    for (int i = 0; i < s->nenv; i++) {
+        if (!env_key_valid(s->env[i].key))
+            return sh_errorf(err, SH_EINVAL,
+                             "env name '%.64s' is not valid (letters, digits and "
+                             "'_', not starting with a digit)",
+                             s->env[i].key ? s->env[i].key : "");
+        if (strlen(s->env[i].value) > JOB_ENV_VALUE_MAX)
+            return sh_errorf(err, SH_ETOOLARGE,
+                             "env %s is longer than %d bytes", s->env[i].key,
+                             JOB_ENV_VALUE_MAX);
+        for (int j = 0; j < i; j++) {
+            if (strcmp(s->env[i].key, s->env[j].key) == 0)
+                return sh_errorf(err, SH_EINVAL, "env %s is given twice",
+                                 s->env[i].key);
+        }
+    }
+    return 0;
+}
+
+static int validate_paths(const struct job_spec *s, struct sh_error *err)
+{
+    if (s->workdir) {
+        if (s->workdir[0] != '/' || strlen(s->workdir) > JOB_PATH_MAX ||
+            !printable(s->workdir))
+            return sh_errorf(err, SH_EINVAL,
+                             "workdir must be an absolute path of at most %d "
+                             "bytes",
+                             JOB_PATH_MAX);
+    }
+    if (s->nvolumes > JOB_VOLUMES_MAX)
+        return sh_errorf(err, SH_ETOOLARGE, "%d volumes given, the limit is %d",
+                         s->nvolumes, JOB_VOLUMES_MAX);
+    for (int i = 0; i < s->nvolumes; i++) {
+        const struct job_volume *v = &s->volumes[i];
+        if (!job_ident_valid(v->name))
+            return sh_errorf(err, SH_EINVAL,
+                             "volume name '%.64s' is not valid",
+                             v->name ? v->name : "");
+        if (!v->path || v->path[0] != '/' || strlen(v->path) > JOB_PATH_MAX ||
+            !printable(v->path) || strstr(v->path, ".."))
+            return sh_errorf(err, SH_EINVAL,
+                             "volume %s: mount path must be an absolute path "
+                             "without '..'",
+                             v->name);
+        for (int j = 0; j < i; j++) {
+            if (strcmp(v->path, s->volumes[j].path) == 0)
+                return sh_errorf(err, SH_EINVAL,
+                                 "two volumes are mounted at %s", v->path);
+        }
+    }
+    return 0;
+}
+
+int job_spec_validate(const struct job_spec *s, struct sh_error *err)
+{
+    if (s->name && (strlen(s->name) > JOB_NAME_MAX || !printable(s->name)))
+        return sh_errorf(err, SH_EINVAL,
+                         "name must be at most %d printable characters",
+                         JOB_NAME_MAX);
+    if (s->user && !job_ident_valid(s->user))
+        return sh_errorf(err, SH_EINVAL, "user '%.64s' is not a valid name",
+                         s->user);
+    if (s->project && !job_ident_valid(s->project))
+        return sh_errorf(err, SH_EINVAL,
+                         "project must be 1..%d characters of letters, digits, "
+                         "'.', '_' or '-'",
+                         JOB_IDENT_MAX);
+    if (validate_shape(s, err) < 0 || validate_command(s, err) < 0 ||
+        validate_paths(s, err) < 0)
+        return -1;
+    return 0;
+}
+
+static int dup_str(char **dst, const char *src)
+{
+    *dst = NULL;
+    if (!src)
+        return 0;
+    *dst = strdup(src);
+    return *dst ? 0 : -1;
+}
+
+int job_spec_copy(struct job_spec *dst, const struct job_spec *src)
+{
+    job_spec_init(dst);
+    *dst = *src;
+    dst->name = dst->user = dst->project = dst->gpu_type = dst->slice = NULL;
+    dst->workdir = NULL;
+    dst->argv = NULL;
+    dst->env = NULL;
+    dst->volumes = NULL;
+    dst->argc = dst->nenv = dst->nvolumes = 0;
+    if (dup_str(&dst->name, src->name) < 0 ||
+        dup_str(&dst->user, src->user) < 0 ||
+        dup_str(&dst->project, src->project) < 0 ||
+        dup_str(&dst->gpu_type, src->gpu_type) < 0 ||
+        dup_str(&dst->slice, src->slice) < 0 ||
+        dup_str(&dst->workdir, src->workdir) < 0)
+        goto error;
+    dst->argv = calloc((size_t)src->argc + 1, sizeof(char *));
+    if (!dst->argv)
+        goto error;
+    for (; dst->argc < src->argc; dst->argc++) {
+        if (dup_str(&dst->argv[dst->argc], src->argv[dst->argc]) < 0)
+            goto error;
+    }
+    if (src->nenv) {
+        dst->env = calloc((size_t)src->nenv, sizeof(*dst->env));
+        if (!dst->env)
+            goto error;
+        for (; dst->nenv < src->nenv; dst->nenv++) {
+            struct job_env *e = &dst->env[dst->nenv];
+            if (dup_str(&e->key, src->env[dst->nenv].key) < 0 ||
+                dup_str(&e->value, src->env[dst->nenv].value) < 0) {
+                dst->nenv++;
+                goto error;
+            }
+        }
+    }
+    if (src->nvolumes) {
+        dst->volumes = calloc((size_t)src->nvolumes, sizeof(*dst->volumes));
+        if (!dst->volumes)
+            goto error;
+        for (; dst->nvolumes < src->nvolumes; dst->nvolumes++) {
+            struct job_volume *v = &dst->volumes[dst->nvolumes];
+            if (dup_str(&v->name, src->volumes[dst->nvolumes].name) < 0 ||
+                dup_str(&v->path, src->volumes[dst->nvolumes].path) < 0) {
+                dst->nvolumes++;
+                goto error;
+            }
+        }
+    }
+    return 0;
+error:
+    job_spec_fini(dst);
+    return -1;
+}
+
+int job_spec_total_gpus(const struct job_spec *spec)
+{
+    return spec->nodes * spec->gpus_per_node;
+}
+
+struct job *job_create(uint64_t id, struct job_spec *spec, int64_t submit_ms)
+{
+    struct job *job = calloc(1, sizeof(*job));
+    if (!job)
+        return NULL;
+    job->id = id;
+    job->spec = *spec;
+    job_spec_init(spec);
+    job->state = JOB_PENDING;
+    job->submit_ms = submit_ms;
+    job->exit_code = -1;
+    return job;
+}
+
+void job_alloc_free(struct job_alloc *alloc, int n)
+{
+    for (int i = 0; i < n; i++) {
+        free(alloc[i].node);
+        for (int g = 0; g < alloc[i].ngpus; g++)
+            free(alloc[i].gpus[g]);
+        free(alloc[i].gpus);
+    }
+    free(alloc);
+}
+
+void job_destroy(struct job *job)
+{
+    if (!job)
+        return;
+    job_spec_fini(&job->spec);
+    free(job->reason);
+    job_alloc_free(job->alloc, job->nalloc);
+    free(job);
+}
+
+/* The legal transitions: the one table. */
+static bool transition_legal(enum job_state from, enum job_state to)
+{
+    switch (from) {
+    case JOB_PENDING:
+        return to == JOB_RUNNING || to == JOB_CANCELLED;
+    case JOB_RUNNING:
+        return to == JOB_COMPLETED || to == JOB_FAILED ||
+               to == JOB_CANCELLED || to == JOB_TIMEOUT ||
+               to == JOB_NODE_FAIL || to == JOB_PREEMPTED;
+    case JOB_PREEMPTED:
+    case JOB_NODE_FAIL:
+        return to == JOB_PENDING; /* requeue; checked against spec below */
+    default:
+        return false;
+    }
+}
+
+int job_transition_check(const struct job *job, enum job_state to,
+                         struct sh_error *err)
+{
+    if (!transition_legal(job->state, to))
+        return sh_errorf(err, SH_ECONFLICT, "job %llu is %s and cannot become %s",
+                         (unsigned long long)job->id,
+                         job_state_name(job->state), job_state_name(to));
+    if (to == JOB_PENDING && !job->spec.requeue)
+        return sh_errorf(err, SH_ECONFLICT,
+                         "job %llu was not submitted with requeue",
+                         (unsigned long long)job->id);
+    return 0;
+}
+
+int job_transition(struct job *job, enum job_state to, int64_t now_ms,
+                   struct sh_error *err)
+{
+    if (job_transition_check(job, to, err) < 0)
+        return -1;
+    enum job_state from = job->state;
+    job->state = to;
+    if (to == JOB_RUNNING) {
+        job->start_ms = now_ms;
+        job->end_ms = 0;
+        job->exit_code = -1;
+        job->exit_signal = 0;
+    } else if (to == JOB_PENDING) {
+        job->requeues++;
+        job->end_ms = 0;
+        job->exit_code = -1;
+        job->exit_signal = 0;
+        job->releasing = false;
+        job_set_alloc(job, NULL, 0);
+    } else {
+        job->end_ms = now_ms;
+        /* A running job keeps its GPUs until its processes are gone. */
+        job->releasing = (from == JOB_RUNNING && job->nalloc > 0);
+    }
+    return 0;
+}
+
+int job_set_reason(struct job *job, const char *reason)
+{
+    char *copy = NULL;
+    if (reason) {
+        copy = strndup(reason, JOB_REASON_MAX);
+        if (!copy)
+            return -1;
+    }
+    free(job->reason);
+    job->reason = copy;
+    return 0;
+}
+
+void job_set_alloc(struct job *job, struct job_alloc *alloc, int n)
+{
+    job_alloc_free(job->alloc, job->nalloc);
+    job->alloc = alloc;
+    job->nalloc = n;
+}
+
+int job_check_invariants(const struct job *job, struct sh_error *err)
+{
+    if ((unsigned)job->state >= JOB_STATE_COUNT)
+        return sh_errorf(err, SH_EINTERNAL, "job %llu: bad state",
+                         (unsigned long long)job->id);
+    switch (job->state) {
+    case JOB_PENDING:
+        if (job->nalloc != 0 || job->end_ms != 0 || job->releasing)
+            return sh_errorf(err, SH_EINTERNAL,
+                             "job %llu: pending with a placement or end time",
+                             (unsigned long long)job->id);
+        break;
+    case JOB_RUNNING:
+        if (job->nalloc != job->spec.nodes || job->start_ms < job->submit_ms ||
+            job->end_ms != 0)
+            return sh_errorf(err, SH_EINTERNAL,
+                             "job %llu: running without a full placement",
+                             (unsigned long long)job->id);
+        break;
+    default:
+        if (job->end_ms < job->start_ms)
+            return sh_errorf(err, SH_EINTERNAL, "job %llu: ended before start",
+                             (unsigned long long)job->id);
+        if (job->releasing && job->nalloc == 0)
+            return sh_errorf(err, SH_EINTERNAL,
+                             "job %llu: releasing without a placement",
+                             (unsigned long long)job->id);
+        break;
+    }
+    return 0;
+}

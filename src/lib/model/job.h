@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The job: what a user asked for (struct job_spec) and what became of it
+ * (struct job). This module owns the limits on every field, validation, and
+ * the job state machine. It does no I/O.
+ *
+ * Job lifecycle. Every state change goes through job_transition(), the one
+ * place that knows which changes are legal:
+ *
+ *                  job_transition(RUNNING)
+ *      PENDING ─────────────────────────────▶ RUNNING
+ *        │  ▲                                   │
+ *        │  │ requeue (spec.requeue only)       ├──▶ COMPLETED   exit code 0
+ *        │  └──────────── PREEMPTED ◀───────────┤
+ *        │  └──────────── NODE_FAIL ◀───────────┤
+ *        │                                      ├──▶ FAILED      exit != 0 / signal
+ *        │                                      ├──▶ TIMEOUT     time limit reached
+ *        └──────────────▶ CANCELLED ◀───────────┘
+ *
+ * Invariants (checked by job_check_invariants):
+ *   PENDING    no placement, start_ms == 0 (or from a previous run: requeues > 0)
+ *   RUNNING    placement of spec.nodes nodes, start_ms >= submit_ms, end_ms == 0
+ *   terminal   end_ms >= start_ms; COMPLETED/FAILED carry an exit status.
+ * A job in a terminal state may still hold its GPUs (job.releasing) until
+ * the agent confirms its processes are gone; the scheduler counts them busy.
+ */
+#ifndef SHOAL_MODEL_JOB_H
+#define SHOAL_MODEL_JOB_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "lib/util/error.h"
+
+/* Limits on what a job may ask for. Each is enforced by job_spec_validate()
+ * and named in its error messages. */
+#define JOB_NAME_MAX 128        /* bytes */
+#define JOB_IDENT_MAX 64        /* user, project, gpu type, volume names */
+#define JOB_SLICE_MAX 32        /* slice profile name */
+#define JOB_NODES_MAX 1024
+#define JOB_GPUS_PER_NODE_MAX 64
+#define JOB_CPUS_MAX 4096
+#define JOB_TASKS_PER_NODE_MAX 256
+#define JOB_ARGC_MAX 1024
+#define JOB_ARG_MAX 65536       /* bytes in one argument */
+#define JOB_ARGV_TOTAL_MAX 262144 /* bytes in all arguments together */
+#define JOB_ENV_MAX 256         /* entries */
+#define JOB_ENV_VALUE_MAX 32768 /* bytes in one value */
+#define JOB_PATH_MAX 4096
+#define JOB_VOLUMES_MAX 32
+#define JOB_REASON_MAX 256
+
+enum job_state {
+    JOB_PENDING = 0,
+    JOB_RUNNING,
+    JOB_COMPLETED,
+    JOB_FAILED,
+    JOB_CANCELLED,
+    JOB_PREEMPTED,
+    JOB_TIMEOUT,
+    JOB_NODE_FAIL,
+    JOB_STATE_COUNT,
+};
+
+enum job_priority {
+    JOB_PRIO_HIGH = 0,
+    JOB_PRIO_NORMAL = 1,
+    JOB_PRIO_LOW = 2,
+    JOB_PRIO_COUNT,
+};
+
+struct job_env {
+    char *key;
+    char *value;
+};
+
+struct job_volume {
+    char *name; /* a volume the project may use */
+    char *path; /* absolute mount point inside the job */
+};
+
+/* What the user asked for. Plain data; job_spec_fini() frees the strings. */
+struct job_spec {
+    char *name;       /* optional; NULL when not given */
+    char *user;       /* set by the controller from the caller's identity */
+    char *project;    /* NULL until the controller fills the default */
+    enum job_priority priority;
+    int nodes;           /* >= 1 */
+    int gpus_per_node;   /* 0..JOB_GPUS_PER_NODE_MAX; 1 for a slice job */
+    char *gpu_type;      /* model constraint, e.g. "H100-80GB"; NULL = any */
+    char *slice;         /* slice profile ("1g.10gb", "shared"); NULL = whole */
+    uint64_t gpu_mem;    /* bytes of GPU memory wanted per GPU; 0 = any */
+    int cpus;            /* per node; 0 = no request */
+    uint64_t mem;        /* bytes per node; 0 = no request */
+    int64_t time_limit;  /* seconds; 0 = none given */
+    int tasks_per_node;  /* >= 1 */
+    bool requeue;        /* back to pending after preemption or node failure */
+    char **argv;         /* argc strings, then NULL */
+    int argc;
+    struct job_env *env;
+    int nenv;
+    char *workdir;       /* absolute; NULL = the user's home on the node */
+    struct job_volume *volumes;
+    int nvolumes;
+};
+
+/* One node's share of a running job. */
+struct job_alloc {
+    char *node;          /* node name */
+    char **gpus;         /* GPU or slice UUIDs assigned on that node */
+    int ngpus;
+};
+
+struct job {
+    uint64_t id;
+    struct job_spec spec;
+    enum job_state state;
+    int64_t submit_ms;   /* wall clock, epoch ms */
+    int64_t start_ms;    /* 0 until it first runs */
+    int64_t end_ms;      /* 0 until terminal */
+    int exit_code;       /* -1 when unknown */
+    int exit_signal;     /* 0 when none */
+    int requeues;        /* times it went back to pending */
+    bool releasing;      /* terminal, but its GPUs are not yet confirmed free */
+    char *reason;        /* why pending / how it ended; may be NULL */
+    int64_t est_start_ms;/* estimated start for pending jobs; 0 = unknown */
+    struct job_alloc *alloc;
+    int nalloc;
+};
+
+/* Names as users see them ("pending", "node_fail", "high"). */
+const char *job_state_name(enum job_state s);
+int job_state_from_name(const char *name, enum job_state *out);
+const char *job_priority_name(enum job_priority p);
+int job_priority_from_name(const char *name, enum job_priority *out);
+
+/* True for completed, failed, cancelled, timeout, and for preempted and
+ * node_fail (which are final unless requeued). */
+bool job_state_is_terminal(enum job_state s);
+
+/* True when a name is a valid identifier for users, projects, teams, volumes
+ * and nodes: 1..JOB_IDENT_MAX of [A-Za-z0-9._-], not starting with '-' or
+ * '.'. */
+bool job_ident_valid(const char *s);
+
+/* Initialise a spec with the defaults: 1 node, 0 GPUs, normal priority,
+ * 1 task per node. */
+void job_spec_init(struct job_spec *spec);
+void job_spec_fini(struct job_spec *spec);
+
+/* Check every field against the limits above. The controller calls it after
+ * filling user and project. Borrowed for the call. */
+int job_spec_validate(const struct job_spec *spec, struct sh_error *err);
+
+/* Deep copy of src into dst (which is overwritten). -1 on out of memory. */
+int job_spec_copy(struct job_spec *dst, const struct job_spec *src);
+
+/* Total GPUs the job asks for (nodes x GPUs per node). */
+int job_spec_total_gpus(const struct job_spec *spec);
+
+/* Heap-allocate a job; takes ownership of *spec's contents (spec is left
+ * initialised and empty). state = PENDING. NULL on out of memory. */
+struct job *job_create(uint64_t id, struct job_spec *spec, int64_t submit_ms);
+void job_destroy(struct job *job);
+
+/* Whether from -> to is legal for this job (requeue only with
+ * spec.requeue). Fills err with SH_ECONFLICT naming both states when not. */
+int job_transition_check(const struct job *job, enum job_state to,
+                         struct sh_error *err);
+
+/* Perform a legal transition at time now_ms: sets timestamps, clears the
+ * placement on requeue, counts requeues. Fails (and changes nothing) when
+ * job_transition_check() does. */
+int job_transition(struct job *job, enum job_state to, int64_t now_ms,
+                   struct sh_error *err);
+
+/* Replace the reason (copied; NULL clears). -1 on out of memory. */
+int job_set_reason(struct job *job, const char *reason);
+
+/* Replace the placement. Takes ownership of alloc (an array of n entries). */
+void job_set_alloc(struct job *job, struct job_alloc *alloc, int n);
+void job_alloc_free(struct job_alloc *alloc, int n);
+
+/* Assert-style self check for tests; returns 0 or -1 with err filled. */
+int job_check_invariants(const struct job *job, struct sh_error *err);
+
+#endif

@@ -1,0 +1,543 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* JSON codecs for jobs (see job_json.h). */
+#include "lib/model/job_json.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/util/clock.h"
+#include "lib/util/parse.h"
+
+/* ---- field readers: each names the field in its error ---- */
+
+static int get_string(const json_t *v, const char *field, size_t max,
+                      char **out, struct sh_error *err)
+{
+    if (json_is_null(v)) {
+        *out = NULL;
+        return 0;
+    }
+    if (!json_is_string(v))
+        return sh_errorf(err, SH_EINVAL, "%s must be a string", field);
+    size_t n = json_string_length(v);
+    if (n > max)
+        return sh_errorf(err, SH_ETOOLARGE,
+                         "%s is %zu bytes, the limit is %zu", field, n, max);
+    if (strlen(json_string_value(v)) != n)
+        return sh_errorf(err, SH_EINVAL, "%s must not contain NUL bytes",
+                         field);
+    char *s = strdup(json_string_value(v));
+    if (!s)
+        return sh_errorf(err, SH_EINTERNAL, "out of memory");
+    free(*out);
+    *out = s;
+    return 0;
+}
+
+static int get_int(const json_t *v, const char *field, int min, int max,
+                   int *out, struct sh_error *err)
+{
+    if (!json_is_integer(v))
+        return sh_errorf(err, SH_EINVAL, "%s must be a whole number", field);
+    json_int_t i = json_integer_value(v);
+    if (i < min || i > max)
+        return sh_errorf(err, SH_EINVAL, "%s must be %d..%d, got %lld", field,
+                         min, max, (long long)i);
+    *out = (int)i;
+    return 0;
+}
+
+static int get_size(const json_t *v, const char *field, uint64_t *out,
+                    struct sh_error *err)
+{
+    if (json_is_integer(v)) {
+        json_int_t i = json_integer_value(v);
+        if (i < 0 || (uint64_t)i > PARSE_SIZE_MAX)
+            return sh_errorf(err, SH_EINVAL,
+                             "%s must be 0..%llu bytes, got %lld", field,
+                             (unsigned long long)PARSE_SIZE_MAX, (long long)i);
+        *out = (uint64_t)i;
+        return 0;
+    }
+    if (json_is_string(v))
+        return parse_size(field, json_string_value(v), out, err);
+    return sh_errorf(err, SH_EINVAL,
+                     "%s must be a number of bytes or a size such as \"16G\"",
+                     field);
+}
+
+static int get_duration(const json_t *v, const char *field, int64_t *out,
+                        struct sh_error *err)
+{
+    if (json_is_integer(v)) {
+        json_int_t i = json_integer_value(v);
+        if (i < 0 || i > PARSE_DURATION_MAX)
+            return sh_errorf(err, SH_EINVAL,
+                             "%s must be 0..%lld seconds, got %lld", field,
+                             (long long)PARSE_DURATION_MAX, (long long)i);
+        *out = i;
+        return 0;
+    }
+    if (json_is_string(v))
+        return parse_duration(field, json_string_value(v), out, err);
+    return sh_errorf(err, SH_EINVAL,
+                     "%s must be a number of seconds or a duration such as "
+                     "\"2h\"",
+                     field);
+}
+
+static int get_command(const json_t *v, struct job_spec *s,
+                       struct sh_error *err)
+{
+    if (!json_is_array(v))
+        return sh_errorf(err, SH_EINVAL,
+                         "command must be an array of strings");
+    size_t n = json_array_size(v);
+    if (n == 0)
+        return sh_errorf(err, SH_EINVAL, "command must not be empty");
+    if (n > JOB_ARGC_MAX)
+        return sh_errorf(err, SH_ETOOLARGE,
+                         "command has %zu arguments, the limit is %d", n,
+                         JOB_ARGC_MAX);
+    char **argv = calloc(n + 1, sizeof(char *));
+    if (!argv)
+        return sh_errorf(err, SH_EINTERNAL, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        const json_t *a = json_array_get(v, i);
+        if (!json_is_string(a) ||
+            get_string(a, "command argument", JOB_ARG_MAX, &argv[i], err) < 0) {
+            if (!json_is_string(a))
+                sh_errorf(err, SH_EINVAL,
+                          "command must be an array of strings");
+            for (size_t j = 0; j < i; j++)
+                free(argv[j]);
+            free(argv);
+            return -1;
+        }
+    }
+    for (int i = 0; i < s->argc; i++)
+        free(s->argv[i]);
+    free(s->argv);
+    s->argv = argv;
+    s->argc = (int)n;
+    return 0;
+}
+
+static int get_env(const json_t *v, struct job_spec *s, struct sh_error *err)
+{
+    if (!json_is_object(v))
+        return sh_errorf(err, SH_EINVAL,
+                         "env must be an object of names to strings");
+    size_t n = json_object_size(v);
+    if (n > JOB_ENV_MAX)
+        return sh_errorf(err, SH_ETOOLARGE,
+                         "env has %zu entries, the limit is %d", n,
+                         JOB_ENV_MAX);
+    struct job_env *env = calloc(n ? n : 1, sizeof(*env));
+    if (!env)
+        return sh_errorf(err, SH_EINTERNAL, "out of memory");
+    size_t i = 0;
+    const char *key;
+    const json_t *val;
+    int rc = 0;
+    json_object_foreach((json_t *)v, key, val)
+    {
+        if (!json_is_string(val)) {
+            rc = sh_errorf(err, SH_EINVAL, "env %.64s must be a string", key);
+            break;
+        }
+        env[i].key = strdup(key);
+        env[i].value = strdup(json_string_value(val));
+        i++;
+        if (!env[i - 1].key || !env[i - 1].value) {
+            rc = sh_errorf(err, SH_EINTERNAL, "out of memory");
+            break;
+        }
+    }
+    s->env = env;
+    s->nenv = (int)i;
+    return rc;
+}
+
+static int get_volume(const json_t *v, struct job_volume *vol,
+                      struct sh_error *err)
+{
+    if (json_is_string(v)) {
+        /* "name:/path" as on the command line */
+        const char *s = json_string_value(v);
+        const char *colon = strchr(s, ':');
+        if (!colon || colon == s || !colon[1])
+            return sh_errorf(err, SH_EINVAL,
+                             "volume '%.64s' must be NAME:PATH", s);
+        vol->name = strndup(s, (size_t)(colon - s));
+        vol->path = strdup(colon + 1);
+    } else if (json_is_object(v)) {
+        const char *key;
+        const json_t *val;
+        json_object_foreach((json_t *)v, key, val)
+        {
+            if (strcmp(key, "name") == 0) {
+                if (get_string(val, "volume name", JOB_IDENT_MAX, &vol->name,
+                               err) < 0)
+                    return -1;
+            } else if (strcmp(key, "path") == 0) {
+                if (get_string(val, "volume path", JOB_PATH_MAX, &vol->path,
+                               err) < 0)
+                    return -1;
+            } else {
+                return sh_errorf(err, SH_EINVAL,
+                                 "volume: unknown field '%.64s'", key);
+            }
+        }
+    } else {
+        return sh_errorf(err, SH_EINVAL,
+                         "volumes must be an array of \"NAME:PATH\" strings or "
+                         "{\"name\", \"path\"} objects");
+    }
+    if (!vol->name || !vol->path)
+        return sh_errorf(err, SH_EINVAL, "volume needs a name and a path");
+    return 0;
+}
+
+static int get_volumes(const json_t *v, struct job_spec *s,
+                       struct sh_error *err)
+{
+    if (!json_is_array(v))
+        return sh_errorf(err, SH_EINVAL, "volumes must be an array");
+    size_t n = json_array_size(v);
+    if (n > JOB_VOLUMES_MAX)
+        return sh_errorf(err, SH_ETOOLARGE,
+                         "%zu volumes given, the limit is %d", n,
+                         JOB_VOLUMES_MAX);
+    s->volumes = calloc(n ? n : 1, sizeof(*s->volumes));
+    if (!s->volumes)
+        return sh_errorf(err, SH_EINTERNAL, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        s->nvolumes++;
+        if (get_volume(json_array_get(v, i), &s->volumes[i], err) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int get_bool(const json_t *v, const char *field, bool *out,
+                    struct sh_error *err)
+{
+    if (!json_is_boolean(v))
+        return sh_errorf(err, SH_EINVAL, "%s must be true or false", field);
+    *out = json_is_true(v);
+    return 0;
+}
+
+/* One submission field. Returns 0, -1 on error, 1 when the key is unknown. */
+static int spec_field(const char *key, const json_t *v, struct job_spec *s,
+                      struct sh_error *err)
+{
+    if (strcmp(key, "name") == 0)
+        return get_string(v, "name", JOB_NAME_MAX, &s->name, err);
+    if (strcmp(key, "user") == 0)
+        return get_string(v, "user", JOB_IDENT_MAX, &s->user, err);
+    if (strcmp(key, "project") == 0)
+        return get_string(v, "project", JOB_IDENT_MAX, &s->project, err);
+    if (strcmp(key, "priority") == 0) {
+        if (!json_is_string(v) ||
+            job_priority_from_name(json_string_value(v), &s->priority) < 0)
+            return sh_errorf(err, SH_EINVAL,
+                             "priority must be \"high\", \"normal\" or \"low\"");
+        return 0;
+    }
+    if (strcmp(key, "nodes") == 0)
+        return get_int(v, "nodes", 1, JOB_NODES_MAX, &s->nodes, err);
+    if (strcmp(key, "gpus") == 0)
+        return get_int(v, "gpus", 0, JOB_GPUS_PER_NODE_MAX, &s->gpus_per_node,
+                       err);
+    if (strcmp(key, "gpu_type") == 0)
+        return get_string(v, "gpu_type", JOB_IDENT_MAX, &s->gpu_type, err);
+    if (strcmp(key, "slice") == 0)
+        return get_string(v, "slice", JOB_SLICE_MAX, &s->slice, err);
+    if (strcmp(key, "gpu_mem") == 0)
+        return get_size(v, "gpu_mem", &s->gpu_mem, err);
+    if (strcmp(key, "cpus") == 0)
+        return get_int(v, "cpus", 0, JOB_CPUS_MAX, &s->cpus, err);
+    if (strcmp(key, "mem") == 0)
+        return get_size(v, "mem", &s->mem, err);
+    if (strcmp(key, "time_limit") == 0)
+        return get_duration(v, "time_limit", &s->time_limit, err);
+    if (strcmp(key, "tasks_per_node") == 0)
+        return get_int(v, "tasks_per_node", 1, JOB_TASKS_PER_NODE_MAX,
+                       &s->tasks_per_node, err);
+    if (strcmp(key, "requeue") == 0)
+        return get_bool(v, "requeue", &s->requeue, err);
+    if (strcmp(key, "command") == 0)
+        return get_command(v, s, err);
+    if (strcmp(key, "env") == 0)
+        return get_env(v, s, err);
+    if (strcmp(key, "workdir") == 0)
+        return get_string(v, "workdir", JOB_PATH_MAX, &s->workdir, err);
+    if (strcmp(key, "volumes") == 0)
+        return get_volumes(v, s, err);
+    return 1;
+}
+
+int job_spec_from_json(const json_t *obj, struct job_spec *spec,
+                       struct sh_error *err)
+{
+    if (!json_is_object(obj))
+        return sh_errorf(err, SH_EINVAL, "a job must be a JSON object");
+    const char *key;
+    const json_t *v;
+    json_object_foreach((json_t *)obj, key, v)
+    {
+        int rc = spec_field(key, v, spec, err);
+        if (rc == 1)
+            rc = sh_errorf(err, SH_EINVAL, "unknown field '%.64s'", key);
+        if (rc < 0)
+            goto error;
+    }
+    if (!spec->argv) {
+        sh_errorf(err, SH_EINVAL, "command is required");
+        goto error;
+    }
+    if (job_spec_validate(spec, err) < 0)
+        goto error;
+    return 0;
+error:
+    job_spec_fini(spec);
+    return -1;
+}
+
+/* ---- encoders ---- */
+
+/* Set key to a string or null. Steals the new value's reference. */
+static void set_str(json_t *o, const char *key, const char *s)
+{
+    json_object_set_new(o, key, s ? json_string(s) : json_null());
+}
+
+static void set_time(json_t *o, const char *key, int64_t ms)
+{
+    char buf[32];
+    if (ms <= 0) {
+        json_object_set_new(o, key, json_null());
+        return;
+    }
+    clock_format_iso(ms, buf, sizeof(buf));
+    json_object_set_new(o, key, json_string(buf));
+}
+
+json_t *job_spec_to_json(const struct job_spec *s)
+{
+    json_t *o = json_object();
+    json_t *argv = json_array();
+    json_t *env = json_object();
+    json_t *vols = json_array();
+    if (!o || !argv || !env || !vols) {
+        json_decref(o);
+        json_decref(argv);
+        json_decref(env);
+        json_decref(vols);
+        return NULL;
+    }
+    set_str(o, "name", s->name);
+    set_str(o, "user", s->user);
+    set_str(o, "project", s->project);
+    set_str(o, "priority", job_priority_name(s->priority));
+    json_object_set_new(o, "nodes", json_integer(s->nodes));
+    json_object_set_new(o, "gpus", json_integer(s->gpus_per_node));
+    set_str(o, "gpu_type", s->gpu_type);
+    set_str(o, "slice", s->slice);
+    json_object_set_new(o, "gpu_mem", json_integer((json_int_t)s->gpu_mem));
+    json_object_set_new(o, "cpus", json_integer(s->cpus));
+    json_object_set_new(o, "mem", json_integer((json_int_t)s->mem));
+    json_object_set_new(o, "time_limit", json_integer(s->time_limit));
+    json_object_set_new(o, "tasks_per_node", json_integer(s->tasks_per_node));
+    json_object_set_new(o, "requeue", json_boolean(s->requeue));
+    for (int i = 0; i < s->argc; i++)
+        json_array_append_new(argv, json_string(s->argv[i]));
+    json_object_set_new(o, "command", argv); /* steals argv */
+    for (int i = 0; i < s->nenv; i++)
+        json_object_set_new(env, s->env[i].key, json_string(s->env[i].value));
+    json_object_set_new(o, "env", env); /* steals env */
+    set_str(o, "workdir", s->workdir);
+    for (int i = 0; i < s->nvolumes; i++)
+        json_array_append_new(vols,
+                              json_pack("{s:s, s:s}", "name",
+                                        s->volumes[i].name, "path",
+                                        s->volumes[i].path));
+    json_object_set_new(o, "volumes", vols); /* steals vols */
+    return o;
+}
+
+json_t *job_alloc_to_json(const struct job_alloc *alloc, int n)
+{
+    json_t *arr = json_array();
+    if (!arr)
+        return NULL;
+    for (int i = 0; i < n; i++) {
+        json_t *gpus = json_array();
+        for (int g = 0; g < alloc[i].ngpus; g++)
+            json_array_append_new(gpus, json_string(alloc[i].gpus[g]));
+        /* "o" steals gpus */
+        json_array_append_new(arr, json_pack("{s:s, s:o}", "node",
+                                             alloc[i].node, "gpus", gpus));
+    }
+    return arr;
+}
+
+int job_alloc_from_json(const json_t *arr, struct job_alloc **out, int *nout,
+                        struct sh_error *err)
+{
+    if (!json_is_array(arr))
+        return sh_errorf(err, SH_EINVAL, "placement must be an array");
+    size_t n = json_array_size(arr);
+    if (n > JOB_NODES_MAX)
+        return sh_errorf(err, SH_ETOOLARGE, "placement has too many nodes");
+    struct job_alloc *alloc = calloc(n ? n : 1, sizeof(*alloc));
+    if (!alloc)
+        return sh_errorf(err, SH_EINTERNAL, "out of memory");
+    int filled = 0;
+    for (size_t i = 0; i < n; i++) {
+        const json_t *e = json_array_get(arr, i);
+        const json_t *node = json_object_get(e, "node");
+        const json_t *gpus = json_object_get(e, "gpus");
+        if (!json_is_string(node) || !json_is_array(gpus) ||
+            json_array_size(gpus) > JOB_GPUS_PER_NODE_MAX * 8) {
+            sh_errorf(err, SH_EINVAL,
+                      "placement entries need a node and a gpus array");
+            goto error;
+        }
+        filled++;
+        alloc[i].node = strdup(json_string_value(node));
+        size_t ng = json_array_size(gpus);
+        alloc[i].gpus = calloc(ng ? ng : 1, sizeof(char *));
+        if (!alloc[i].node || !alloc[i].gpus) {
+            sh_errorf(err, SH_EINTERNAL, "out of memory");
+            goto error;
+        }
+        for (size_t g = 0; g < ng; g++) {
+            const json_t *u = json_array_get(gpus, g);
+            if (!json_is_string(u)) {
+                sh_errorf(err, SH_EINVAL, "placement GPUs must be strings");
+                goto error;
+            }
+            alloc[i].gpus[g] = strdup(json_string_value(u));
+            alloc[i].ngpus++;
+            if (!alloc[i].gpus[g]) {
+                sh_errorf(err, SH_EINTERNAL, "out of memory");
+                goto error;
+            }
+        }
+    }
+    *out = alloc;
+    *nout = (int)n;
+    return 0;
+error:
+    job_alloc_free(alloc, filled);
+    return -1;
+}
+
+json_t *job_to_json(const struct job *job)
+{
+    json_t *o = job_spec_to_json(&job->spec);
+    if (!o)
+        return NULL;
+    json_object_set_new(o, "id", json_integer((json_int_t)job->id));
+    set_str(o, "state", job_state_name(job->state));
+    set_str(o, "reason", job->reason);
+    set_time(o, "submit_time", job->submit_ms);
+    set_time(o, "start_time", job->start_ms);
+    set_time(o, "end_time", job->end_ms);
+    set_time(o, "estimated_start", job->est_start_ms);
+    json_object_set_new(o, "exit_code", job->exit_code >= 0
+                                            ? json_integer(job->exit_code)
+                                            : json_null());
+    json_object_set_new(o, "exit_signal", job->exit_signal
+                                              ? json_integer(job->exit_signal)
+                                              : json_null());
+    json_object_set_new(o, "requeues", json_integer(job->requeues));
+    json_object_set_new(o, "releasing", json_boolean(job->releasing));
+    json_object_set_new(o, "placement",
+                        job_alloc_to_json(job->alloc, job->nalloc));
+    return o;
+}
+
+json_t *job_to_record(const struct job *job)
+{
+    json_t *spec = job_spec_to_json(&job->spec);
+    if (!spec)
+        return NULL;
+    /* "o" steals spec and the placement array */
+    return json_pack("{s:I, s:o, s:s, s:I, s:I, s:I, s:i, s:i, s:i, s:b, "
+                     "s:s?, s:I, s:o}",
+                     "id", (json_int_t)job->id, "spec", spec, "state",
+                     job_state_name(job->state), "submit_ms",
+                     (json_int_t)job->submit_ms, "start_ms",
+                     (json_int_t)job->start_ms, "end_ms",
+                     (json_int_t)job->end_ms, "exit_code", job->exit_code,
+                     "exit_signal", job->exit_signal, "requeues",
+                     job->requeues, "releasing", job->releasing, "reason",
+                     job->reason, "est_start_ms",
+                     (json_int_t)job->est_start_ms, "placement",
+                     job_alloc_to_json(job->alloc, job->nalloc));
+}
+
+struct job *job_from_record(const json_t *rec, struct sh_error *err)
+{
+    json_int_t id = 0, submit = 0, start = 0, end = 0, est = 0;
+    int exit_code = -1, exit_signal = 0, requeues = 0, releasing = 0;
+    const char *state = NULL, *reason = NULL;
+    json_t *spec_obj = NULL, *placement = NULL;
+    json_error_t jerr;
+    if (json_unpack_ex((json_t *)rec, &jerr, 0,
+                       "{s:I, s:o, s:s, s:I, s:I, s:I, s:i, s:i, s:i, s:b, "
+                       "s?s, s?I, s:o}",
+                       "id", &id, "spec", &spec_obj, "state", &state,
+                       "submit_ms", &submit, "start_ms", &start, "end_ms",
+                       &end, "exit_code", &exit_code, "exit_signal",
+                       &exit_signal, "requeues", &requeues, "releasing",
+                       &releasing, "reason", &reason, "est_start_ms", &est,
+                       "placement", &placement) < 0) {
+        sh_errorf(err, SH_EINVAL, "job record: %s", jerr.text);
+        return NULL;
+    }
+    struct job_spec spec;
+    job_spec_init(&spec);
+    /* The stored spec holds the defaults explicitly (nulls and zeros);
+     * drop the nulls so the strict parser sees only real values. */
+    json_t *clean = json_object();
+    const char *key;
+    json_t *v;
+    json_object_foreach(spec_obj, key, v)
+    {
+        if (!json_is_null(v))
+            json_object_set(clean, key, v);
+    }
+    int rc = job_spec_from_json(clean, &spec, err);
+    json_decref(clean);
+    if (rc < 0)
+        return NULL;
+    struct job *job = job_create((uint64_t)id, &spec, submit);
+    if (!job) {
+        job_spec_fini(&spec);
+        sh_errorf(err, SH_EINTERNAL, "out of memory");
+        return NULL;
+    }
+    if (job_state_from_name(state, &job->state) < 0) {
+        sh_errorf(err, SH_EINVAL, "job record: unknown state '%s'", state);
+        goto error;
+    }
+    job->start_ms = start;
+    job->end_ms = end;
+    job->exit_code = exit_code;
+    job->exit_signal = exit_signal;
+    job->requeues = requeues;
+    job->releasing = releasing;
+    job->est_start_ms = est;
+    if ((reason && job_set_reason(job, reason) < 0) ||
+        job_alloc_from_json(placement, &job->alloc, &job->nalloc, err) < 0)
+        goto error;
+    return job;
+error:
+    job_destroy(job);
+    return NULL;
+}

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* JSON codecs for jobs (jansson): the strict request parser for submissions,
+ * the view users get from the API, and the record the store keeps.
+ *
+ * A submission is {"command": [...], "gpus": 2, ...}; every field is checked
+ * for its type and range, and unknown fields are refused, so a typo never
+ * silently becomes a default. Sizes and durations may be numbers (bytes,
+ * seconds) or strings ("16G", "2h").
+ */
+#ifndef SHOAL_MODEL_JOB_JSON_H
+#define SHOAL_MODEL_JOB_JSON_H
+
+#include <jansson.h>
+
+#include "lib/model/job.h"
+
+/* Fill spec (initialised by the caller) from a submission object. The spec
+ * is validated with job_spec_validate() except for user and project, which
+ * the controller fills afterwards. On failure spec is left empty.
+ * obj is borrowed. */
+int job_spec_from_json(const json_t *obj, struct job_spec *spec,
+                       struct sh_error *err);
+
+/* The spec as a submission object (round-trips through job_spec_from_json).
+ * New reference, NULL on out of memory. */
+json_t *job_spec_to_json(const struct job_spec *spec);
+
+/* The user's view of a job: flat fields, ISO times, placement.
+ * New reference, NULL on out of memory. */
+json_t *job_to_json(const struct job *job);
+
+/* The store's record of a job ({"spec": {...}, "state": ..., ...}) and its
+ * inverse. job_from_record returns a new job or NULL with err filled. */
+json_t *job_to_record(const struct job *job);
+struct job *job_from_record(const json_t *rec, struct sh_error *err);
+
+/* Placement codec shared by the record, the view and the agent protocol:
+ * [{"node": "n1", "gpus": ["GPU-..", ...]}, ...]. */
+json_t *job_alloc_to_json(const struct job_alloc *alloc, int n);
+int job_alloc_from_json(const json_t *arr, struct job_alloc **alloc, int *n,
+                        struct sh_error *err);
+
+#endif
