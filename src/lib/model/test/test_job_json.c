@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Focus: the submission parser refuses malformed, unknown, mistyped and
+ * out-of-range fields with a message naming the field, and what it accepts
+ * round-trips through the view and the store record. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "lib/model/job_json.h"
+
+static int parse(const char *text, struct job_spec *spec, struct sh_error *err)
+{
+    json_error_t jerr;
+    json_t *o = json_loads(text, 0, &jerr);
+    cr_assert_not_null(o, "bad test JSON: %s", jerr.text);
+    job_spec_init(spec);
+    int rc = job_spec_from_json(o, spec, err);
+    json_decref(o);
+    return rc;
+}
+
+Test(job_json, accepts_a_full_submission)
+{
+    struct job_spec s;
+    struct sh_error err;
+    cr_assert_eq(parse("{\"command\":[\"python\",\"train.py\"],\"gpus\":2,"
+                       "\"nodes\":2,\"name\":\"t\",\"project\":\"vision\","
+                       "\"priority\":\"high\",\"mem\":\"16G\",\"time_limit\":"
+                       "\"2h\",\"cpus\":8,\"env\":{\"A\":\"1\"},\"requeue\":"
+                       "true,\"volumes\":[\"data:/data\"],\"workdir\":\"/tmp\","
+                       "\"gpu_type\":\"H100-80GB\",\"tasks_per_node\":2}",
+                       &s, &err),
+                 0, "%s", err.msg);
+    cr_assert_eq(s.gpus_per_node, 2);
+    cr_assert_eq(s.nodes, 2);
+    cr_assert_eq(s.mem, 16ULL << 30);
+    cr_assert_eq(s.time_limit, 7200);
+    cr_assert_eq(s.priority, JOB_PRIO_HIGH);
+    cr_assert_str_eq(s.volumes[0].name, "data");
+    cr_assert_str_eq(s.volumes[0].path, "/data");
+    cr_assert_str_eq(s.env[0].key, "A");
+    cr_assert(s.requeue);
+    job_spec_fini(&s);
+}
+
+Test(job_json, refuses_bad_fields_naming_them)
+{
+    static const struct {
+        const char *json;
+        const char *word;
+    } cases[] = {
+        {"[]", "object"},
+        {"{}", "command"},
+        {"{\"command\":[]}", "command"},
+        {"{\"command\":\"ls\"}", "command"},
+        {"{\"command\":[\"\"]}", "command"},
+        {"{\"command\":[1]}", "command"},
+        {"{\"command\":[\"ls\"],\"gpus\":-1}", "gpus"},
+        {"{\"command\":[\"ls\"],\"gpus\":100000}", "gpus"},
+        {"{\"command\":[\"ls\"],\"gpus\":\"2\"}", "gpus"},
+        {"{\"command\":[\"ls\"],\"gpus\":1.5}", "gpus"},
+        {"{\"command\":[\"ls\"],\"nodes\":0}", "nodes"},
+        {"{\"command\":[\"ls\"],\"gpu\":1}", "unknown field 'gpu'"},
+        {"{\"command\":[\"ls\"],\"priority\":\"urgent\"}", "priority"},
+        {"{\"command\":[\"ls\"],\"mem\":\"lots\"}", "mem"},
+        {"{\"command\":[\"ls\"],\"mem\":-5}", "mem"},
+        {"{\"command\":[\"ls\"],\"time_limit\":\"90\"}", "time_limit"},
+        {"{\"command\":[\"ls\"],\"env\":{\"1A\":\"x\"}}", "env"},
+        {"{\"command\":[\"ls\"],\"env\":{\"A\":1}}", "env"},
+        {"{\"command\":[\"ls\"],\"workdir\":\"rel\"}", "workdir"},
+        {"{\"command\":[\"ls\"],\"volumes\":[\"nocolon\"]}", "volume"},
+        {"{\"command\":[\"ls\"],\"volumes\":[\"d:/x/../y\"]}", "volume"},
+        {"{\"command\":[\"ls\"],\"requeue\":1}", "requeue"},
+        {"{\"command\":[\"ls\"],\"project\":\"a b\"}", "project"},
+        {"{\"command\":[\"ls\"],\"slice\":\"1g.10gb\",\"gpus\":0}", "slice"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct job_spec s;
+        struct sh_error err = {0};
+        cr_assert_eq(parse(cases[i].json, &s, &err), -1, "%s", cases[i].json);
+        cr_assert(strstr(err.msg, cases[i].word) != NULL,
+                  "%s: message '%s' lacks '%s'", cases[i].json, err.msg,
+                  cases[i].word);
+        cr_assert(err.code == SH_EINVAL || err.code == SH_ETOOLARGE);
+    }
+}
+
+Test(job_json, refuses_too_long_strings)
+{
+    char buf[400];
+    char name[200];
+    memset(name, 'x', sizeof(name) - 1);
+    name[sizeof(name) - 1] = '\0';
+    snprintf(buf, sizeof(buf), "{\"command\":[\"ls\"],\"name\":\"%s\"}", name);
+    struct job_spec s;
+    struct sh_error err;
+    cr_assert_eq(parse(buf, &s, &err), -1);
+    cr_assert(strstr(err.msg, "name"), "%s", err.msg);
+}
+
+Test(job_json, record_round_trips)
+{
+    struct job_spec s;
+    struct sh_error err;
+    cr_assert_eq(parse("{\"command\":[\"sleep\",\"1\"],\"gpus\":1,\"env\":"
+                       "{\"K\":\"V\"},\"volumes\":[{\"name\":\"d\",\"path\":"
+                       "\"/d\"}]}",
+                       &s, &err),
+                 0, "%s", err.msg);
+    s.user = strdup("alice");
+    s.project = strdup("vision");
+    struct job *job = job_create(42, &s, 1234);
+    job_set_reason(job, "resources: needs 1 GPU");
+    json_t *rec = job_to_record(job);
+    cr_assert_not_null(rec);
+    struct job *back = job_from_record(rec, &err);
+    cr_assert_not_null(back, "%s", err.msg);
+    cr_assert_eq(back->id, 42);
+    cr_assert_eq(back->submit_ms, 1234);
+    cr_assert_str_eq(back->spec.user, "alice");
+    cr_assert_str_eq(back->spec.argv[1], "1");
+    cr_assert_str_eq(back->spec.env[0].value, "V");
+    cr_assert_str_eq(back->reason, "resources: needs 1 GPU");
+    json_t *view = job_to_json(back);
+    cr_assert_str_eq(json_string_value(json_object_get(view, "state")),
+                     "pending");
+    cr_assert_eq(json_integer_value(json_object_get(view, "id")), 42);
+    json_decref(view);
+    json_decref(rec);
+    job_destroy(job);
+    job_destroy(back);
+}

@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Backend-independent part of the store: choosing the backend from the URL,
+ * building batches, and dispatching through the operations table. */
+#include "store/store_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct store *store_open(const char *url, struct sh_error *err)
+{
+    if (!url || !*url) {
+        sh_errorf(err, SH_EINVAL, "store: no database given");
+        return NULL;
+    }
+    if (strncmp(url, "fault:", 6) == 0)
+        return store_fault_open(url + 6, err);
+    if (strncmp(url, "sqlite:", 7) == 0)
+        return store_sqlite_open(url + 7, err);
+    if (strncmp(url, "postgres://", 11) == 0 ||
+        strncmp(url, "postgresql://", 13) == 0) {
+        sh_errorf(err, SH_EINVAL,
+                  "store: PostgreSQL is not built into this shoald; use "
+                  "sqlite:PATH");
+        return NULL;
+    }
+    if (strstr(url, "://")) {
+        sh_errorf(err, SH_EINVAL, "store: unknown database URL '%.64s'", url);
+        return NULL;
+    }
+    return store_sqlite_open(url, err);
+}
+
+void store_close(struct store *st)
+{
+    if (st)
+        st->ops->close(st);
+}
+
+struct store_batch *store_batch_create(void)
+{
+    return calloc(1, sizeof(struct store_batch));
+}
+
+static void op_free(struct store_op *op)
+{
+    free(op->objkind);
+    free(op->key);
+    free(op->text);
+    free(op->strings);
+}
+
+void store_batch_reset(struct store_batch *b)
+{
+    for (int i = 0; i < b->n; i++)
+        op_free(&b->ops[i]);
+    b->n = 0;
+}
+
+void store_batch_destroy(struct store_batch *b)
+{
+    if (!b)
+        return;
+    store_batch_reset(b);
+    free(b->ops);
+    free(b);
+}
+
+int store_batch_count(const struct store_batch *b)
+{
+    return b->n;
+}
+
+static struct store_op *batch_push(struct store_batch *b)
+{
+    if (b->n == b->cap) {
+        int cap = b->cap ? b->cap * 2 : 64;
+        struct store_op *ops = realloc(b->ops, (size_t)cap * sizeof(*ops));
+        if (!ops)
+            return NULL;
+        b->ops = ops;
+        b->cap = cap;
+    }
+    struct store_op *op = &b->ops[b->n];
+    memset(op, 0, sizeof(*op));
+    return op;
+}
+
+int store_batch_put_job(struct store_batch *b, const struct store_job_row *row,
+                        const json_t *rec)
+{
+    struct store_op *op = batch_push(b);
+    if (!op)
+        return -1;
+    size_t ls = strlen(row->state) + 1;
+    size_t lu = strlen(row->user) + 1;
+    size_t lp = strlen(row->project) + 1;
+    op->kind = STORE_OP_PUT_JOB;
+    op->strings = malloc(ls + lu + lp);
+    op->text = json_dumps(rec, JSON_COMPACT);
+    if (!op->strings || !op->text) {
+        op_free(op);
+        return -1;
+    }
+    op->row = *row;
+    op->row.state = memcpy(op->strings, row->state, ls);
+    op->row.user = memcpy(op->strings + ls, row->user, lu);
+    op->row.project = memcpy(op->strings + ls + lu, row->project, lp);
+    b->n++;
+    return 0;
+}
+
+int store_batch_put(struct store_batch *b, const char *kind, const char *key,
+                    const json_t *rec)
+{
+    struct store_op *op = batch_push(b);
+    if (!op)
+        return -1;
+    op->kind = STORE_OP_PUT;
+    op->objkind = strdup(kind);
+    op->key = strdup(key);
+    op->text = json_dumps(rec, JSON_COMPACT);
+    if (!op->objkind || !op->key || !op->text) {
+        op_free(op);
+        return -1;
+    }
+    b->n++;
+    return 0;
+}
+
+int store_batch_del(struct store_batch *b, const char *kind, const char *key)
+{
+    struct store_op *op = batch_push(b);
+    if (!op)
+        return -1;
+    op->kind = STORE_OP_DEL;
+    op->objkind = strdup(kind);
+    op->key = strdup(key);
+    if (!op->objkind || !op->key) {
+        op_free(op);
+        return -1;
+    }
+    b->n++;
+    return 0;
+}
+
+int store_commit(struct store *st, struct store_batch *b, struct sh_error *err)
+{
+    if (b->n == 0)
+        return 0;
+    if (st->ops->commit(st, b, err) < 0)
+        return -1;
+    store_batch_reset(b);
+    return 0;
+}
+
+int store_load_jobs(struct store *st, int64_t since_ms, store_job_f cb,
+                    void *arg, struct sh_error *err)
+{
+    return st->ops->load_jobs(st, since_ms, cb, arg, err);
+}
+
+int store_get_job(struct store *st, uint64_t id, store_job_f cb, void *arg,
+                  struct sh_error *err)
+{
+    return st->ops->get_job(st, id, cb, arg, err);
+}
+
+int store_scan_jobs(struct store *st, int64_t from_ms, int64_t until_ms,
+                    store_job_f cb, void *arg, struct sh_error *err)
+{
+    return st->ops->scan_jobs(st, from_ms, until_ms, cb, arg, err);
+}
+
+int store_load_objects(struct store *st, const char *kind, store_object_f cb,
+                       void *arg, struct sh_error *err)
+{
+    return st->ops->load_objects(st, kind, cb, arg, err);
+}
+
+int store_max_job_id(struct store *st, uint64_t *out, struct sh_error *err)
+{
+    return st->ops->max_job_id(st, out, err);
+}

@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The durable store behind the controller. The controller owns all state in
+ * memory and writes every accepted change here before it answers; the store
+ * is what survives a crash, and what the controller loads at startup.
+ *
+ * Writes go in batches: the controller collects the changes of one loop
+ * iteration in a struct store_batch and commits them in one transaction
+ * (group commit). A batch either lands whole or not at all.
+ *
+ * Backends implement struct store_ops (store_sqlite.c today; PostgreSQL
+ * through libpq later). The interface is deliberately record-shaped: jobs
+ * with a few indexed columns plus their JSON record, and generic objects
+ * (kind, key, JSON record) for nodes, users, tokens, teams, projects and
+ * settings, so a backend needs only a handful of statements.
+ *
+ * Not thread-safe: one thread uses a store at a time.
+ */
+#ifndef SHOAL_STORE_STORE_H
+#define SHOAL_STORE_STORE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "lib/util/error.h"
+
+struct store;
+struct store_batch;
+
+/* Indexed columns of a job row; the record holds everything. */
+struct store_job_row {
+    uint64_t id;
+    const char *state;
+    const char *user;
+    const char *project;
+    int64_t submit_ms;
+    int64_t start_ms;
+    int64_t end_ms;
+    double gpu_seconds; /* GPU-time used so far, in GPUs x seconds */
+};
+
+/* Open (creating when absent) the store named by url: "sqlite:PATH" or a
+ * plain path for SQLite. Returns NULL with err filled (SH_EUNAVAILABLE when
+ * the database cannot be opened, SH_EINVAL for an unknown scheme). */
+struct store *store_open(const char *url, struct sh_error *err);
+
+/* Close and free; NULL-safe. Uncommitted work is discarded. */
+void store_close(struct store *st);
+
+/* ---- batches ---- */
+
+struct store_batch *store_batch_create(void);
+void store_batch_destroy(struct store_batch *b);
+/* Number of operations waiting in b. */
+int store_batch_count(const struct store_batch *b);
+/* Drop all operations (after a commit, or to give up). */
+void store_batch_reset(struct store_batch *b);
+
+/* Insert or replace a job row. row's strings and rec are borrowed for the
+ * call (rec is serialised now). -1 on out of memory. */
+int store_batch_put_job(struct store_batch *b, const struct store_job_row *row,
+                        const json_t *rec);
+
+/* Insert or replace the object (kind, key). Borrowed for the call. */
+int store_batch_put(struct store_batch *b, const char *kind, const char *key,
+                    const json_t *rec);
+
+/* Delete the object (kind, key); deleting an absent object is not an error. */
+int store_batch_del(struct store_batch *b, const char *kind, const char *key);
+
+/* Commit b in one durable transaction (fsync before it returns). On success
+ * b is reset; on failure nothing of b is stored, b is left as it was, and
+ * err says why (SH_EUNAVAILABLE for I/O errors, disk full, busy). */
+int store_commit(struct store *st, struct store_batch *b, struct sh_error *err);
+
+/* ---- reads ---- */
+
+/* Called once per row; rec is borrowed for the call. Return 0 to go on,
+ * -1 to stop (the load then fails with the err the callback filled). */
+typedef int (*store_job_f)(const struct store_job_row *row, const json_t *rec,
+                           void *arg, struct sh_error *err);
+typedef int (*store_object_f)(const char *key, const json_t *rec, void *arg,
+                              struct sh_error *err);
+
+/* Every job that is not finished, or finished at or after since_ms, in id
+ * order. */
+int store_load_jobs(struct store *st, int64_t since_ms, store_job_f cb,
+                    void *arg, struct sh_error *err);
+
+/* One job by id. Returns 0 and calls cb once, or -1 with SH_ENOTFOUND. */
+int store_get_job(struct store *st, uint64_t id, store_job_f cb, void *arg,
+                  struct sh_error *err);
+
+/* Finished or running jobs overlapping [from_ms, until_ms) (for usage
+ * reports and history export), in id order. until_ms 0 = no end. */
+int store_scan_jobs(struct store *st, int64_t from_ms, int64_t until_ms,
+                    store_job_f cb, void *arg, struct sh_error *err);
+
+/* Every object of one kind, in key order. */
+int store_load_objects(struct store *st, const char *kind, store_object_f cb,
+                       void *arg, struct sh_error *err);
+
+/* The largest job id ever stored, 0 when none. */
+int store_max_job_id(struct store *st, uint64_t *out, struct sh_error *err);
+
+#endif

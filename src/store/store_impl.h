@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* What a store backend implements, and the batch layout they all read.
+ * Only store.c and the backends include this file. */
+#ifndef SHOAL_STORE_STORE_IMPL_H
+#define SHOAL_STORE_STORE_IMPL_H
+
+#include "store/store.h"
+
+enum store_op_kind {
+    STORE_OP_PUT_JOB,
+    STORE_OP_PUT,
+    STORE_OP_DEL,
+};
+
+/* One operation of a batch, with the record already serialised so the batch
+ * does not depend on the objects it came from. */
+struct store_op {
+    enum store_op_kind kind;
+    struct store_job_row row; /* PUT_JOB; strings point into strings below */
+    char *objkind;            /* PUT, DEL */
+    char *key;                /* PUT, DEL */
+    char *text;               /* serialised record (PUT_JOB, PUT) */
+    char *strings;            /* owned storage for row's strings */
+};
+
+struct store_batch {
+    struct store_op *ops;
+    int n;
+    int cap;
+};
+
+struct store_ops {
+    const char *name;
+    void (*close)(struct store *st);
+    int (*commit)(struct store *st, const struct store_batch *b,
+                  struct sh_error *err);
+    int (*load_jobs)(struct store *st, int64_t since_ms, store_job_f cb,
+                     void *arg, struct sh_error *err);
+    int (*get_job)(struct store *st, uint64_t id, store_job_f cb, void *arg,
+                   struct sh_error *err);
+    int (*scan_jobs)(struct store *st, int64_t from_ms, int64_t until_ms,
+                     store_job_f cb, void *arg, struct sh_error *err);
+    int (*load_objects)(struct store *st, const char *kind, store_object_f cb,
+                        void *arg, struct sh_error *err);
+    int (*max_job_id)(struct store *st, uint64_t *out, struct sh_error *err);
+};
+
+/* Every backend's object starts with this header. */
+struct store {
+    const struct store_ops *ops;
+};
+
+struct store *store_sqlite_open(const char *path, struct sh_error *err);
+
+/* "N:URL": the store at URL whose Nth commit (counting from 1) and every
+ * commit after it fails, as a full disk would. For fault-injection tests. */
+struct store *store_fault_open(const char *spec, struct sh_error *err);
+
+#endif

@@ -1,0 +1,366 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* SQLite backend of the store: one database file in WAL mode with
+ * synchronous=FULL, so a committed batch survives a crash of the process
+ * and of the machine. Statements are prepared once and reused. */
+#include <inttypes.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/store_impl.h"
+
+#define SCHEMA_VERSION 1
+
+struct store_sqlite {
+    struct store base; /* must be first */
+    sqlite3 *db;
+    sqlite3_stmt *put_job;
+    sqlite3_stmt *put_obj;
+    sqlite3_stmt *del_obj;
+    sqlite3_stmt *begin;
+    sqlite3_stmt *commit;
+    sqlite3_stmt *rollback;
+};
+
+static const char schema[] =
+    "CREATE TABLE IF NOT EXISTS meta ("
+    "  key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS jobs ("
+    "  id INTEGER PRIMARY KEY,"
+    "  state TEXT NOT NULL,"
+    "  user TEXT NOT NULL,"
+    "  project TEXT NOT NULL,"
+    "  submit_ms INTEGER NOT NULL,"
+    "  start_ms INTEGER NOT NULL,"
+    "  end_ms INTEGER NOT NULL,"
+    "  gpu_seconds REAL NOT NULL,"
+    "  record TEXT NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS jobs_end ON jobs(end_ms);"
+    "CREATE TABLE IF NOT EXISTS objects ("
+    "  kind TEXT NOT NULL, key TEXT NOT NULL, record TEXT NOT NULL,"
+    "  PRIMARY KEY (kind, key));";
+
+static int db_error(struct store_sqlite *s, struct sh_error *err,
+                    const char *what)
+{
+    int code = sqlite3_errcode(s->db);
+    enum sh_errc ec = SH_EUNAVAILABLE;
+    if (code == SQLITE_CORRUPT || code == SQLITE_NOTADB ||
+        code == SQLITE_MISUSE || code == SQLITE_ERROR)
+        ec = SH_EINTERNAL;
+    return sh_errorf(err, ec, "store: %s: %s", what, sqlite3_errmsg(s->db));
+}
+
+static void sqlite_close(struct store *st)
+{
+    struct store_sqlite *s = (struct store_sqlite *)st;
+    sqlite3_finalize(s->put_job);
+    sqlite3_finalize(s->put_obj);
+    sqlite3_finalize(s->del_obj);
+    sqlite3_finalize(s->begin);
+    sqlite3_finalize(s->commit);
+    sqlite3_finalize(s->rollback);
+    sqlite3_close(s->db);
+    free(s);
+}
+
+static int run_op(struct store_sqlite *s, const struct store_op *op)
+{
+    sqlite3_stmt *st;
+    switch (op->kind) {
+    case STORE_OP_PUT_JOB:
+        st = s->put_job;
+        sqlite3_bind_int64(st, 1, (sqlite3_int64)op->row.id);
+        sqlite3_bind_text(st, 2, op->row.state, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, op->row.user, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 4, op->row.project, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 5, op->row.submit_ms);
+        sqlite3_bind_int64(st, 6, op->row.start_ms);
+        sqlite3_bind_int64(st, 7, op->row.end_ms);
+        sqlite3_bind_double(st, 8, op->row.gpu_seconds);
+        sqlite3_bind_text(st, 9, op->text, -1, SQLITE_STATIC);
+        break;
+    case STORE_OP_PUT:
+        st = s->put_obj;
+        sqlite3_bind_text(st, 1, op->objkind, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, op->key, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, op->text, -1, SQLITE_STATIC);
+        break;
+    default:
+        st = s->del_obj;
+        sqlite3_bind_text(st, 1, op->objkind, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, op->key, -1, SQLITE_STATIC);
+        break;
+    }
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    return rc == SQLITE_DONE ? 0 : -1;
+}
+
+static int step_once(sqlite3_stmt *st)
+{
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? 0 : -1;
+}
+
+static int sqlite_commit(struct store *st, const struct store_batch *b,
+                         struct sh_error *err)
+{
+    struct store_sqlite *s = (struct store_sqlite *)st;
+    if (step_once(s->begin) < 0)
+        return db_error(s, err, "begin");
+    for (int i = 0; i < b->n; i++) {
+        if (run_op(s, &b->ops[i]) < 0) {
+            db_error(s, err, "write");
+            step_once(s->rollback);
+            return -1;
+        }
+    }
+    if (step_once(s->commit) < 0) {
+        db_error(s, err, "commit");
+        step_once(s->rollback);
+        return -1;
+    }
+    return 0;
+}
+
+static int prepare(struct store_sqlite *s, const char *sql,
+                   sqlite3_stmt **out, struct sh_error *err)
+{
+    if (sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT, out,
+                           NULL) != SQLITE_OK)
+        return db_error(s, err, "prepare");
+    return 0;
+}
+
+/* Run a job query whose columns are the row then the record. */
+static int job_query(struct store_sqlite *s, sqlite3_stmt *q, store_job_f cb,
+                     void *arg, int *count, struct sh_error *err)
+{
+    int rc;
+    int n = 0;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        struct store_job_row row = {
+            .id = (uint64_t)sqlite3_column_int64(q, 0),
+            .state = (const char *)sqlite3_column_text(q, 1),
+            .user = (const char *)sqlite3_column_text(q, 2),
+            .project = (const char *)sqlite3_column_text(q, 3),
+            .submit_ms = sqlite3_column_int64(q, 4),
+            .start_ms = sqlite3_column_int64(q, 5),
+            .end_ms = sqlite3_column_int64(q, 6),
+            .gpu_seconds = sqlite3_column_double(q, 7),
+        };
+        json_error_t jerr;
+        json_t *rec = json_loads((const char *)sqlite3_column_text(q, 8), 0,
+                                 &jerr);
+        if (!rec) {
+            sqlite3_finalize(q);
+            return sh_errorf(err, SH_EINTERNAL,
+                             "store: job %" PRIu64 " has a bad record: %s",
+                             row.id, jerr.text);
+        }
+        int cbrc = cb(&row, rec, arg, err);
+        json_decref(rec);
+        n++;
+        if (cbrc < 0) {
+            sqlite3_finalize(q);
+            return -1;
+        }
+    }
+    if (rc != SQLITE_DONE) {
+        db_error(s, err, "read jobs");
+        sqlite3_finalize(q);
+        return -1;
+    }
+    sqlite3_finalize(q);
+    if (count)
+        *count = n;
+    return 0;
+}
+
+#define JOB_COLUMNS                                                        \
+    "SELECT id, state, user, project, submit_ms, start_ms, end_ms, "       \
+    "gpu_seconds, record FROM jobs "
+
+static int sqlite_load_jobs(struct store *st, int64_t since_ms, store_job_f cb,
+                            void *arg, struct sh_error *err)
+{
+    struct store_sqlite *s = (struct store_sqlite *)st;
+    sqlite3_stmt *q;
+    if (prepare(s, JOB_COLUMNS "WHERE end_ms = 0 OR end_ms >= ? ORDER BY id",
+                &q, err) < 0)
+        return -1;
+    sqlite3_bind_int64(q, 1, since_ms);
+    return job_query(s, q, cb, arg, NULL, err);
+}
+
+static int sqlite_get_job(struct store *st, uint64_t id, store_job_f cb,
+                          void *arg, struct sh_error *err)
+{
+    struct store_sqlite *s = (struct store_sqlite *)st;
+    sqlite3_stmt *q;
+    int n = 0;
+    if (prepare(s, JOB_COLUMNS "WHERE id = ?", &q, err) < 0)
+        return -1;
+    sqlite3_bind_int64(q, 1, (sqlite3_int64)id);
+    if (job_query(s, q, cb, arg, &n, err) < 0)
+        return -1;
+    if (n == 0)
+        return sh_errorf(err, SH_ENOTFOUND, "job %" PRIu64 " not found", id);
+    return 0;
+}
+
+static int sqlite_scan_jobs(struct store *st, int64_t from_ms,
+                            int64_t until_ms, store_job_f cb, void *arg,
+                            struct sh_error *err)
+{
+    struct store_sqlite *s = (struct store_sqlite *)st;
+    sqlite3_stmt *q;
+    if (prepare(s,
+                JOB_COLUMNS "WHERE start_ms > 0 AND (end_ms = 0 OR end_ms >= ?)"
+                            " AND (? = 0 OR start_ms < ?) ORDER BY id",
+                &q, err) < 0)
+        return -1;
+    sqlite3_bind_int64(q, 1, from_ms);
+    sqlite3_bind_int64(q, 2, until_ms);
+    sqlite3_bind_int64(q, 3, until_ms);
+    return job_query(s, q, cb, arg, NULL, err);
+}
+
+static int sqlite_load_objects(struct store *st, const char *kind,
+                               store_object_f cb, void *arg,
+                               struct sh_error *err)
+{
+    struct store_sqlite *s = (struct store_sqlite *)st;
+    sqlite3_stmt *q;
+    if (prepare(s, "SELECT key, record FROM objects WHERE kind = ? ORDER BY key",
+                &q, err) < 0)
+        return -1;
+    sqlite3_bind_text(q, 1, kind, -1, SQLITE_STATIC);
+    int rc;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        const char *key = (const char *)sqlite3_column_text(q, 0);
+        json_error_t jerr;
+        json_t *rec = json_loads((const char *)sqlite3_column_text(q, 1), 0,
+                                 &jerr);
+        if (!rec) {
+            sh_errorf(err, SH_EINTERNAL, "store: %s %.64s has a bad record: %s",
+                      kind, key, jerr.text);
+            sqlite3_finalize(q);
+            return -1;
+        }
+        int cbrc = cb(key, rec, arg, err);
+        json_decref(rec);
+        if (cbrc < 0) {
+            sqlite3_finalize(q);
+            return -1;
+        }
+    }
+    if (rc != SQLITE_DONE) {
+        db_error(s, err, "read objects");
+        sqlite3_finalize(q);
+        return -1;
+    }
+    sqlite3_finalize(q);
+    return 0;
+}
+
+static int sqlite_max_job_id(struct store *st, uint64_t *out,
+                             struct sh_error *err)
+{
+    struct store_sqlite *s = (struct store_sqlite *)st;
+    sqlite3_stmt *q;
+    if (prepare(s, "SELECT COALESCE(MAX(id), 0) FROM jobs", &q, err) < 0)
+        return -1;
+    int rc = sqlite3_step(q);
+    if (rc == SQLITE_ROW)
+        *out = (uint64_t)sqlite3_column_int64(q, 0);
+    sqlite3_finalize(q);
+    return rc == SQLITE_ROW ? 0 : db_error(s, err, "read max id");
+}
+
+static const struct store_ops sqlite_ops = {
+    .name = "sqlite",
+    .close = sqlite_close,
+    .commit = sqlite_commit,
+    .load_jobs = sqlite_load_jobs,
+    .get_job = sqlite_get_job,
+    .scan_jobs = sqlite_scan_jobs,
+    .load_objects = sqlite_load_objects,
+    .max_job_id = sqlite_max_job_id,
+};
+
+static int check_schema(struct store_sqlite *s, struct sh_error *err)
+{
+    sqlite3_stmt *q;
+    if (prepare(s, "SELECT value FROM meta WHERE key = 'schema_version'", &q,
+                err) < 0)
+        return -1;
+    int version = 0;
+    if (sqlite3_step(q) == SQLITE_ROW)
+        version = sqlite3_column_int(q, 0);
+    sqlite3_finalize(q);
+    if (version == 0) {
+        if (sqlite3_exec(s->db,
+                         "INSERT INTO meta VALUES ('schema_version', '1')",
+                         NULL, NULL, NULL) != SQLITE_OK)
+            return db_error(s, err, "write schema version");
+        return 0;
+    }
+    if (version > SCHEMA_VERSION)
+        return sh_errorf(err, SH_EINVAL,
+                         "store: the database has schema version %d, newer "
+                         "than this shoald understands (%d)",
+                         version, SCHEMA_VERSION);
+    return 0;
+}
+
+struct store *store_sqlite_open(const char *path, struct sh_error *err)
+{
+    struct store_sqlite *s = calloc(1, sizeof(*s));
+    if (!s) {
+        sh_errorf(err, SH_EINTERNAL, "out of memory");
+        return NULL;
+    }
+    s->base.ops = &sqlite_ops;
+    if (sqlite3_open_v2(path, &s->db,
+                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+                            SQLITE_OPEN_NOMUTEX,
+                        NULL) != SQLITE_OK) {
+        sh_errorf(err, SH_EUNAVAILABLE, "store: cannot open %s: %s", path,
+                  s->db ? sqlite3_errmsg(s->db) : "out of memory");
+        goto error;
+    }
+    sqlite3_busy_timeout(s->db, 5000);
+    /* WAL: readers never block the writer. synchronous=FULL: the WAL is
+     * fsynced at every commit, so an acknowledged change survives even a
+     * power loss, not only a crash of shoald. */
+    if (sqlite3_exec(s->db,
+                     "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
+                     "PRAGMA foreign_keys=ON;",
+                     NULL, NULL, NULL) != SQLITE_OK ||
+        sqlite3_exec(s->db, schema, NULL, NULL, NULL) != SQLITE_OK) {
+        db_error(s, err, path);
+        goto error;
+    }
+    if (check_schema(s, err) < 0 ||
+        prepare(s,
+                "INSERT OR REPLACE INTO jobs (id, state, user, project, "
+                "submit_ms, start_ms, end_ms, gpu_seconds, record) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                &s->put_job, err) < 0 ||
+        prepare(s, "INSERT OR REPLACE INTO objects VALUES (?, ?, ?)",
+                &s->put_obj, err) < 0 ||
+        prepare(s, "DELETE FROM objects WHERE kind = ? AND key = ?",
+                &s->del_obj, err) < 0 ||
+        prepare(s, "BEGIN IMMEDIATE", &s->begin, err) < 0 ||
+        prepare(s, "COMMIT", &s->commit, err) < 0 ||
+        prepare(s, "ROLLBACK", &s->rollback, err) < 0)
+        goto error;
+    return &s->base;
+error:
+    sqlite_close(&s->base);
+    return NULL;
+}
