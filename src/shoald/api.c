@@ -1,0 +1,629 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* HTTP mechanics of the REST API (see api.h): libmicrohttpd in external
+ * epoll mode inside the controller's loop, routing, bounded bodies, bearer
+ * authentication, error bodies, and answers deferred until the group commit
+ * that holds their change is durable (suspend, commit, resume). */
+#include "shoald/api.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+
+#include "lib/loop/loop.h"
+#include "lib/util/log.h"
+#include "lib/util/strbuf.h"
+#include "shoald/auth.h"
+#include "shoald/commit.h"
+
+#define API_MAX_PARAMS 4
+#define API_MAX_CONNECTIONS 4096
+#define API_CONNECTION_TIMEOUT_S 120
+
+enum req_phase {
+    PHASE_READING = 0, /* receiving the body */
+    PHASE_WAITING,     /* answered, waiting for the commit */
+    PHASE_HELD,        /* long-poll, no answer yet */
+    PHASE_READY,       /* resumed: queue the answer on the next call */
+};
+
+struct api_req {
+    struct api *api;
+    struct MHD_Connection *conn;
+    char method[8];
+    const char *url;                 /* borrowed from MHD for the request */
+    char *params[API_MAX_PARAMS];
+    int nparams;
+    struct strbuf body;
+    bool too_large;
+    json_t *json;
+    struct api_caller caller;
+    enum req_phase phase;
+    int status;
+    char *resp;
+    size_t resp_len;
+    const char *ctype;
+    bool has_resp;
+    void *user_data;
+    char peer[64];
+};
+
+struct api {
+    struct shoald *d;
+    const struct api_route *routes;
+    struct MHD_Daemon *mhd;
+    int epoll_fd;
+    int port;
+    char *tls_cert;
+    char *tls_key;
+    uint64_t requests;
+};
+
+int api_status_for(enum sh_errc code)
+{
+    switch (code) {
+    case SH_OK:
+        return 200;
+    case SH_EINVAL:
+        return 400;
+    case SH_EUNAUTH:
+        return 401;
+    case SH_EFORBIDDEN:
+    case SH_EQUOTA:
+        return 403;
+    case SH_ENOTFOUND:
+        return 404;
+    case SH_ECONFLICT:
+        return 409;
+    case SH_ETOOLARGE:
+        return 413;
+    case SH_EUNAVAILABLE:
+        return 503;
+    default:
+        return 500;
+    }
+}
+
+/* ---- answers ---- */
+
+static void set_resp(struct api_req *req, int status, const char *ctype,
+                     char *body, size_t len)
+{
+    free(req->resp);
+    req->status = status;
+    req->ctype = ctype;
+    req->resp = body;
+    req->resp_len = len;
+    req->has_resp = true;
+}
+
+void api_reply_json(struct api_req *req, int status, json_t *body)
+{
+    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    json_decref(body);
+    if (!text) {
+        static const char oom[] =
+            "{\"error\":{\"code\":\"internal\",\"message\":\"out of memory\"}}";
+        text = strdup(oom);
+        status = 500;
+    }
+    set_resp(req, status, "application/json", text, text ? strlen(text) : 0);
+}
+
+void api_reply_text(struct api_req *req, int status, const char *ctype,
+                    char *body, size_t len)
+{
+    set_resp(req, status, ctype, body, len);
+}
+
+void api_reply_error(struct api_req *req, const struct sh_error *err)
+{
+    enum sh_errc code = err->code == SH_OK ? SH_EINTERNAL : err->code;
+    json_t *body = json_pack("{s:{s:s, s:s}}", "error", "code",
+                             sh_errc_name(code), "message", err->msg);
+    api_reply_json(req, api_status_for(code), body);
+}
+
+int api_errorf(struct api_req *req, enum sh_errc code, const char *fmt, ...)
+{
+    struct sh_error err;
+    va_list ap;
+    err.code = code;
+    va_start(ap, fmt);
+    vsnprintf(err.msg, sizeof(err.msg), fmt, ap);
+    va_end(ap);
+    api_reply_error(req, &err);
+    return -1;
+}
+
+bool api_replied(const struct api_req *req)
+{
+    return req->has_resp;
+}
+
+/* ---- accessors ---- */
+
+const struct api_caller *api_caller(const struct api_req *req)
+{
+    return &req->caller;
+}
+
+const char *api_param(const struct api_req *req, int n)
+{
+    return n < req->nparams ? req->params[n] : NULL;
+}
+
+const char *api_query(const struct api_req *req, const char *key)
+{
+    return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, key);
+}
+
+const char *api_body_raw(const struct api_req *req, size_t *len)
+{
+    if (len)
+        *len = req->body.len;
+    return strbuf_str(&req->body);
+}
+
+const char *api_peer(const struct api_req *req)
+{
+    return req->peer;
+}
+
+json_t *api_body(struct api_req *req)
+{
+    if (req->json)
+        return req->json;
+    if (req->body.len == 0) {
+        api_errorf(req, SH_EINVAL, "the request needs a JSON body");
+        return NULL;
+    }
+    json_error_t jerr;
+    req->json = json_loadb(req->body.data, req->body.len, JSON_REJECT_DUPLICATES,
+                           &jerr);
+    if (!req->json)
+        api_errorf(req, SH_EINVAL, "malformed JSON at line %d column %d: %s",
+                   jerr.line, jerr.column, jerr.text);
+    return req->json;
+}
+
+void api_set_user_data(struct api_req *req, void *data)
+{
+    req->user_data = data;
+}
+
+void *api_get_user_data(const struct api_req *req)
+{
+    return req->user_data;
+}
+
+/* ---- holding and resuming ---- */
+
+void api_hold(struct api_req *req)
+{
+    req->phase = PHASE_HELD;
+}
+
+void api_release(struct api_req *req)
+{
+    if (!req->has_resp)
+        api_errorf(req, SH_EUNAVAILABLE, "the controller is shutting down");
+    req->phase = PHASE_READY;
+    MHD_resume_connection(req->conn);
+}
+
+static void on_committed(struct shoald *d, bool ok, void *arg)
+{
+    struct api_req *req = arg;
+    (void)d;
+    if (!ok)
+        api_errorf(req, SH_EUNAVAILABLE,
+                   "the change could not be stored durably and was not made; "
+                   "try again");
+    req->phase = PHASE_READY;
+    MHD_resume_connection(req->conn);
+}
+
+/* ---- routing ---- */
+
+/* Match path against pattern, filling req->params. */
+static bool route_match(const char *pattern, const char *path,
+                        struct api_req *req)
+{
+    const char *p = pattern;
+    const char *s = path;
+    int nparams = 0;
+    char *params[API_MAX_PARAMS];
+    while (*p && *s) {
+        if (p[0] == '{' && p[1] == '}') {
+            const char *end = strchr(s, '/');
+            size_t n = end ? (size_t)(end - s) : strlen(s);
+            if (n == 0 || nparams == API_MAX_PARAMS)
+                goto nomatch;
+            params[nparams] = strndup(s, n);
+            if (!params[nparams])
+                goto nomatch;
+            nparams++;
+            s += n;
+            p += 2;
+        } else if (*p == *s) {
+            p++;
+            s++;
+        } else {
+            goto nomatch;
+        }
+    }
+    if (*p || (*s && strcmp(s, "/") != 0))
+        goto nomatch;
+    for (int i = 0; i < req->nparams; i++)
+        free(req->params[i]);
+    memcpy(req->params, params, sizeof(char *) * (size_t)nparams);
+    req->nparams = nparams;
+    return true;
+nomatch:
+    for (int i = 0; i < nparams; i++)
+        free(params[i]);
+    return false;
+}
+
+static const struct api_route *route_find(struct api *api, struct api_req *req,
+                                          const char *url, bool *path_known)
+{
+    *path_known = false;
+    for (const struct api_route *r = api->routes; r->method; r++) {
+        if (!route_match(r->pattern, url, req))
+            continue;
+        *path_known = true;
+        if (strcmp(r->method, req->method) == 0)
+            return r;
+    }
+    return NULL;
+}
+
+static void authenticate(struct api *api, struct api_req *req)
+{
+    const char *h = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND,
+                                                MHD_HTTP_HEADER_AUTHORIZATION);
+    memset(&req->caller, 0, sizeof(req->caller));
+    if (!h)
+        return;
+    if (strncmp(h, "Bearer ", 7) != 0) {
+        req->caller.role = API_ANON;
+        return;
+    }
+    auth_identify(api->d->auth, h + 7, shoald_now_ms(api->d), &req->caller);
+}
+
+static int check_access(const struct api_route *r, struct api_req *req,
+                        const char *auth_header)
+{
+    const struct api_caller *c = &req->caller;
+    switch (r->access) {
+    case API_ACCESS_PUBLIC:
+        return 0;
+    case API_ACCESS_AGENT:
+        if (c->role == API_AGENT)
+            return 0;
+        break;
+    case API_ACCESS_JOIN:
+        if (c->role == API_JOIN || c->role == API_AGENT)
+            return 0;
+        break;
+    case API_ACCESS_ADMIN:
+        if (c->role == API_USER && c->admin)
+            return 0;
+        if (c->role == API_USER)
+            return api_errorf(req, SH_EFORBIDDEN,
+                              "only cluster admins may do this");
+        break;
+    case API_ACCESS_USER:
+        if (c->role == API_USER)
+            return 0;
+        break;
+    }
+    if (c->role == API_ANON)
+        return api_errorf(req, SH_EUNAUTH,
+                          auth_header ? "the token is not valid (unknown, "
+                                        "revoked or expired)"
+                                      : "this needs a token: send "
+                                        "'Authorization: Bearer TOKEN'");
+    if (r->access == API_ACCESS_AGENT || r->access == API_ACCESS_JOIN)
+        return api_errorf(req, SH_EFORBIDDEN,
+                          "this endpoint is for node agents; a user token "
+                          "cannot act as an agent");
+    return api_errorf(req, SH_EFORBIDDEN,
+                      "this endpoint is for users; an agent token cannot act "
+                      "as a user");
+}
+
+static void dispatch(struct api *api, struct api_req *req)
+{
+    if (req->too_large) {
+        api_errorf(req, SH_ETOOLARGE,
+                   "the request body is larger than the limit of %zu bytes",
+                   api->d->cfg.max_body);
+        return;
+    }
+    /* Strip the query string: MHD gives the path without it already. */
+    bool known;
+    const struct api_route *r = route_find(api, req, req->url, &known);
+    if (!r) {
+        if (known)
+            api_errorf(req, SH_EINVAL, "method %s is not allowed on %s",
+                       req->method, req->url);
+        else
+            api_errorf(req, SH_ENOTFOUND, "no such endpoint: %s %s",
+                       req->method, req->url);
+        if (known)
+            req->status = 405;
+        return;
+    }
+    authenticate(api, req);
+    const char *h = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND,
+                                                MHD_HTTP_HEADER_AUTHORIZATION);
+    if (check_access(r, req, h) < 0)
+        return;
+    r->handler(api->d, req);
+    if (!req->has_resp && req->phase != PHASE_HELD)
+        api_errorf(req, SH_EINTERNAL, "the handler gave no answer");
+}
+
+/* ---- MHD callbacks ---- */
+
+static enum MHD_Result queue_answer(struct api_req *req)
+{
+    struct MHD_Response *resp = MHD_create_response_from_buffer(
+        req->resp_len, req->resp, MHD_RESPMEM_MUST_FREE);
+    if (!resp)
+        return MHD_NO;
+    req->resp = NULL; /* MHD owns it now */
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, req->ctype);
+    enum MHD_Result rc = MHD_queue_response(req->conn, (unsigned)req->status,
+                                            resp);
+    MHD_destroy_response(resp);
+    return rc;
+}
+
+static struct api_req *req_create(struct api *api,
+                                  struct MHD_Connection *conn,
+                                  const char *method)
+{
+    struct api_req *req = calloc(1, sizeof(*req));
+    if (!req)
+        return NULL;
+    req->api = api;
+    req->conn = conn;
+    snprintf(req->method, sizeof(req->method), "%s", method);
+    strbuf_init(&req->body, api->d->cfg.max_body);
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (ci && ci->client_addr) {
+        const struct sockaddr *sa = ci->client_addr;
+        if (sa->sa_family == AF_INET)
+            inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr,
+                      req->peer, sizeof(req->peer));
+        else if (sa->sa_family == AF_INET6)
+            inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr,
+                      req->peer, sizeof(req->peer));
+    }
+    return req;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
+                                  const char *url, const char *method,
+                                  const char *version, const char *upload,
+                                  size_t *upload_size, void **con_cls)
+{
+    struct api *api = cls;
+    struct api_req *req = *con_cls;
+    (void)version;
+    if (!req) {
+        req = req_create(api, conn, method);
+        if (!req)
+            return MHD_NO;
+        *con_cls = req;
+        return MHD_YES;
+    }
+    if (req->phase == PHASE_READY)
+        return queue_answer(req);
+    if (*upload_size) {
+        if (!req->too_large &&
+            strbuf_append(&req->body, upload, *upload_size) < 0) {
+            req->too_large = true;
+            strbuf_fini(&req->body);
+        }
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    req->url = url;
+    api->requests++;
+    dispatch(api, req);
+    if (req->phase == PHASE_HELD) {
+        MHD_suspend_connection(conn);
+        return MHD_YES;
+    }
+    if (commit_dirty(api->d->commit)) {
+        /* The answer may describe a change that is not durable yet: it
+         * waits for the commit at the end of this loop iteration. */
+        if (commit_after(api->d->commit, on_committed, req) == 0) {
+            req->phase = PHASE_WAITING;
+            MHD_suspend_connection(conn);
+            return MHD_YES;
+        }
+    }
+    return queue_answer(req);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn,
+                         void **con_cls, enum MHD_RequestTerminationCode toe)
+{
+    struct api_req *req = *con_cls;
+    (void)cls;
+    (void)conn;
+    (void)toe;
+    if (!req)
+        return;
+    for (int i = 0; i < req->nparams; i++)
+        free(req->params[i]);
+    strbuf_fini(&req->body);
+    json_decref(req->json);
+    free(req->resp);
+    free(req);
+    *con_cls = NULL;
+}
+
+static void on_mhd_ready(struct loop *loop, int fd, uint32_t events, void *arg)
+{
+    struct api *api = arg;
+    (void)loop;
+    (void)fd;
+    (void)events;
+    MHD_run(api->mhd);
+}
+
+int api_before_sleep(struct api *api)
+{
+    MHD_run(api->mhd);
+    MHD_UNSIGNED_LONG_LONG timeout;
+    if (MHD_get_timeout(api->mhd, &timeout) == MHD_YES)
+        return timeout > 60000 ? 60000 : (int)timeout;
+    return -1;
+}
+
+int api_port(const struct api *api)
+{
+    return api->port;
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    char buf[512];
+    (void)cls;
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    size_t n = strlen(buf);
+    while (n && buf[n - 1] == '\n')
+        buf[--n] = '\0';
+    sh_log(LOG_WARNING, "http", "%s", buf);
+}
+
+static char *read_file(const char *path, struct sh_error *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        sh_errorf(err, SH_EINVAL, "cannot read %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    struct strbuf sb;
+    strbuf_init(&sb, 1 << 20);
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof(buf), f)) > 0) {
+        if (strbuf_append(&sb, buf, n) < 0) {
+            sh_errorf(err, SH_ETOOLARGE, "%s is larger than 1 MiB", path);
+            strbuf_fini(&sb);
+            fclose(f);
+            return NULL;
+        }
+    }
+    fclose(f);
+    return strbuf_take(&sb);
+}
+
+static int listen_addr(const char *addr, int port, struct sockaddr_storage *ss,
+                       struct sh_error *err)
+{
+    memset(ss, 0, sizeof(*ss));
+    struct sockaddr_in *in4 = (struct sockaddr_in *)ss;
+    struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
+    if (inet_pton(AF_INET, addr, &in4->sin_addr) == 1) {
+        in4->sin_family = AF_INET;
+        in4->sin_port = htons((uint16_t)port);
+        return 0;
+    }
+    if (inet_pton(AF_INET6, addr, &in6->sin6_addr) == 1) {
+        in6->sin6_family = AF_INET6;
+        in6->sin6_port = htons((uint16_t)port);
+        return 0;
+    }
+    return sh_errorf(err, SH_EINVAL,
+                     "listen address '%s' must be an IPv4 or IPv6 address",
+                     addr);
+}
+
+struct api *api_create(struct shoald *d, const struct api_route *routes,
+                       struct sh_error *err)
+{
+    struct api *api = calloc(1, sizeof(*api));
+    struct sockaddr_storage ss;
+    if (!api) {
+        sh_errorf(err, SH_EINTERNAL, "out of memory");
+        return NULL;
+    }
+    api->d = d;
+    api->routes = routes;
+    if (listen_addr(d->cfg.listen_addr, d->cfg.port, &ss, err) < 0)
+        goto error;
+    unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_TURBO |
+                     MHD_USE_ERROR_LOG;
+    if (ss.ss_family == AF_INET6)
+        flags |= MHD_USE_IPv6;
+    if (d->cfg.tls_cert || d->cfg.tls_key) {
+        if (!d->cfg.tls_cert || !d->cfg.tls_key) {
+            sh_errorf(err, SH_EINVAL, "TLS needs both a certificate and a key");
+            goto error;
+        }
+        api->tls_cert = read_file(d->cfg.tls_cert, err);
+        if (!api->tls_cert)
+            goto error;
+        api->tls_key = read_file(d->cfg.tls_key, err);
+        if (!api->tls_key)
+            goto error;
+        flags |= MHD_USE_TLS;
+    }
+    api->mhd = MHD_start_daemon(
+        flags, 0, NULL, NULL, on_request, api, MHD_OPTION_EXTERNAL_LOGGER,
+        mhd_log, api, MHD_OPTION_SOCK_ADDR, &ss,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, api,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)API_MAX_CONNECTIONS,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)API_CONNECTION_TIMEOUT_S,
+        MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
+        api->tls_cert ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END,
+        api->tls_cert, MHD_OPTION_HTTPS_MEM_KEY, api->tls_key, MHD_OPTION_END);
+    if (!api->mhd) {
+        sh_errorf(err, SH_EUNAVAILABLE,
+                  "cannot listen on %s port %d (in use, or not an address of "
+                  "this machine?)",
+                  d->cfg.listen_addr, d->cfg.port);
+        goto error;
+    }
+    const union MHD_DaemonInfo *info =
+        MHD_get_daemon_info(api->mhd, MHD_DAEMON_INFO_EPOLL_FD);
+    api->epoll_fd = info->epoll_fd;
+    info = MHD_get_daemon_info(api->mhd, MHD_DAEMON_INFO_BIND_PORT);
+    api->port = info ? info->port : d->cfg.port;
+    if (loop_add_fd(d->loop, api->epoll_fd, EPOLLIN, on_mhd_ready, api, err) <
+        0)
+        goto error;
+    return api;
+error:
+    api_destroy(api);
+    return NULL;
+}
+
+void api_destroy(struct api *api)
+{
+    if (!api)
+        return;
+    if (api->mhd) {
+        loop_del_fd(api->d->loop, api->epoll_fd);
+        MHD_stop_daemon(api->mhd);
+    }
+    free(api->tls_cert);
+    free(api->tls_key);
+    free(api);
+}

@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* /v1/jobs: submit, list (filters: state, user, project), show, cancel. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/model/job_json.h"
+#include "lib/util/parse.h"
+#include "shoald/api_handlers.h"
+#include "shoald/jobs.h"
+#include "shoald/jobtab.h"
+#include "shoald/policy.h"
+
+#define LIST_LIMIT_MAX 1000000
+
+void api_jobs_submit(struct shoald *d, struct api_req *req)
+{
+    json_t *body = api_body(req);
+    if (!body)
+        return;
+    struct sh_error err;
+    struct job *job;
+    if (jobs_submit(d, api_caller(req), body, &job, &err) < 0) {
+        api_reply_error(req, &err);
+        return;
+    }
+    api_reply_json(req, 201, job_to_json(job));
+}
+
+/* Parse "pending,running" (or "active") into a state mask. */
+static int parse_states(const char *s, unsigned *mask, struct sh_error *err)
+{
+    *mask = 0;
+    while (*s) {
+        const char *comma = strchr(s, ',');
+        size_t n = comma ? (size_t)(comma - s) : strlen(s);
+        char tok[32];
+        enum job_state st;
+        if (n >= sizeof(tok))
+            return sh_errorf(err, SH_EINVAL, "state '%.32s' is unknown", s);
+        memcpy(tok, s, n);
+        tok[n] = '\0';
+        if (strcmp(tok, "active") == 0) {
+            *mask |= (1u << JOB_PENDING) | (1u << JOB_RUNNING);
+        } else if (job_state_from_name(tok, &st) == 0) {
+            *mask |= 1u << st;
+        } else {
+            return sh_errorf(err, SH_EINVAL,
+                             "state '%s' is unknown; use pending, running, "
+                             "completed, failed, cancelled, preempted, "
+                             "timeout, node_fail or active",
+                             tok);
+        }
+        s += n + (comma ? 1 : 0);
+    }
+    if (*mask == 0)
+        return sh_errorf(err, SH_EINVAL, "state filter is empty");
+    return 0;
+}
+
+void api_jobs_list(struct shoald *d, struct api_req *req)
+{
+    struct sh_error err;
+    unsigned mask = ~0u;
+    const char *state = api_query(req, "state");
+    const char *user = api_query(req, "user");
+    const char *project = api_query(req, "project");
+    const char *limit_s = api_query(req, "limit");
+    int64_t limit = LIST_LIMIT_MAX;
+    if (state && parse_states(state, &mask, &err) < 0)
+        goto fail;
+    if (limit_s &&
+        parse_int64("limit", limit_s, 1, LIST_LIMIT_MAX, &limit, &err) < 0)
+        goto fail;
+    if (user && strcmp(user, "me") == 0 && api_caller(req)->user)
+        user = api_caller(req)->user;
+    json_t *arr = json_array();
+    int64_t n = 0;
+    for (struct job *j = jobtab_next(d->jobs, NULL); j && n < limit;
+         j = jobtab_next(d->jobs, j)) {
+        if (!(mask & (1u << j->state)))
+            continue;
+        if (user && strcmp(user, j->spec.user) != 0)
+            continue;
+        if (project && strcmp(project, j->spec.project) != 0)
+            continue;
+        if (!policy_can_view(d, api_caller(req), j))
+            continue;
+        json_array_append_new(arr, job_to_json(j));
+        n++;
+    }
+    api_reply_json(req, 200, json_pack("{s:o}", "jobs", arr)); /* steals arr */
+    return;
+fail:
+    api_reply_error(req, &err);
+}
+
+/* The job named by the first path parameter, or NULL with an answer set.
+ * *owned says whether the caller must destroy it. */
+static struct job *path_job(struct shoald *d, struct api_req *req, bool *owned)
+{
+    struct sh_error err;
+    int64_t id;
+    if (parse_int64("job id", api_param(req, 0), 1, INT64_MAX, &id, &err) < 0) {
+        api_reply_error(req, &err);
+        return NULL;
+    }
+    struct job *job = jobs_find(d, (uint64_t)id, owned, &err);
+    if (!job) {
+        api_reply_error(req, &err);
+        return NULL;
+    }
+    if (!policy_can_view(d, api_caller(req), job)) {
+        api_errorf(req, SH_ENOTFOUND, "job %lld not found", (long long)id);
+        if (*owned)
+            job_destroy(job);
+        return NULL;
+    }
+    return job;
+}
+
+void api_jobs_show(struct shoald *d, struct api_req *req)
+{
+    bool owned;
+    struct job *job = path_job(d, req, &owned);
+    if (!job)
+        return;
+    api_reply_json(req, 200, job_to_json(job));
+    if (owned)
+        job_destroy(job);
+}
+
+void api_jobs_cancel(struct shoald *d, struct api_req *req)
+{
+    bool owned;
+    struct job *job = path_job(d, req, &owned);
+    if (!job)
+        return;
+    struct sh_error err;
+    if (owned) {
+        /* Only finished jobs leave memory. */
+        api_errorf(req, SH_ECONFLICT, "job %llu is already %s",
+                   (unsigned long long)job->id, job_state_name(job->state));
+        job_destroy(job);
+        return;
+    }
+    if (jobs_cancel(d, api_caller(req), job, &err) < 0) {
+        api_reply_error(req, &err);
+        return;
+    }
+    api_reply_json(req, 200, job_to_json(job));
+}

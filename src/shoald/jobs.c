@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Job operations of the controller (see jobs.h). */
+#include "shoald/jobs.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/model/job_json.h"
+#include "lib/model/node.h"
+#include "lib/util/log.h"
+#include "shoald/auth.h"
+#include "shoald/cluster.h"
+#include "shoald/jobtab.h"
+#include "shoald/policy.h"
+#include "store/store.h"
+
+#define DEFAULT_PROJECT "default"
+
+static int load_job(const struct store_job_row *row, const json_t *rec,
+                    void *arg, struct sh_error *err)
+{
+    struct jobtab *t = arg;
+    struct job *job = job_from_record(rec, err);
+    if (!job)
+        return sh_error_prefix(err, "job %llu: ",
+                               (unsigned long long)row->id);
+    if (jobtab_add(t, job) < 0) {
+        job_destroy(job);
+        return sh_errorf(err, SH_EINTERNAL, "out of memory");
+    }
+    return 0;
+}
+
+int jobs_load(struct shoald *d, struct sh_error *err)
+{
+    struct jobtab *t = jobtab_create();
+    if (!t)
+        return sh_errorf(err, SH_EINTERNAL, "out of memory");
+    int64_t since = shoald_now_ms(d) - d->cfg.keep_finished_ms;
+    uint64_t max_id = 0;
+    if (store_load_jobs(d->store, since, load_job, t, err) < 0 ||
+        store_max_job_id(d->store, &max_id, err) < 0) {
+        jobtab_destroy(t);
+        return -1;
+    }
+    jobtab_raise_next_id(t, max_id + 1);
+    if (d->jobs)
+        jobtab_raise_next_id(t, jobtab_next_id(d->jobs));
+    jobtab_destroy(d->jobs);
+    d->jobs = t;
+    return 0;
+}
+
+double jobs_gpu_seconds(const struct shoald *d, const struct job *job,
+                        int64_t now_ms)
+{
+    (void)d;
+    if (job->start_ms <= 0)
+        return 0.0;
+    int64_t end = job->end_ms > 0 ? job->end_ms : now_ms;
+    if (end < job->start_ms)
+        return 0.0;
+    double gpus = 0.0;
+    for (int i = 0; i < job->nalloc; i++)
+        gpus += job->alloc[i].ngpus;
+    /* A slice counts as its share of the GPU. */
+    if (job->spec.slice)
+        gpus = cluster_slice_share_sum(d, job);
+    return gpus * (double)(end - job->start_ms) / 1000.0;
+}
+
+int jobs_persist(struct shoald *d, const struct job *job, struct sh_error *err)
+{
+    struct store_job_row row = {
+        .id = job->id,
+        .state = job_state_name(job->state),
+        .user = job->spec.user,
+        .project = job->spec.project,
+        .submit_ms = job->submit_ms,
+        .start_ms = job->start_ms,
+        .end_ms = job->end_ms,
+        .gpu_seconds = jobs_gpu_seconds(d, job, shoald_now_ms(d)),
+    };
+    json_t *rec = job_to_record(job);
+    int rc = rec ? store_batch_put_job(shoald_batch(d), &row, rec) : -1;
+    json_decref(rec);
+    if (rc < 0)
+        return sh_errorf(err, SH_EINTERNAL, "out of memory");
+    return 0;
+}
+
+/* Fill user and project from the caller and the defaults, and check the
+ * caller's right to use them. */
+static int resolve_owner(struct shoald *d, const struct api_caller *caller,
+                         struct job_spec *spec, struct sh_error *err)
+{
+    if (spec->user && strcmp(spec->user, caller->user) != 0) {
+        if (!caller->admin)
+            return sh_errorf(err, SH_EFORBIDDEN,
+                             "only cluster admins may submit for another user");
+        if (!auth_user_get(d->auth, spec->user))
+            return sh_errorf(err, SH_ENOTFOUND, "user %s does not exist",
+                             spec->user);
+    }
+    if (!spec->user) {
+        spec->user = strdup(caller->user);
+        if (!spec->user)
+            return sh_errorf(err, SH_EINTERNAL, "out of memory");
+    }
+    if (!spec->project) {
+        const struct auth_user *u = auth_user_get(d->auth, spec->user);
+        const char *p = (u && u->default_project) ? u->default_project
+                                                  : DEFAULT_PROJECT;
+        spec->project = strdup(p);
+        if (!spec->project)
+            return sh_errorf(err, SH_EINTERNAL, "out of memory");
+    }
+    return policy_can_submit(d, caller, spec->project, err);
+}
+
+int jobs_submit(struct shoald *d, const struct api_caller *caller,
+                const json_t *body, struct job **out, struct sh_error *err)
+{
+    struct job_spec spec;
+    job_spec_init(&spec);
+    if (job_spec_from_json(body, &spec, err) < 0)
+        return -1;
+    if (resolve_owner(d, caller, &spec, err) < 0 ||
+        job_spec_validate(&spec, err) < 0 ||
+        cluster_check_submit(d, &spec, err) < 0)
+        goto error;
+    uint64_t id = jobtab_take_id(d->jobs);
+    struct job *job = job_create(id, &spec, shoald_now_ms(d));
+    if (!job) {
+        sh_errorf(err, SH_EINTERNAL, "out of memory");
+        goto error;
+    }
+    if (jobtab_add(d->jobs, job) < 0) {
+        job_destroy(job);
+        sh_errorf(err, SH_EINTERNAL, "out of memory");
+        goto error;
+    }
+    if (jobs_persist(d, job, err) < 0) {
+        jobtab_remove(d->jobs, id);
+        return -1;
+    }
+    cluster_job_added(d, job);
+    sh_debug("jobs", "submitted job=%llu user=%s project=%s",
+             (unsigned long long)id, job->spec.user, job->spec.project);
+    *out = job;
+    return 0;
+error:
+    job_spec_fini(&spec);
+    return -1;
+}
+
+int jobs_transition(struct shoald *d, struct job *job, enum job_state to,
+                    const char *reason, struct sh_error *err)
+{
+    if (job_transition_check(job, to, err) < 0)
+        return -1;
+    enum job_state from = job->state;
+    job_transition(job, to, shoald_now_ms(d), NULL);
+    if (reason)
+        job_set_reason(job, reason);
+    if ((to == JOB_PREEMPTED || to == JOB_NODE_FAIL) && job->spec.requeue &&
+        !job->releasing) {
+        job_transition(job, JOB_PENDING, shoald_now_ms(d), NULL);
+        job->start_ms = 0;
+    }
+    if (jobs_persist(d, job, err) < 0)
+        return -1;
+    cluster_job_changed(d, job, from);
+    return 0;
+}
+
+int jobs_cancel(struct shoald *d, const struct api_caller *caller,
+                struct job *job, struct sh_error *err)
+{
+    if (policy_can_cancel(d, caller, job, err) < 0)
+        return -1;
+    if (job_state_is_terminal(job->state))
+        return sh_errorf(err, SH_ECONFLICT, "job %llu is already %s",
+                         (unsigned long long)job->id,
+                         job_state_name(job->state));
+    char reason[128];
+    snprintf(reason, sizeof(reason), "cancelled by %s", caller->user);
+    return jobs_transition(d, job, JOB_CANCELLED, reason, err);
+}
+
+static int take_record(const struct store_job_row *row, const json_t *rec,
+                       void *arg, struct sh_error *err)
+{
+    struct job **out = arg;
+    (void)row;
+    *out = job_from_record(rec, err);
+    return *out ? 0 : -1;
+}
+
+struct job *jobs_find(struct shoald *d, uint64_t id, bool *owned,
+                      struct sh_error *err)
+{
+    *owned = false;
+    struct job *job = jobtab_get(d->jobs, id);
+    if (job)
+        return job;
+    if (id == 0 || id >= jobtab_next_id(d->jobs)) {
+        sh_errorf(err, SH_ENOTFOUND, "job %llu not found",
+                  (unsigned long long)id);
+        return NULL;
+    }
+    if (store_get_job(d->store, id, take_record, &job, err) < 0)
+        return NULL;
+    *owned = true;
+    return job;
+}

@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Job operations of the controller: submission, cancellation and every
+ * state change, each made in memory and added to the open store batch in
+ * the same step. The state machine itself lives in lib/model/job.c; this
+ * module decides when to apply it and keeps the store in step.
+ */
+#ifndef SHOAL_SHOALD_JOBS_H
+#define SHOAL_SHOALD_JOBS_H
+
+#include <jansson.h>
+
+#include "lib/model/job.h"
+#include "shoald/api.h"
+#include "shoald/shoald.h"
+
+/* Load active jobs and recently finished ones from the store into a fresh
+ * table, replacing d->jobs. */
+int jobs_load(struct shoald *d, struct sh_error *err);
+
+/* Validate a submission from caller and accept it: a new pending job with
+ * the next id, added to memory and to the batch. *out is borrowed from the
+ * job table. */
+int jobs_submit(struct shoald *d, const struct api_caller *caller,
+                const json_t *body, struct job **out, struct sh_error *err);
+
+/* Cancel a job on behalf of caller (permission checked here). A pending job
+ * is cancelled at once; a running one is cancelled now and its processes
+ * are stopped by its agent (the GPUs stay held until they are gone). */
+int jobs_cancel(struct shoald *d, const struct api_caller *caller,
+                struct job *job, struct sh_error *err);
+
+/* Change a job's state through the state machine, record reason, and add
+ * the job to the batch. Requeues when asked (preempted/node_fail with
+ * spec.requeue go back to pending). */
+int jobs_transition(struct shoald *d, struct job *job, enum job_state to,
+                    const char *reason, struct sh_error *err);
+
+/* Add the job's current record to the open batch. */
+int jobs_persist(struct shoald *d, const struct job *job, struct sh_error *err);
+
+/* Find a job in memory or, for old finished jobs, in the store (then the
+ * job is returned as a new object the caller destroys: *owned is set). */
+struct job *jobs_find(struct shoald *d, uint64_t id, bool *owned,
+                      struct sh_error *err);
+
+/* GPU-seconds a job has used until now_ms (slices count as their share). */
+double jobs_gpu_seconds(const struct shoald *d, const struct job *job,
+                        int64_t now_ms);
+
+#endif

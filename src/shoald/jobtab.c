@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* In-memory job table (see jobtab.h): a uthash keyed by id whose
+ * application order is the id order. */
+#include "shoald/jobtab.h"
+
+#include <stdlib.h>
+#include <uthash.h>
+
+struct job_entry {
+    uint64_t id;
+    struct job *job;
+    UT_hash_handle hh;
+};
+
+struct jobtab {
+    struct job_entry *by_id;
+    uint64_t next_id;
+};
+
+struct jobtab *jobtab_create(void)
+{
+    struct jobtab *t = calloc(1, sizeof(*t));
+    if (t)
+        t->next_id = 1;
+    return t;
+}
+
+void jobtab_destroy(struct jobtab *t)
+{
+    if (!t)
+        return;
+    struct job_entry *e, *tmp;
+    HASH_ITER(hh, t->by_id, e, tmp)
+    {
+        HASH_DEL(t->by_id, e);
+        job_destroy(e->job);
+        free(e);
+    }
+    free(t);
+}
+
+int jobtab_add(struct jobtab *t, struct job *job)
+{
+    struct job_entry *e = calloc(1, sizeof(*e));
+    if (!e)
+        return -1;
+    e->id = job->id;
+    e->job = job;
+    HASH_ADD(hh, t->by_id, id, sizeof(e->id), e);
+    if (job->id >= t->next_id)
+        t->next_id = job->id + 1;
+    return 0;
+}
+
+static struct job_entry *find(const struct jobtab *t, uint64_t id)
+{
+    struct job_entry *e;
+    HASH_FIND(hh, t->by_id, &id, sizeof(id), e);
+    return e;
+}
+
+struct job *jobtab_get(const struct jobtab *t, uint64_t id)
+{
+    struct job_entry *e = find(t, id);
+    return e ? e->job : NULL;
+}
+
+void jobtab_remove(struct jobtab *t, uint64_t id)
+{
+    struct job_entry *e = find(t, id);
+    if (!e)
+        return;
+    HASH_DEL(t->by_id, e);
+    job_destroy(e->job);
+    free(e);
+}
+
+int jobtab_count(const struct jobtab *t)
+{
+    return (int)HASH_COUNT(t->by_id);
+}
+
+void jobtab_count_states(const struct jobtab *t, int counts[JOB_STATE_COUNT])
+{
+    for (int i = 0; i < JOB_STATE_COUNT; i++)
+        counts[i] = 0;
+    for (struct job_entry *e = t->by_id; e; e = e->hh.next)
+        counts[e->job->state]++;
+}
+
+struct job *jobtab_next(const struct jobtab *t, const struct job *prev)
+{
+    struct job_entry *e;
+    if (!prev) {
+        e = t->by_id;
+    } else {
+        e = find(t, prev->id);
+        e = e ? e->hh.next : NULL;
+    }
+    return e ? e->job : NULL;
+}
+
+uint64_t jobtab_next_id(const struct jobtab *t)
+{
+    return t->next_id;
+}
+
+void jobtab_raise_next_id(struct jobtab *t, uint64_t next)
+{
+    if (next > t->next_id)
+        t->next_id = next;
+}
+
+uint64_t jobtab_take_id(struct jobtab *t)
+{
+    return t->next_id++;
+}
+
+int jobtab_evict_finished(struct jobtab *t, int64_t cutoff_ms)
+{
+    int n = 0;
+    struct job_entry *e, *tmp;
+    HASH_ITER(hh, t->by_id, e, tmp)
+    {
+        const struct job *j = e->job;
+        if (job_state_is_terminal(j->state) && !j->releasing &&
+            j->end_ms < cutoff_ms &&
+            !((j->state == JOB_PREEMPTED || j->state == JOB_NODE_FAIL) &&
+              j->spec.requeue)) {
+            HASH_DEL(t->by_id, e);
+            job_destroy(e->job);
+            free(e);
+            n++;
+        }
+    }
+    return n;
+}

@@ -1,0 +1,286 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* shoald: the Shoal controller. Parses options, opens the state folder and
+ * the store, initialises a new cluster when the store is empty, and runs
+ * the event loop until SIGINT or SIGTERM. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/file.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lib/loop/loop.h"
+#include "lib/util/log.h"
+#include "lib/util/parse.h"
+#include "shoald/api.h"
+#include "shoald/api_handlers.h"
+#include "shoald/auth.h"
+#include "shoald/cluster.h"
+#include "shoald/commit.h"
+#include "shoald/jobtab.h"
+#include "shoald/nodetab.h"
+#include "shoald/state.h"
+#include "store/store.h"
+
+static const char usage[] =
+    "Usage: shoald --state DIR [options]\n"
+    "Run the Shoal controller in the foreground.\n"
+    "\n"
+    "  --state DIR            state folder: database, tokens, URL (required)\n"
+    "  --listen ADDR          address to listen on (default 127.0.0.1)\n"
+    "  --port N               port (default 6820; 0 = any free port)\n"
+    "  --store URL            database (default sqlite:DIR/shoal.db)\n"
+    "  --admin-user NAME      first cluster admin of a new cluster\n"
+    "                         (default: $USER, else admin)\n"
+    "  --tls-cert FILE        serve HTTPS with this PEM certificate...\n"
+    "  --tls-key FILE         ...and this PEM key\n"
+    "  --max-body SIZE        largest request body (default 1M)\n"
+    "  --heartbeat-timeout DUR  a node is down after this silence (default "
+    "30s)\n"
+    "  --kill-grace DUR       SIGTERM to SIGKILL on cancel (default 10s)\n"
+    "  --keep-finished DUR    finished jobs stay in memory (default 7d)\n"
+    "  --debug LIST           debug logs for components (api,jobs,...|all)\n"
+    "  -h, --help             show this help\n"
+    "\n"
+    "On start it writes DIR/url; a new cluster also gets DIR/admin.token and\n"
+    "DIR/join.token (mode 0600).\n";
+
+static int parse_args(int argc, char **argv, struct shoald_config *cfg)
+{
+    static const struct option opts[] = {
+        {"state", required_argument, NULL, 's'},
+        {"listen", required_argument, NULL, 'l'},
+        {"port", required_argument, NULL, 'p'},
+        {"store", required_argument, NULL, 'S'},
+        {"admin-user", required_argument, NULL, 'a'},
+        {"tls-cert", required_argument, NULL, 'c'},
+        {"tls-key", required_argument, NULL, 'k'},
+        {"max-body", required_argument, NULL, 'b'},
+        {"heartbeat-timeout", required_argument, NULL, 't'},
+        {"kill-grace", required_argument, NULL, 'g'},
+        {"keep-finished", required_argument, NULL, 'K'},
+        {"debug", required_argument, NULL, 'd'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    struct sh_error err;
+    int64_t v;
+    uint64_t size;
+    int c;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 's':
+            cfg->state_dir = optarg;
+            break;
+        case 'l':
+            cfg->listen_addr = optarg;
+            break;
+        case 'p':
+            if (parse_int64("--port", optarg, 0, 65535, &v, &err) < 0)
+                goto bad;
+            cfg->port = (int)v;
+            break;
+        case 'S':
+            cfg->store_url = optarg;
+            break;
+        case 'a':
+            cfg->admin_user = optarg;
+            break;
+        case 'c':
+            cfg->tls_cert = optarg;
+            break;
+        case 'k':
+            cfg->tls_key = optarg;
+            break;
+        case 'b':
+            if (parse_size("--max-body", optarg, &size, &err) < 0)
+                goto bad;
+            cfg->max_body = (size_t)size;
+            break;
+        case 't':
+            if (parse_duration("--heartbeat-timeout", optarg, &v, &err) < 0)
+                goto bad;
+            cfg->heartbeat_timeout_s = (int)v;
+            break;
+        case 'g':
+            if (parse_duration("--kill-grace", optarg, &v, &err) < 0)
+                goto bad;
+            cfg->kill_grace_s = (int)v;
+            break;
+        case 'K':
+            if (parse_duration("--keep-finished", optarg, &v, &err) < 0)
+                goto bad;
+            cfg->keep_finished_ms = v * 1000;
+            break;
+        case 'd':
+            sh_log_set_debug(optarg);
+            break;
+        case 'h':
+            fputs(usage, stdout);
+            exit(0);
+        default:
+            fputs(usage, stderr);
+            return -1;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "shoald: unexpected argument '%s'\n", argv[optind]);
+        return -1;
+    }
+    if (!cfg->state_dir) {
+        fprintf(stderr, "shoald: --state DIR is required\n%s", usage);
+        return -1;
+    }
+    return 0;
+bad:
+    fprintf(stderr, "shoald: %s\n", err.msg);
+    return -1;
+}
+
+static void on_signal(struct loop *loop, int fd, uint32_t events, void *arg)
+{
+    struct shoald *d = arg;
+    struct signalfd_siginfo si;
+    (void)events;
+    if (read(fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+        sh_log(LOG_NOTICE, "main", "signal %u: stopping", si.ssi_signo);
+        d->stopping = true;
+        loop_stop(loop);
+    }
+}
+
+static int before_sleep(struct loop *loop, void *arg)
+{
+    struct shoald *d = arg;
+    struct sh_error err;
+    (void)loop;
+    cluster_before_sleep(d);
+    commit_flush(d->commit, &err); /* failures are logged and answered */
+    return api_before_sleep(d->api);
+}
+
+/* Hold an exclusive lock on the state folder for the life of the process:
+ * two controllers on one state would corrupt each other. */
+static int lock_state(const char *dir, struct sh_error *err)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/shoald.lock", dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return sh_errorf(err, SH_EUNAVAILABLE, "cannot open %s: %s", path,
+                         strerror(errno));
+    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        close(fd);
+        return sh_errorf(err, SH_ECONFLICT,
+                         "another shoald is running on %s", dir);
+    }
+    return fd; /* kept open until exit */
+}
+
+static int setup(struct shoald *d, char *store_url, size_t url_size,
+                 struct sh_error *err)
+{
+    if (mkdir(d->cfg.state_dir, 0700) < 0 && errno != EEXIST)
+        return sh_errorf(err, SH_EUNAVAILABLE, "cannot create %s: %s",
+                         d->cfg.state_dir, strerror(errno));
+    if (lock_state(d->cfg.state_dir, err) < 0)
+        return -1;
+    if (!d->cfg.store_url) {
+        snprintf(store_url, url_size, "sqlite:%s/shoal.db", d->cfg.state_dir);
+        d->cfg.store_url = store_url;
+    }
+    d->loop = loop_create(err);
+    if (!d->loop)
+        return -1;
+    d->store = store_open(d->cfg.store_url, err);
+    if (!d->store)
+        return -1;
+    d->auth = auth_create(err);
+    if (!d->auth)
+        return -1;
+    d->commit = commit_create(d, state_reload, err);
+    if (!d->commit || state_load(d, err) < 0 || cluster_create(d, err) < 0 ||
+        state_init_cluster(d, err) < 0)
+        return -1;
+    d->api = api_create(d, api_routes, err);
+    if (!d->api)
+        return -1;
+    snprintf(d->url, sizeof(d->url), "%s://%s:%d",
+             d->cfg.tls_cert ? "https" : "http", d->cfg.listen_addr,
+             api_port(d->api));
+    char line[320];
+    snprintf(line, sizeof(line), "%s\n", d->url);
+    return state_write_file(d, "url", line, 0644, err);
+}
+
+static int signals_setup(struct shoald *d, struct sh_error *err)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    int fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (fd < 0)
+        return sh_errorf(err, SH_EINTERNAL, "signalfd: %s", strerror(errno));
+    return loop_add_fd(d->loop, fd, EPOLLIN, on_signal, d, err);
+}
+
+static void teardown(struct shoald *d)
+{
+    struct sh_error err;
+    if (d->commit)
+        commit_flush(d->commit, &err);
+    if (d->cluster)
+        cluster_destroy(d);
+    api_destroy(d->api);
+    commit_destroy(d->commit);
+    jobtab_destroy(d->jobs);
+    nodetab_destroy(d->nodes);
+    auth_destroy(d->auth);
+    store_close(d->store);
+    loop_destroy(d->loop);
+}
+
+int main(int argc, char **argv)
+{
+    struct shoald d;
+    struct sh_error err;
+    char store_url[4200];
+    memset(&d, 0, sizeof(d));
+    sh_log_init("shoald");
+    const char *user = getenv("USER");
+    d.cfg.listen_addr = "127.0.0.1";
+    d.cfg.port = 6820;
+    d.cfg.admin_user = (user && *user) ? user : "admin";
+    d.cfg.max_body = 1 << 20;
+    d.cfg.heartbeat_timeout_s = 30;
+    d.cfg.kill_grace_s = 10;
+    d.cfg.keep_finished_ms = 7LL * 24 * 3600 * 1000;
+    if (parse_args(argc, argv, &d.cfg) < 0)
+        return 2;
+    int rc = 1;
+    if (setup(&d, store_url, sizeof(store_url), &err) < 0 ||
+        signals_setup(&d, &err) < 0) {
+        sh_log(LOG_ERR, "main", "%s", err.msg);
+        goto out;
+    }
+    loop_set_before_sleep(d.loop, before_sleep, &d);
+    sh_log(LOG_NOTICE, "main", "listening on %s state=%s", d.url,
+           d.cfg.state_dir);
+    if (loop_run(d.loop, &err) < 0) {
+        sh_log(LOG_ERR, "main", "%s", err.msg);
+        goto out;
+    }
+    rc = 0;
+out:
+    teardown(&d);
+    return rc;
+}

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The node table (see nodetab.h): a uthash by name, sorted on insert so
+ * iteration is in name order. */
+#include "shoald/nodetab.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <uthash.h>
+
+struct node_entry {
+    struct node *node;
+    UT_hash_handle hh;
+};
+
+struct nodetab {
+    struct node_entry *by_name;
+};
+
+struct nodetab *nodetab_create(void)
+{
+    return calloc(1, sizeof(struct nodetab));
+}
+
+void nodetab_destroy(struct nodetab *t)
+{
+    if (!t)
+        return;
+    struct node_entry *e, *tmp;
+    HASH_ITER(hh, t->by_name, e, tmp)
+    {
+        HASH_DEL(t->by_name, e);
+        node_destroy(e->node);
+        free(e);
+    }
+    free(t);
+}
+
+static int by_name(const struct node_entry *a, const struct node_entry *b)
+{
+    return strcmp(a->node->name, b->node->name);
+}
+
+int nodetab_add(struct nodetab *t, struct node *n)
+{
+    if (nodetab_get(t, n->name))
+        return -1;
+    struct node_entry *e = calloc(1, sizeof(*e));
+    if (!e)
+        return -1;
+    e->node = n;
+    HASH_ADD_KEYPTR_INORDER(hh, t->by_name, n->name, strlen(n->name), e,
+                            by_name);
+    return 0;
+}
+
+struct node *nodetab_get(const struct nodetab *t, const char *name)
+{
+    struct node_entry *e;
+    HASH_FIND_STR(t->by_name, name, e);
+    return e ? e->node : NULL;
+}
+
+int nodetab_count(const struct nodetab *t)
+{
+    return (int)HASH_COUNT(t->by_name);
+}
+
+struct node *nodetab_next(const struct nodetab *t, const struct node *prev)
+{
+    struct node_entry *e;
+    if (!prev) {
+        e = t->by_name;
+    } else {
+        HASH_FIND_STR(t->by_name, prev->name, e);
+        e = e ? e->hh.next : NULL;
+    }
+    return e ? e->node : NULL;
+}

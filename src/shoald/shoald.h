@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The controller's context: every subsystem of shoald hangs off one
+ * struct shoald, created in main.c and passed to each module (the flux
+ * job-manager pattern). One thread, the event loop's, owns all of it: no
+ * locks around the model.
+ *
+ * The order of every change: validate -> add the store write to the open
+ * batch and update memory -> commit the batch before the loop sleeps (group
+ * commit) -> answer. If a commit fails, memory is reloaded from the store
+ * and every request of that batch is answered 503, so a refused change
+ * changes nothing.
+ */
+#ifndef SHOAL_SHOALD_SHOALD_H
+#define SHOAL_SHOALD_SHOALD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lib/util/error.h"
+
+struct loop;
+struct store;
+struct store_batch;
+struct api;
+struct commit;
+struct jobtab;
+struct nodetab;
+struct auth;
+struct cluster;
+
+struct shoald_config {
+    const char *state_dir;     /* holds the database, tokens and the URL */
+    const char *store_url;     /* NULL = sqlite:<state_dir>/shoal.db */
+    const char *listen_addr;   /* "127.0.0.1" */
+    int port;                  /* 0 = any free port */
+    const char *admin_user;    /* first cluster admin, created at init */
+    const char *tls_cert;      /* PEM files; both NULL = plain HTTP */
+    const char *tls_key;
+    size_t max_body;           /* bytes of one request body */
+    int heartbeat_timeout_s;   /* a node without heartbeats is down after */
+    int64_t keep_finished_ms;  /* finished jobs stay in memory this long */
+    int kill_grace_s;          /* SIGTERM to SIGKILL on cancel/timeout */
+};
+
+struct shoald {
+    struct shoald_config cfg;
+    struct loop *loop;
+    struct store *store;
+    struct commit *commit;
+    struct api *api;
+    struct auth *auth;
+    struct jobtab *jobs;
+    struct nodetab *nodes;
+    struct cluster *cluster;
+    char url[300];             /* the URL clients use */
+    bool stopping;
+};
+
+/* The open batch of the current loop iteration; every durable change is
+ * added here. Borrowed. */
+struct store_batch *shoald_batch(struct shoald *d);
+
+/* Wall-clock now in epoch ms. */
+int64_t shoald_now_ms(const struct shoald *d);
+
+/* Ask for a scheduling pass before the loop next sleeps. */
+void shoald_schedule_soon(struct shoald *d);
+
+#endif

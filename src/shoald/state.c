@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Loading, initialising and reloading the controller's state (see state.h),
+ * and the small context helpers of shoald.h. */
+#include "shoald/state.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lib/model/node_json.h"
+#include "lib/util/clock.h"
+#include "lib/util/log.h"
+#include "shoald/auth.h"
+#include "shoald/cluster.h"
+#include "shoald/commit.h"
+#include "shoald/jobs.h"
+#include "shoald/nodetab.h"
+#include "store/store.h"
+
+struct store_batch *shoald_batch(struct shoald *d)
+{
+    return commit_batch(d->commit);
+}
+
+int64_t shoald_now_ms(const struct shoald *d)
+{
+    (void)d;
+    return clock_wall_ms();
+}
+
+static int load_node(const char *key, const json_t *rec, void *arg,
+                     struct sh_error *err)
+{
+    struct nodetab *t = arg;
+    struct node *n = node_from_record(rec, err);
+    if (!n)
+        return sh_error_prefix(err, "node %.64s: ", key);
+    if (nodetab_add(t, n) < 0) {
+        node_destroy(n);
+        return sh_errorf(err, SH_EINTERNAL, "node %.64s twice", key);
+    }
+    return 0;
+}
+
+/* Load nodes into a fresh table; liveness is copied from the old table. */
+static int nodes_load(struct shoald *d, struct sh_error *err)
+{
+    struct nodetab *t = nodetab_create();
+    if (!t)
+        return sh_errorf(err, SH_EINTERNAL, "out of memory");
+    if (store_load_objects(d->store, "node", load_node, t, err) < 0) {
+        nodetab_destroy(t);
+        return -1;
+    }
+    if (d->nodes) {
+        for (struct node *n = nodetab_next(t, NULL); n;
+             n = nodetab_next(t, n)) {
+            struct node *old = nodetab_get(d->nodes, n->name);
+            if (old) {
+                n->alive = old->alive;
+                n->last_heartbeat_ms = old->last_heartbeat_ms;
+            }
+        }
+    }
+    nodetab_destroy(d->nodes);
+    d->nodes = t;
+    return 0;
+}
+
+int state_load(struct shoald *d, struct sh_error *err)
+{
+    if (auth_load(d->auth, d->store, err) < 0 || nodes_load(d, err) < 0 ||
+        jobs_load(d, err) < 0)
+        return -1;
+    return 0;
+}
+
+int state_reload(struct shoald *d, struct sh_error *err)
+{
+    if (state_load(d, err) < 0)
+        return -1;
+    cluster_reloaded(d);
+    return 0;
+}
+
+int state_write_file(const struct shoald *d, const char *name,
+                     const char *text, int mode, struct sh_error *err)
+{
+    char path[4096], tmp[4200];
+    snprintf(path, sizeof(path), "%s/%s", d->cfg.state_dir, name);
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+    if (fd < 0)
+        return sh_errorf(err, SH_EUNAVAILABLE, "cannot write %s: %s", tmp,
+                         strerror(errno));
+    size_t len = strlen(text);
+    ssize_t n = write(fd, text, len);
+    if (n != (ssize_t)len || fsync(fd) < 0) {
+        int e = errno;
+        close(fd);
+        unlink(tmp);
+        return sh_errorf(err, SH_EUNAVAILABLE, "cannot write %s: %s", tmp,
+                         strerror(e));
+    }
+    close(fd);
+    if (rename(tmp, path) < 0)
+        return sh_errorf(err, SH_EUNAVAILABLE, "cannot rename %s: %s", tmp,
+                         strerror(errno));
+    return 0;
+}
+
+/* Finish an initialisation that committed but crashed before renaming the
+ * token files into place. */
+static void finish_pending_files(const struct shoald *d)
+{
+    static const char *const names[] = {"admin.token", "join.token"};
+    for (int i = 0; i < 2; i++) {
+        char path[4096], tmp[4200];
+        snprintf(path, sizeof(path), "%s/%s", d->cfg.state_dir, names[i]);
+        snprintf(tmp, sizeof(tmp), "%s.init", path);
+        if (access(path, F_OK) != 0 && access(tmp, F_OK) == 0)
+            rename(tmp, path);
+    }
+}
+
+int state_init_cluster(struct shoald *d, struct sh_error *err)
+{
+    if (auth_initialised(d->auth)) {
+        finish_pending_files(d);
+        return 0;
+    }
+    char admin[AUTH_TOKEN_LEN + 2], join[AUTH_TOKEN_LEN + 2];
+    int64_t now = shoald_now_ms(d);
+    struct store_batch *b = shoald_batch(d);
+    if (auth_user_create(d->auth, b, d->cfg.admin_user, true, now, err) < 0 ||
+        auth_token_issue(d->auth, b, AUTH_TOKEN_USER, d->cfg.admin_user, now, 0,
+                         admin, err) < 0 ||
+        auth_token_issue(d->auth, b, AUTH_TOKEN_JOIN, "cluster", now, 0, join,
+                         err) < 0)
+        return -1;
+    strcat(admin, "\n");
+    strcat(join, "\n");
+    /* The token files are written under a temporary name first and renamed
+     * after the commit, so a crash in between leaves either no cluster or
+     * a cluster with its token files. */
+    if (state_write_file(d, "admin.token.init", admin, 0600, err) < 0 ||
+        state_write_file(d, "join.token.init", join, 0600, err) < 0 ||
+        commit_flush(d->commit, err) < 0)
+        return -1;
+    finish_pending_files(d);
+    sh_log(LOG_NOTICE, "state",
+           "initialised a new cluster: admin user %s; tokens in %s/admin.token "
+           "and %s/join.token",
+           d->cfg.admin_user, d->cfg.state_dir, d->cfg.state_dir);
+    return 0;
+}
