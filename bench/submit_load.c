@@ -110,7 +110,7 @@ int main(int argc, char **argv)
     while (done < jobs) {
         int n = epoll_wait(ep, evs, 256, 10000);
         if (n <= 0) {
-            fprintf(stderr, "timed out waiting for answers\n");
+            fprintf(stderr, "timed out waiting for answers (%ld of %ld answered)\n", done, jobs);
             return 1;
         }
         for (int i = 0; i < n; i++) {

@@ -422,6 +422,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
     struct api *api = cls;
     struct api_req *req = *con_cls;
     (void)version;
+    sh_debug("api", "call %s %s req=%p phase=%d upload=%zu", method, url,
+             (void *)req, req ? (int)req->phase : -1, *upload_size);
     if (!req) {
         req = req_create(api, conn, method);
         if (!req)

@@ -60,6 +60,11 @@ bool commit_dirty(const struct commit *c)
     return store_batch_count(c->batch) > 0;
 }
 
+bool commit_pending(const struct commit *c)
+{
+    return store_batch_count(c->batch) > 0 || c->nwaiters > 0;
+}
+
 int commit_after(struct commit *c, commit_done_f cb, void *arg)
 {
     if (c->nwaiters == c->cap) {

@@ -32,6 +32,10 @@ struct store_batch *commit_batch(struct commit *c);
 /* True when the open batch holds changes. */
 bool commit_dirty(const struct commit *c);
 
+/* True when changes or waiting callbacks are open: the loop must not
+ * sleep before the next flush. */
+bool commit_pending(const struct commit *c);
+
 /* Run cb after the open batch commits or fails. arg is kept until then.
  * When the batch is empty at flush time, cb runs with ok = true. */
 int commit_after(struct commit *c, commit_done_f cb, void *arg);

@@ -162,7 +162,12 @@ static int before_sleep(struct loop *loop, void *arg)
     (void)loop;
     cluster_before_sleep(d);
     commit_flush(d->commit, &err); /* failures are logged and answered */
-    return api_before_sleep(d->api);
+    int timeout = api_before_sleep(d->api);
+    /* Running MHD may have accepted new changes (a kept-alive client sends
+     * its next request at once): flush them before sleeping. */
+    if (commit_pending(d->commit))
+        return 0;
+    return timeout;
 }
 
 /* Hold an exclusive lock on the state folder for the life of the process:

@@ -87,6 +87,7 @@ void job_spec_fini(struct job_spec *spec)
     free(spec->gpu_type);
     free(spec->slice);
     free(spec->workdir);
+    free(spec->script);
     for (int i = 0; i < spec->argc; i++)
         free(spec->argv[i]);
     free(spec->argv);
@@ -167,8 +168,16 @@ static int validate_shape(const struct job_spec *s, struct sh_error *err)
 
 static int validate_command(const struct job_spec *s, struct sh_error *err)
 {
-    if (s->argc < 1 || !s->argv || !s->argv[0] || !*s->argv[0])
+    if (s->script) {
+        if (!*s->script)
+            return sh_errorf(err, SH_EINVAL, "script must not be empty");
+        if (strlen(s->script) > JOB_SCRIPT_MAX)
+            return sh_errorf(err, SH_ETOOLARGE,
+                             "script is %zu bytes, the limit is %d",
+                             strlen(s->script), JOB_SCRIPT_MAX);
+    } else if (s->argc < 1 || !s->argv || !s->argv[0] || !*s->argv[0]) {
         return sh_errorf(err, SH_EINVAL, "command must not be empty");
+    }
     if (s->argc > JOB_ARGC_MAX)
         return sh_errorf(err, SH_ETOOLARGE,
                          "command has %d arguments, the limit is %d", s->argc,
@@ -276,7 +285,7 @@ int job_spec_copy(struct job_spec *dst, const struct job_spec *src)
     job_spec_init(dst);
     *dst = *src;
     dst->name = dst->user = dst->project = dst->gpu_type = dst->slice = NULL;
-    dst->workdir = NULL;
+    dst->workdir = dst->script = NULL;
     dst->argv = NULL;
     dst->env = NULL;
     dst->volumes = NULL;
@@ -286,7 +295,8 @@ int job_spec_copy(struct job_spec *dst, const struct job_spec *src)
         dup_str(&dst->project, src->project) < 0 ||
         dup_str(&dst->gpu_type, src->gpu_type) < 0 ||
         dup_str(&dst->slice, src->slice) < 0 ||
-        dup_str(&dst->workdir, src->workdir) < 0)
+        dup_str(&dst->workdir, src->workdir) < 0 ||
+        dup_str(&dst->script, src->script) < 0)
         goto error;
     dst->argv = calloc((size_t)src->argc + 1, sizeof(char *));
     if (!dst->argv)

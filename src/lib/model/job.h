@@ -48,6 +48,7 @@
 #define JOB_PATH_MAX 4096
 #define JOB_VOLUMES_MAX 32
 #define JOB_REASON_MAX 256
+#define JOB_SCRIPT_MAX 262144 /* bytes of a batch script */
 
 enum job_state {
     JOB_PENDING = 0,
@@ -94,7 +95,11 @@ struct job_spec {
     int64_t time_limit;  /* seconds; 0 = none given */
     int tasks_per_node;  /* >= 1 */
     bool requeue;        /* back to pending after preemption or node failure */
-    char **argv;         /* argc strings, then NULL */
+    char *script;        /* a batch script's text, or NULL; the agent runs
+                            it as a file (its #! line picks the interpreter)
+                            with argv as its arguments */
+    char **argv;         /* argc strings, then NULL; with a script, its
+                            arguments (may be empty), else the command */
     int argc;
     struct job_env *env;
     int nenv;

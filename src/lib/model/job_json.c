@@ -93,8 +93,6 @@ static int get_command(const json_t *v, struct job_spec *s,
         return sh_errorf(err, SH_EINVAL,
                          "command must be an array of strings");
     size_t n = json_array_size(v);
-    if (n == 0)
-        return sh_errorf(err, SH_EINVAL, "command must not be empty");
     if (n > JOB_ARGC_MAX)
         return sh_errorf(err, SH_ETOOLARGE,
                          "command has %zu arguments, the limit is %d", n,
@@ -274,6 +272,8 @@ static int spec_field(const char *key, const json_t *v, struct job_spec *s,
         return get_env(v, s, err);
     if (strcmp(key, "workdir") == 0)
         return get_string(v, "workdir", JOB_PATH_MAX, &s->workdir, err);
+    if (strcmp(key, "script") == 0)
+        return get_string(v, "script", JOB_SCRIPT_MAX, &s->script, err);
     if (strcmp(key, "volumes") == 0)
         return get_volumes(v, s, err);
     return 1;
@@ -294,9 +294,16 @@ int job_spec_from_json(const json_t *obj, struct job_spec *spec,
         if (rc < 0)
             goto error;
     }
-    if (!spec->argv) {
-        sh_errorf(err, SH_EINVAL, "command is required");
+    if (!spec->argv && !spec->script) {
+        sh_errorf(err, SH_EINVAL, "command (or script) is required");
         goto error;
+    }
+    if (!spec->argv) {
+        spec->argv = calloc(1, sizeof(char *));
+        if (!spec->argv) {
+            sh_errorf(err, SH_EINTERNAL, "out of memory");
+            goto error;
+        }
     }
     if (job_spec_validate(spec, err) < 0)
         goto error;
@@ -359,6 +366,8 @@ json_t *job_spec_to_json(const struct job_spec *s)
         json_object_set_new(env, s->env[i].key, json_string(s->env[i].value));
     json_object_set_new(o, "env", env); /* steals env */
     set_str(o, "workdir", s->workdir);
+    if (s->script)
+        set_str(o, "script", s->script);
     for (int i = 0; i < s->nvolumes; i++)
         json_array_append_new(vols,
                               json_pack("{s:s, s:s}", "name",

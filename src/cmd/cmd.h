@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Shared helpers of the `shoal` commands: errors (die/warn print
+ * "shoal: <message>" on stderr), the connection to the controller, tables
+ * for people and JSON for scripts. Every command is a function
+ * `int cmd_<verb>(int argc, char **argv)` with argv[0] the verb. */
+#ifndef SHOAL_CMD_CMD_H
+#define SHOAL_CMD_CMD_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "lib/client/client.h"
+
+/* Print "shoal: <message>" on stderr and exit with status 1. */
+void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+/* Print "shoal: <message>" on stderr. */
+void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Connect to the configured controller or die with a helpful message. */
+struct client *cmd_connect(void);
+
+/* Call the API or die with its message. Returns the parsed answer. */
+json_t *cmd_call(struct client *c, const char *method, const char *path,
+                 const json_t *body);
+
+/* Print a JSON value, pretty, on stdout. Steals v. */
+void cmd_print_json(json_t *v);
+
+/* A table for people: add rows of strings, then print with aligned
+ * columns. Cells are copied. */
+struct table;
+struct table *table_create(int ncols, const char *const *headers);
+void table_add(struct table *t, const char *const *cells);
+void table_print(struct table *t);
+void table_destroy(struct table *t);
+
+/* Format epoch ms relative to now for tables ("5m ago", "in 2h"). */
+void cmd_format_ago(long long ms, char *buf, size_t size);
+
+/* Standard --help handling: when argv holds -h/--help, print usage on
+ * stdout and exit 0. */
+void cmd_help_if_asked(int argc, char **argv, const char *usage);
+
+/* Strict integer option parsing that dies with the option's name. */
+long long cmd_parse_int(const char *opt, const char *s, long long min,
+                        long long max);
+
+int cmd_submit(int argc, char **argv);
+int cmd_queue(int argc, char **argv);
+int cmd_show(int argc, char **argv);
+int cmd_cancel(int argc, char **argv);
+int cmd_logs(int argc, char **argv);
+int cmd_nodes(int argc, char **argv);
+int cmd_node(int argc, char **argv);
+int cmd_up(int argc, char **argv);
+int cmd_history(int argc, char **argv);
+
+#endif

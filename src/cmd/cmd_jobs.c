@@ -1,0 +1,345 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* `shoal queue`, `shoal show` and `shoal cancel`. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd/cmd.h"
+#include "lib/util/clock.h"
+#include "lib/util/parse.h"
+
+static const char queue_usage[] =
+    "Usage: shoal queue [--all] [--state S[,S..]] [--user U|--me]\n"
+    "                   [--project P] [--json]\n"
+    "List jobs: pending and running by default, with the reason each\n"
+    "pending job waits and its estimated start.\n"
+    "\n"
+    "  -a, --all          every job the controller keeps in memory\n"
+    "  -s, --state LIST   pending, running, completed, failed, cancelled,\n"
+    "                     preempted, timeout, node_fail (comma-separated)\n"
+    "  -u, --user NAME    one user's jobs\n"
+    "      --me           your own jobs\n"
+    "  -p, --project NAME one project's jobs\n"
+    "      --json         a JSON array of jobs\n";
+
+static const char show_usage[] =
+    "Usage: shoal show JOB [--json]\n"
+    "Show everything about one job.\n";
+
+static const char cancel_usage[] =
+    "Usage: shoal cancel JOB...\n"
+    "Cancel jobs: pending ones at once, running ones are stopped (SIGTERM,\n"
+    "then SIGKILL after the grace period).\n";
+
+static const char *str(const json_t *o, const char *key)
+{
+    return json_string_value(json_object_get(o, key));
+}
+
+static long long num(const json_t *o, const char *key)
+{
+    return (long long)json_integer_value(json_object_get(o, key));
+}
+
+/* "8", "2x8", "1g.10gb", "-" */
+static void format_shape(const json_t *j, char *buf, size_t size)
+{
+    const char *slice = str(j, "slice");
+    long long nodes = num(j, "nodes"), gpus = num(j, "gpus");
+    if (slice)
+        snprintf(buf, size, "%s%s", nodes > 1 ? "n x " : "", slice);
+    else if (gpus == 0)
+        snprintf(buf, size, "%s", nodes > 1 ? "cpu x n" : "0");
+    else if (nodes > 1)
+        snprintf(buf, size, "%lldx%lld", nodes, gpus);
+    else
+        snprintf(buf, size, "%lld", gpus);
+}
+
+static long long iso_ms(const char *iso)
+{
+    int64_t ms = 0;
+    if (iso)
+        clock_parse_date("time", iso, &ms, NULL);
+    return ms;
+}
+
+static void format_where(const json_t *j, char *buf, size_t size)
+{
+    const char *state = str(j, "state");
+    if (strcmp(state, "pending") == 0) {
+        const char *reason = str(j, "reason");
+        char est[48] = "";
+        long long e = iso_ms(str(j, "estimated_start"));
+        if (e) {
+            char ago[32];
+            cmd_format_ago(e, ago, sizeof(ago));
+            snprintf(est, sizeof(est), " (start %s)", ago);
+        }
+        snprintf(buf, size, "%s%s", reason ? reason : "waiting to be scheduled",
+                 est);
+        return;
+    }
+    size_t o = 0;
+    buf[0] = '\0';
+    json_t *pl = json_object_get(j, "placement");
+    size_t i;
+    json_t *a;
+    json_array_foreach(pl, i, a)
+    {
+        o += (size_t)snprintf(buf + o, o < size ? size - o : 0, "%s%s",
+                              i ? "," : "", str(a, "node"));
+        if (o >= size)
+            break;
+    }
+    if (!buf[0]) {
+        const char *reason = str(j, "reason");
+        snprintf(buf, size, "%s", reason ? reason : "-");
+    }
+}
+
+static void print_queue(json_t *jobs)
+{
+    static const char *const hdr[] = {"ID",    "NAME", "USER",  "PROJECT",
+                                      "STATE", "GPUS", "TIME",  "NODES/REASON"};
+    struct table *t = table_create(8, hdr);
+    size_t i;
+    json_t *j;
+    long long now = clock_wall_ms();
+    json_array_foreach(jobs, i, j)
+    {
+        char id[24], shape[48], tm[32], where[300];
+        snprintf(id, sizeof(id), "%lld", num(j, "id"));
+        format_shape(j, shape, sizeof(shape));
+        long long start = iso_ms(str(j, "start_time"));
+        long long end = iso_ms(str(j, "end_time"));
+        long long submit = iso_ms(str(j, "submit_time"));
+        long long from = start ? start : submit;
+        long long to = end ? end : now;
+        format_duration((to - from) / 1000, tm, sizeof(tm));
+        format_where(j, where, sizeof(where));
+        const char *row[] = {id,          str(j, "name"),  str(j, "user"),
+                             str(j, "project"), str(j, "state"), shape,
+                             tm,          where};
+        table_add(t, row);
+    }
+    table_print(t);
+    table_destroy(t);
+}
+
+int cmd_queue(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"all", no_argument, NULL, 'a'},
+        {"state", required_argument, NULL, 's'},
+        {"user", required_argument, NULL, 'u'},
+        {"me", no_argument, NULL, 'M'},
+        {"project", required_argument, NULL, 'p'},
+        {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *state = "active", *user = NULL, *project = NULL;
+    bool json_out = false;
+    int c;
+    while ((c = getopt_long(argc, argv, "as:u:p:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'a':
+            state = NULL;
+            break;
+        case 's':
+            state = optarg;
+            break;
+        case 'u':
+            user = optarg;
+            break;
+        case 'M':
+            user = "me";
+            break;
+        case 'p':
+            project = optarg;
+            break;
+        case 'j':
+            json_out = true;
+            break;
+        case 'h':
+            fputs(queue_usage, stdout);
+            return 0;
+        default:
+            fputs(queue_usage, stderr);
+            return 2;
+        }
+    }
+    if (optind < argc)
+        die("unexpected argument '%s' (see shoal queue --help)", argv[optind]);
+    char path[1024] = "/v1/jobs?";
+    char enc[300];
+    if (state) {
+        client_urlencode(state, enc, sizeof(enc));
+        strncat(path, "state=", sizeof(path) - strlen(path) - 1);
+        strncat(path, enc, sizeof(path) - strlen(path) - 1);
+        strncat(path, "&", sizeof(path) - strlen(path) - 1);
+    }
+    if (user) {
+        client_urlencode(user, enc, sizeof(enc));
+        strncat(path, "user=", sizeof(path) - strlen(path) - 1);
+        strncat(path, enc, sizeof(path) - strlen(path) - 1);
+        strncat(path, "&", sizeof(path) - strlen(path) - 1);
+    }
+    if (project) {
+        client_urlencode(project, enc, sizeof(enc));
+        strncat(path, "project=", sizeof(path) - strlen(path) - 1);
+        strncat(path, enc, sizeof(path) - strlen(path) - 1);
+    }
+    struct client *cl = cmd_connect();
+    json_t *ans = cmd_call(cl, "GET", path, NULL);
+    json_t *jobs = json_object_get(ans, "jobs");
+    if (json_out)
+        cmd_print_json(json_incref(jobs));
+    else
+        print_queue(jobs);
+    json_decref(ans);
+    client_destroy(cl);
+    return 0;
+}
+
+static long long job_id_arg(const char *s)
+{
+    return cmd_parse_int("job id", s, 1, (long long)INT64_MAX);
+}
+
+static void show_line(const char *key, const char *value)
+{
+    printf("%-16s %s\n", key, value ? value : "-");
+}
+
+static void print_job(const json_t *j)
+{
+    char buf[1024];
+    snprintf(buf, sizeof(buf), "%lld", num(j, "id"));
+    show_line("id:", buf);
+    show_line("name:", str(j, "name"));
+    show_line("user:", str(j, "user"));
+    show_line("project:", str(j, "project"));
+    show_line("state:", str(j, "state"));
+    show_line("reason:", str(j, "reason"));
+    show_line("priority:", str(j, "priority"));
+    format_shape(j, buf, sizeof(buf));
+    snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), " GPU(s) on %lld node(s)",
+             num(j, "nodes"));
+    show_line("shape:", buf);
+    show_line("gpu type:", str(j, "gpu_type"));
+    if (num(j, "time_limit")) {
+        format_duration(num(j, "time_limit"), buf, sizeof(buf));
+        show_line("time limit:", buf);
+    }
+    if (num(j, "mem")) {
+        format_size((uint64_t)num(j, "mem"), buf, sizeof(buf));
+        show_line("memory:", buf);
+    }
+    if (num(j, "cpus")) {
+        snprintf(buf, sizeof(buf), "%lld", num(j, "cpus"));
+        show_line("cpus:", buf);
+    }
+    show_line("submitted:", str(j, "submit_time"));
+    show_line("started:", str(j, "start_time"));
+    show_line("ended:", str(j, "end_time"));
+    if (str(j, "estimated_start"))
+        show_line("estimated start:", str(j, "estimated_start"));
+    json_t *ec = json_object_get(j, "exit_code");
+    json_t *sig = json_object_get(j, "exit_signal");
+    if (json_is_integer(ec) || json_is_integer(sig)) {
+        snprintf(buf, sizeof(buf), "%lld%s%lld",
+                 (long long)json_integer_value(ec),
+                 json_is_integer(sig) ? ", signal " : "",
+                 json_is_integer(sig) ? (long long)json_integer_value(sig) : 0);
+        if (!json_is_integer(sig))
+            snprintf(buf, sizeof(buf), "%lld",
+                     (long long)json_integer_value(ec));
+        show_line("exit:", buf);
+    }
+    size_t i, o = 0;
+    json_t *v;
+    buf[0] = '\0';
+    json_array_foreach(json_object_get(j, "command"), i, v)
+        o += (size_t)snprintf(buf + o, o < sizeof(buf) ? sizeof(buf) - o : 0,
+                              "%s%s", i ? " " : "", json_string_value(v));
+    show_line("command:", json_object_get(j, "script") ? "(script)" : buf);
+    show_line("workdir:", str(j, "workdir"));
+    json_array_foreach(json_object_get(j, "placement"), i, v)
+    {
+        size_t k;
+        json_t *g;
+        o = (size_t)snprintf(buf, sizeof(buf), "%s:", str(v, "node"));
+        json_array_foreach(json_object_get(v, "gpus"), k, g)
+            o += (size_t)snprintf(buf + o,
+                                  o < sizeof(buf) ? sizeof(buf) - o : 0,
+                                  " %s", json_string_value(g));
+        show_line(i ? "" : "placement:", buf);
+    }
+    if (num(j, "requeues")) {
+        snprintf(buf, sizeof(buf), "%lld", num(j, "requeues"));
+        show_line("requeues:", buf);
+    }
+}
+
+int cmd_show(int argc, char **argv)
+{
+    cmd_help_if_asked(argc, argv, show_usage);
+    bool json_out = false;
+    const char *id = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0)
+            json_out = true;
+        else if (argv[i][0] == '-')
+            die("unknown option '%s' (see shoal show --help)", argv[i]);
+        else if (id)
+            die("show takes one job id");
+        else
+            id = argv[i];
+    }
+    if (!id)
+        die("which job? (shoal show JOB)");
+    char path[64];
+    snprintf(path, sizeof(path), "/v1/jobs/%lld", job_id_arg(id));
+    struct client *c = cmd_connect();
+    json_t *j = cmd_call(c, "GET", path, NULL);
+    if (json_out)
+        cmd_print_json(j);
+    else {
+        print_job(j);
+        json_decref(j);
+    }
+    client_destroy(c);
+    return 0;
+}
+
+int cmd_cancel(int argc, char **argv)
+{
+    cmd_help_if_asked(argc, argv, cancel_usage);
+    if (argc < 2)
+        die("which jobs? (shoal cancel JOB...)");
+    for (int i = 1; i < argc; i++)
+        job_id_arg(argv[i]); /* all ids valid before cancelling any */
+    struct client *c = cmd_connect();
+    int failed = 0;
+    for (int i = 1; i < argc; i++) {
+        char path[64];
+        snprintf(path, sizeof(path), "/v1/jobs/%lld/cancel",
+                 job_id_arg(argv[i]));
+        json_t *out = NULL;
+        struct sh_error err;
+        if (client_call(c, "POST", path, NULL, &out, NULL, &err) < 0) {
+            warn("%s", err.msg);
+            failed++;
+            if (err.code == SH_EUNAVAILABLE)
+                break;
+            continue;
+        }
+        printf("cancelled job %s\n", argv[i]);
+        json_decref(out);
+    }
+    client_destroy(c);
+    return failed ? 1 : 0;
+}

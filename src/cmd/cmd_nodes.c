@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* `shoal nodes` and `shoal node drain|resume NODE`. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd/cmd.h"
+#include "lib/util/parse.h"
+
+static const char nodes_usage[] =
+    "Usage: shoal nodes [--json]\n"
+    "List nodes with their state, GPUs (free/total), model and labels.\n"
+    "--json prints an array of nodes, each with its gpus and their uuid.\n";
+
+static const char node_usage[] =
+    "Usage: shoal node drain NODE [--reason TEXT]\n"
+    "       shoal node resume NODE\n"
+    "Drain a node (running jobs finish, no new ones start) or resume it.\n";
+
+static const char *str(const json_t *o, const char *key)
+{
+    return json_string_value(json_object_get(o, key));
+}
+
+static void print_nodes(const json_t *nodes)
+{
+    static const char *const hdr[] = {"NAME", "STATE",  "GPUS", "MODEL",
+                                      "CPUS", "MEMORY", "JOBS", "LABELS"};
+    struct table *t = table_create(8, hdr);
+    size_t i;
+    json_t *n;
+    json_array_foreach(nodes, i, n)
+    {
+        json_t *gpus = json_object_get(n, "gpus");
+        char g[48], model[64] = "-", cpus[16], mem[16], jobs[16], labels[256];
+        long long busy = json_integer_value(json_object_get(n, "gpus_busy"));
+        snprintf(g, sizeof(g), "%lld/%zu", (long long)json_array_size(gpus) - busy,
+                 json_array_size(gpus));
+        if (json_array_size(gpus))
+            snprintf(model, sizeof(model), "%s",
+                     str(json_array_get(gpus, 0), "model"));
+        snprintf(cpus, sizeof(cpus), "%lld",
+                 (long long)json_integer_value(json_object_get(n, "cpus")));
+        format_size((uint64_t)json_integer_value(json_object_get(n, "memory")),
+                    mem, sizeof(mem));
+        snprintf(jobs, sizeof(jobs), "%lld",
+                 (long long)json_integer_value(json_object_get(n, "running_jobs")));
+        size_t o = 0;
+        const char *key;
+        json_t *v;
+        labels[0] = '\0';
+        json_object_foreach(json_object_get(n, "labels"), key, v)
+            o += (size_t)snprintf(labels + o,
+                                  o < sizeof(labels) ? sizeof(labels) - o : 0,
+                                  "%s%s=%s", o ? "," : "", key,
+                                  json_string_value(v));
+        const char *row[] = {str(n, "name"), str(n, "state"), g, model,
+                             cpus, mem, jobs, labels[0] ? labels : "-"};
+        table_add(t, row);
+    }
+    table_print(t);
+    table_destroy(t);
+}
+
+int cmd_nodes(int argc, char **argv)
+{
+    cmd_help_if_asked(argc, argv, nodes_usage);
+    bool json_out = false;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0)
+            json_out = true;
+        else
+            die("unexpected argument '%s' (see shoal nodes --help)", argv[i]);
+    }
+    struct client *c = cmd_connect();
+    json_t *ans = cmd_call(c, "GET", "/v1/nodes", NULL);
+    json_t *nodes = json_object_get(ans, "nodes");
+    if (json_out)
+        cmd_print_json(json_incref(nodes));
+    else
+        print_nodes(nodes);
+    json_decref(ans);
+    client_destroy(c);
+    return 0;
+}
+
+int cmd_node(int argc, char **argv)
+{
+    cmd_help_if_asked(argc, argv, node_usage);
+    if (argc < 3)
+        die("usage: shoal node drain|resume NODE");
+    const char *verb = argv[1];
+    if (strcmp(verb, "drain") != 0 && strcmp(verb, "resume") != 0)
+        die("unknown node command '%s': use drain or resume", verb);
+    const char *reason = NULL;
+    const char *name = NULL;
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--reason") == 0 && i + 1 < argc)
+            reason = argv[++i];
+        else if (argv[i][0] == '-')
+            die("unknown option '%s' (see shoal node --help)", argv[i]);
+        else if (name)
+            die("one node at a time");
+        else
+            name = argv[i];
+    }
+    if (!name)
+        die("which node?");
+    char enc[200], path[300];
+    client_urlencode(name, enc, sizeof(enc));
+    snprintf(path, sizeof(path), "/v1/nodes/%s/%s", enc, verb);
+    json_t *body = reason ? json_pack("{s:s}", "reason", reason) : NULL;
+    struct client *c = cmd_connect();
+    json_t *n = cmd_call(c, "POST", path, body);
+    printf("node %s is %s\n", name, str(n, "state"));
+    json_decref(n);
+    json_decref(body);
+    client_destroy(c);
+    return 0;
+}

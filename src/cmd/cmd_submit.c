@@ -1,0 +1,430 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* `shoal submit`: build a job from options, or from a batch script with
+ * `#SHOAL` directive lines (the same options, one or more per line, before
+ * the first command of the script), and print the new job's id. Options on
+ * the command line override the script's directives. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmd/cmd.h"
+#include "lib/model/job.h"
+#include "lib/util/parse.h"
+#include "lib/util/strbuf.h"
+
+static const char usage[] =
+    "Usage: shoal submit [options] -- CMD [ARGS...]\n"
+    "       shoal submit [options] SCRIPT [ARGS...]\n"
+    "Submit a job and print its id. A SCRIPT may hold '#SHOAL <options>'\n"
+    "lines before its first command; options given here override them.\n"
+    "\n"
+    "  -g, --gpus N           GPUs per node (default 0)\n"
+    "  -N, --nodes N          nodes, all started together (default 1)\n"
+    "      --gpu-type MODEL   GPU model, e.g. H100-80GB\n"
+    "      --slice PROFILE    a GPU slice: a MIG profile (1g.10gb) or shared\n"
+    "      --gpu-mem SIZE     the smallest GPU or slice with this memory\n"
+    "  -p, --project NAME     project to charge (default: your default)\n"
+    "      --priority CLASS   high, normal or low (default normal)\n"
+    "  -t, --time DUR         time limit: 90s, 30m, 2h, 1d, HH:MM:SS\n"
+    "  -c, --cpus N           CPUs per node\n"
+    "  -m, --mem SIZE         memory per node: 512M, 16G\n"
+    "  -v, --volume NAME:PATH mount a volume (repeatable)\n"
+    "  -n, --name NAME        job name\n"
+    "  -e, --env K=V          set a variable in the job; K alone copies yours\n"
+    "                         (repeatable)\n"
+    "      --requeue          requeue after preemption or node failure\n"
+    "      --tasks-per-node N processes per node, each with its own ranks\n"
+    "  -D, --workdir DIR      working directory (default: the current one)\n"
+    "      --user NAME        submit for another user (cluster admins)\n"
+    "      --json             print the whole job as JSON\n"
+    "  -h, --help             show this help\n";
+
+enum {
+    OPT_GPU_TYPE = 256,
+    OPT_SLICE,
+    OPT_GPU_MEM,
+    OPT_PRIORITY,
+    OPT_REQUEUE,
+    OPT_TASKS,
+    OPT_USER,
+    OPT_JSON,
+};
+
+static const struct option opts[] = {
+    {"gpus", required_argument, NULL, 'g'},
+    {"nodes", required_argument, NULL, 'N'},
+    {"gpu-type", required_argument, NULL, OPT_GPU_TYPE},
+    {"slice", required_argument, NULL, OPT_SLICE},
+    {"gpu-mem", required_argument, NULL, OPT_GPU_MEM},
+    {"project", required_argument, NULL, 'p'},
+    {"priority", required_argument, NULL, OPT_PRIORITY},
+    {"time", required_argument, NULL, 't'},
+    {"cpus", required_argument, NULL, 'c'},
+    {"mem", required_argument, NULL, 'm'},
+    {"volume", required_argument, NULL, 'v'},
+    {"name", required_argument, NULL, 'n'},
+    {"env", required_argument, NULL, 'e'},
+    {"requeue", no_argument, NULL, OPT_REQUEUE},
+    {"tasks-per-node", required_argument, NULL, OPT_TASKS},
+    {"workdir", required_argument, NULL, 'D'},
+    {"user", required_argument, NULL, OPT_USER},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+struct submit {
+    json_t *job;   /* the request being built */
+    bool json_out;
+    const char *where; /* "command line" or "SCRIPT:LINE" for errors */
+};
+
+static void fail(const struct submit *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3), noreturn));
+
+static void fail(const struct submit *s, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    if (strcmp(s->where, "command line") == 0)
+        die("%s", msg);
+    die("%s: %s", s->where, msg);
+}
+
+static void set_env(struct submit *s, const char *arg)
+{
+    json_t *env = json_object_get(s->job, "env");
+    if (!env) {
+        env = json_object();
+        json_object_set_new(s->job, "env", env); /* steals env */
+    }
+    const char *eq = strchr(arg, '=');
+    char key[257];
+    size_t n = eq ? (size_t)(eq - arg) : strlen(arg);
+    if (n == 0 || n >= sizeof(key))
+        fail(s, "--env '%s' must be NAME=VALUE or NAME", arg);
+    memcpy(key, arg, n);
+    key[n] = '\0';
+    const char *value = eq ? eq + 1 : getenv(key);
+    if (!value)
+        fail(s, "--env %s: no such variable in your environment", key);
+    json_object_set_new(env, key, json_string(value));
+}
+
+static void add_volume(struct submit *s, const char *arg)
+{
+    json_t *vols = json_object_get(s->job, "volumes");
+    if (!vols) {
+        vols = json_array();
+        json_object_set_new(s->job, "volumes", vols); /* steals vols */
+    }
+    const char *colon = strchr(arg, ':');
+    if (!colon || colon == arg || colon[1] != '/')
+        fail(s, "--volume '%s' must be NAME:/PATH", arg);
+    json_array_append_new(vols, json_string(arg));
+}
+
+static void set_int(struct submit *s, const char *key, const char *opt,
+                    const char *arg, long long max)
+{
+    int64_t v;
+    struct sh_error err;
+    if (parse_int64(opt, arg, 0, max, &v, &err) < 0)
+        fail(s, "%s", err.msg);
+    json_object_set_new(s->job, key, json_integer(v));
+}
+
+static void set_size(struct submit *s, const char *key, const char *opt,
+                     const char *arg)
+{
+    uint64_t v;
+    struct sh_error err;
+    if (parse_size(opt, arg, &v, &err) < 0)
+        fail(s, "%s", err.msg);
+    json_object_set_new(s->job, key, json_integer((json_int_t)v));
+}
+
+static void apply(struct submit *s, int c, const char *arg)
+{
+    struct sh_error err;
+    int64_t secs;
+    switch (c) {
+    case 'g':
+        set_int(s, "gpus", "--gpus", arg, JOB_GPUS_PER_NODE_MAX);
+        break;
+    case 'N':
+        set_int(s, "nodes", "--nodes", arg, JOB_NODES_MAX);
+        break;
+    case 'c':
+        set_int(s, "cpus", "--cpus", arg, JOB_CPUS_MAX);
+        break;
+    case OPT_TASKS:
+        set_int(s, "tasks_per_node", "--tasks-per-node", arg,
+                JOB_TASKS_PER_NODE_MAX);
+        break;
+    case OPT_GPU_TYPE:
+        json_object_set_new(s->job, "gpu_type", json_string(arg));
+        break;
+    case OPT_SLICE:
+        json_object_set_new(s->job, "slice", json_string(arg));
+        break;
+    case OPT_GPU_MEM:
+        set_size(s, "gpu_mem", "--gpu-mem", arg);
+        break;
+    case 'm':
+        set_size(s, "mem", "--mem", arg);
+        break;
+    case 'p':
+        json_object_set_new(s->job, "project", json_string(arg));
+        break;
+    case OPT_PRIORITY:
+        if (strcmp(arg, "high") && strcmp(arg, "normal") && strcmp(arg, "low"))
+            fail(s, "--priority '%s' must be high, normal or low", arg);
+        json_object_set_new(s->job, "priority", json_string(arg));
+        break;
+    case 't':
+        if (parse_duration("--time", arg, &secs, &err) < 0)
+            fail(s, "%s", err.msg);
+        json_object_set_new(s->job, "time_limit", json_integer(secs));
+        break;
+    case 'v':
+        add_volume(s, arg);
+        break;
+    case 'n':
+        json_object_set_new(s->job, "name", json_string(arg));
+        break;
+    case 'e':
+        set_env(s, arg);
+        break;
+    case OPT_REQUEUE:
+        json_object_set_new(s->job, "requeue", json_true());
+        break;
+    case 'D':
+        if (arg[0] != '/')
+            fail(s, "--workdir '%s' must be an absolute path", arg);
+        json_object_set_new(s->job, "workdir", json_string(arg));
+        break;
+    case OPT_USER:
+        json_object_set_new(s->job, "user", json_string(arg));
+        break;
+    case OPT_JSON:
+        s->json_out = true;
+        break;
+    default:
+        fail(s, "%s (see shoal submit --help)",
+             "unknown option or missing value");
+    }
+}
+
+/* Parse options from argv[1..]; returns the index of the first non-option
+ * and whether "--" ended the options. */
+static int parse_opts(struct submit *s, int argc, char **argv, bool *dashdash)
+{
+    int c;
+    optind = 0; /* glibc: full reinitialisation between scans */
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "+g:N:p:t:c:m:v:n:e:D:h", opts,
+                            NULL)) != -1) {
+        if (c == 'h') {
+            fputs(usage, stdout);
+            exit(0);
+        }
+        if (c == '?' || c == ':') {
+            const char *bad = argv[optind - 1];
+            fail(s, "'%s': unknown option or missing value (see shoal submit "
+                    "--help)",
+                 bad);
+        }
+        apply(s, c, optarg);
+    }
+    *dashdash = optind > 1 && strcmp(argv[optind - 1], "--") == 0;
+    return optind;
+}
+
+/* Split a directive line into words; quotes group, backslash escapes. */
+static int split_words(char *line, char **words, int max)
+{
+    int n = 0;
+    char *p = line;
+    while (*p) {
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (!*p || *p == '#')
+            break;
+        if (n == max)
+            return -1;
+        char *out = p;
+        words[n++] = out;
+        char quote = 0;
+        while (*p && (quote || (*p != ' ' && *p != '\t'))) {
+            if (!quote && (*p == '"' || *p == '\'')) {
+                quote = *p++;
+            } else if (quote && *p == quote) {
+                quote = 0;
+                p++;
+            } else if (*p == '\\' && p[1] && quote != '\'') {
+                *out++ = p[1];
+                p += 2;
+            } else {
+                *out++ = *p++;
+            }
+        }
+        if (quote)
+            return -1;
+        if (*p)
+            p++;
+        *out = '\0';
+    }
+    return n;
+}
+
+static char *read_script(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        die("cannot read %s: %s", path, strerror(errno));
+    struct strbuf sb;
+    strbuf_init(&sb, JOB_SCRIPT_MAX);
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof(buf), f)) > 0) {
+        if (strbuf_append(&sb, buf, n) < 0)
+            die("%s is larger than the script limit of %d bytes", path,
+                JOB_SCRIPT_MAX);
+    }
+    fclose(f);
+    if (sb.len == 0)
+        die("%s is empty", path);
+    if (memchr(sb.data, '\0', sb.len))
+        die("%s is not a text script", path);
+    return strbuf_take(&sb);
+}
+
+/* Apply the #SHOAL lines at the top of a script. */
+static void apply_directives(struct submit *s, const char *path,
+                             const char *text)
+{
+    char *copy = strdup(text);
+    char where[600];
+    int lineno = 0;
+    if (!copy)
+        die("out of memory");
+    for (char *line = copy; line && *line;) {
+        char *nl = strchr(line, '\n');
+        if (nl)
+            *nl = '\0';
+        lineno++;
+        char *t = line;
+        while (*t == ' ' || *t == '\t')
+            t++;
+        if (strncmp(t, "#SHOAL", 6) == 0 && (t[6] == ' ' || t[6] == '\t' ||
+                                              !t[6])) {
+            char *words[65];
+            words[0] = "submit";
+            int n = split_words(t + 6, words + 1, 63);
+            snprintf(where, sizeof(where), "%s:%d", path, lineno);
+            s->where = where;
+            if (n < 0)
+                fail(s, "%s", "unbalanced quotes or too many words");
+            words[n + 1] = NULL;
+            bool dd;
+            int rest = parse_opts(s, n + 1, words, &dd);
+            if (rest < n + 1)
+                fail(s, "'%s' is not an option", words[rest]);
+            s->where = "command line";
+        } else if (*t && *t != '#') {
+            break; /* the first command ends the directives */
+        }
+        line = nl ? nl + 1 : NULL;
+    }
+    free(copy);
+}
+
+/* Put the command line's options over the script's: scalars replace,
+ * env entries replace by name, volumes add up. */
+static void merge_cli(json_t *job, json_t *cli)
+{
+    json_t *denv = json_object_get(job, "env");
+    json_t *cenv = json_object_get(cli, "env");
+    if (denv && cenv)
+        json_object_update(denv, cenv);
+    json_t *dvol = json_object_get(job, "volumes");
+    json_t *cvol = json_object_get(cli, "volumes");
+    if (dvol && cvol)
+        json_array_extend(dvol, cvol);
+    const char *key;
+    json_t *v;
+    json_object_foreach(cli, key, v)
+    {
+        if ((strcmp(key, "env") == 0 && denv) ||
+            (strcmp(key, "volumes") == 0 && dvol))
+            continue;
+        json_object_set(job, key, v);
+    }
+}
+
+static void set_command(struct submit *s, int argc, char **argv, int first,
+                        bool dashdash)
+{
+    json_t *cmd = json_array();
+    int start = first;
+    if (!dashdash && access(argv[first], R_OK) == 0) {
+        /* A batch script: ship its text; the agent runs it. */
+        char *text = read_script(argv[first]);
+        /* Directives first, then the command line again so it wins. */
+        json_t *cli = json_deep_copy(s->job);
+        apply_directives(s, argv[first], text);
+        merge_cli(s->job, cli);
+        json_decref(cli);
+        json_object_set_new(s->job, "script", json_string(text));
+        if (!json_object_get(s->job, "name")) {
+            const char *base = strrchr(argv[first], '/');
+            json_object_set_new(s->job, "name",
+                                json_string(base ? base + 1 : argv[first]));
+        }
+        free(text);
+        start = first + 1;
+    } else if (!dashdash) {
+        die("'%s' is not a readable script; to run a command, put it after "
+            "'--' (shoal submit [options] -- CMD ARGS...)",
+            argv[first]);
+    }
+    for (int i = start; i < argc; i++)
+        json_array_append_new(cmd, json_string(argv[i]));
+    json_object_set_new(s->job, "command", cmd); /* steals cmd */
+}
+
+int cmd_submit(int argc, char **argv)
+{
+    struct submit s = {.job = json_object(), .where = "command line"};
+    bool dashdash;
+    int first = parse_opts(&s, argc, argv, &dashdash);
+    if (first >= argc)
+        die("nothing to run: give a script or '-- CMD ARGS' (see shoal submit "
+            "--help)");
+    set_command(&s, argc, argv, first, dashdash);
+    if (!json_object_get(s.job, "workdir")) {
+        char cwd[4096];
+        if (getcwd(cwd, sizeof(cwd)))
+            json_object_set_new(s.job, "workdir", json_string(cwd));
+    }
+    struct client *c = cmd_connect();
+    json_t *job = cmd_call(c, "POST", "/v1/jobs", s.job);
+    if (s.json_out)
+        cmd_print_json(job);
+    else {
+        printf("%lld\n", (long long)json_integer_value(json_object_get(job,
+                                                                       "id")));
+        json_decref(job);
+    }
+    json_decref(s.job);
+    client_destroy(c);
+    return 0;
+}

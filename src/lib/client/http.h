@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* One HTTP connection to the controller, chosen by URL scheme: the built-in
+ * HTTP/1.1 client for http://, libcurl (dlopen) for https://. Internal to
+ * lib/client. */
+#ifndef SHOAL_CLIENT_HTTP_H
+#define SHOAL_CLIENT_HTTP_H
+
+#include <stddef.h>
+
+#include "lib/util/error.h"
+
+struct http_conn;
+
+struct http_request {
+    const char *method;
+    const char *path;   /* starts with '/'; may hold a query string */
+    const char *auth;   /* the Authorization header value, or NULL */
+    const char *body;   /* JSON, or NULL */
+    size_t body_len;
+    int timeout_ms;     /* 0 = none */
+};
+
+struct http_response {
+    int status;
+    char *body;         /* NUL-terminated; caller frees */
+    size_t body_len;
+};
+
+struct http_conn *http_conn_create(const char *url, const char *ca_file,
+                                   struct sh_error *err);
+void http_conn_destroy(struct http_conn *c);
+int http_conn_request(struct http_conn *c, const struct http_request *rq,
+                      struct http_response *rs, struct sh_error *err);
+
+/* The two transports. */
+struct http_conn *http_plain_create(const char *url, struct sh_error *err);
+struct http_conn *http_curl_create(const char *url, const char *ca_file,
+                                   struct sh_error *err);
+
+/* Every transport's connection starts with this. */
+struct http_ops {
+    void (*destroy)(struct http_conn *c);
+    int (*request)(struct http_conn *c, const struct http_request *rq,
+                   struct http_response *rs, struct sh_error *err);
+};
+struct http_conn {
+    const struct http_ops *ops;
+};
+
+#endif
