@@ -18,8 +18,8 @@ struct gpu_backend {
     void *ctx;
 };
 
-struct gpu_backend *gpu_backend_create_ops(const struct gpu_ops *ops,
-                                           void *ctx, struct sh_error *err)
+struct gpu_backend *gpu_backend_create_ops(const struct gpu_ops *ops, void *ctx,
+                                           struct sh_error *err)
 {
     struct gpu_backend *be = calloc(1, sizeof(*be));
     if (!be) {
@@ -71,8 +71,8 @@ int gpu_sample(struct gpu_backend *be, struct gpu_info *gpus, int ngpus,
     return be->ops->sample(be->ctx, gpus, ngpus, err);
 }
 
-int gpu_link_between(struct gpu_backend *be, int a, int b,
-                     enum gpu_link *out, struct sh_error *err)
+int gpu_link_between(struct gpu_backend *be, int a, int b, enum gpu_link *out,
+                     struct sh_error *err)
 {
     return be->ops->link_between(be->ctx, a, b, out, err);
 }
@@ -80,11 +80,12 @@ int gpu_link_between(struct gpu_backend *be, int a, int b,
 int gpu_set_shared(struct gpu_info *gpu, int n, struct sh_error *err)
 {
     if (n < 1 || n > GPU_SLICES_MAX)
-        return sh_errorf(err, SH_EINVAL, "shared slices per GPU must be "
-                         "1..%d", GPU_SLICES_MAX);
+        return sh_errorf(err, SH_EINVAL, "shared slices per GPU must be 1..%d",
+                         GPU_SLICES_MAX);
     if (gpu->mig_enabled)
-        return sh_errorf(err, SH_ECONFLICT, "GPU %d is in MIG mode: "
-                         "time-slices need MIG off", gpu->index);
+        return sh_errorf(err, SH_ECONFLICT,
+                         "GPU %d is in MIG mode: time-slices need MIG off",
+                         gpu->index);
     memset(gpu->slices, 0, sizeof(gpu->slices));
     for (int i = 0; i < n; i++) {
         struct gpu_slice *s = &gpu->slices[i];
@@ -113,8 +114,8 @@ static void set_shared_from_layout(struct gpu_info *gpu,
         s->kind = GPU_SLICE_SHARED;
         snprintf(s->profile, sizeof(s->profile), "%s", ls->profile);
         snprintf(s->uuid, sizeof(s->uuid), "%s", gpu->uuid);
-        s->mem_bytes = gpu->mem_total / (uint64_t)ls->share_den *
-                       (uint64_t)ls->share_num;
+        s->mem_bytes =
+            gpu->mem_total / (uint64_t)ls->share_den * (uint64_t)ls->share_num;
         s->gi_id = -1;
         s->ci_id = -1;
         s->share_num = ls->share_num;
@@ -124,8 +125,8 @@ static void set_shared_from_layout(struct gpu_info *gpu,
 }
 
 /* Re-read one GPU after a change. */
-static int refresh_one(struct gpu_backend *be, int index,
-                       struct gpu_info *out, struct sh_error *err)
+static int refresh_one(struct gpu_backend *be, int index, struct gpu_info *out,
+                       struct sh_error *err)
 {
     struct gpu_info *all = NULL;
     int n = 0, rc = -1;
@@ -138,8 +139,7 @@ static int refresh_one(struct gpu_backend *be, int index,
         }
     }
     if (rc < 0)
-        sh_errorf(err, SH_EINTERNAL, "GPU %d vanished after the change",
-                  index);
+        sh_errorf(err, SH_EINTERNAL, "GPU %d vanished after the change", index);
     free(all);
     return rc;
 }
@@ -149,9 +149,9 @@ static int check_layout(const struct gpu_info *gpu,
                         struct sh_error *err)
 {
     if (layout->model[0] && strcmp(layout->model, gpu->model) != 0)
-        return sh_errorf(err, SH_EINVAL, "layout %s is for %s, but GPU %d is "
-                         "a %s", layout->name, layout->model, gpu->index,
-                         gpu->model);
+        return sh_errorf(err, SH_EINVAL,
+                         "layout %s is for %s, but GPU %d is a %s",
+                         layout->name, layout->model, gpu->index, gpu->model);
     if (layout->mig && !gpu->mig_capable)
         return sh_errorf(err, SH_EINVAL, "GPU %d (%s) is not MIG capable",
                          gpu->index, gpu->name);
@@ -161,25 +161,32 @@ static int check_layout(const struct gpu_info *gpu,
 }
 
 int gpu_apply_layout(struct gpu_backend *be, struct gpu_info *gpu,
-                     const struct preset_layout *layout,
-                     struct sh_error *err)
+                     const struct preset_layout *layout, struct sh_error *err)
 {
     struct gpu_info fresh;
 
     if (check_layout(gpu, layout, err) < 0)
         return -1;
-    /* MIG must change when the layout wants it on, or when it is on now
-     * and the layout wants it off (all-disabled, shared-N). */
-    bool mig_change = layout->mig || gpu->mig_enabled;
-    if (mig_change) {
-        if (!be->ops->apply_mig)
-            return sh_errorf(err, SH_EUNAVAILABLE, "the %s GPU backend "
-                             "cannot change MIG", be->ops->name);
-        if (be->ops->apply_mig(be->ctx, gpu->index, layout, err) < 0)
-            return -1;
+    /* Ask the backend whenever MIG is involved: it decides from the
+     * device, not from the caller's copy, whether anything must change
+     * (turning MIG off for a shared layout, say). */
+    if (layout->mig || gpu->mig_capable) {
+        if (be->ops->apply_mig) {
+            if (be->ops->apply_mig(be->ctx, gpu->index, layout, err) < 0)
+                return -1;
+        } else if (layout->mig) {
+            return sh_errorf(err, SH_EUNAVAILABLE,
+                             "the %s GPU backend cannot change MIG",
+                             be->ops->name);
+        }
     }
     if (refresh_one(be, gpu->index, &fresh, err) < 0)
         return -1;
+    if (!layout->mig && fresh.mig_enabled)
+        return sh_errorf(err, SH_ECONFLICT,
+                         "GPU %d is still in MIG mode; the %s backend cannot "
+                         "turn it off",
+                         gpu->index, be->ops->name);
     if (!layout->mig)
         set_shared_from_layout(&fresh, layout);
     *gpu = fresh;

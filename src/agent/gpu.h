@@ -66,8 +66,8 @@ struct gpu_backend *gpu_backend_create(const char *lib_path,
 
 /* Wrap a backend implementation. ops is kept (static storage); ctx is taken
  * over: on failure ops->destroy(ctx) has been called. */
-struct gpu_backend *gpu_backend_create_ops(const struct gpu_ops *ops,
-                                           void *ctx, struct sh_error *err);
+struct gpu_backend *gpu_backend_create_ops(const struct gpu_ops *ops, void *ctx,
+                                           struct sh_error *err);
 
 /* Shut NVML down, unload the library and free everything. NULL-safe; keeps
  * errno. Handles and slices read before stay valid as plain data. */
@@ -98,8 +98,8 @@ int gpu_sample(struct gpu_backend *be, struct gpu_info *gpus, int ngpus,
 /* How GPUs a and b (NVML indexes) are connected: SELF, NVLINK when they
  * share an NVLink group, else the PCIe topology level (GPU_LINK_UNKNOWN when
  * the driver cannot say). SH_EINVAL for an index out of range. */
-int gpu_link_between(struct gpu_backend *be, int a, int b,
-                     enum gpu_link *out, struct sh_error *err);
+int gpu_link_between(struct gpu_backend *be, int a, int b, enum gpu_link *out,
+                     struct sh_error *err);
 
 /* Apply a layout to one GPU and refresh *gpu from the device.
  *   MIG layout     MIG mode on, existing instances replaced by the layout's
@@ -116,8 +116,7 @@ int gpu_link_between(struct gpu_backend *be, int a, int b,
  * a GPU reset), SH_ECONFLICT (GPU in use / out of resources), SH_EFORBIDDEN
  * (no permission), SH_EINTERNAL. gpu is borrowed for the call. */
 int gpu_apply_layout(struct gpu_backend *be, struct gpu_info *gpu,
-                     const struct preset_layout *layout,
-                     struct sh_error *err);
+                     const struct preset_layout *layout, struct sh_error *err);
 
 /* preset_expand(gpu->model, preset) then gpu_apply_layout(). */
 int gpu_apply_preset(struct gpu_backend *be, struct gpu_info *gpu,

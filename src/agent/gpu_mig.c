@@ -43,8 +43,7 @@ static int full_slices(struct gpu_nvml *n, nvmlDevice_t dev)
 }
 
 static bool read_slice(struct gpu_nvml *n, nvmlDevice_t mig,
-                       const struct gpu_info *g, int den,
-                       struct gpu_slice *s)
+                       const struct gpu_info *g, int den, struct gpu_slice *s)
 {
     nvmlDeviceAttributes_t attr;
     unsigned int id;
@@ -53,8 +52,7 @@ static bool read_slice(struct gpu_nvml *n, nvmlDevice_t mig,
     s->kind = GPU_SLICE_MIG;
     s->gi_id = -1;
     s->ci_id = -1;
-    if (n->f.nvmlDeviceGetUUID(mig, s->uuid, sizeof(s->uuid)) !=
-        NVML_SUCCESS)
+    if (n->f.nvmlDeviceGetUUID(mig, s->uuid, sizeof(s->uuid)) != NVML_SUCCESS)
         return false;
     s->uuid[sizeof(s->uuid) - 1] = '\0';
     if (n->f.nvmlDeviceGetGpuInstanceId &&
@@ -70,9 +68,8 @@ static bool read_slice(struct gpu_nvml *n, nvmlDevice_t mig,
         int ci = attr.computeInstanceSliceCount
                      ? (int)attr.computeInstanceSliceCount
                      : (int)attr.gpuInstanceSliceCount;
-        preset_mig_name((int)attr.gpuInstanceSliceCount, ci,
-                        attr.memorySizeMB, g->mem_total, s->profile,
-                        sizeof(s->profile));
+        preset_mig_name((int)attr.gpuInstanceSliceCount, ci, attr.memorySizeMB,
+                        g->mem_total, s->profile, sizeof(s->profile));
         s->mem_bytes = attr.memorySizeMB * MIB;
         s->share_num = ci;
         s->share_den = den;
@@ -146,11 +143,12 @@ struct mig_job {
     uint64_t mem_total;
 };
 
-#define NEED(fn)                                                            \
-    do {                                                                    \
-        if (!j->n->f.fn)                                                    \
-            return sh_errorf(err, SH_EUNAVAILABLE, "%s lacks %s, needed to " \
-                             "change MIG", j->n->lib, #fn);                 \
+#define NEED(fn)                                                               \
+    do {                                                                       \
+        if (!j->n->f.fn)                                                       \
+            return sh_errorf(err, SH_EUNAVAILABLE,                             \
+                             "%s lacks %s, needed to change MIG", j->n->lib,   \
+                             #fn);                                             \
     } while (0)
 
 static int mig_mode(struct mig_job *j, bool *enabled, struct sh_error *err)
@@ -177,11 +175,12 @@ static int snap_cis(struct mig_job *j, nvmlGpuInstance_t h, struct mig_gi *gi,
                 h, p, NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED, &info) !=
             NVML_SUCCESS)
             continue;
-        nvmlReturn_t rc = j->n->f.nvmlGpuInstanceGetComputeInstances(
-            h, info.id, cis, &count);
+        nvmlReturn_t rc =
+            j->n->f.nvmlGpuInstanceGetComputeInstances(h, info.id, cis, &count);
         if (rc != NVML_SUCCESS)
-            return gpu_nvml_fail(j->n, err, rc, "nvmlGpuInstanceGetCompute"
-                                 "Instances(GPU %d)", j->index);
+            return gpu_nvml_fail(j->n, err, rc,
+                                 "nvmlGpuInstanceGetComputeInstances(GPU %d)",
+                                 j->index);
         for (unsigned int k = 0; k < count && gi->nci < MIG_CIS_MAX; k++) {
             gi->ci_profile[gi->nci] = info.id;
             gi->ci_slices[gi->nci++] = info.sliceCount;
@@ -206,21 +205,23 @@ static int snapshot(struct mig_job *j, struct mig_state *st,
         if (j->n->f.nvmlDeviceGetGpuInstanceProfileInfo(j->dev, p, &info) !=
             NVML_SUCCESS)
             continue;
-        nvmlReturn_t rc = j->n->f.nvmlDeviceGetGpuInstances(j->dev, info.id,
-                                                            gis, &count);
+        nvmlReturn_t rc =
+            j->n->f.nvmlDeviceGetGpuInstances(j->dev, info.id, gis, &count);
         if (rc != NVML_SUCCESS)
-            return gpu_nvml_fail(j->n, err, rc, "nvmlDeviceGetGpuInstances"
-                                 "(GPU %d, profile id %u)", j->index,
-                                 info.id);
+            return gpu_nvml_fail(
+                j->n, err, rc,
+                "nvmlDeviceGetGpuInstances(GPU %d, profile id %u)", j->index,
+                info.id);
         for (unsigned int k = 0; k < count; k++) {
             nvmlGpuInstanceInfo_t gii;
             if (st->ngi >= MIG_GIS_MAX)
-                return sh_errorf(err, SH_EINTERNAL, "GPU %d has more than "
-                                 "%d GPU instances", j->index, MIG_GIS_MAX);
+                return sh_errorf(err, SH_EINTERNAL,
+                                 "GPU %d has more than %d GPU instances",
+                                 j->index, MIG_GIS_MAX);
             rc = j->n->f.nvmlGpuInstanceGetInfo(gis[k], &gii);
             if (rc != NVML_SUCCESS)
-                return gpu_nvml_fail(j->n, err, rc, "nvmlGpuInstanceGetInfo"
-                                     "(GPU %d)", j->index);
+                return gpu_nvml_fail(
+                    j->n, err, rc, "nvmlGpuInstanceGetInfo(GPU %d)", j->index);
             struct mig_gi *gi = &st->gi[st->ngi++];
             gi->profile_id = info.id;
             gi->placement = gii.placement;
@@ -242,14 +243,14 @@ static int destroy_gi(struct mig_job *j, nvmlGpuInstance_t h,
                 h, p, NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED, &info) !=
                 NVML_SUCCESS ||
             j->n->f.nvmlGpuInstanceGetComputeInstances(h, info.id, cis,
-                                                       &count) !=
-                NVML_SUCCESS)
+                                                       &count) != NVML_SUCCESS)
             continue;
         for (unsigned int k = 0; k < count; k++) {
             nvmlReturn_t rc = j->n->f.nvmlComputeInstanceDestroy(cis[k]);
             if (rc != NVML_SUCCESS)
-                return gpu_nvml_fail(j->n, err, rc, "nvmlComputeInstance"
-                                     "Destroy(GPU %d)", j->index);
+                return gpu_nvml_fail(j->n, err, rc,
+                                     "nvmlComputeInstanceDestroy(GPU %d)",
+                                     j->index);
         }
     }
     nvmlReturn_t rc = j->n->f.nvmlGpuInstanceDestroy(h);
@@ -269,12 +270,13 @@ static int destroy_all(struct mig_job *j, struct sh_error *err)
         if (j->n->f.nvmlDeviceGetGpuInstanceProfileInfo(j->dev, p, &info) !=
             NVML_SUCCESS)
             continue;
-        nvmlReturn_t rc = j->n->f.nvmlDeviceGetGpuInstances(j->dev, info.id,
-                                                            gis, &count);
+        nvmlReturn_t rc =
+            j->n->f.nvmlDeviceGetGpuInstances(j->dev, info.id, gis, &count);
         if (rc != NVML_SUCCESS)
-            return gpu_nvml_fail(j->n, err, rc, "nvmlDeviceGetGpuInstances"
-                                 "(GPU %d, profile id %u)", j->index,
-                                 info.id);
+            return gpu_nvml_fail(
+                j->n, err, rc,
+                "nvmlDeviceGetGpuInstances(GPU %d, profile id %u)", j->index,
+                info.id);
         for (unsigned int k = 0; k < count; k++) {
             if (destroy_gi(j, gis[k], err) < 0)
                 return -1;
@@ -292,14 +294,14 @@ static int set_mode(struct mig_job *j, bool on, struct sh_error *err)
         j->dev, on ? NVML_DEVICE_MIG_ENABLE : NVML_DEVICE_MIG_DISABLE,
         &activation);
     if (rc != NVML_SUCCESS)
-        return gpu_nvml_fail(j->n, err, rc, "nvmlDeviceSetMigMode(GPU %d, "
-                             "%s)", j->index, on ? "enable" : "disable");
+        return gpu_nvml_fail(j->n, err, rc, "nvmlDeviceSetMigMode(GPU %d, %s)",
+                             j->index, on ? "enable" : "disable");
     if (mig_mode(j, &now, err) < 0)
         return -1;
     if (now != on)
-        return sh_errorf(err, SH_EUNAVAILABLE, "MIG mode %s on GPU %d waits "
-                         "for a GPU reset", on ? "enable" : "disable",
-                         j->index);
+        return sh_errorf(err, SH_EUNAVAILABLE,
+                         "MIG mode %s on GPU %d waits for a GPU reset",
+                         on ? "enable" : "disable", j->index);
     return 0;
 }
 
@@ -310,20 +312,21 @@ static int create_gi(struct mig_job *j, unsigned int profile_id,
 {
     nvmlReturn_t rc;
     if (pl && j->n->f.nvmlDeviceCreateGpuInstanceWithPlacement) {
-        rc = j->n->f.nvmlDeviceCreateGpuInstanceWithPlacement(j->dev,
-                                                              profile_id, pl,
-                                                              gi);
+        rc = j->n->f.nvmlDeviceCreateGpuInstanceWithPlacement(
+            j->dev, profile_id, pl, gi);
         if (rc != NVML_SUCCESS)
-            return gpu_nvml_fail(j->n, err, rc, "nvmlDeviceCreateGpuInstance"
-                                 "WithPlacement(GPU %d, %s at memory slice "
-                                 "%u)", j->index, what, pl->start);
+            return gpu_nvml_fail(j->n, err, rc,
+                                 "nvmlDeviceCreateGpuInstanceWithPlacement(GPU "
+                                 "%d, %s at memory slice %u)",
+                                 j->index, what, pl->start);
         return 0;
     }
     NEED(nvmlDeviceCreateGpuInstance);
     rc = j->n->f.nvmlDeviceCreateGpuInstance(j->dev, profile_id, gi);
     if (rc != NVML_SUCCESS)
-        return gpu_nvml_fail(j->n, err, rc, "nvmlDeviceCreateGpuInstance(GPU "
-                             "%d, %s)", j->index, what);
+        return gpu_nvml_fail(j->n, err, rc,
+                             "nvmlDeviceCreateGpuInstance(GPU %d, %s)",
+                             j->index, what);
     return 0;
 }
 
@@ -332,11 +335,12 @@ static int create_ci(struct mig_job *j, nvmlGpuInstance_t gi,
                      struct sh_error *err)
 {
     nvmlComputeInstance_t ci;
-    nvmlReturn_t rc = j->n->f.nvmlGpuInstanceCreateComputeInstance(
-        gi, ci_profile, &ci);
+    nvmlReturn_t rc =
+        j->n->f.nvmlGpuInstanceCreateComputeInstance(gi, ci_profile, &ci);
     if (rc != NVML_SUCCESS)
-        return gpu_nvml_fail(j->n, err, rc, "nvmlGpuInstanceCreateCompute"
-                             "Instance(GPU %d, %s)", j->index, what);
+        return gpu_nvml_fail(j->n, err, rc,
+                             "nvmlGpuInstanceCreateComputeInstance(GPU %d, %s)",
+                             j->index, what);
     return 0;
 }
 
@@ -358,8 +362,9 @@ static int full_ci_profile(struct mig_job *j, nvmlGpuInstance_t gi,
             return 0;
         }
     }
-    return sh_errorf(err, SH_EINTERNAL, "GPU %d offers no compute instance "
-                     "profile of %u slices", j->index, slices);
+    return sh_errorf(err, SH_EINTERNAL,
+                     "GPU %d offers no compute instance profile of %u slices",
+                     j->index, slices);
 }
 
 /* A device profile, as the driver describes it, under its tool name. */
@@ -378,8 +383,7 @@ static int device_profiles(struct mig_job *j, struct dev_profile *out,
         if (p == NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1 ||
             p == NVML_GPU_INSTANCE_PROFILE_2_SLICE_REV1)
             continue;
-        if (j->n->f.nvmlDeviceGetGpuInstanceProfileInfo(j->dev, p,
-                                                        &d->info) !=
+        if (j->n->f.nvmlDeviceGetGpuInstanceProfileInfo(j->dev, p, &d->info) !=
             NVML_SUCCESS)
             continue;
         preset_mig_name((int)d->info.sliceCount, (int)d->info.sliceCount,
@@ -416,17 +420,20 @@ static int plan(struct mig_job *j, const struct preset_layout *l,
         nvmlReturn_t rc = j->n->f.nvmlDeviceGetGpuInstancePossiblePlacements_v2(
             j->dev, prof[i]->info.id, pl, &count);
         if (rc != NVML_SUCCESS)
-            return gpu_nvml_fail(j->n, err, rc, "nvmlDeviceGetGpuInstance"
-                                 "PossiblePlacements_v2(GPU %d, %s)",
-                                 j->index, prof[i]->name);
+            return gpu_nvml_fail(
+                j->n, err, rc,
+                "nvmlDeviceGetGpuInstancePossiblePlacements_v2(GPU %d, %s)",
+                j->index, prof[i]->name);
         items[i].nstarts = 0;
         items[i].size = count ? (int)pl[0].size : 0;
         for (unsigned int k = 0; k < count && k < PRESET_PLACEMENTS_MAX; k++)
             items[i].starts[items[i].nstarts++] = (int)pl[k].start;
     }
     if (preset_fit(items, l->nslices, starts) < 0)
-        return sh_errorf(err, SH_EINVAL, "layout %s does not fit the MIG "
-                         "placements GPU %d offers", l->name, j->index);
+        return sh_errorf(
+            err, SH_EINVAL,
+            "layout %s does not fit the MIG placements GPU %d offers", l->name,
+            j->index);
     return 0;
 }
 
@@ -443,8 +450,9 @@ static int create_layout(struct mig_job *j, const struct preset_layout *l,
     for (int i = 0; i < l->nslices; i++) {
         prof[i] = profile_by_name(dp, ndp, l->slices[i].profile);
         if (!prof[i])
-            return sh_errorf(err, SH_ENOTFOUND, "GPU %d offers no MIG "
-                             "profile %s", j->index, l->slices[i].profile);
+            return sh_errorf(err, SH_ENOTFOUND,
+                             "GPU %d offers no MIG profile %s", j->index,
+                             l->slices[i].profile);
     }
     if (plan(j, l, prof, starts, &placed, err) < 0)
         return -1;
@@ -455,10 +463,9 @@ static int create_layout(struct mig_job *j, const struct preset_layout *l,
         };
         nvmlGpuInstance_t gi = NULL;
         unsigned int ci_id = 0;
-        if (create_gi(j, prof[i]->info.id, placed ? &pl : NULL,
-                      prof[i]->name, &gi, err) < 0 ||
-            full_ci_profile(j, gi, prof[i]->info.sliceCount, &ci_id,
-                            err) < 0 ||
+        if (create_gi(j, prof[i]->info.id, placed ? &pl : NULL, prof[i]->name,
+                      &gi, err) < 0 ||
+            full_ci_profile(j, gi, prof[i]->info.sliceCount, &ci_id, err) < 0 ||
             create_ci(j, gi, ci_id, prof[i]->name, err) < 0)
             return -1;
     }
@@ -551,8 +558,7 @@ static int apply_steps(struct mig_job *j, const struct mig_state *st,
     return 0;
 }
 
-int gpu_nvml_apply_mig(void *ctx, int index,
-                       const struct preset_layout *layout,
+int gpu_nvml_apply_mig(void *ctx, int index, const struct preset_layout *layout,
                        struct sh_error *err)
 {
     struct gpu_nvml *n = ctx;
@@ -562,8 +568,9 @@ int gpu_nvml_apply_mig(void *ctx, int index,
     nvmlMemory_t mem;
 
     if (index < 0 || index >= n->ndev)
-        return sh_errorf(err, SH_EINVAL, "GPU index %d is not one of the %d "
-                         "GPUs", index, n->ndev);
+        return sh_errorf(err, SH_EINVAL,
+                         "GPU index %d is not one of the %d GPUs", index,
+                         n->ndev);
     j->dev = n->dev[index];
     if (check_funcs(j, err) < 0)
         return -1;
@@ -587,11 +594,11 @@ int gpu_nvml_apply_mig(void *ctx, int index,
         snprintf(first, sizeof(first), "%s", err->msg);
     if (restore(j, &before, &rerr) < 0) {
         if (err)
-            snprintf(err->msg, sizeof(err->msg), "%s; rollback failed too: "
-                     "%s", first, rerr.msg);
+            snprintf(err->msg, sizeof(err->msg), "%s; rollback failed too: %s",
+                     first, rerr.msg);
     } else if (err) {
-        snprintf(err->msg, sizeof(err->msg), "%s; rolled back to the "
-                 "previous layout", first);
+        snprintf(err->msg, sizeof(err->msg),
+                 "%s; rolled back to the previous layout", first);
     }
     return -1;
 }

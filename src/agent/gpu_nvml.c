@@ -18,8 +18,7 @@ static const struct {
     size_t offset;
     bool required;
 } funcs[] = {
-#define GPU_NVML_ENTRY(fn, req)                                             \
-    {#fn, offsetof(struct gpu_nvml_funcs, fn), req},
+#define GPU_NVML_ENTRY(fn, req) {#fn, offsetof(struct gpu_nvml_funcs, fn), req},
     GPU_NVML_FUNCS(GPU_NVML_ENTRY)
 #undef GPU_NVML_ENTRY
 };
@@ -58,8 +57,8 @@ int gpu_nvml_fail(const struct gpu_nvml *n, struct sh_error *err,
     va_start(ap, fmt);
     vsnprintf(what, sizeof(what), fmt, ap);
     va_end(ap);
-    const char *msg = n && n->f.nvmlErrorString ? n->f.nvmlErrorString(rc)
-                                                : NULL;
+    const char *msg =
+        n && n->f.nvmlErrorString ? n->f.nvmlErrorString(rc) : NULL;
     return sh_errorf(err, nvml_errc(rc), "%s: %s (NVML error %d)", what,
                      msg ? msg : "unknown error", (int)rc);
 }
@@ -81,8 +80,9 @@ static int resolve(struct gpu_nvml *n, struct sh_error *err)
     for (size_t i = 0; i < sizeof(funcs) / sizeof(funcs[0]); i++) {
         void *sym = dlsym(n->dl, funcs[i].name);
         if (!sym && funcs[i].required)
-            return sh_errorf(err, SH_EINTERNAL, "%s lacks the NVML function "
-                             "%s (driver too old?)", n->lib, funcs[i].name);
+            return sh_errorf(err, SH_EINTERNAL,
+                             "%s lacks the NVML function %s (driver too old?)",
+                             n->lib, funcs[i].name);
         /* POSIX guarantees a data pointer can hold a function pointer. */
         memcpy((char *)&n->f + funcs[i].offset, &sym, sizeof(sym));
     }
@@ -101,9 +101,10 @@ static int enumerate(struct gpu_nvml *n, struct sh_error *err)
     if (rc != NVML_SUCCESS)
         return gpu_nvml_fail(n, err, rc, "nvmlDeviceGetCount_v2");
     if (count > GPU_PER_NODE_MAX)
-        return sh_errorf(err, SH_ETOOLARGE, "NVML reports %u GPUs; Shoal "
-                         "handles at most %d per node", count,
-                         GPU_PER_NODE_MAX);
+        return sh_errorf(
+            err, SH_ETOOLARGE,
+            "NVML reports %u GPUs; Shoal handles at most %d per node", count,
+            GPU_PER_NODE_MAX);
     for (unsigned int i = 0; i < count; i++) {
         rc = n->f.nvmlDeviceGetHandleByIndex_v2(i, &n->dev[i]);
         if (rc != NVML_SUCCESS)
@@ -121,13 +122,21 @@ struct gpu_nvml *gpu_nvml_create(const char *lib, struct sh_error *err)
         sh_errorf(err, SH_EINTERNAL, "gpu: out of memory");
         return NULL;
     }
-    snprintf(n->lib, sizeof(n->lib), "%s", lib ? lib : GPU_NVML_DEFAULT_LIB);
+    if (!lib)
+        lib = GPU_NVML_DEFAULT_LIB;
+    if (strlen(lib) >= sizeof(n->lib)) {
+        sh_errorf(err, SH_EINVAL, "NVML library path is longer than %zu bytes",
+                  sizeof(n->lib) - 1);
+        goto error;
+    }
+    snprintf(n->lib, sizeof(n->lib), "%s", lib);
     n->dl = dlopen(n->lib, RTLD_NOW | RTLD_LOCAL);
     if (!n->dl) {
         const char *why = dlerror();
-        sh_errorf(err, SH_EUNAVAILABLE, "NVML library %s cannot be loaded "
-                  "(no NVIDIA driver on this machine?): %s", n->lib,
-                  why ? why : "unknown reason");
+        sh_errorf(err, SH_EUNAVAILABLE,
+                  "NVML library %s cannot be loaded (no NVIDIA driver on this "
+                  "machine?): %s",
+                  n->lib, why ? why : "unknown reason");
         goto error;
     }
     if (resolve(n, err) < 0)
@@ -192,8 +201,7 @@ static int read_gpu(struct gpu_nvml *n, int i, struct gpu_info *g,
         return gpu_nvml_fail(n, err, rc, "nvmlDeviceGetName(GPU %d)", i);
     rc = n->f.nvmlDeviceGetMemoryInfo(dev, &mem);
     if (rc != NVML_SUCCESS)
-        return gpu_nvml_fail(n, err, rc, "nvmlDeviceGetMemoryInfo(GPU %d)",
-                             i);
+        return gpu_nvml_fail(n, err, rc, "nvmlDeviceGetMemoryInfo(GPU %d)", i);
     g->uuid[sizeof(g->uuid) - 1] = '\0';
     g->name[sizeof(g->name) - 1] = '\0';
     g->mem_total = mem.total;
@@ -212,9 +220,10 @@ static int read_gpu(struct gpu_nvml *n, int i, struct gpu_info *g,
 /* NVLink groups by union-find over GPUs and the far ends of their active
  * links (another GPU, or an NVSwitch): GPUs that reach one another through
  * links, directly or through a switch, end up in one component. Endpoints
- * are keyed by PCI domain/bus/device. Best effort: a link the driver cannot
- * describe is ignored. */
-#define NVL_NODES_MAX (GPU_PER_NODE_MAX * (NVML_NVLINK_MAX_LINKS + 1))
+ * are keyed by PCI domain/bus/device. Best effort: a link that is not active
+ * or whose state cannot be read is ignored. */
+#define NVL_NODES_MAX (GPU_PER_NODE_MAX * (NVML_NVLINK_MAX_LINKS + 1) + 1)
+#define NVL_FABRIC (~0ULL)
 
 struct nvl_graph {
     int nnodes;
@@ -264,17 +273,19 @@ static void nvl_scan_links(struct gpu_nvml *n, struct nvl_graph *gr, int i,
     for (unsigned int l = 0; l < NVML_NVLINK_MAX_LINKS; l++) {
         nvmlEnableState_t active = NVML_FEATURE_DISABLED;
         nvmlPciInfo_t remote;
-        nvmlReturn_t rc = n->f.nvmlDeviceGetNvLinkState(n->dev[i], l,
-                                                        &active);
+        nvmlReturn_t rc = n->f.nvmlDeviceGetNvLinkState(n->dev[i], l, &active);
         if (rc != NVML_SUCCESS)
             break; /* no NVLink, or no more links on this GPU */
         if (active != NVML_FEATURE_ENABLED)
             continue;
         memset(&remote, 0, sizeof(remote));
-        if (n->f.nvmlDeviceGetNvLinkRemotePciInfo_v2(n->dev[i], l, &remote) !=
+        /* An active link whose far end the driver does not describe (an
+         * NVSwitch on some boards) joins one shared "fabric" endpoint. */
+        unsigned long long key = NVL_FABRIC;
+        if (n->f.nvmlDeviceGetNvLinkRemotePciInfo_v2(n->dev[i], l, &remote) ==
             NVML_SUCCESS)
-            continue;
-        int node = nvl_node(gr, pci_key(&remote));
+            key = pci_key(&remote);
+        int node = nvl_node(gr, key);
         if (node < 0)
             continue;
         nvl_union(gr, i, node);
@@ -299,10 +310,10 @@ static void compute_groups(struct gpu_nvml *n)
     for (int i = 0; i < n->ndev; i++) {
         nvmlPciInfo_t pci;
         memset(&pci, 0, sizeof(pci));
-        gr->key[i] = n->f.nvmlDeviceGetPciInfo_v3(n->dev[i], &pci) ==
-                             NVML_SUCCESS
-                         ? pci_key(&pci)
-                         : ~0ULL - (unsigned long long)i;
+        gr->key[i] =
+            n->f.nvmlDeviceGetPciInfo_v3(n->dev[i], &pci) == NVML_SUCCESS
+                ? pci_key(&pci)
+                : ~0ULL - (unsigned long long)i;
         gr->parent[i] = i;
     }
     gr->nnodes = n->ndev;
@@ -359,22 +370,24 @@ static int nvml_sample(void *ctx, struct gpu_info *gpus, int ngpus,
         nvmlUtilization_t u;
         nvmlMemory_t mem;
         if (i < 0 || i >= n->ndev)
-            return sh_errorf(err, SH_EINVAL, "GPU index %d is not one of "
-                             "the %d GPUs", i, n->ndev);
+            return sh_errorf(err, SH_EINVAL,
+                             "GPU index %d is not one of the %d GPUs", i,
+                             n->ndev);
         util[k] = -1;
+        /* Utilization is optional (MIG mode has none): only a lost GPU
+         * fails the sample. */
         if (n->f.nvmlDeviceGetUtilizationRates) {
-            nvmlReturn_t rc = n->f.nvmlDeviceGetUtilizationRates(n->dev[i],
-                                                                 &u);
+            nvmlReturn_t rc = n->f.nvmlDeviceGetUtilizationRates(n->dev[i], &u);
             if (rc == NVML_SUCCESS)
                 util[k] = u.gpu > 100 ? 100 : (int)u.gpu;
-            else if (rc != NVML_ERROR_NOT_SUPPORTED)
-                return gpu_nvml_fail(n, err, rc, "nvmlDeviceGetUtilization"
-                                     "Rates(GPU %d)", i);
+            else if (rc == NVML_ERROR_GPU_IS_LOST)
+                return gpu_nvml_fail(
+                    n, err, rc, "nvmlDeviceGetUtilizationRates(GPU %d)", i);
         }
         nvmlReturn_t rc = n->f.nvmlDeviceGetMemoryInfo(n->dev[i], &mem);
         if (rc != NVML_SUCCESS)
-            return gpu_nvml_fail(n, err, rc, "nvmlDeviceGetMemoryInfo(GPU "
-                                 "%d)", i);
+            return gpu_nvml_fail(n, err, rc, "nvmlDeviceGetMemoryInfo(GPU %d)",
+                                 i);
         used[k] = mem.used;
     }
     for (int k = 0; k < ngpus; k++) {
@@ -410,8 +423,8 @@ static int nvml_link_between(void *ctx, int a, int b, enum gpu_link *out,
     nvmlGpuTopologyLevel_t level;
 
     if (a < 0 || a >= n->ndev || b < 0 || b >= n->ndev)
-        return sh_errorf(err, SH_EINVAL, "GPU indexes %d and %d must be "
-                         "0..%d", a, b, n->ndev - 1);
+        return sh_errorf(err, SH_EINVAL, "GPU indexes %d and %d must be 0..%d",
+                         a, b, n->ndev - 1);
     if (a == b) {
         *out = GPU_LINK_SELF;
         return 0;
@@ -425,13 +438,14 @@ static int nvml_link_between(void *ctx, int a, int b, enum gpu_link *out,
     *out = GPU_LINK_UNKNOWN;
     if (!n->f.nvmlDeviceGetTopologyCommonAncestor)
         return 0;
-    nvmlReturn_t rc = n->f.nvmlDeviceGetTopologyCommonAncestor(
-        n->dev[a], n->dev[b], &level);
+    nvmlReturn_t rc =
+        n->f.nvmlDeviceGetTopologyCommonAncestor(n->dev[a], n->dev[b], &level);
     if (rc == NVML_ERROR_NOT_SUPPORTED)
         return 0;
     if (rc != NVML_SUCCESS)
-        return gpu_nvml_fail(n, err, rc, "nvmlDeviceGetTopologyCommon"
-                             "Ancestor(GPU %d, GPU %d)", a, b);
+        return gpu_nvml_fail(
+            n, err, rc, "nvmlDeviceGetTopologyCommonAncestor(GPU %d, GPU %d)",
+            a, b);
     *out = link_from_level(level);
     return 0;
 }

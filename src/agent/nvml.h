@@ -56,12 +56,12 @@ typedef enum nvmlEnableState_enum {
 
 /* Topology levels of nvmlDeviceGetTopologyCommonAncestor. */
 typedef enum nvmlGpuLevel_enum {
-    NVML_TOPOLOGY_INTERNAL = 0,   /* the same board */
-    NVML_TOPOLOGY_SINGLE = 10,    /* one PCIe switch */
-    NVML_TOPOLOGY_MULTIPLE = 20,  /* several PCIe switches, no host bridge */
+    NVML_TOPOLOGY_INTERNAL = 0,  /* the same board */
+    NVML_TOPOLOGY_SINGLE = 10,   /* one PCIe switch */
+    NVML_TOPOLOGY_MULTIPLE = 20, /* several PCIe switches, no host bridge */
     NVML_TOPOLOGY_HOSTBRIDGE = 30,
-    NVML_TOPOLOGY_NODE = 40,      /* the same NUMA node */
-    NVML_TOPOLOGY_SYSTEM = 50,    /* across NUMA nodes */
+    NVML_TOPOLOGY_NODE = 40,   /* the same NUMA node */
+    NVML_TOPOLOGY_SYSTEM = 50, /* across NUMA nodes */
 } nvmlGpuTopologyLevel_t;
 
 #define NVML_DEVICE_UUID_V2_BUFFER_SIZE 96
@@ -127,7 +127,7 @@ typedef struct nvmlGpuInstancePlacement_st {
 } nvmlGpuInstancePlacement_t;
 
 typedef struct nvmlGpuInstanceProfileInfo_st {
-    unsigned int id;            /* profile id, as nvidia-smi shows it */
+    unsigned int id; /* profile id, as nvidia-smi shows it */
     unsigned int isP2pSupported;
     unsigned int sliceCount;    /* GPU (compute) slices */
     unsigned int instanceCount; /* most instances of this profile */
@@ -185,16 +185,15 @@ nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid,
                                unsigned int length);
 nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name,
                                unsigned int length);
-nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device,
-                                     nvmlMemory_t *memory);
+nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory);
 nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device,
                                            nvmlUtilization_t *utilization);
 nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t *pci);
 
 /* Topology. */
-nvmlReturn_t nvmlDeviceGetTopologyCommonAncestor(
-    nvmlDevice_t device1, nvmlDevice_t device2,
-    nvmlGpuTopologyLevel_t *pathInfo);
+nvmlReturn_t
+nvmlDeviceGetTopologyCommonAncestor(nvmlDevice_t device1, nvmlDevice_t device2,
+                                    nvmlGpuTopologyLevel_t *pathInfo);
 nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t device, unsigned int link,
                                       nvmlEnableState_t *isActive);
 nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t device,
@@ -210,8 +209,7 @@ nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device,
 nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device,
                                                  unsigned int index,
                                                  nvmlDevice_t *migDevice);
-nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device,
-                                        unsigned int *id);
+nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device, unsigned int *id);
 nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t device,
                                             unsigned int *id);
 nvmlReturn_t nvmlDeviceGetAttributes_v2(nvmlDevice_t device,
@@ -220,9 +218,9 @@ nvmlReturn_t nvmlDeviceGetAttributes_v2(nvmlDevice_t device,
 /* MIG: changing the layout (privileged on real GPUs). */
 nvmlReturn_t nvmlDeviceSetMigMode(nvmlDevice_t device, unsigned int mode,
                                   nvmlReturn_t *activationStatus);
-nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfo(
-    nvmlDevice_t device, unsigned int profile,
-    nvmlGpuInstanceProfileInfo_t *info);
+nvmlReturn_t
+nvmlDeviceGetGpuInstanceProfileInfo(nvmlDevice_t device, unsigned int profile,
+                                    nvmlGpuInstanceProfileInfo_t *info);
 nvmlReturn_t nvmlDeviceGetGpuInstancePossiblePlacements_v2(
     nvmlDevice_t device, unsigned int profileId,
     nvmlGpuInstancePlacement_t *placements, unsigned int *count);
@@ -243,9 +241,10 @@ nvmlReturn_t nvmlGpuInstanceDestroy(nvmlGpuInstance_t gpuInstance);
 nvmlReturn_t nvmlGpuInstanceGetComputeInstanceProfileInfo(
     nvmlGpuInstance_t gpuInstance, unsigned int profile,
     unsigned int engProfile, nvmlComputeInstanceProfileInfo_t *info);
-nvmlReturn_t nvmlGpuInstanceCreateComputeInstance(
-    nvmlGpuInstance_t gpuInstance, unsigned int profileId,
-    nvmlComputeInstance_t *computeInstance);
+nvmlReturn_t
+nvmlGpuInstanceCreateComputeInstance(nvmlGpuInstance_t gpuInstance,
+                                     unsigned int profileId,
+                                     nvmlComputeInstance_t *computeInstance);
 nvmlReturn_t nvmlGpuInstanceGetComputeInstances(
     nvmlGpuInstance_t gpuInstance, unsigned int profileId,
     nvmlComputeInstance_t *computeInstances, unsigned int *count);

@@ -126,8 +126,7 @@ struct sim_gpu *sim_gpu_of(nvmlDevice_t dev)
 static bool same_file(const struct stat *a, const struct stat *b)
 {
     return a->st_ino == b->st_ino && a->st_dev == b->st_dev &&
-           a->st_size == b->st_size &&
-           a->st_mtim.tv_sec == b->st_mtim.tv_sec &&
+           a->st_size == b->st_size && a->st_mtim.tv_sec == b->st_mtim.tv_sec &&
            a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
            a->st_ctim.tv_sec == b->st_ctim.tv_sec &&
            a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
@@ -192,14 +191,15 @@ static nvmlReturn_t init_locked(void)
     sim.detail[0] = '\0';
     if (!path || !*path) {
         rc = NVML_ERROR_DRIVER_NOT_LOADED;
-        snprintf(sim.detail, sizeof(sim.detail), "simgpu: SIMGPU_CONFIG is "
-                 "not set (it names the simulated GPUs' config file)");
+        snprintf(sim.detail, sizeof(sim.detail),
+                 "simgpu: SIMGPU_CONFIG is not set (it names the simulated "
+                 "GPUs' config file)");
         goto out;
     }
     if (strlen(path) >= sizeof(sim.config_path)) {
         rc = NVML_ERROR_INVALID_ARGUMENT;
-        snprintf(sim.detail, sizeof(sim.detail), "simgpu: SIMGPU_CONFIG is "
-                 "too long");
+        snprintf(sim.detail, sizeof(sim.detail),
+                 "simgpu: SIMGPU_CONFIG is too long");
         goto out;
     }
     cfg = malloc(sizeof(*cfg));
@@ -214,8 +214,7 @@ static nvmlReturn_t init_locked(void)
     rc = sim_config_load(path, cfg, sim.detail, sizeof(sim.detail));
     if (rc != NVML_SUCCESS)
         goto out;
-    sim.gpus = cfg->ngpu ? calloc((size_t)cfg->ngpu, sizeof(*sim.gpus))
-                         : NULL;
+    sim.gpus = cfg->ngpu ? calloc((size_t)cfg->ngpu, sizeof(*sim.gpus)) : NULL;
     if (cfg->ngpu && !sim.gpus) {
         rc = NVML_ERROR_MEMORY;
         goto out;
@@ -331,8 +330,8 @@ SIM_EXPORT nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name,
         rc = copy_string(name, length, g->spec.name);
     } else if (ci) {
         char buf[GPU_NAME_MAX + GPU_PROFILE_MAX];
-        snprintf(buf, sizeof(buf), "%s MIG %s",
-                 sim.gpus[device->gpu].spec.name, gi->prof->name);
+        snprintf(buf, sizeof(buf), "%s MIG %s", sim.gpus[device->gpu].spec.name,
+                 gi->prof->name);
         rc = copy_string(name, length, buf);
     } else {
         rc = NVML_ERROR_INVALID_ARGUMENT;
@@ -364,9 +363,8 @@ SIM_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device,
     SIM_END
 }
 
-SIM_EXPORT nvmlReturn_t
-nvmlDeviceGetUtilizationRates(nvmlDevice_t device,
-                              nvmlUtilization_t *utilization)
+SIM_EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(
+    nvmlDevice_t device, nvmlUtilization_t *utilization)
 {
     SIM_BEGIN("nvmlDeviceGetUtilizationRates", sim_dev_gpu(device))
     struct sim_gpu *g = sim_gpu_of(device);
@@ -391,8 +389,7 @@ static void fill_pci(nvmlPciInfo_t *pci, unsigned int bus)
     pci->pciDeviceId = 0x233010deu;
     pci->pciSubSystemId = 0x16c110deu;
     snprintf(pci->busId, sizeof(pci->busId), "00000000:%02X:00.0", bus);
-    snprintf(pci->busIdLegacy, sizeof(pci->busIdLegacy), "0000:%02X:00.0",
-             bus);
+    snprintf(pci->busIdLegacy, sizeof(pci->busIdLegacy), "0000:%02X:00.0", bus);
 }
 
 static unsigned int gpu_bus(int i)
@@ -413,9 +410,9 @@ SIM_EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device,
 
 /* ---- Topology ----------------------------------------------------------- */
 
-SIM_EXPORT nvmlReturn_t nvmlDeviceGetTopologyCommonAncestor(
-    nvmlDevice_t device1, nvmlDevice_t device2,
-    nvmlGpuTopologyLevel_t *pathInfo)
+SIM_EXPORT nvmlReturn_t
+nvmlDeviceGetTopologyCommonAncestor(nvmlDevice_t device1, nvmlDevice_t device2,
+                                    nvmlGpuTopologyLevel_t *pathInfo)
 {
     SIM_BEGIN("nvmlDeviceGetTopologyCommonAncestor", sim_dev_gpu(device1))
     struct sim_gpu *a = sim_gpu_of(device1), *b = sim_gpu_of(device2);
@@ -458,8 +455,9 @@ SIM_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t device,
     SIM_END
 }
 
-SIM_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(
-    nvmlDevice_t device, unsigned int link, nvmlPciInfo_t *pci)
+SIM_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t device,
+                                                            unsigned int link,
+                                                            nvmlPciInfo_t *pci)
 {
     SIM_BEGIN("nvmlDeviceGetNvLinkRemotePciInfo_v2", sim_dev_gpu(device))
     struct sim_gpu *g = sim_gpu_of(device);

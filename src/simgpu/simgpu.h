@@ -18,8 +18,8 @@
 
 #define SIM_EXPORT __attribute__((visibility("default")))
 #define SIM_MAGIC 0x51d6f00du
-#define SIM_GIS 14          /* GPU instance ids 0..13, one per placement */
-#define SIM_CIS 8           /* compute instances per GPU instance */
+#define SIM_GIS 14 /* GPU instance ids 0..13, one per placement */
+#define SIM_CIS 8  /* compute instances per GPU instance */
 #define SIM_FAILS_MAX 32
 #define SIM_CONFIG_MAX (1 << 20) /* bytes */
 #define SIM_SM_PER_SLICE 16
@@ -28,9 +28,9 @@
  * magic number so a stale or foreign handle is refused, not followed. */
 struct nvmlDevice_st {
     unsigned int magic;
-    int gpu;   /* index in sim.gpus */
-    int gi;    /* -1 for the whole GPU, else the GPU instance id */
-    int ci;    /* compute instance id of a MIG device */
+    int gpu; /* index in sim.gpus */
+    int gi;  /* -1 for the whole GPU, else the GPU instance id */
+    int ci;  /* compute instance id of a MIG device */
 };
 
 struct nvmlGpuInstance_st {
@@ -48,7 +48,7 @@ struct nvmlComputeInstance_st {
 
 struct sim_ci {
     bool used;
-    unsigned int profile;   /* compute profile id (= NVML profile index) */
+    unsigned int profile; /* compute profile id (= NVML profile index) */
     unsigned int slices;
     char uuid[GPU_UUID_MAX];
     struct nvmlComputeInstance_st h;
@@ -58,7 +58,7 @@ struct sim_ci {
 struct sim_gi {
     bool used;
     const struct preset_profile *prof;
-    unsigned int start;     /* first memory slice */
+    unsigned int start; /* first memory slice */
     struct nvmlGpuInstance_st h;
     struct sim_ci ci[SIM_CIS];
 };
@@ -66,7 +66,7 @@ struct sim_gi {
 /* Values a test may change while the library runs (re-read from the
  * config file when it changes). */
 struct sim_live {
-    unsigned int util;               /* percent */
+    unsigned int util; /* percent */
     unsigned long long mem_used_mib;
 };
 
@@ -78,15 +78,15 @@ struct sim_spec {
     unsigned long long mem_mib;
     bool mig_capable;
     int numa, pci_switch, bridge;
-    int nvl_group;                  /* -1: no NVLink */
+    int nvl_group; /* -1: no NVLink */
     struct sim_live live;
 };
 
 struct sim_fail {
-    char fn[64];       /* NVML function name */
-    int gpu;           /* only calls about this GPU; -1 any */
-    int after;         /* calls that succeed first */
-    int count;         /* failures then; -1 forever */
+    char fn[64]; /* NVML function name */
+    int gpu;     /* only calls about this GPU; -1 any */
+    int after;   /* calls that succeed first */
+    int count;   /* failures then; -1 forever */
     nvmlReturn_t error;
     int calls, failed;
 };
@@ -104,23 +104,23 @@ struct sim_gpu {
     int nvl_size;                  /* GPUs in its NVLink group */
     int nvl_peer;                  /* the other GPU of a 2-GPU group */
     unsigned int mig_mode;
-    unsigned int gen;              /* MIG UUID generation counter */
+    unsigned int gen; /* MIG UUID generation counter */
     struct nvmlDevice_st h;
     struct sim_gi gi[SIM_GIS];
 };
 
 struct sim_state {
     pthread_mutex_t lock;
-    int refs;                      /* nvmlInit_v2 calls not shut down */
+    int refs; /* nvmlInit_v2 calls not shut down */
     char config_path[4096];
     char state_path[4200];
-    struct stat config_st;         /* the config file as last read */
-    int last_util, last_mem;       /* sweep detection, see sim_poll */
+    struct stat config_st;   /* the config file as last read */
+    int last_util, last_mem; /* sweep detection, see sim_poll */
     int ngpu;
     struct sim_gpu *gpus;
     int nfails;
     struct sim_fail fails[SIM_FAILS_MAX];
-    char detail[256];              /* why the last nvmlInit_v2 failed */
+    char detail[256]; /* why the last nvmlInit_v2 failed */
     nvmlReturn_t detail_rc;
 };
 
@@ -133,20 +133,20 @@ nvmlReturn_t sim_config_load(const char *path, struct sim_config *cfg,
                              char *why, size_t whylen);
 /* Name <-> NVML return code ("NVML_ERROR_IN_USE"); -1 when unknown. */
 int sim_return_from_name(const char *name);
-void sim_uuid(const char *prefix, const char *salt, unsigned int n,
-              char *buf, size_t size);
+void sim_uuid(const char *prefix, const char *salt, unsigned int n, char *buf,
+              size_t size);
 
 /* Every NVML function: lock, check init and fault injection, run the body
  * with rc, unlock, return rc. */
-#define SIM_BEGIN(fn, gpu_index)                                            \
-    nvmlReturn_t rc;                                                        \
-    pthread_mutex_lock(&sim.lock);                                          \
-    rc = sim_enter(fn, gpu_index);                                          \
-    if (rc != NVML_SUCCESS)                                                 \
+#define SIM_BEGIN(fn, gpu_index)                                               \
+    nvmlReturn_t rc;                                                           \
+    pthread_mutex_lock(&sim.lock);                                             \
+    rc = sim_enter(fn, gpu_index);                                             \
+    if (rc != NVML_SUCCESS)                                                    \
         goto out;
-#define SIM_END                                                             \
-    out:                                                                    \
-    pthread_mutex_unlock(&sim.lock);                                        \
+#define SIM_END                                                                \
+    out:                                                                       \
+    pthread_mutex_unlock(&sim.lock);                                           \
     return rc;
 
 /* The GPU index a handle refers to, for fault rules; -1 when invalid. */

@@ -52,8 +52,7 @@ static const char *const return_names[] = {
     [NVML_ERROR_GPU_IS_LOST] = "NVML_ERROR_GPU_IS_LOST",
     [NVML_ERROR_RESET_REQUIRED] = "NVML_ERROR_RESET_REQUIRED",
     [NVML_ERROR_OPERATING_SYSTEM] = "NVML_ERROR_OPERATING_SYSTEM",
-    [NVML_ERROR_LIB_RM_VERSION_MISMATCH] =
-        "NVML_ERROR_LIB_RM_VERSION_MISMATCH",
+    [NVML_ERROR_LIB_RM_VERSION_MISMATCH] = "NVML_ERROR_LIB_RM_VERSION_MISMATCH",
     [NVML_ERROR_IN_USE] = "NVML_ERROR_IN_USE",
     [NVML_ERROR_MEMORY] = "NVML_ERROR_MEMORY",
     [NVML_ERROR_NO_DATA] = "NVML_ERROR_NO_DATA",
@@ -92,8 +91,8 @@ static unsigned long long fnv(const char *s, unsigned long long h)
 
 /* "<prefix>-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", the same for the same
  * (salt, n) on every run and machine. prefix is "GPU" or "MIG". */
-void sim_uuid(const char *prefix, const char *salt, unsigned int n,
-              char *buf, size_t size)
+void sim_uuid(const char *prefix, const char *salt, unsigned int n, char *buf,
+              size_t size)
 {
     char key[256];
     snprintf(key, sizeof(key), "%s/%u", salt, n);
@@ -126,8 +125,7 @@ static int check_keys(struct parse *p, json_t *obj, const char *where,
 {
     const char *k;
     json_t *v;
-    json_object_foreach(obj, k, v)
-    {
+    json_object_foreach (obj, k, v) {
         bool known = false;
         for (int i = 0; keys[i] && !known; i++)
             known = strcmp(keys[i], k) == 0;
@@ -200,13 +198,13 @@ static void model_defaults(struct sim_spec *s, bool *nvlink)
 }
 
 static const char *const top_keys[] = {
-    "count", "model", "name", "memory_mib", "uuid", "uuid_prefix", "mig",
-    "util",
-    "mem_used_mib", "nvlink", "numa_nodes", "gpus_per_switch", "gpus",
-    "fail", NULL};
+    "count",        "model",       "name",       "memory_mib",
+    "uuid",         "uuid_prefix", "mig",        "util",
+    "mem_used_mib", "nvlink",      "numa_nodes", "gpus_per_switch",
+    "gpus",         "fail",        NULL};
 static const char *const gpu_keys[] = {
-    "model", "name", "memory_mib", "uuid", "mig", "util", "mem_used_mib",
-    "numa", "switch", "bridge", NULL};
+    "model",        "name", "memory_mib", "uuid",   "mig", "util",
+    "mem_used_mib", "numa", "switch",     "bridge", NULL};
 
 /* Look a key up in the GPU's own object, then at the top level (where it
  * may be an array with one value per GPU). */
@@ -216,9 +214,8 @@ static json_t *lookup(json_t *root, json_t *g, const char *key, int i)
     return v ? v : per_gpu(json_object_get(root, key), i);
 }
 
-static int parse_gpu(struct parse *p, json_t *root, json_t *g, int i,
-                     int count, const char *prefix, struct sim_spec *s,
-                     bool *nvlink)
+static int parse_gpu(struct parse *p, json_t *root, json_t *g, int i, int count,
+                     const char *prefix, struct sim_spec *s, bool *nvlink)
 {
     json_t *v;
     long long n;
@@ -250,7 +247,8 @@ static int parse_gpu(struct parse *p, json_t *root, json_t *g, int i,
     }
     if (s->mig_capable && !preset_profiles(s->model, &(int){0}))
         return bad(p, "%s: simgpu has no MIG profiles for model %s", where,
-                   s->model), -1;
+                   s->model),
+               -1;
     sim_uuid("GPU", prefix, (unsigned)i, s->uuid, sizeof(s->uuid));
     if ((v = lookup(root, g, "uuid", i)) &&
         get_str(p, v, "uuid", s->uuid, sizeof(s->uuid)) < 0)
@@ -301,9 +299,9 @@ static int parse_nvlink(struct parse *p, json_t *v, struct sim_config *cfg,
     for (int i = 0; i < cfg->ngpu; i++)
         cfg->gpus[i].nvl_group = -1;
     const char *s = json_is_string(v) ? json_string_value(v)
-                    : v              ? NULL
-                    : by_default     ? "all"
-                                     : "none";
+                    : v               ? NULL
+                    : by_default      ? "all"
+                                      : "none";
     if (s && strcmp(s, "all") == 0) {
         for (int i = 0; i < cfg->ngpu && cfg->ngpu > 1; i++)
             cfg->gpus[i].nvl_group = 0;
@@ -318,17 +316,16 @@ static int parse_nvlink(struct parse *p, json_t *v, struct sim_config *cfg,
         return 0;
     if (!json_is_array(v))
         return bad(p, "\"nvlink\" must be \"all\", \"pairs\", \"none\" or a "
-                   "list of lists of GPU indexes"), -1;
+                      "list of lists of GPU indexes"),
+               -1;
     size_t gi;
     json_t *grp;
-    json_array_foreach(v, gi, grp)
-    {
+    json_array_foreach (v, gi, grp) {
         size_t k;
         json_t *idx;
         if (!json_is_array(grp))
             return bad(p, "nvlink[%zu] must be a list of GPU indexes", gi), -1;
-        json_array_foreach(grp, k, idx)
-        {
+        json_array_foreach (grp, k, idx) {
             long long n;
             if (get_int(p, idx, "nvlink", 0, cfg->ngpu - 1, &n) < 0)
                 return -1;
@@ -342,17 +339,14 @@ static int parse_nvlink(struct parse *p, json_t *v, struct sim_config *cfg,
 
 static int parse_fails(struct parse *p, json_t *v, struct sim_config *cfg)
 {
-    static const char *const keys[] = {"after", "count", "error", "gpu",
-                                       NULL};
+    static const char *const keys[] = {"after", "count", "error", "gpu", NULL};
     const char *fn;
     json_t *rule;
     if (!v)
         return 0;
     if (!json_is_object(v))
-        return bad(p, "\"fail\" must be an object of NVML function names"),
-               -1;
-    json_object_foreach(v, fn, rule)
-    {
+        return bad(p, "\"fail\" must be an object of NVML function names"), -1;
+    json_object_foreach (v, fn, rule) {
         struct sim_fail *f = &cfg->fails[cfg->nfails];
         long long n;
         json_t *e;
@@ -388,11 +382,13 @@ static int parse_fails(struct parse *p, json_t *v, struct sim_config *cfg)
         if ((e = json_object_get(rule, "error"))) {
             int rc = json_is_string(e)
                          ? sim_return_from_name(json_string_value(e))
-                         : json_is_integer(e) ? (int)json_integer_value(e)
-                                              : -1;
+                     : json_is_integer(e) ? (int)json_integer_value(e)
+                                          : -1;
             if (rc <= 0)
-                return bad(p, "fail.%s.error must name an NVML error "
-                           "(\"NVML_ERROR_IN_USE\") or be its number", fn),
+                return bad(p,
+                           "fail.%s.error must name an NVML error "
+                           "(\"NVML_ERROR_IN_USE\") or be its number",
+                           fn),
                        -1;
             f->error = (nvmlReturn_t)rc;
         }
@@ -434,8 +430,7 @@ static nvmlReturn_t parse_root(struct parse *p, json_t *root,
     for (int i = 0; i < cfg->ngpu; i++) {
         bool nv;
         json_t *g = gpus ? json_array_get(gpus, (size_t)i) : NULL;
-        if (parse_gpu(p, root, g, i, cfg->ngpu, prefix, &cfg->gpus[i],
-                      &nv) < 0)
+        if (parse_gpu(p, root, g, i, cfg->ngpu, prefix, &cfg->gpus[i], &nv) < 0)
             return NVML_ERROR_UNKNOWN;
         nvlink = i == 0 ? nv : nvlink && nv;
         for (int k = 0; k < i; k++) {

@@ -26,8 +26,9 @@
 
 /* Compute instance profile index -> slices (NVML_COMPUTE_INSTANCE_PROFILE_*
  * order); 0 for profiles simgpu does not offer. */
-static const unsigned int ci_profile_slices[NVML_COMPUTE_INSTANCE_PROFILE_COUNT] =
-    {1, 2, 3, 4, 7, 0, 0, 0};
+static const unsigned int
+    ci_profile_slices[NVML_COMPUTE_INSTANCE_PROFILE_COUNT] = {1, 2, 3, 4,
+                                                              7, 0, 0, 0};
 
 static int gi_id_for(int size, unsigned int start)
 {
@@ -130,21 +131,18 @@ static json_t *gpu_state(const struct sim_gpu *g)
         }
         for (int k = 0; k < SIM_CIS; k++) {
             if (gi->ci[k].used) /* "o": reference stolen by the array */
-                json_array_append_new(cis, json_pack("{s:i, s:i, s:s}", "ci",
-                                                     k, "profile",
-                                                     gi->ci[k].profile,
-                                                     "uuid",
-                                                     gi->ci[k].uuid));
+                json_array_append_new(
+                    cis, json_pack("{s:i, s:i, s:s}", "ci", k, "profile",
+                                   gi->ci[k].profile, "uuid", gi->ci[k].uuid));
         }
         /* "o" steals cis. */
         json_array_append_new(list, json_pack("{s:i, s:i, s:i, s:o}", "gi", i,
-                                              "profile", gi->prof->id,
-                                              "start", gi->start, "cis",
-                                              cis));
+                                              "profile", gi->prof->id, "start",
+                                              gi->start, "cis", cis));
     }
     /* "o" steals list. */
-    return json_pack("{s:i, s:i, s:o}", "mig_mode", g->mig_mode, "gen",
-                     g->gen, "instances", list);
+    return json_pack("{s:i, s:i, s:o}", "mig_mode", g->mig_mode, "gen", g->gen,
+                     "instances", list);
 }
 
 void sim_state_save(void)
@@ -177,15 +175,14 @@ static void load_instance(struct sim_gpu *g, json_t *inst)
                     &profile, "start", &start, "cis", &cis) < 0 ||
         id < 0 || id >= SIM_GIS || g->gi[id].used || start < 0 || start > 7)
         return;
-    const struct preset_profile *p = preset_profile_by_id(g->spec.model,
-                                                          profile);
+    const struct preset_profile *p =
+        preset_profile_by_id(g->spec.model, profile);
     if (!p)
         return;
     gi_take(g, id, p, (unsigned int)start);
     size_t k;
     json_t *c;
-    json_array_foreach(cis, k, c)
-    {
+    json_array_foreach (cis, k, c) {
         int cid = -1, cprof = -1;
         const char *uuid = NULL;
         if (json_unpack(c, "{s:i, s:i, s:s}", "ci", &cid, "profile", &cprof,
@@ -210,15 +207,14 @@ void sim_state_load(void)
         int mode = 0, gen = 0;
         /* State for a GPU that is no longer MIG capable is dropped. */
         if (!st || !g->pm ||
-            json_unpack(st, "{s:i, s:i, s:o}", "mig_mode", &mode, "gen",
-                        &gen, "instances", &list) < 0)
+            json_unpack(st, "{s:i, s:i, s:o}", "mig_mode", &mode, "gen", &gen,
+                        "instances", &list) < 0)
             continue;
         g->mig_mode = mode == 1 ? NVML_DEVICE_MIG_ENABLE : 0;
         g->gen = gen > 0 ? (unsigned int)gen : 0;
         size_t k;
         json_t *inst;
-        json_array_foreach(list, k, inst)
-        {
+        json_array_foreach (list, k, inst) {
             if (mig_on(g))
                 load_instance(g, inst);
         }
@@ -330,9 +326,8 @@ SIM_EXPORT nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t device,
     SIM_END
 }
 
-SIM_EXPORT nvmlReturn_t
-nvmlDeviceGetAttributes_v2(nvmlDevice_t device,
-                           nvmlDeviceAttributes_t *attributes)
+SIM_EXPORT nvmlReturn_t nvmlDeviceGetAttributes_v2(
+    nvmlDevice_t device, nvmlDeviceAttributes_t *attributes)
 {
     SIM_BEGIN("nvmlDeviceGetAttributes_v2", sim_dev_gpu(device))
     struct sim_gi *gi;
@@ -369,15 +364,15 @@ static const struct preset_profile *profile_by_index(const struct sim_gpu *g,
 static struct sim_gpu *mig_gpu(nvmlDevice_t dev, nvmlReturn_t *rc)
 {
     struct sim_gpu *g = sim_gpu_of(dev);
-    *rc = !g ? NVML_ERROR_INVALID_ARGUMENT
+    *rc = !g                     ? NVML_ERROR_INVALID_ARGUMENT
           : !g->pm || !mig_on(g) ? NVML_ERROR_NOT_SUPPORTED
                                  : NVML_SUCCESS;
     return *rc == NVML_SUCCESS ? g : NULL;
 }
 
-SIM_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfo(
-    nvmlDevice_t device, unsigned int profile,
-    nvmlGpuInstanceProfileInfo_t *info)
+SIM_EXPORT nvmlReturn_t
+nvmlDeviceGetGpuInstanceProfileInfo(nvmlDevice_t device, unsigned int profile,
+                                    nvmlGpuInstanceProfileInfo_t *info)
 {
     SIM_BEGIN("nvmlDeviceGetGpuInstanceProfileInfo", sim_dev_gpu(device))
     struct sim_gpu *g = mig_gpu(device, &rc);
@@ -433,8 +428,7 @@ SIM_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstancePossiblePlacements_v2(
 
 /* Can an instance of p start at memory slice start? */
 static nvmlReturn_t gi_fits(const struct sim_gpu *g,
-                            const struct preset_profile *p,
-                            unsigned int start)
+                            const struct preset_profile *p, unsigned int start)
 {
     bool valid = false;
     int compute = p->compute_slices, same = 0;
@@ -466,8 +460,8 @@ static nvmlReturn_t create_gi(nvmlDevice_t device, unsigned int profileId,
     struct sim_gpu *g = mig_gpu(device, &rc);
     if (!g)
         return rc;
-    const struct preset_profile *p = preset_profile_by_id(g->spec.model,
-                                                          (int)profileId);
+    const struct preset_profile *p =
+        preset_profile_by_id(g->spec.model, (int)profileId);
     if (!p || !gpuInstance ||
         (placement && placement->size != (unsigned int)p->memory_slices))
         return NVML_ERROR_INVALID_ARGUMENT;
@@ -493,8 +487,7 @@ static nvmlReturn_t create_gi(nvmlDevice_t device, unsigned int profileId,
 }
 
 SIM_EXPORT nvmlReturn_t nvmlDeviceCreateGpuInstance(
-    nvmlDevice_t device, unsigned int profileId,
-    nvmlGpuInstance_t *gpuInstance)
+    nvmlDevice_t device, unsigned int profileId, nvmlGpuInstance_t *gpuInstance)
 {
     SIM_BEGIN("nvmlDeviceCreateGpuInstance", sim_dev_gpu(device))
     rc = create_gi(device, profileId, NULL, gpuInstance);
@@ -503,19 +496,17 @@ SIM_EXPORT nvmlReturn_t nvmlDeviceCreateGpuInstance(
 
 SIM_EXPORT nvmlReturn_t nvmlDeviceCreateGpuInstanceWithPlacement(
     nvmlDevice_t device, unsigned int profileId,
-    const nvmlGpuInstancePlacement_t *placement,
-    nvmlGpuInstance_t *gpuInstance)
+    const nvmlGpuInstancePlacement_t *placement, nvmlGpuInstance_t *gpuInstance)
 {
-    SIM_BEGIN("nvmlDeviceCreateGpuInstanceWithPlacement",
-              sim_dev_gpu(device))
+    SIM_BEGIN("nvmlDeviceCreateGpuInstanceWithPlacement", sim_dev_gpu(device))
     rc = placement ? create_gi(device, profileId, placement, gpuInstance)
                    : NVML_ERROR_INVALID_ARGUMENT;
     SIM_END
 }
 
-SIM_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstances(
-    nvmlDevice_t device, unsigned int profileId,
-    nvmlGpuInstance_t *gpuInstances, unsigned int *count)
+SIM_EXPORT nvmlReturn_t
+nvmlDeviceGetGpuInstances(nvmlDevice_t device, unsigned int profileId,
+                          nvmlGpuInstance_t *gpuInstances, unsigned int *count)
 {
     SIM_BEGIN("nvmlDeviceGetGpuInstances", sim_dev_gpu(device))
     struct sim_gpu *g = mig_gpu(device, &rc);
@@ -600,7 +591,8 @@ SIM_EXPORT nvmlReturn_t nvmlGpuInstanceGetComputeInstanceProfileInfo(
     unsigned int s = gi ? ci_slices_in(gi, profile) : 0;
     if (!gi || !info || profile >= NVML_COMPUTE_INSTANCE_PROFILE_COUNT) {
         rc = NVML_ERROR_INVALID_ARGUMENT;
-    } else if (!s || engProfile != NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED) {
+    } else if (!s ||
+               engProfile != NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED) {
         rc = NVML_ERROR_NOT_SUPPORTED;
     } else {
         memset(info, 0, sizeof(*info));

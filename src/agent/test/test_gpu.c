@@ -67,11 +67,10 @@ static void discover(struct gpu_backend *be, struct gpu_info **gpus, int *n)
 Test(gpu, missing_library_is_unavailable)
 {
     struct sh_error err = {0};
-    cr_expect_null(gpu_backend_create("/nonexistent/libnvidia-ml.so.1",
-                                      &err));
+    cr_expect_null(gpu_backend_create("/nonexistent/libnvidia-ml.so.1", &err));
     cr_expect_eq(err.code, SH_EUNAVAILABLE);
-    cr_expect(strstr(err.msg, "/nonexistent/libnvidia-ml.so.1") != NULL,
-              "%s", err.msg);
+    cr_expect(strstr(err.msg, "/nonexistent/libnvidia-ml.so.1") != NULL, "%s",
+              err.msg);
 }
 
 Test(gpu, library_without_nvml_names_the_missing_function)
@@ -99,8 +98,7 @@ Test(gpu, malformed_config_names_the_problem)
     write_config("{\"count\": 2, \"modle\": \"H100-80GB\"}");
     cr_expect_null(gpu_backend_create(SIMGPU_LIB, &err));
     cr_expect_eq(err.code, SH_EINTERNAL);
-    cr_expect(strstr(err.msg, "unknown key \"modle\"") != NULL, "%s",
-              err.msg);
+    cr_expect(strstr(err.msg, "unknown key \"modle\"") != NULL, "%s", err.msg);
     write_config("{\"count\": 2,");
     cr_expect_null(gpu_backend_create(SIMGPU_LIB, &err));
     cr_expect(strstr(err.msg, "simgpu.json:1") != NULL, "%s", err.msg);
@@ -112,8 +110,8 @@ Test(gpu, malformed_config_names_the_problem)
 Test(gpu, init_failure_carries_nvml_message)
 {
     struct sh_error err = {0};
-    write_config("{\"count\": 1, \"fail\": {\"nvmlInit_v2\": "
-                 "{\"error\": \"NVML_ERROR_NO_PERMISSION\"}}}");
+    write_config("{\"count\": 1, \"fail\": {\"nvmlInit_v2\": {\"error\": "
+                 "\"NVML_ERROR_NO_PERMISSION\"}}}");
     cr_expect_null(gpu_backend_create(SIMGPU_LIB, &err));
     cr_expect_eq(err.code, SH_EFORBIDDEN);
     cr_expect(strstr(err.msg, "Insufficient Permissions") != NULL, "%s",
@@ -125,8 +123,8 @@ Test(gpu, discovers_a_compact_config)
 {
     struct gpu_info *gpus = NULL;
     int n = 0;
-    write_config("{\"count\": 8, \"model\": \"H100-80GB\", "
-                 "\"uuid_prefix\": \"node1\"}");
+    write_config(
+        "{\"count\": 8, \"model\": \"H100-80GB\", \"uuid_prefix\": \"node1\"}");
     struct gpu_backend *be = open_sim();
     cr_expect_str_eq(gpu_backend_name(be), "nvml");
     discover(be, &gpus, &n);
@@ -180,8 +178,8 @@ Test(gpu, uuids_are_stable_per_prefix)
 Test(gpu, every_catalogue_model_gets_its_short_name)
 {
     static const char *const models[] = {
-        "A100-40GB", "A100-80GB", "H100-80GB", "H200-141GB",
-        "V100-16GB", "V100-32GB", "A10-24GB",  "L4-24GB",
+        "A100-40GB", "A100-80GB",     "H100-80GB", "H200-141GB",
+        "V100-16GB", "V100-32GB",     "A10-24GB",  "L4-24GB",
         "L40S-48GB", "RTX-4090-24GB", "X9-24GB"};
     for (size_t m = 0; m < sizeof(models) / sizeof(models[0]); m++) {
         char json[128];
@@ -203,10 +201,10 @@ Test(gpu, full_form_overrides_per_gpu)
 {
     struct gpu_info *gpus;
     int n;
-    write_config("{\"util\": [10, 20], \"mem_used_mib\": 512, \"gpus\": ["
-                 "{\"model\": \"A100-40GB\", \"uuid\": \"GPU-custom-0\"},"
-                 "{\"model\": \"V100-16GB\", \"name\": \"Tesla V100-PCIE-16GB\","
-                 " \"mem_used_mib\": 1024}]}");
+    write_config(
+        "{\"util\": [10, 20], \"mem_used_mib\": 512, \"gpus\": [{\"model\": "
+        "\"A100-40GB\", \"uuid\": \"GPU-custom-0\"},{\"model\": \"V100-16GB\", "
+        "\"name\": \"Tesla V100-PCIE-16GB\", \"mem_used_mib\": 1024}]}");
     struct gpu_backend *be = open_sim();
     discover(be, &gpus, &n);
     cr_assert_eq(n, 2);
@@ -249,8 +247,8 @@ Test(gpu, sample_sees_config_changes)
     cr_expect_eq(gpus[1].mem_used, 100 * MIB);
     cr_assert_eq(gpu_sample(be, gpus, n, &err), 0, "%s", err.msg);
     cr_expect_eq(gpus[0].util_pct, 5);
-    write_config("{\"count\": 2, \"model\": \"A100-80GB\", \"util\": [70, 90],"
-                 " \"mem_used_mib\": [2048, 4096]}");
+    write_config("{\"count\": 2, \"model\": \"A100-80GB\", \"util\": [70, 90], "
+                 "\"mem_used_mib\": [2048, 4096]}");
     cr_assert_eq(gpu_sample(be, gpus, n, &err), 0, "%s", err.msg);
     cr_expect_eq(gpus[0].util_pct, 70);
     cr_expect_eq(gpus[1].util_pct, 90);
@@ -277,13 +275,13 @@ Test(gpu, sample_failure_changes_nothing)
     discover(be, &gpus, &n);
     struct gpu_info before[2];
     memcpy(before, gpus, sizeof(before));
-    write_config("{\"count\": 2, \"util\": 50, \"fail\": "
-                 "{\"nvmlDeviceGetMemoryInfo\": {\"after\": 0, \"gpu\": 1,"
-                 " \"error\": \"NVML_ERROR_GPU_IS_LOST\"}}}");
+    write_config(
+        "{\"count\": 2, \"util\": 50, \"fail\": {\"nvmlDeviceGetMemoryInfo\": "
+        "{\"after\": 0, \"gpu\": 1, \"error\": \"NVML_ERROR_GPU_IS_LOST\"}}}");
     cr_expect_eq(gpu_sample(be, gpus, n, &err), -1);
     cr_expect_eq(err.code, SH_EUNAVAILABLE);
-    cr_expect(strstr(err.msg, "nvmlDeviceGetMemoryInfo(GPU 1)") != NULL,
-              "%s", err.msg);
+    cr_expect(strstr(err.msg, "nvmlDeviceGetMemoryInfo(GPU 1)") != NULL, "%s",
+              err.msg);
     cr_expect(strstr(err.msg, "GPU is lost") != NULL, "%s", err.msg);
     cr_expect_eq(memcmp(before, gpus, sizeof(before)), 0);
     free(gpus);
@@ -338,6 +336,22 @@ Test(gpu, nvlink_groups)
     gpu_backend_destroy(be);
 }
 
+/* On some NVSwitch boards the driver does not describe the far end of a
+ * link: active links still put the GPUs in one NVLink group. */
+Test(gpu, nvlink_without_remote_info_is_one_fabric)
+{
+    struct gpu_info *gpus;
+    int n;
+    write_config("{\"count\": 4, \"model\": \"H100-80GB\", \"fail\": "
+                 "{\"nvmlDeviceGetNvLinkRemotePciInfo_v2\": {\"count\": -1}}}");
+    struct gpu_backend *be = open_sim();
+    discover(be, &gpus, &n);
+    for (int i = 0; i < n; i++)
+        cr_expect_eq(gpus[i].nvlink_group, 0, "GPU %d", i);
+    free(gpus);
+    gpu_backend_destroy(be);
+}
+
 static enum gpu_link link_of(struct gpu_backend *be, int a, int b)
 {
     enum gpu_link l = GPU_LINK_UNKNOWN;
@@ -350,13 +364,12 @@ Test(gpu, topology_levels)
 {
     struct sh_error err = {0};
     enum gpu_link l;
-    write_config("{\"nvlink\": [[0, 5]], \"gpus\": ["
-                 "{\"switch\": 0, \"bridge\": 0, \"numa\": 0},"
-                 "{\"switch\": 0, \"bridge\": 0, \"numa\": 0},"
-                 "{\"switch\": 1, \"bridge\": 0, \"numa\": 0},"
-                 "{\"switch\": 2, \"bridge\": 1, \"numa\": 0},"
-                 "{\"switch\": 3, \"bridge\": 2, \"numa\": 1},"
-                 "{\"switch\": 4, \"bridge\": 3, \"numa\": 1}]}");
+    write_config(
+        "{\"nvlink\": [[0, 5]], \"gpus\": [{\"switch\": 0, \"bridge\": 0, "
+        "\"numa\": 0},{\"switch\": 0, \"bridge\": 0, \"numa\": 0},{\"switch\": "
+        "1, \"bridge\": 0, \"numa\": 0},{\"switch\": 2, \"bridge\": 1, "
+        "\"numa\": 0},{\"switch\": 3, \"bridge\": 2, \"numa\": 1},{\"switch\": "
+        "4, \"bridge\": 3, \"numa\": 1}]}");
     struct gpu_backend *be = open_sim();
     /* Before any discovery: the backend finds the groups itself. */
     cr_expect_eq(link_of(be, 0, 5), GPU_LINK_NVLINK);
@@ -378,13 +391,13 @@ Test(gpu, topology_error_is_reported)
     struct sh_error err = {0};
     enum gpu_link l;
     write_config("{\"count\": 2, \"nvlink\": \"none\", \"fail\": "
-                 "{\"nvmlDeviceGetTopologyCommonAncestor\": "
-                 "{\"error\": \"NVML_ERROR_UNKNOWN\"}}}");
+                 "{\"nvmlDeviceGetTopologyCommonAncestor\": {\"error\": "
+                 "\"NVML_ERROR_UNKNOWN\"}}}");
     struct gpu_backend *be = open_sim();
     cr_expect_eq(gpu_link_between(be, 0, 1, &l, &err), -1);
     cr_expect_eq(err.code, SH_EINTERNAL);
-    cr_expect(strstr(err.msg, "nvmlDeviceGetTopologyCommonAncestor") !=
-              NULL, "%s", err.msg);
+    cr_expect(strstr(err.msg, "nvmlDeviceGetTopologyCommonAncestor") != NULL,
+              "%s", err.msg);
     /* count defaults to 1: the next call succeeds. */
     cr_expect_eq(link_of(be, 0, 1), GPU_LINK_PCI_SWITCH);
     gpu_backend_destroy(be);
@@ -395,8 +408,8 @@ Test(gpu, discovery_error_names_gpu_and_call)
     struct gpu_info *gpus = NULL;
     struct sh_error err = {0};
     int n = 0;
-    write_config("{\"count\": 3, \"fail\": {\"nvmlDeviceGetUUID\": "
-                 "{\"gpu\": 2, \"error\": 15}}}");
+    write_config("{\"count\": 3, \"fail\": {\"nvmlDeviceGetUUID\": {\"gpu\": "
+                 "2, \"error\": 15}}}");
     struct gpu_backend *be = open_sim();
     cr_expect_eq(gpu_discover(be, &gpus, &n, &err), -1);
     cr_expect_eq(err.code, SH_EUNAVAILABLE);
@@ -410,11 +423,11 @@ Test(gpu, optional_failures_leave_data_unknown)
 {
     struct gpu_info *gpus;
     int n;
-    write_config("{\"count\": 2, \"util\": 40, \"fail\": {"
-                 "\"nvmlDeviceGetUtilizationRates\": {\"count\": -1},"
-                 "\"nvmlDeviceGetMigMode\": {\"count\": -1},"
-                 "\"nvmlDeviceGetNvLinkState\": {\"count\": -1},"
-                 "\"nvmlDeviceGetPciInfo_v3\": {\"count\": -1}}}");
+    write_config("{\"count\": 2, \"util\": 40, \"fail\": "
+                 "{\"nvmlDeviceGetUtilizationRates\": {\"count\": "
+                 "-1},\"nvmlDeviceGetMigMode\": {\"count\": "
+                 "-1},\"nvmlDeviceGetNvLinkState\": {\"count\": "
+                 "-1},\"nvmlDeviceGetPciInfo_v3\": {\"count\": -1}}}");
     struct gpu_backend *be = open_sim();
     discover(be, &gpus, &n);
     cr_assert_eq(n, 2);

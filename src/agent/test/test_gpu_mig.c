@@ -125,8 +125,8 @@ Test(mig, all_1g_makes_seven_slices)
 
 Test(mig, presets_of_every_mig_model_apply)
 {
-    static const char *const models[] = {"A100-40GB", "A100-80GB",
-                                         "H100-80GB", "H200-141GB"};
+    static const char *const models[] = {"A100-40GB", "A100-80GB", "H100-80GB",
+                                         "H200-141GB"};
     for (size_t m = 0; m < sizeof(models) / sizeof(models[0]); m++) {
         char json[128];
         char names[PRESET_LIST_MAX][PRESET_NAME_MAX];
@@ -147,8 +147,8 @@ Test(mig, presets_of_every_mig_model_apply)
             for (int k = 0; k < l.nslices; k++) {
                 int want = 0;
                 for (int q = 0; q < l.nslices; q++)
-                    want += strcmp(l.slices[q].profile,
-                                   l.slices[k].profile) == 0;
+                    want +=
+                        strcmp(l.slices[q].profile, l.slices[k].profile) == 0;
                 cr_expect_eq(count_profile(&g, l.slices[k].profile), want,
                              "%s %s %s", models[m], names[i],
                              l.slices[k].profile);
@@ -226,8 +226,8 @@ Test(mig, reapplying_the_same_layout_keeps_the_instances)
 
 Test(mig, state_survives_a_backend_restart)
 {
-    write_config("{\"count\": 2, \"model\": \"H100-80GB\", "
-                 "\"uuid_prefix\": \"n7\"}");
+    write_config(
+        "{\"count\": 2, \"model\": \"H100-80GB\", \"uuid_prefix\": \"n7\"}");
     struct gpu_backend *be = open_sim();
     struct gpu_info g = gpu_at(be, 1);
     apply(be, &g, "all-balanced");
@@ -263,17 +263,18 @@ Test(mig, create_failure_rolls_back)
 
     /* The third instance of the new layout fails to be created. */
     write_config("{\"count\": 1, \"model\": \"H100-80GB\", \"fail\": "
-                 "{\"nvmlDeviceCreateGpuInstanceWithPlacement\": "
-                 "{\"after\": 2, \"error\": "
-                 "\"NVML_ERROR_INSUFFICIENT_RESOURCES\"}}}");
+                 "{\"nvmlDeviceCreateGpuInstanceWithPlacement\": {\"after\": "
+                 "2, \"error\": \"NVML_ERROR_INSUFFICIENT_RESOURCES\"}}}");
     be = open_sim();
     struct gpu_info before = gpu_at(be, 0);
     cr_expect_eq(gpu_apply_preset(be, &before, "all-1g.10gb", &err), -1);
     cr_expect_eq(err.code, SH_ECONFLICT);
-    cr_expect(strstr(err.msg, "nvmlDeviceCreateGpuInstanceWithPlacement(GPU "
-                              "0, 1g.10gb") != NULL, "%s", err.msg);
-    cr_expect(strstr(err.msg, "Insufficient resources") != NULL, "%s",
-              err.msg);
+    cr_expect(
+        strstr(err.msg,
+               "nvmlDeviceCreateGpuInstanceWithPlacement(GPU 0, 1g.10gb") !=
+            NULL,
+        "%s", err.msg);
+    cr_expect(strstr(err.msg, "Insufficient resources") != NULL, "%s", err.msg);
     cr_expect(strstr(err.msg, "rolled back") != NULL, "%s", err.msg);
     /* The caller's copy is untouched and the device has the old layout. */
     cr_expect_eq(before.nslices, 2);
@@ -291,14 +292,14 @@ Test(mig, rollback_restores_mig_off)
 {
     struct sh_error err = {0};
     write_config("{\"count\": 1, \"model\": \"A100-40GB\", \"fail\": "
-                 "{\"nvmlGpuInstanceCreateComputeInstance\": "
-                 "{\"after\": 1, \"error\": \"NVML_ERROR_UNKNOWN\"}}}");
+                 "{\"nvmlGpuInstanceCreateComputeInstance\": {\"after\": 1, "
+                 "\"error\": \"NVML_ERROR_UNKNOWN\"}}}");
     struct gpu_backend *be = open_sim();
     struct gpu_info g = gpu_at(be, 0);
     cr_expect_eq(gpu_apply_preset(be, &g, "all-balanced", &err), -1);
     cr_expect_eq(err.code, SH_EINTERNAL);
-    cr_expect(strstr(err.msg, "nvmlGpuInstanceCreateComputeInstance") !=
-              NULL, "%s", err.msg);
+    cr_expect(strstr(err.msg, "nvmlGpuInstanceCreateComputeInstance") != NULL,
+              "%s", err.msg);
     cr_expect(strstr(err.msg, "rolled back") != NULL, "%s", err.msg);
     struct gpu_info after = gpu_at(be, 0);
     cr_expect_not(after.mig_enabled);
@@ -315,14 +316,13 @@ Test(mig, destroy_failure_rolls_back)
     apply(be, &g, "all-2g.20gb");
     gpu_backend_destroy(be);
     write_config("{\"count\": 1, \"model\": \"A100-80GB\", \"fail\": "
-                 "{\"nvmlGpuInstanceDestroy\": {\"after\": 1, "
-                 "\"error\": \"NVML_ERROR_IN_USE\"}}}");
+                 "{\"nvmlGpuInstanceDestroy\": {\"after\": 1, \"error\": "
+                 "\"NVML_ERROR_IN_USE\"}}}");
     be = open_sim();
     g = gpu_at(be, 0);
     cr_expect_eq(gpu_apply_preset(be, &g, "all-7g.80gb", &err), -1);
     cr_expect_eq(err.code, SH_ECONFLICT);
-    cr_expect(strstr(err.msg, "nvmlGpuInstanceDestroy") != NULL, "%s",
-              err.msg);
+    cr_expect(strstr(err.msg, "nvmlGpuInstanceDestroy") != NULL, "%s", err.msg);
     cr_expect(strstr(err.msg, "In use") != NULL, "%s", err.msg);
     cr_expect(strstr(err.msg, "rolled back") != NULL, "%s", err.msg);
     struct gpu_info after = gpu_at(be, 0);
@@ -339,8 +339,8 @@ Test(mig, failed_rollback_is_reported)
     apply(be, &g, "all-4g.40gb");
     gpu_backend_destroy(be);
     write_config("{\"count\": 1, \"model\": \"H100-80GB\", \"fail\": "
-                 "{\"nvmlDeviceCreateGpuInstanceWithPlacement\": "
-                 "{\"count\": -1, \"error\": \"NVML_ERROR_UNKNOWN\"}}}");
+                 "{\"nvmlDeviceCreateGpuInstanceWithPlacement\": {\"count\": "
+                 "-1, \"error\": \"NVML_ERROR_UNKNOWN\"}}}");
     be = open_sim();
     g = gpu_at(be, 0);
     cr_expect_eq(gpu_apply_preset(be, &g, "all-3g.40gb", &err), -1);
@@ -377,8 +377,8 @@ Test(mig, snapshot_failure_changes_nothing)
     be = open_sim();
     g = gpu_at(be, 0);
     cr_expect_eq(gpu_apply_preset(be, &g, "all-1g.10gb", &err), -1);
-    cr_expect(strstr(err.msg, "reading the current MIG layout") != NULL,
-              "%s", err.msg);
+    cr_expect(strstr(err.msg, "reading the current MIG layout") != NULL, "%s",
+              err.msg);
     cr_expect_eq(count_profile(&g, "3g.40gb"), 2);
     struct gpu_info after = gpu_at(be, 0);
     cr_expect_eq(count_profile(&after, "3g.40gb"), 2);
@@ -389,8 +389,8 @@ Test(mig, layout_checks_happen_before_any_change)
 {
     struct sh_error err = {0};
     struct preset_layout l;
-    write_config("{\"gpus\": [{\"model\": \"H100-80GB\"}, "
-                 "{\"model\": \"L40S-48GB\"}]}");
+    write_config(
+        "{\"gpus\": [{\"model\": \"H100-80GB\"}, {\"model\": \"L40S-48GB\"}]}");
     struct gpu_backend *be = open_sim();
     struct gpu_info h100 = gpu_at(be, 0), l40s = gpu_at(be, 1);
     cr_assert_eq(preset_expand("A100-40GB", "all-1g.5gb", &l, NULL), 0);
@@ -416,16 +416,16 @@ Test(mig, layout_checks_happen_before_any_change)
 Test(mig, reads_layouts_shoal_did_not_make)
 {
     char state[200], text[1024];
-    write_config("{\"count\": 1, \"model\": \"A100-80GB\", "
-                 "\"uuid\": \"GPU-x\"}");
+    write_config(
+        "{\"count\": 1, \"model\": \"A100-80GB\", \"uuid\": \"GPU-x\"}");
     snprintf(state, sizeof(state), "%s.state", cfg);
     snprintf(text, sizeof(text),
              "{\"version\": 1, \"gpus\": {\"GPU-x\": {\"mig_mode\": 1, "
              "\"gen\": 9, \"instances\": [{\"gi\": 2, \"profile\": 9, "
              "\"start\": 4, \"cis\": [{\"ci\": 0, \"profile\": 0, \"uuid\": "
-             "\"MIG-a\"}, {\"ci\": 1, \"profile\": 1, \"uuid\": \"MIG-b\"}]},"
-             "{\"gi\": 7, \"profile\": 19, \"start\": 0, \"cis\": [{\"ci\": "
-             "0, \"profile\": 0, \"uuid\": \"MIG-c\"}]}]}}}");
+             "\"MIG-a\"}, {\"ci\": 1, \"profile\": 1, \"uuid\": "
+             "\"MIG-b\"}]},{\"gi\": 7, \"profile\": 19, \"start\": 0, \"cis\": "
+             "[{\"ci\": 0, \"profile\": 0, \"uuid\": \"MIG-c\"}]}]}}}");
     write_file(state, text);
     struct gpu_backend *be = open_sim();
     struct gpu_info g = gpu_at(be, 0);
@@ -456,10 +456,11 @@ Test(mig, read_path_survives_missing_details)
     struct gpu_info g = gpu_at(be, 0);
     apply(be, &g, "all-3g.40gb");
     gpu_backend_destroy(be);
-    write_config("{\"count\": 1, \"model\": \"H100-80GB\", \"fail\": {"
-                 "\"nvmlDeviceGetAttributes_v2\": {\"count\": -1},"
-                 "\"nvmlDeviceGetGpuInstanceId\": {\"count\": -1},"
-                 "\"nvmlDeviceGetGpuInstanceProfileInfo\": {\"count\": -1}}}");
+    write_config(
+        "{\"count\": 1, \"model\": \"H100-80GB\", \"fail\": "
+        "{\"nvmlDeviceGetAttributes_v2\": {\"count\": "
+        "-1},\"nvmlDeviceGetGpuInstanceId\": {\"count\": "
+        "-1},\"nvmlDeviceGetGpuInstanceProfileInfo\": {\"count\": -1}}}");
     be = open_sim();
     g = gpu_at(be, 0);
     cr_assert_eq(g.nslices, 2);
@@ -498,8 +499,7 @@ static const struct gpu_ops fake_ops = {
 Test(mig, backend_without_mig_support_says_so)
 {
     struct sh_error err = {0};
-    struct gpu_backend *be = gpu_backend_create_ops(&fake_ops, malloc(8),
-                                                    &err);
+    struct gpu_backend *be = gpu_backend_create_ops(&fake_ops, malloc(8), &err);
     cr_assert_not_null(be);
     cr_expect_str_eq(gpu_backend_name(be), "fake");
     struct gpu_info g = gpu_at(be, 0);
@@ -507,8 +507,7 @@ Test(mig, backend_without_mig_support_says_so)
     cr_expect_eq(err.code, SH_EUNAVAILABLE);
     cr_expect(strstr(err.msg, "fake") != NULL, "%s", err.msg);
     /* Time-slicing needs no driver. */
-    cr_expect_eq(gpu_apply_preset(be, &g, "shared-2", &err), 0, "%s",
-                 err.msg);
+    cr_expect_eq(gpu_apply_preset(be, &g, "shared-2", &err), 0, "%s", err.msg);
     cr_expect_eq(g.nslices, 2);
     gpu_backend_destroy(be);
 }
@@ -529,11 +528,11 @@ struct nvml {
     __typeof__(nvmlDeviceGetGpuInstancePossiblePlacements_v2) *placements;
 };
 
-#define SYM(field, name)                                                    \
-    do {                                                                    \
-        void *p = dlsym(n->dl, name);                                       \
-        cr_assert_not_null(p, "%s", name);                                  \
-        memcpy(&n->field, &p, sizeof(p));                                   \
+#define SYM(field, name)                                                       \
+    do {                                                                       \
+        void *p = dlsym(n->dl, name);                                          \
+        cr_assert_not_null(p, "%s", name);                                     \
+        memcpy(&n->field, &p, sizeof(p));                                      \
     } while (0)
 
 static void nvml_open(struct nvml *n)
@@ -610,8 +609,7 @@ Test(mig, simgpu_enforces_placement_rules)
     cr_assert_eq(n.create(dev, p3.id, &gi2), NVML_SUCCESS);
     /* Two 3g's use 6 compute slices; a 1g fits by compute but the memory
      * is full. */
-    cr_expect_eq(n.create(dev, p1.id, &gi2),
-                 NVML_ERROR_INSUFFICIENT_RESOURCES);
+    cr_expect_eq(n.create(dev, p1.id, &gi2), NVML_ERROR_INSUFFICIENT_RESOURCES);
     /* A GPU instance with a compute instance is in use; MIG cannot be
      * turned off while instances exist. */
     nvmlComputeInstance_t ci;
@@ -647,4 +645,19 @@ Test(mig, simgpu_config_rejects_mig_for_unknown_profiles)
     write_config("{\"count\": 1, \"model\": \"L40S-48GB\", \"mig\": true}");
     cr_expect_null(gpu_backend_create(SIMGPU_LIB, &err));
     cr_expect(strstr(err.msg, "no MIG profiles") != NULL, "%s", err.msg);
+}
+
+Test(mig, shared_layout_turns_mig_off_even_from_a_stale_copy)
+{
+    write_config("{\"count\": 1, \"model\": \"H100-80GB\"}");
+    struct gpu_backend *be = open_sim();
+    struct gpu_info stale = gpu_at(be, 0);
+    struct gpu_info g = stale;
+    apply(be, &g, "all-balanced");
+    /* The caller still holds the copy from before MIG was turned on. */
+    apply(be, &stale, "shared-2");
+    cr_expect_not(stale.mig_enabled);
+    cr_expect_eq(stale.nslices, 2);
+    cr_expect_not(gpu_at(be, 0).mig_enabled);
+    gpu_backend_destroy(be);
 }

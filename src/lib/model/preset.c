@@ -21,12 +21,36 @@ enum {
 };
 
 /* The same placement rules hold on every model with 7+8 slices. */
-#define PL_1G 7, {0, 1, 2, 3, 4, 5, 6}
-#define PL_1G_2X 4, {0, 2, 4, 6}
-#define PL_2G 3, {0, 2, 4}
-#define PL_3G 2, {0, 4}
-#define PL_4G 1, {0}
-#define PL_7G 1, {0}
+#define PL_1G                                                                  \
+    7,                                                                         \
+    {                                                                          \
+        0, 1, 2, 3, 4, 5, 6                                                    \
+    }
+#define PL_1G_2X                                                               \
+    4,                                                                         \
+    {                                                                          \
+        0, 2, 4, 6                                                             \
+    }
+#define PL_2G                                                                  \
+    3,                                                                         \
+    {                                                                          \
+        0, 2, 4                                                                \
+    }
+#define PL_3G                                                                  \
+    2,                                                                         \
+    {                                                                          \
+        0, 4                                                                   \
+    }
+#define PL_4G                                                                  \
+    1,                                                                         \
+    {                                                                          \
+        0                                                                      \
+    }
+#define PL_7G                                                                  \
+    1,                                                                         \
+    {                                                                          \
+        0                                                                      \
+    }
 
 /* name, NVML index, id, compute, memory slices, MiB, max, placements */
 static const struct preset_profile a100_40gb[] = {
@@ -68,14 +92,22 @@ static const struct preset_profile h200_141gb[] = {
 #define NPROF(t) (int)(sizeof(t) / sizeof((t)[0])), t
 
 static const struct preset_model models[] = {
-    {"A100-40GB", 40960, NPROF(a100_40gb), {"2x1g.5gb", "1x2g.10gb",
-                                            "1x3g.20gb", NULL}},
-    {"A100-80GB", 81920, NPROF(a100_80gb), {"2x1g.10gb", "1x2g.20gb",
-                                            "1x3g.40gb", NULL}},
-    {"H100-80GB", 81559, NPROF(h100_80gb), {"2x1g.10gb", "1x2g.20gb",
-                                            "1x3g.40gb", NULL}},
-    {"H200-141GB", 143771, NPROF(h200_141gb), {"2x1g.18gb", "1x2g.35gb",
-                                               "1x3g.71gb", NULL}},
+    {"A100-40GB",
+     40960,
+     NPROF(a100_40gb),
+     {"2x1g.5gb", "1x2g.10gb", "1x3g.20gb", NULL}},
+    {"A100-80GB",
+     81920,
+     NPROF(a100_80gb),
+     {"2x1g.10gb", "1x2g.20gb", "1x3g.40gb", NULL}},
+    {"H100-80GB",
+     81559,
+     NPROF(h100_80gb),
+     {"2x1g.10gb", "1x2g.20gb", "1x3g.40gb", NULL}},
+    {"H200-141GB",
+     143771,
+     NPROF(h200_141gb),
+     {"2x1g.18gb", "1x2g.35gb", "1x3g.71gb", NULL}},
     /* Models without MIG that Shoal still knows the memory of. */
     {"V100-16GB", 16384, 0, NULL, {NULL}},
     {"V100-32GB", 32768, 0, NULL, {NULL}},
@@ -146,10 +178,10 @@ static uint64_t model_mem_bytes(const char *model)
 int preset_list(const char *model, char names[][PRESET_NAME_MAX], int max)
 {
     int n = 0;
-#define ADD(...)                                                            \
-    do {                                                                    \
-        if (n < max)                                                        \
-            snprintf(names[n++], PRESET_NAME_MAX, __VA_ARGS__);             \
+#define ADD(...)                                                               \
+    do {                                                                       \
+        if (n < max)                                                           \
+            snprintf(names[n++], PRESET_NAME_MAX, __VA_ARGS__);                \
     } while (0)
     const struct preset_model *m = preset_model_find(model);
     ADD("all-disabled");
@@ -258,19 +290,21 @@ static int layout_add_token(struct preset_layout *l, const char *tok,
         char num[8];
         size_t len = (size_t)(x - tok);
         if (len >= sizeof(num))
-            return sh_errorf(err, SH_EINVAL, "slice count in \"%s\" is too "
-                             "large (at most %d)", tok, GPU_SLICES_MAX);
+            return sh_errorf(err, SH_EINVAL,
+                             "slice count in \"%s\" is too large (at most %d)",
+                             tok, GPU_SLICES_MAX);
         memcpy(num, tok, len);
         num[len] = '\0';
         if (parse_small_int(num, 1, GPU_SLICES_MAX, &count) < 0)
-            return sh_errorf(err, SH_EINVAL, "slice count in \"%s\" must be "
-                             "1..%d", tok, GPU_SLICES_MAX);
+            return sh_errorf(err, SH_EINVAL,
+                             "slice count in \"%s\" must be 1..%d", tok,
+                             GPU_SLICES_MAX);
         prof = x + 1;
     }
     const struct preset_profile *p = preset_profile_find(l->model, prof);
     if (!p)
-        return sh_errorf(err, SH_ENOTFOUND, "profile \"%s\" does not exist "
-                         "on %s", prof, l->model);
+        return sh_errorf(err, SH_ENOTFOUND,
+                         "profile \"%s\" does not exist on %s", prof, l->model);
     if (layout_add_mig(l, p, count) < 0)
         return sh_errorf(err, SH_EINVAL, "layout has more than %d slices",
                          GPU_SLICES_MAX);
@@ -282,8 +316,8 @@ static int mig_model(const char *model, const struct preset_model **m,
 {
     *m = preset_model_find(model);
     if (!*m || !(*m)->nprofiles)
-        return sh_errorf(err, SH_ENOTFOUND, "GPU model %s has no MIG "
-                         "profiles", model ? model : "(none)");
+        return sh_errorf(err, SH_ENOTFOUND, "GPU model %s has no MIG profiles",
+                         model ? model : "(none)");
     return 0;
 }
 
@@ -296,8 +330,8 @@ int preset_layout_parse(const char *model, const char *spec,
     int n;
 
     if (strlen(spec) >= sizeof(buf))
-        return sh_errorf(err, SH_ETOOLARGE, "layout is longer than %zu "
-                         "bytes", sizeof(buf) - 1);
+        return sh_errorf(err, SH_ETOOLARGE, "layout is longer than %zu bytes",
+                         sizeof(buf) - 1);
     if (strncmp(spec, "shared/", 7) == 0) {
         if (parse_small_int(spec + 7, 1, PRESET_SHARED_MAX, &n) < 0)
             return sh_errorf(err, SH_EINVAL, "shared/N needs N in 1..%d",
@@ -316,8 +350,8 @@ int preset_layout_parse(const char *model, const char *spec,
         if (comma)
             *comma = '\0';
         if (!*p)
-            return sh_errorf(err, SH_EINVAL, "layout \"%s\" has an empty "
-                             "entry", spec);
+            return sh_errorf(err, SH_EINVAL, "layout \"%s\" has an empty entry",
+                             spec);
         if (layout_add_token(&l, p, err) < 0)
             return -1;
         if (!comma)
@@ -346,8 +380,9 @@ int preset_expand(const char *model, const char *preset,
         layout_init(&l, model, preset, false);
     } else if (strncmp(preset, "shared-", 7) == 0) {
         if (parse_small_int(preset + 7, 2, PRESET_SHARED_MAX, &n) < 0)
-            return sh_errorf(err, SH_EINVAL, "preset %s: shared-N needs N "
-                             "in 2..%d", preset, PRESET_SHARED_MAX);
+            return sh_errorf(err, SH_EINVAL,
+                             "preset %s: shared-N needs N in 2..%d", preset,
+                             PRESET_SHARED_MAX);
         preset_shared_layout(model, n, model_mem_bytes(model), &l);
     } else if (strncmp(preset, "all-", 4) == 0) {
         if (mig_model(model, &m, err) < 0)
@@ -362,16 +397,18 @@ int preset_expand(const char *model, const char *preset,
         } else if (strcmp(what, "enabled") != 0) {
             const struct preset_profile *p = preset_profile_find(model, what);
             if (!p)
-                return sh_errorf(err, SH_ENOTFOUND, "preset %s does not "
-                                 "exist for %s: no profile %s", preset,
-                                 model, what);
+                return sh_errorf(
+                    err, SH_ENOTFOUND,
+                    "preset %s does not exist for %s: no profile %s", preset,
+                    model, what);
             layout_add_mig(&l, p, p->max_instances);
         }
         layout_sort(&l);
     } else {
-        return sh_errorf(err, SH_ENOTFOUND, "unknown preset %s (expected "
-                         "all-disabled, all-<profile>, all-balanced or "
-                         "shared-N)", preset);
+        return sh_errorf(err, SH_ENOTFOUND,
+                         "unknown preset %s (expected all-disabled, "
+                         "all-<profile>, all-balanced or shared-N)",
+                         preset);
     }
     if (preset_validate(&l, err) < 0)
         return sh_error_prefix(err, "preset %s: ", preset);
@@ -397,9 +434,9 @@ static bool fit_search(const struct preset_fit_item *items, int n, int i,
             continue;
         if (start < 0 || it->size <= 0 || start + it->size > 32)
             continue;
-        uint32_t mask = (it->size == 32 ? UINT32_MAX
-                                        : ((UINT32_C(1) << it->size) - 1))
-                        << start;
+        uint32_t mask =
+            (it->size == 32 ? UINT32_MAX : ((UINT32_C(1) << it->size) - 1))
+            << start;
         if (used & mask)
             continue;
         chosen[i] = start;
@@ -419,15 +456,14 @@ static int validate_share(const struct preset_slice *s, int i,
 {
     if (s->share_den < 1 || s->share_den > 64 || s->share_num < 1 ||
         s->share_num > s->share_den)
-        return sh_errorf(err, SH_EINVAL, "slice %d (%s): share %d/%d must "
-                         "be a fraction in (0, 1] with a denominator of at "
-                         "most 64", i, s->profile, s->share_num,
-                         s->share_den);
+        return sh_errorf(err, SH_EINVAL,
+                         "slice %d (%s): share %d/%d must be a fraction in (0, "
+                         "1] with a denominator of at most 64",
+                         i, s->profile, s->share_num, s->share_den);
     return 0;
 }
 
-static int validate_shared(const struct preset_layout *l,
-                           struct sh_error *err)
+static int validate_shared(const struct preset_layout *l, struct sh_error *err)
 {
     /* Sum the shares exactly: over the common denominator 64! would
      * overflow, so compare with the least common multiple step by step. */
@@ -435,9 +471,11 @@ static int validate_shared(const struct preset_layout *l,
     for (int i = 0; i < l->nslices; i++) {
         const struct preset_slice *s = &l->slices[i];
         if (s->kind != GPU_SLICE_SHARED)
-            return sh_errorf(err, SH_EINVAL, "slice %d (%s) is a MIG slice "
-                             "but MIG is off in this layout: MIG and shared "
-                             "slices cannot be mixed", i, s->profile);
+            return sh_errorf(
+                err, SH_EINVAL,
+                "slice %d (%s) is a MIG slice but MIG is off in this layout: "
+                "MIG and shared slices cannot be mixed",
+                i, s->profile);
         if (validate_share(s, i, err) < 0)
             return -1;
         uint64_t a = den, b = (uint64_t)s->share_den;
@@ -452,8 +490,9 @@ static int validate_shared(const struct preset_layout *l,
         den = lcm;
     }
     if (num > den)
-        return sh_errorf(err, SH_EINVAL, "shared slices add up to %llu/%llu "
-                         "of the GPU, more than the whole GPU",
+        return sh_errorf(err, SH_EINVAL,
+                         "shared slices add up to %llu/%llu of the GPU, more "
+                         "than the whole GPU",
                          (unsigned long long)num, (unsigned long long)den);
     return 0;
 }
@@ -471,21 +510,24 @@ static int validate_mig(const struct preset_layout *l, struct sh_error *err)
     for (int i = 0; i < l->nslices; i++) {
         const struct preset_slice *s = &l->slices[i];
         if (s->kind != GPU_SLICE_MIG)
-            return sh_errorf(err, SH_EINVAL, "slice %d (%s) is a shared "
-                             "slice but MIG is on in this layout: MIG and "
-                             "shared slices cannot be mixed", i, s->profile);
+            return sh_errorf(
+                err, SH_EINVAL,
+                "slice %d (%s) is a shared slice but MIG is on in this layout: "
+                "MIG and shared slices cannot be mixed",
+                i, s->profile);
         const struct preset_profile *p =
             preset_profile_find(l->model, s->profile);
         if (!p)
-            return sh_errorf(err, SH_ENOTFOUND, "slice %d: profile %s does "
-                             "not exist on %s", i, s->profile, l->model);
+            return sh_errorf(err, SH_ENOTFOUND,
+                             "slice %d: profile %s does not exist on %s", i,
+                             s->profile, l->model);
         if (validate_share(s, i, err) < 0)
             return -1;
         int k = (int)(p - m->profiles);
         if (++counts[k] > p->max_instances)
-            return sh_errorf(err, SH_EINVAL, "too many %s slices: %s allows "
-                             "at most %d", p->name, l->model,
-                             p->max_instances);
+            return sh_errorf(err, SH_EINVAL,
+                             "too many %s slices: %s allows at most %d",
+                             p->name, l->model, p->max_instances);
         compute += p->compute_slices;
         memory += p->memory_slices;
         items[i].size = p->memory_slices;
@@ -493,16 +535,19 @@ static int validate_mig(const struct preset_layout *l, struct sh_error *err)
         memcpy(items[i].starts, p->placements, sizeof(items[i].starts));
     }
     if (compute > PRESET_COMPUTE_SLICES)
-        return sh_errorf(err, SH_EINVAL, "layout uses %d compute slices, "
-                         "more than the %d of a %s", compute,
-                         PRESET_COMPUTE_SLICES, l->model);
+        return sh_errorf(
+            err, SH_EINVAL,
+            "layout uses %d compute slices, more than the %d of a %s", compute,
+            PRESET_COMPUTE_SLICES, l->model);
     if (memory > PRESET_MEMORY_SLICES)
-        return sh_errorf(err, SH_EINVAL, "layout uses %d memory slices, "
-                         "more than the %d of a %s", memory,
-                         PRESET_MEMORY_SLICES, l->model);
+        return sh_errorf(
+            err, SH_EINVAL,
+            "layout uses %d memory slices, more than the %d of a %s", memory,
+            PRESET_MEMORY_SLICES, l->model);
     if (preset_fit(items, l->nslices, chosen) < 0)
-        return sh_errorf(err, SH_EINVAL, "layout does not fit the MIG "
-                         "placement rules of %s", l->model);
+        return sh_errorf(err, SH_EINVAL,
+                         "layout does not fit the MIG placement rules of %s",
+                         l->model);
     return 0;
 }
 

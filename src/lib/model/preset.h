@@ -23,22 +23,22 @@
 #include "lib/util/error.h"
 
 #define PRESET_NAME_MAX 48
-#define PRESET_COMPUTE_SLICES 7   /* compute slices of a MIG GPU */
-#define PRESET_MEMORY_SLICES 8    /* memory slices of a MIG GPU */
+#define PRESET_COMPUTE_SLICES 7 /* compute slices of a MIG GPU */
+#define PRESET_MEMORY_SLICES 8  /* memory slices of a MIG GPU */
 #define PRESET_PLACEMENTS_MAX 8
-#define PRESET_LIST_MAX 24        /* most presets one model can have */
-#define PRESET_SHARED_MAX 16      /* shared-N: N is 2..16 (GPU_SLICES_MAX) */
+#define PRESET_LIST_MAX 24   /* most presets one model can have */
+#define PRESET_SHARED_MAX 16 /* shared-N: N is 2..16 (GPU_SLICES_MAX) */
 
 /* One MIG GPU-instance profile of one model, as NVIDIA's MIG user guide
  * lists it (nvidia-smi mig -lgip / -lgipp). */
 struct preset_profile {
-    const char *name;        /* "1g.10gb" */
-    int nvml_index;          /* NVML_GPU_INSTANCE_PROFILE_* constant */
-    int id;                  /* the profile id NVML and nvidia-smi report */
-    int compute_slices;      /* of PRESET_COMPUTE_SLICES */
-    int memory_slices;       /* of PRESET_MEMORY_SLICES; size of a placement */
-    uint64_t mem_mib;        /* memory of one instance, MiB */
-    int max_instances;       /* most instances of this profile on one GPU */
+    const char *name;   /* "1g.10gb" */
+    int nvml_index;     /* NVML_GPU_INSTANCE_PROFILE_* constant */
+    int id;             /* the profile id NVML and nvidia-smi report */
+    int compute_slices; /* of PRESET_COMPUTE_SLICES */
+    int memory_slices;  /* of PRESET_MEMORY_SLICES; size of a placement */
+    uint64_t mem_mib;   /* memory of one instance, MiB */
+    int max_instances;  /* most instances of this profile on one GPU */
     int nplacements;
     int placements[PRESET_PLACEMENTS_MAX]; /* allowed first memory slices */
 };
@@ -46,8 +46,8 @@ struct preset_profile {
 /* A GPU model Shoal knows: its memory and MIG profiles (nprofiles may be 0
  * for a model without MIG). */
 struct preset_model {
-    const char *model;       /* short model, "H100-80GB" */
-    uint64_t mem_mib;        /* total memory as NVML reports it, MiB */
+    const char *model; /* short model, "H100-80GB" */
+    uint64_t mem_mib;  /* total memory as NVML reports it, MiB */
     int nprofiles;
     const struct preset_profile *profiles;
     const char *balanced[4]; /* the all-balanced layout, "2x1g.10gb", ... */
@@ -67,8 +67,8 @@ struct preset_slice {
  * (the whole GPU) or more time-sliced shares. Plain data: copy freely. */
 struct preset_layout {
     char model[GPU_MODEL_MAX];
-    char name[PRESET_NAME_MAX];    /* the preset it came from, or "custom" */
-    bool mig;                      /* MIG mode on */
+    char name[PRESET_NAME_MAX]; /* the preset it came from, or "custom" */
+    bool mig;                   /* MIG mode on */
     int nslices;
     struct preset_slice slices[GPU_SLICES_MAX];
 };

@@ -11,8 +11,8 @@
 
 #define MIB (UINT64_C(1) << 20)
 
-static const char *const mig_models[] = {"A100-40GB", "A100-80GB",
-                                         "H100-80GB", "H200-141GB"};
+static const char *const mig_models[] = {"A100-40GB", "A100-80GB", "H100-80GB",
+                                         "H200-141GB"};
 
 static int count_profile(const struct preset_layout *l, const char *p)
 {
@@ -24,8 +24,8 @@ static int count_profile(const struct preset_layout *l, const char *p)
 
 Test(preset_tables, profiles_match_nvidia_tables)
 {
-    const struct preset_profile *p = preset_profile_find("H100-80GB",
-                                                         "1g.10gb");
+    const struct preset_profile *p =
+        preset_profile_find("H100-80GB", "1g.10gb");
     cr_assert_not_null(p);
     cr_expect_eq(p->id, 19);
     cr_expect_eq(p->compute_slices, 1);
@@ -244,8 +244,9 @@ Test(preset_parse, custom_layouts)
 {
     struct preset_layout l;
     struct sh_error err = {0};
-    cr_assert_eq(preset_layout_parse("H100-80GB", "2x1g.10gb,4g.40gb,1g.20gb",
-                                     &l, &err), 0, "%s", err.msg);
+    cr_assert_eq(
+        preset_layout_parse("H100-80GB", "2x1g.10gb,4g.40gb,1g.20gb", &l, &err),
+        0, "%s", err.msg);
     cr_expect(l.mig);
     cr_expect_str_eq(l.name, "custom");
     cr_assert_eq(l.nslices, 4);
@@ -264,8 +265,7 @@ Test(preset_parse, rejects_malformed_layouts)
     cr_expect_eq(preset_layout_parse("H100-80GB", "1g.10gb,", &l, &err), -1);
     cr_expect(strstr(err.msg, "empty") != NULL, "%s", err.msg);
     cr_expect_eq(preset_layout_parse("H100-80GB", "0x1g.10gb", &l, &err), -1);
-    cr_expect_eq(preset_layout_parse("H100-80GB", "99x1g.10gb", &l, &err),
-                 -1);
+    cr_expect_eq(preset_layout_parse("H100-80GB", "99x1g.10gb", &l, &err), -1);
     cr_expect_eq(preset_layout_parse("H100-80GB", "ax1g.10gb", &l, &err), -1);
     cr_expect_eq(preset_layout_parse("H100-80GB", "9g.90gb", &l, &err), -1);
     cr_expect_eq(err.code, SH_ENOTFOUND);
