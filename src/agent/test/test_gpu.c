@@ -505,6 +505,32 @@ Test(gpu, mps_detection_looks_on_path)
     (void)gpu_mps_available(NULL); /* $PATH: whatever this machine has */
 }
 
+/* The examples in tests/data/simgpu (documented in its README) load, with
+ * the GPU counts they promise. */
+Test(gpu, example_configs_load)
+{
+    static const struct {
+        const char *file;
+        int ngpus;
+    } examples[] = {{"h100x8.json", 8},
+                    {"a100x4-pairs.json", 4},
+                    {"mixed.json", 4},
+                    {"cpu-only.json", 0},
+                    {"fault-mig-create.json", 1}};
+    for (size_t i = 0; i < sizeof(examples) / sizeof(examples[0]); i++) {
+        char path[512];
+        struct gpu_info *gpus = NULL;
+        int n = -1;
+        snprintf(path, sizeof(path), "%s/%s", SIMGPU_DATA, examples[i].file);
+        setenv("SIMGPU_CONFIG", path, 1);
+        struct gpu_backend *be = open_sim();
+        discover(be, &gpus, &n);
+        cr_expect_eq(n, examples[i].ngpus, "%s", examples[i].file);
+        free(gpus);
+        gpu_backend_destroy(be);
+    }
+}
+
 Test(gpu, destroy_null_is_a_no_op)
 {
     gpu_backend_destroy(NULL);
