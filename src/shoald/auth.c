@@ -85,13 +85,16 @@ void auth_destroy(struct auth *a)
 
 static json_t *user_record(const struct user_entry *u)
 {
-    return json_pack("{s:s, s:b, s:I, s:{s:i, s:i, s:I}, s:s?}", "name",
-                     u->name, "admin", u->user.admin, "created_ms",
-                     (json_int_t)u->user.created_ms, "limits", "max_gpus",
-                     u->user.limits.max_gpus, "max_jobs",
-                     u->user.limits.max_jobs, "max_time_s",
-                     (json_int_t)u->user.limits.max_time_s, "default_project",
-                     u->default_project);
+    json_t *rec = json_pack("{s:s, s:b, s:I, s:{s:i, s:i, s:I}}", "name",
+                            u->name, "admin", u->user.admin, "created_ms",
+                            (json_int_t)u->user.created_ms, "limits",
+                            "max_gpus", u->user.limits.max_gpus, "max_jobs",
+                            u->user.limits.max_jobs, "max_time_s",
+                            (json_int_t)u->user.limits.max_time_s);
+    if (rec && u->default_project)
+        json_object_set_new(rec, "default_project",
+                            json_string(u->default_project));
+    return rec;
 }
 
 static struct user_entry *user_add(struct auth *a, const char *name)

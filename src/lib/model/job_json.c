@@ -476,18 +476,20 @@ json_t *job_to_record(const struct job *job)
     if (!spec)
         return NULL;
     /* "o" steals spec and the placement array */
-    return json_pack("{s:I, s:o, s:s, s:I, s:I, s:I, s:i, s:i, s:i, s:b, "
-                     "s:s?, s:I, s:o}",
+    json_t *rec = json_pack("{s:I, s:o, s:s, s:I, s:I, s:I, s:i, s:i, s:i, "
+                     "s:b, s:I, s:o}",
                      "id", (json_int_t)job->id, "spec", spec, "state",
                      job_state_name(job->state), "submit_ms",
                      (json_int_t)job->submit_ms, "start_ms",
                      (json_int_t)job->start_ms, "end_ms",
                      (json_int_t)job->end_ms, "exit_code", job->exit_code,
                      "exit_signal", job->exit_signal, "requeues",
-                     job->requeues, "releasing", job->releasing, "reason",
-                     job->reason, "est_start_ms",
-                     (json_int_t)job->est_start_ms, "placement",
+                     job->requeues, "releasing", job->releasing,
+                     "est_start_ms", (json_int_t)job->est_start_ms, "placement",
                      job_alloc_to_json(job->alloc, job->nalloc));
+    if (rec && job->reason)
+        json_object_set_new(rec, "reason", json_string(job->reason));
+    return rec;
 }
 
 struct job *job_from_record(const json_t *rec, struct sh_error *err)

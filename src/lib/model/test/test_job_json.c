@@ -109,6 +109,13 @@ Test(job_json, record_round_trips)
     s.user = strdup("alice");
     s.project = strdup("vision");
     struct job *job = job_create(42, &s, 1234);
+    /* Without a reason first: nulls must round-trip too. */
+    json_t *bare = job_to_record(job);
+    struct job *bare_back = job_from_record(bare, &err);
+    cr_assert_not_null(bare_back, "%s", err.msg);
+    cr_assert_null(bare_back->reason);
+    job_destroy(bare_back);
+    json_decref(bare);
     job_set_reason(job, "resources: needs 1 GPU");
     json_t *rec = job_to_record(job);
     cr_assert_not_null(rec);

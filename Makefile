@@ -1,0 +1,44 @@
+# SPDX-License-Identifier: Apache-2.0
+# Convenience targets around Meson. The two a newcomer needs:
+#   make up     install what is missing, build, start a local cluster
+#   make test   the whole test suite, normally and under ASan+UBSan
+BUILD ?= build
+ASAN_BUILD ?= build-asan
+UP_ARGS ?=
+
+.PHONY: all deps build up test test-unit test-system test-sanitize bench format-check clean
+
+all: build
+
+deps:
+	./scripts/install-deps.sh
+
+$(BUILD)/build.ninja:
+	meson setup $(BUILD)
+
+build: deps $(BUILD)/build.ninja
+	ninja -C $(BUILD)
+
+up: build
+	./$(BUILD)/src/cmd/shoal up $(UP_ARGS)
+
+test: deps
+	./scripts/test.sh
+
+test-unit: build
+	meson test -C $(BUILD) --suite unit --print-errorlogs
+
+test-system: build
+	SHOAL_BUILD=$(BUILD) bats tests/system
+
+test-sanitize: deps
+	./scripts/test.sh --sanitize-only
+
+bench: build
+	./bench/run-all.sh $(BUILD)
+
+format-check:
+	./scripts/format-check.sh
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -1,0 +1,143 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: Apache-2.0
+# Focus: the REST API of shoald: jobs are accepted with increasing ids,
+# listed with filters, shown and cancelled; every bad request gets a clear
+# error with a fitting status and changes nothing.
+
+load lib/cluster
+
+setup() { shoald_start; }
+teardown() { shoal_cluster_stop; }
+
+job_count() {
+    api GET /v1/jobs
+    echo "$body" | jq '.jobs | length'
+}
+
+@test "api-001 health answers without a token" {
+    run curl -sf "$SHOAL_URL/v1/health"
+    [ "$status" -eq 0 ]
+    [ "$(echo "$output" | jq -r .status)" = ok ]
+}
+
+@test "api-002 a submission is accepted with increasing ids" {
+    api POST /v1/jobs '{"command":["true"],"gpus":1}'
+    [ "$status_code" = 201 ]
+    first=$(echo "$body" | jq .id)
+    [ "$(echo "$body" | jq -r .state)" = pending ]
+    api POST /v1/jobs '{"command":["true"]}'
+    [ "$status_code" = 201 ]
+    [ "$(echo "$body" | jq .id)" -eq $((first + 1)) ]
+}
+
+@test "api-003 bad submissions are refused with the field named and nothing changes" {
+    api POST /v1/jobs '{"command":["true"]}'
+    before_id=$(echo "$body" | jq .id)
+    before=$(job_count)
+    while IFS='|' read -r json word; do
+        api POST /v1/jobs "$json"
+        echo "$json -> $status_code $body"
+        [ "$status_code" = 400 ]
+        [ "$(echo "$body" | jq -r .error.code)" = invalid ]
+        echo "$body" | jq -r .error.message | grep -q -- "$word"
+    done <<'CASES'
+{"command":["true"],|malformed JSON
+[1,2]|object
+{}|command
+{"command":[]}|command
+{"command":"ls"}|command
+{"command":[""]}|command
+{"command":["ls"],"gpus":-1}|gpus
+{"command":["ls"],"gpus":100000}|gpus
+{"command":["ls"],"gpus":"two"}|gpus
+{"command":["ls"],"nodes":0}|nodes
+{"command":["ls"],"nodes":99999}|nodes
+{"command":["ls"],"gpus":1,"colour":"red"}|unknown field 'colour'
+{"command":["ls"],"priority":"urgent"}|priority
+{"command":["ls"],"mem":"lots"}|mem
+{"command":["ls"],"time_limit":"90"}|time_limit
+{"command":["ls"],"time_limit":-3}|time_limit
+{"command":["ls"],"cpus":-2}|cpus
+{"command":["ls"],"env":{"9X":"1"}}|env
+{"command":["ls"],"workdir":"relative/dir"}|workdir
+{"command":["ls"],"requeue":"yes"}|requeue
+{"command":["ls"],"command":["ls"]}|malformed JSON
+CASES
+    [ "$(job_count)" -eq "$before" ]
+    api POST /v1/jobs '{"command":["true"]}'
+    [ "$(echo "$body" | jq .id)" -eq $((before_id + 1)) ]
+}
+
+@test "api-004 too-long strings and oversize bodies are refused" {
+    long=$(head -c 300 /dev/zero | tr '\0' x)
+    api POST /v1/jobs "{\"command\":[\"ls\"],\"name\":\"$long\"}"
+    [ "$status_code" = 413 ] || [ "$status_code" = 400 ]
+    echo "$body" | jq -r .error.message | grep -q name
+    big=$(head -c 2000000 /dev/zero | tr '\0' a)
+    printf '{"command":["%s"]}' "$big" >"$SHOAL_TEST_DIR/big.json"
+    code=$(curl -s -o "$SHOAL_TEST_DIR/big.out" -w '%{http_code}' -X POST \
+        -H "Authorization: Bearer $SHOAL_TOKEN" \
+        --data-binary @"$SHOAL_TEST_DIR/big.json" "$SHOAL_URL/v1/jobs")
+    [ "$code" = 413 ]
+    [ "$(jq -r .error.code "$SHOAL_TEST_DIR/big.out")" = too_large ]
+    [ "$(job_count)" -eq 0 ]
+}
+
+@test "api-005 unknown jobs, endpoints and methods" {
+    api GET /v1/jobs/12345
+    [ "$status_code" = 404 ]
+    [ "$(echo "$body" | jq -r .error.code)" = not_found ]
+    api GET /v1/jobs/abc
+    [ "$status_code" = 400 ]
+    api POST /v1/jobs/12345/cancel
+    [ "$status_code" = 404 ]
+    api GET /v1/nothing
+    [ "$status_code" = 404 ]
+    api PUT /v1/jobs
+    [ "$status_code" = 405 ]
+}
+
+@test "api-006 no token or a wrong token is refused" {
+    code=$(curl -s -o /dev/null -w '%{http_code}' "$SHOAL_URL/v1/jobs")
+    [ "$code" = 401 ]
+    API_TOKEN=shoal_notavalidtokennotavalidtokennotavalidtoken1 api GET /v1/jobs
+    [ "$status_code" = 401 ]
+    API_TOKEN="$(cat "$SHOAL_TEST_DIR/controller/join.token")" \
+        api POST /v1/jobs '{"command":["true"]}'
+    [ "$status_code" = 403 ]
+    echo "$body" | jq -r .error.message | grep -q agent
+    [ "$(job_count)" -eq 0 ]
+}
+
+@test "api-007 cancel: pending jobs at once, finished jobs refused" {
+    api POST /v1/jobs '{"command":["true"],"gpus":1}'
+    id=$(echo "$body" | jq .id)
+    api POST "/v1/jobs/$id/cancel"
+    [ "$status_code" = 200 ]
+    [ "$(echo "$body" | jq -r .state)" = cancelled ]
+    api POST "/v1/jobs/$id/cancel"
+    [ "$status_code" = 409 ]
+    echo "$body" | jq -r .error.message | grep -q "already cancelled"
+    api DELETE "/v1/jobs/$id"
+    [ "$status_code" = 409 ]
+}
+
+@test "api-008 list filters by state, user and project" {
+    api POST /v1/jobs '{"command":["true"],"project":"vision"}'
+    api POST /v1/jobs '{"command":["true"],"project":"nlp"}'
+    id=$(echo "$body" | jq .id)
+    api POST "/v1/jobs/$id/cancel"
+    api GET '/v1/jobs?project=vision'
+    [ "$(echo "$body" | jq '.jobs | length')" -eq 1 ]
+    api GET '/v1/jobs?state=cancelled'
+    [ "$(echo "$body" | jq -r '.jobs[0].project')" = nlp ]
+    api GET '/v1/jobs?state=pending,cancelled'
+    [ "$(echo "$body" | jq '.jobs | length')" -eq 2 ]
+    api GET "/v1/jobs?user=$(id -un)x"
+    [ "$(echo "$body" | jq '.jobs | length')" -eq 0 ]
+    api GET '/v1/jobs?state=sleeping'
+    [ "$status_code" = 400 ]
+    echo "$body" | jq -r .error.message | grep -q sleeping
+    api GET '/v1/jobs?limit=0'
+    [ "$status_code" = 400 ]
+}

@@ -1,0 +1,87 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: Apache-2.0
+# Focus: durability of the controller. Every acknowledged change survives a
+# kill -9; ids are never reused across restarts; a change whose commit fails
+# is refused (503) and leaves nothing behind.
+
+load lib/cluster
+
+teardown() { shoal_cluster_stop; }
+
+acked_at_least() {
+    [ "$(cat "$SHOAL_TEST_DIR"/acked.* 2>/dev/null | wc -l)" -ge "$1" ]
+}
+
+submit_loop() {
+    # Submit until killed; record each acknowledged id with its state.
+    local out=$1
+    while :; do
+        r=$(curl -s -m 5 -X POST -H "Authorization: Bearer $SHOAL_TOKEN" \
+            --data '{"command":["true"],"gpus":1}' "$SHOAL_URL/v1/jobs") || continue
+        id=$(echo "$r" | jq -r '.id // empty' 2>/dev/null) || continue
+        [ -n "$id" ] && echo "$id" >>"$out"
+    done
+}
+
+@test "dur-001 kill -9 while clients submit loses no acknowledged job" {
+    shoald_start
+    for i in 1 2 3 4; do
+        submit_loop "$SHOAL_TEST_DIR/acked.$i" &
+        record_pid $!
+    done
+    wait_for 60 acked_at_least 200
+    # Cancel a few acknowledged jobs; their new state must survive too.
+    first=$(head -n1 "$SHOAL_TEST_DIR/acked.1")
+    api POST "/v1/jobs/$first/cancel"
+    [ "$status_code" = 200 ]
+    shoald_kill9
+    # Stop the submitters (recorded pids) before checking.
+    for pid in $(tail -n 4 "$SHOAL_TEST_DIR/pids"); do kill "$pid" 2>/dev/null || true; done
+    sleep 0.2
+    cat "$SHOAL_TEST_DIR"/acked.* | sort -n >"$SHOAL_TEST_DIR/acked"
+    shoald_start
+    api GET '/v1/jobs?state=pending,cancelled'
+    echo "$body" | jq '.jobs[].id' | sort -n >"$SHOAL_TEST_DIR/present"
+    missing=$(comm -23 "$SHOAL_TEST_DIR/acked" "$SHOAL_TEST_DIR/present")
+    [ -z "$missing" ]
+    [ "$(job_state "$first")" = cancelled ]
+    # Ids are never reused after the restart.
+    max=$(tail -n1 "$SHOAL_TEST_DIR/present")
+    api POST /v1/jobs '{"command":["true"]}'
+    [ "$(echo "$body" | jq .id)" -gt "$max" ]
+}
+
+@test "dur-002 a restarted controller keeps ids, states and tokens" {
+    shoald_start
+    api POST /v1/jobs '{"command":["true"],"name":"a"}'
+    a=$(echo "$body" | jq .id)
+    api POST /v1/jobs '{"command":["true"],"name":"b"}'
+    b=$(echo "$body" | jq .id)
+    api POST "/v1/jobs/$b/cancel"
+    shoald_stop
+    shoald_start
+    [ "$(job_state "$a")" = pending ]
+    [ "$(job_state "$b")" = cancelled ]
+    api GET "/v1/jobs/$a"
+    [ "$(echo "$body" | jq -r .name)" = a ]
+    api POST /v1/jobs '{"command":["true"]}'
+    [ "$(echo "$body" | jq .id)" -eq $((b + 1)) ]
+}
+
+@test "dur-003 a failed commit is answered 503 and changes nothing" {
+    shoal_tmp_init
+    mkdir -p "$SHOAL_TEST_DIR/controller"
+    # Commit 1 initialises the cluster, 2 takes one job; from 3 on the store
+    # fails like a full disk.
+    shoald_start --store "fault:3:$SHOAL_TEST_DIR/controller/shoal.db"
+    api POST /v1/jobs '{"command":["true"]}'
+    [ "$status_code" = 201 ]
+    api POST /v1/jobs '{"command":["true"]}'
+    [ "$status_code" = 503 ]
+    echo "$body" | jq -r .error.message | grep -q "not made"
+    api GET /v1/jobs
+    [ "$(echo "$body" | jq '.jobs | length')" -eq 1 ]
+    api POST /v1/jobs/1/cancel
+    [ "$status_code" = 503 ]
+    [ "$(job_state 1)" = pending ]
+}

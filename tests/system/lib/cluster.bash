@@ -1,0 +1,165 @@
+# SPDX-License-Identifier: Apache-2.0
+# Helpers for the system tests: start a real cluster (shoald, and agents with
+# simulated GPUs) on loopback with a random free port and a temporary state
+# folder; wait for readiness by polling, never by blind sleeps; record every
+# PID we start and kill exactly those at teardown. State and logs are kept
+# when a test fails (the path is printed).
+
+SHOAL_BUILD=${SHOAL_BUILD:-build}
+case "$SHOAL_BUILD" in
+/*) ;;
+*) SHOAL_BUILD="$BATS_TEST_DIRNAME/../../$SHOAL_BUILD" ;;
+esac
+SHOALD="$SHOAL_BUILD/src/shoald/shoald"
+SHOAL_AGENT="$SHOAL_BUILD/src/agent/shoal-agent"
+SHOAL_CLI="$SHOAL_BUILD/src/cmd/shoal"
+SIMGPU_LIB="$SHOAL_BUILD/src/simgpu/libsimgpu.so"
+
+# shoal CLI as a function so tests read naturally: run shoal queue
+shoal() { "$SHOAL_CLI" "$@"; }
+
+# Poll a command until it succeeds or the timeout (seconds) passes.
+wait_for() {
+    local timeout=$1
+    shift
+    local deadline=$((SECONDS + timeout))
+    until "$@" >/dev/null 2>&1; do
+        if [ $SECONDS -ge $deadline ]; then
+            echo "timed out after ${timeout}s waiting for: $*" >&2
+            return 1
+        fi
+        sleep 0.05
+    done
+}
+
+shoal_tmp_init() {
+    if [ -z "${SHOAL_TEST_DIR:-}" ]; then
+        SHOAL_TEST_DIR=$(mktemp -d "${BATS_TMPDIR:-/tmp}/shoal-test.XXXXXX")
+        export SHOAL_TEST_DIR
+        : >"$SHOAL_TEST_DIR/pids"
+        # Never touch the user's own client config.
+        export XDG_CONFIG_HOME="$SHOAL_TEST_DIR/xdg"
+        mkdir -p "$XDG_CONFIG_HOME"
+    fi
+}
+
+record_pid() { echo "$1" >>"$SHOAL_TEST_DIR/pids"; }
+
+health_ok() { curl -sf "$SHOAL_URL/v1/health" >/dev/null; }
+
+# Start shoald on a free port. Extra arguments go to shoald.
+shoald_start() {
+    shoal_tmp_init
+    local dir="$SHOAL_TEST_DIR/controller"
+    mkdir -p "$dir"
+    rm -f "$dir/url"
+    "$SHOALD" --state "$dir" --port 0 --heartbeat-timeout 3s "$@" \
+        >>"$SHOAL_TEST_DIR/shoald.log" 2>&1 &
+    SHOALD_PID=$!
+    record_pid "$SHOALD_PID"
+    wait_for 15 test -s "$dir/url"
+    SHOAL_URL=$(cat "$dir/url")
+    SHOAL_TOKEN=$(cat "$dir/admin.token")
+    export SHOAL_URL SHOAL_TOKEN SHOALD_PID
+    wait_for 15 health_ok
+}
+
+shoald_kill9() {
+    kill -9 "$SHOALD_PID"
+    wait "$SHOALD_PID" 2>/dev/null || true
+}
+
+shoald_stop() {
+    kill -TERM "$SHOALD_PID"
+    wait "$SHOALD_PID" 2>/dev/null || true
+}
+
+# Count nodes whose state is up.
+nodes_up() {
+    curl -sf -H "Authorization: Bearer $SHOAL_TOKEN" "$SHOAL_URL/v1/nodes" |
+        jq '[.nodes[] | select(.state == "up")] | length'
+}
+
+nodes_up_is() { [ "$(nodes_up)" = "$1" ]; }
+
+# Start agent NAME with G simulated GPUs of MODEL; extra args to the agent.
+# The simgpu config is in $SHOAL_TEST_DIR/NAME/simgpu.json.
+agent_start() {
+    local name=$1 gpus=${2:-4} model=${3:-H100-80GB}
+    shift 3 2>/dev/null || shift $#
+    local dir="$SHOAL_TEST_DIR/$name"
+    mkdir -p "$dir"
+    if [ ! -f "$dir/simgpu.json" ]; then
+        echo "{\"count\": $gpus, \"model\": \"$model\", \"uuid_prefix\": \"$name\"}" \
+            >"$dir/simgpu.json"
+    fi
+    SIMGPU_CONFIG="$dir/simgpu.json" "$SHOAL_AGENT" \
+        --controller "$SHOAL_URL" \
+        --join-token-file "$SHOAL_TEST_DIR/controller/join.token" \
+        --name "$name" --state "$dir" --nvml-lib "$SIMGPU_LIB" \
+        --heartbeat 1s "$@" >>"$SHOAL_TEST_DIR/$name.log" 2>&1 &
+    local pid=$!
+    record_pid "$pid"
+    eval "AGENT_PID_$(echo "$name" | tr -c 'a-zA-Z0-9\n' _)=$pid"
+}
+
+agent_pid() { eval "echo \$AGENT_PID_$(echo "$1" | tr -c 'a-zA-Z0-9\n' _)"; }
+
+# Start a controller and N agents (node1..nodeN) with G GPUs each.
+shoal_cluster_start() {
+    local n=${1:-1} gpus=${2:-4} model=${3:-H100-80GB}
+    shoald_start
+    for i in $(seq 1 "$n"); do
+        agent_start "node$i" "$gpus" "$model"
+    done
+    wait_for 20 nodes_up_is "$n"
+}
+
+# api METHOD PATH [JSON]: sets $status_code and $body (curl, raw HTTP).
+api() {
+    local method=$1 path=$2 data=${3:-}
+    local out
+    if [ -n "$data" ]; then
+        out=$(curl -s -w '\n%{http_code}' -X "$method" \
+            -H "Authorization: Bearer ${API_TOKEN:-$SHOAL_TOKEN}" \
+            -H 'Content-Type: application/json' --data-binary "$data" \
+            "$SHOAL_URL$path")
+    else
+        out=$(curl -s -w '\n%{http_code}' -X "$method" \
+            -H "Authorization: Bearer ${API_TOKEN:-$SHOAL_TOKEN}" \
+            "$SHOAL_URL$path")
+    fi
+    status_code=${out##*$'\n'}
+    body=${out%$'\n'*}
+}
+
+# Wait until job ID reaches STATE.
+job_state() {
+    curl -sf -H "Authorization: Bearer $SHOAL_TOKEN" "$SHOAL_URL/v1/jobs/$1" |
+        jq -r .state
+}
+job_state_is() { [ "$(job_state "$1")" = "$2" ]; }
+wait_job_state() { wait_for "${3:-20}" job_state_is "$1" "$2"; }
+
+shoal_cluster_stop() {
+    [ -n "${SHOAL_TEST_DIR:-}" ] || return 0
+    local pid
+    # Agents first (recorded after the controller), then the controller.
+    for pid in $(tac "$SHOAL_TEST_DIR/pids"); do
+        kill -TERM "$pid" 2>/dev/null || true
+    done
+    for pid in $(tac "$SHOAL_TEST_DIR/pids"); do
+        local i=0
+        while kill -0 "$pid" 2>/dev/null && [ $i -lt 100 ]; do
+            sleep 0.05
+            i=$((i + 1))
+        done
+        kill -KILL "$pid" 2>/dev/null || true
+    done
+    if [ -n "${BATS_TEST_COMPLETED:-}" ]; then
+        rm -rf "$SHOAL_TEST_DIR"
+    else
+        echo "# state and logs kept in $SHOAL_TEST_DIR" >&3
+    fi
+    unset SHOAL_TEST_DIR
+}
