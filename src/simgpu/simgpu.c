@@ -33,8 +33,8 @@
  *   Known models (vendor name, memory, MIG profiles): A100-40GB, A100-80GB,
  *   H100-80GB, H200-141GB (MIG capable), V100-16GB, V100-32GB, A10-24GB,
  *   L4-24GB, L40S-48GB, RTX-4090-24GB. Any other "Family-NNGB" becomes
- *   "NVIDIA Family" with NN GiB and no MIG (a Family without dashes reads
- *   back as the same model).
+ *   "NVIDIA Family" with NN GiB and no MIG (dashes become spaces when that
+ *   reads back as the same model: RTX-3090-24GB is "NVIDIA RTX 3090").
  *   UUIDs are derived from uuid_prefix and the index, so nodes with
  *   different prefixes get different, stable UUIDs.
  *   Topology: same "switch" -> NVML_TOPOLOGY_SINGLE, same "bridge" ->

@@ -194,7 +194,17 @@ static void model_defaults(struct sim_spec *s, bool *nvlink)
         if (!pm)
             s->mem_mib = (unsigned long long)gb * 1024;
     }
-    snprintf(s->name, sizeof(s->name), "NVIDIA %s", family);
+    /* Prefer a vendor name the agent reads back as the same model:
+     * "RTX-3090" is "NVIDIA RTX 3090" (the naming rule keeps RTX's number
+     * only after a space). */
+    char spaced[GPU_MODEL_MAX], back[GPU_MODEL_MAX];
+    snprintf(spaced, sizeof(spaced), "%s", family);
+    for (char *c = spaced; *c; c++)
+        *c = *c == '-' ? ' ' : *c;
+    snprintf(s->name, sizeof(s->name), "NVIDIA %s", spaced);
+    gpu_model_from_name(s->name, s->mem_mib << 20, back, sizeof(back));
+    if (strcmp(back, s->model) != 0)
+        snprintf(s->name, sizeof(s->name), "NVIDIA %s", family);
 }
 
 static const char *const top_keys[] = {

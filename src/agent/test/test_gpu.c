@@ -180,7 +180,7 @@ Test(gpu, every_catalogue_model_gets_its_short_name)
     static const char *const models[] = {
         "A100-40GB", "A100-80GB",     "H100-80GB", "H200-141GB",
         "V100-16GB", "V100-32GB",     "A10-24GB",  "L4-24GB",
-        "L40S-48GB", "RTX-4090-24GB", "X9-24GB"};
+        "L40S-48GB", "RTX-4090-24GB", "X9-24GB",   "RTX-3090-24GB"};
     for (size_t m = 0; m < sizeof(models) / sizeof(models[0]); m++) {
         char json[128];
         struct gpu_info *gpus;
