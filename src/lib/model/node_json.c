@@ -155,9 +155,10 @@ int gpus_from_json(const json_t *arr, struct gpu_info **out, int *nout,
         }
         for (size_t j = 0; j < i; j++) {
             if (strcmp(gpus[i].uuid, gpus[j].uuid) == 0) {
+                sh_errorf(err, SH_EINVAL, "gpu %s is listed twice",
+                          gpus[i].uuid);
                 free(gpus);
-                return sh_errorf(err, SH_EINVAL, "gpu %s is listed twice",
-                                 gpus[i].uuid);
+                return -1;
             }
         }
     }
