@@ -1,0 +1,851 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The engine object: configuration, lifecycle, names, tenants (teams,
+ * projects, users) and the job table with its pending queues. Placement,
+ * passes, reservations and preemption live in their own files; this one
+ * holds the bookkeeping every other file relies on.
+ *
+ * Pending queues: one per (project, priority class), each a doubly linked
+ * list sorted by (submit, id). The pass merges them by priority class and
+ * fair-share score (sched_pass.c). The FIFO policy uses one queue.
+ */
+#include "sched/sched_int.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define HOUR_MS (INT64_C(3600) * 1000)
+#define DAY_MS (24 * HOUR_MS)
+
+void sched_config_init(struct sched_config *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->policy = SCHED_POLICY_DEFAULT;
+    cfg->fair_weight = 1000;
+    cfg->age_weight = 10;
+    cfg->usage_half_life_ms = 7 * DAY_MS;
+    cfg->max_reservations = 1;
+    cfg->default_time_limit_ms = 24 * HOUR_MS;
+    cfg->preempt_grace_ms = 30 * 1000;
+    cfg->full_pass_interval_ms = 60 * 1000;
+    cfg->user_max_units = SCHED_UNLIMITED;
+    cfg->user_max_jobs = 0;
+    cfg->user_max_time_ms = 0;
+}
+
+static int config_validate(const struct sched_config *c, struct sh_error *err)
+{
+    if (c->policy != SCHED_POLICY_DEFAULT && c->policy != SCHED_POLICY_FIFO)
+        return sh_errorf(err, SH_EINVAL, "policy must be default or fifo");
+    if (c->fair_weight < 0 || c->fair_weight > 1000000)
+        return sh_errorf(err, SH_EINVAL, "fair_weight must be 0..1000000");
+    if (c->age_weight < 0 || c->age_weight > 1000000)
+        return sh_errorf(err, SH_EINVAL, "age_weight must be 0..1000000");
+    if (c->usage_half_life_ms <= 0)
+        return sh_errorf(err, SH_EINVAL, "usage_half_life must be > 0");
+    if (c->max_reservations < 0 || c->max_reservations > 64)
+        return sh_errorf(err, SH_EINVAL, "max_reservations must be 0..64");
+    if (c->default_time_limit_ms <= 0)
+        return sh_errorf(err, SH_EINVAL, "default_time_limit must be > 0");
+    if (c->preempt_grace_ms < 0 || c->full_pass_interval_ms < 0)
+        return sh_errorf(err, SH_EINVAL,
+                         "preempt_grace and full_pass_interval must be >= 0");
+    if (c->user_max_units < SCHED_UNLIMITED || c->user_max_jobs < 0 ||
+        c->user_max_time_ms < 0)
+        return sh_errorf(err, SH_EINVAL, "user limits must be >= 0");
+    return 0;
+}
+
+int sched_grow(void **p, uint32_t *cap, uint32_t need, size_t size)
+{
+    if (need <= *cap)
+        return 0;
+    uint32_t ncap = *cap ? *cap : 16;
+    while (ncap < need)
+        ncap *= 2;
+    void *np = realloc(*p, ncap * size);
+    if (!np)
+        return -1;
+    memset((char *)np + (size_t)*cap * size, 0, (size_t)(ncap - *cap) * size);
+    *p = np;
+    *cap = ncap;
+    return 0;
+}
+
+struct sched *sched_create(const struct sched_config *cfg,
+                           struct sh_error *err)
+{
+    struct sched_config def;
+    if (!cfg) {
+        sched_config_init(&def);
+        cfg = &def;
+    }
+    if (config_validate(cfg, err) < 0)
+        return NULL;
+    struct sched *s = calloc(1, sizeof(*s));
+    if (!s)
+        goto nomem;
+    s->cfg = *cfg;
+    s->free_job = SCHED_NONE;
+    s->fifo.head = s->fifo.tail = SCHED_NONE;
+    s->dirty = true;
+    s->memopts_dirty = true;
+    s->epoch = 1;   /* GPUs start with epoch 0: no reservation */
+    s->resv_ids = calloc(65, sizeof(*s->resv_ids));
+    if (!s->resv_ids)
+        goto nomem;
+    if (sched_profile_intern(s, "shared", &s->shared_any) < 0)
+        goto nomem;
+    return s;
+nomem:
+    sched_destroy(s);
+    sh_errorf(err, SH_EINTERNAL, "out of memory creating the engine");
+    return NULL;
+}
+
+void sched_destroy(struct sched *s)
+{
+    if (!s)
+        return;
+    int saved = errno;
+    for (uint32_t n = 0; n < s->node_names.n; n++) {
+        struct snode *nd = &s->nodes[n];
+        for (int g = 0; g < nd->ngpus; g++)
+            free(nd->gpus[g].slices);
+        free(nd->gpus);
+        free(nd->models);
+        free(nd->nvl);
+        free(nd->pf);
+    }
+    free(s->nodes);
+    for (uint32_t i = 0; i < s->ngroup_bits; i++)
+        free(s->group_bits[i]);
+    free(s->group_bits);
+    for (uint32_t m = 0; m < s->model_names.n; m++)
+        free(s->models[m].by_free);
+    free(s->models);
+    for (uint32_t p = 0; p < s->profile_names.n; p++)
+        free(s->profiles[p].nodes);
+    free(s->profiles);
+    free(s->teams);
+    free(s->projects);
+    free(s->users);
+    for (uint32_t j = 0; j < s->jobs_cap; j++) {
+        if (s->jobs[j].state != SJOB_FREE)
+            free(s->jobs[j].place);
+    }
+    free(s->jobs);
+    idmap_fini(&s->ids);
+    free(s->running);
+    free(s->resv_ids);
+    free(s->memopts);
+    free(s->memopt_mem);
+    free(s->scratch);
+    free(s->scratch2);
+    strtab_fini(&s->node_names);
+    strtab_fini(&s->group_names);
+    strtab_fini(&s->model_names);
+    strtab_fini(&s->profile_names);
+    strtab_fini(&s->project_names);
+    strtab_fini(&s->team_names);
+    strtab_fini(&s->user_names);
+    free(s);
+    errno = saved;
+}
+
+/* ------------------------------------------------------------ names */
+
+static bool name_ok(const char *name)
+{
+    if (!name || !*name)
+        return false;
+    size_t len = strnlen(name, SCHED_NAME_MAX + 1);
+    return len <= SCHED_NAME_MAX;
+}
+
+int sched_model_intern(struct sched *s, const char *name, uint16_t *id)
+{
+    uint32_t found = strtab_find(&s->model_names, name);
+    if (found != SCHED_NONE) {
+        *id = (uint16_t)found;
+        return 0;
+    }
+    if (s->model_names.n >= SCHED_MODELS_MAX)
+        return -1;
+    uint32_t cap = s->model_names.n;
+    uint32_t nid;
+    void *p = s->models;
+    if (sched_grow(&p, &cap, s->model_names.n + 1, sizeof(*s->models)) < 0)
+        return -1;
+    s->models = p;
+    uint64_t *rows = calloc((size_t)(SCHED_KMAX + 1) * (s->nwords ? s->nwords
+                                                                 : 1),
+                            sizeof(uint64_t));
+    if (!rows)
+        return -1;
+    if (strtab_intern(&s->model_names, name, &nid) < 0) {
+        free(rows);
+        return -1;
+    }
+    memset(&s->models[nid], 0, sizeof(s->models[nid]));
+    s->models[nid].by_free = rows;
+    s->memopts_dirty = true;
+    *id = (uint16_t)nid;
+    return 0;
+}
+
+int sched_profile_intern(struct sched *s, const char *name, uint16_t *id)
+{
+    uint32_t found = strtab_find(&s->profile_names, name);
+    if (found != SCHED_NONE) {
+        *id = (uint16_t)found;
+        return 0;
+    }
+    if (s->profile_names.n >= SCHED_PROFILES_MAX)
+        return -1;
+    uint32_t cap = s->profile_names.n;
+    uint32_t nid;
+    void *p = s->profiles;
+    if (sched_grow(&p, &cap, s->profile_names.n + 1,
+                   sizeof(*s->profiles)) < 0)
+        return -1;
+    s->profiles = p;
+    uint64_t *bits = calloc(s->nwords ? s->nwords : 1, sizeof(uint64_t));
+    if (!bits)
+        return -1;
+    if (strtab_intern(&s->profile_names, name, &nid) < 0) {
+        free(bits);
+        return -1;
+    }
+    memset(&s->profiles[nid], 0, sizeof(s->profiles[nid]));
+    s->profiles[nid].nodes = bits;
+    s->memopts_dirty = true;
+    *id = (uint16_t)nid;
+    return 0;
+}
+
+static int team_intern(struct sched *s, const char *name, uint32_t *id)
+{
+    uint32_t found = strtab_find(&s->team_names, name);
+    if (found != SCHED_NONE) {
+        *id = found;
+        return 0;
+    }
+    uint32_t cap = s->team_names.n;
+    void *p = s->teams;
+    if (sched_grow(&p, &cap, s->team_names.n + 1, sizeof(*s->teams)) < 0)
+        return -1;
+    s->teams = p;
+    if (strtab_intern(&s->team_names, name, id) < 0)
+        return -1;
+    memset(&s->teams[*id], 0, sizeof(s->teams[*id]));
+    return 0;
+}
+
+int sched_project_intern(struct sched *s, const char *name, uint32_t *id)
+{
+    uint32_t found = strtab_find(&s->project_names, name);
+    if (found != SCHED_NONE) {
+        *id = found;
+        return 0;
+    }
+    uint32_t cap = s->project_names.n;
+    void *p = s->projects;
+    if (sched_grow(&p, &cap, s->project_names.n + 1,
+                   sizeof(*s->projects)) < 0)
+        return -1;
+    s->projects = p;
+    if (strtab_intern(&s->project_names, name, id) < 0)
+        return -1;
+    struct sproject *pr = &s->projects[*id];
+    memset(pr, 0, sizeof(*pr));
+    pr->team = SCHED_NONE;
+    pr->usage_t = s->last_now;
+    for (int c = 0; c < JOB_PRIO_COUNT; c++)
+        pr->queues[c].head = pr->queues[c].tail = SCHED_NONE;
+    s->dirty = true; /* its fair-share score is computed by a full pass */
+    return 0;
+}
+
+int sched_user_intern(struct sched *s, const char *name, uint32_t *id)
+{
+    uint32_t found = strtab_find(&s->user_names, name);
+    if (found != SCHED_NONE) {
+        *id = found;
+        return 0;
+    }
+    uint32_t cap = s->user_names.n;
+    void *p = s->users;
+    if (sched_grow(&p, &cap, s->user_names.n + 1, sizeof(*s->users)) < 0)
+        return -1;
+    s->users = p;
+    if (strtab_intern(&s->user_names, name, id) < 0)
+        return -1;
+    struct suser *u = &s->users[*id];
+    memset(u, 0, sizeof(*u));
+    u->max_units = s->cfg.user_max_units;
+    u->max_jobs = s->cfg.user_max_jobs;
+    u->max_time_ms = s->cfg.user_max_time_ms;
+    return 0;
+}
+
+/* ----------------------------------------------------------- tenants */
+
+static int quota_build(struct sched *s, const struct sched_quota *q, int n,
+                       struct squota *out, struct sh_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    if (n < 0 || n > SCHED_QUOTAS_MAX)
+        return sh_errorf(err, SH_EINVAL, "quota entries must be 0..%d",
+                         SCHED_QUOTAS_MAX);
+    if (n > 0 && !q)
+        return sh_errorf(err, SH_EINVAL, "quota entries missing");
+    /* Validate everything before interning any model name. */
+    int new_models = 0;
+    for (int i = 0; i < n; i++) {
+        if (q[i].guaranteed < 0)
+            return sh_errorf(err, SH_EINVAL, "guaranteed must be >= 0");
+        if (q[i].limit != SCHED_UNLIMITED && q[i].limit < q[i].guaranteed)
+            return sh_errorf(err, SH_EINVAL,
+                             "limit must be >= guaranteed or unlimited");
+        if (q[i].model && !name_ok(q[i].model))
+            return sh_errorf(err, SH_EINVAL, "quota model name must be "
+                             "1..%d bytes", SCHED_NAME_MAX);
+        for (int k = 0; k < i; k++) {
+            bool same = (!q[i].model && !q[k].model) ||
+                        (q[i].model && q[k].model &&
+                         strcmp(q[i].model, q[k].model) == 0);
+            if (same)
+                return sh_errorf(err, SH_EINVAL,
+                                 "two quota entries for %s",
+                                 q[i].model ? q[i].model : "any model");
+        }
+        if (q[i].model && strtab_find(&s->model_names, q[i].model) ==
+                              SCHED_NONE)
+            new_models++;
+    }
+    if (s->model_names.n + new_models > SCHED_MODELS_MAX)
+        return sh_errorf(err, SH_ETOOLARGE, "at most %d GPU models",
+                         SCHED_MODELS_MAX);
+    for (int i = 0; i < n; i++) {
+        if (!q[i].model) {
+            out->has_any = true;
+            out->g_any = q[i].guaranteed;
+            out->l_any = q[i].limit;
+            continue;
+        }
+        uint16_t m;
+        if (sched_model_intern(s, q[i].model, &m) < 0)
+            return sh_errorf(err, SH_EINTERNAL, "out of memory");
+        out->has |= UINT64_C(1) << m;
+        out->g[m] = q[i].guaranteed;
+        out->l[m] = q[i].limit;
+    }
+    return 0;
+}
+
+int sched_team_set(struct sched *s, const char *team,
+                   const struct sched_quota *q, int n, struct sh_error *err)
+{
+    struct squota built;
+    uint32_t id;
+    if (!name_ok(team))
+        return sh_errorf(err, SH_EINVAL, "team name must be 1..%d bytes",
+                         SCHED_NAME_MAX);
+    if (quota_build(s, q, n, &built, err) < 0)
+        return -1;
+    if (team_intern(s, team, &id) < 0)
+        return sh_errorf(err, SH_EINTERNAL, "out of memory");
+    s->teams[id].q = built;
+    quota_refresh_on(s);
+    s->dirty = true;
+    return 0;
+}
+
+int sched_project_set(struct sched *s, const char *project, const char *team,
+                      const struct sched_quota *q, int n,
+                      struct sh_error *err)
+{
+    struct squota built;
+    uint32_t id;
+    uint32_t tid = SCHED_NONE;
+    if (!name_ok(project))
+        return sh_errorf(err, SH_EINVAL, "project name must be 1..%d bytes",
+                         SCHED_NAME_MAX);
+    if (team && !name_ok(team))
+        return sh_errorf(err, SH_EINVAL, "team name must be 1..%d bytes",
+                         SCHED_NAME_MAX);
+    if (quota_build(s, q, n, &built, err) < 0)
+        return -1;
+    if (team && team_intern(s, team, &tid) < 0)
+        return sh_errorf(err, SH_EINTERNAL, "out of memory");
+    if (sched_project_intern(s, project, &id) < 0)
+        return sh_errorf(err, SH_EINTERNAL, "out of memory");
+    struct sproject *p = &s->projects[id];
+    if (p->team != tid && p->running_units > 0) {
+        /* Move the project's usage from its old team to the new one. */
+        for (uint32_t i = 0; i < s->nrunning; i++) {
+            if (s->jobs[s->running[i]].project == id)
+                quota_account(s, s->running[i], -1);
+        }
+        p->team = tid;
+        for (uint32_t i = 0; i < s->nrunning; i++) {
+            if (s->jobs[s->running[i]].project == id)
+                quota_account(s, s->running[i], +1);
+        }
+    }
+    p->team = tid;
+    p->q = built;
+    p->set = true;
+    quota_refresh_on(s);
+    s->dirty = true;
+    return 0;
+}
+
+int sched_user_set(struct sched *s, const char *user, int64_t max_units,
+                   int max_jobs, int64_t max_time_ms, struct sh_error *err)
+{
+    uint32_t id;
+    if (!name_ok(user))
+        return sh_errorf(err, SH_EINVAL, "user name must be 1..%d bytes",
+                         SCHED_NAME_MAX);
+    if (max_units < SCHED_UNLIMITED || max_jobs < 0 || max_time_ms < 0)
+        return sh_errorf(err, SH_EINVAL, "user limits must be >= 0");
+    if (sched_user_intern(s, user, &id) < 0)
+        return sh_errorf(err, SH_EINTERNAL, "out of memory");
+    s->users[id].max_units = max_units;
+    s->users[id].max_jobs = max_jobs;
+    s->users[id].max_time_ms = max_time_ms;
+    s->users[id].own = true;
+    s->dirty = true;
+    return 0;
+}
+
+int sched_usage_seed(struct sched *s, const char *project, double unit_ms,
+                     int64_t at_ms, struct sh_error *err)
+{
+    uint32_t id;
+    if (!name_ok(project))
+        return sh_errorf(err, SH_EINVAL, "project name must be 1..%d bytes",
+                         SCHED_NAME_MAX);
+    if (!(unit_ms >= 0))
+        return sh_errorf(err, SH_EINVAL, "usage must be >= 0");
+    if (sched_project_intern(s, project, &id) < 0)
+        return sh_errorf(err, SH_EINTERNAL, "out of memory");
+    struct sproject *p = &s->projects[id];
+    if (at_ms > p->usage_t)
+        usage_advance(s, id, at_ms);
+    double age = (double)(p->usage_t - at_ms);
+    p->usage += unit_ms * exp2(-age / (double)s->cfg.usage_half_life_ms);
+    s->dirty = true;
+    return 0;
+}
+
+/* -------------------------------------------------------------- jobs */
+
+struct sjob *sched_job_get(const struct sched *s, uint64_t id)
+{
+    uint32_t j = idmap_get(&s->ids, id);
+    return j == SCHED_NONE ? NULL : &s->jobs[j];
+}
+
+int64_t sched_job_duration(const struct sched *s, const struct sjob *j)
+{
+    return j->limit > 0 ? j->limit : s->cfg.default_time_limit_ms;
+}
+
+struct squeue *sched_job_queue(struct sched *s, const struct sjob *j)
+{
+    if (s->cfg.policy == SCHED_POLICY_FIFO)
+        return &s->fifo;
+    return &s->projects[j->project].queues[j->prio];
+}
+
+static bool job_before(const struct sjob *a, const struct sjob *b)
+{
+    if (a->submit != b->submit)
+        return a->submit < b->submit;
+    return a->id < b->id;
+}
+
+void sched_queue_insert(struct sched *s, uint32_t j)
+{
+    struct squeue *q = sched_job_queue(s, &s->jobs[j]);
+    struct sjob *job = &s->jobs[j];
+    /* Most jobs are the youngest of their queue: walk from the tail. */
+    uint32_t after = q->tail;
+    while (after != SCHED_NONE && job_before(job, &s->jobs[after]))
+        after = s->jobs[after].prev;
+    job->prev = after;
+    job->next = after == SCHED_NONE ? q->head : s->jobs[after].next;
+    if (after == SCHED_NONE)
+        q->head = j;
+    else
+        s->jobs[after].next = j;
+    if (job->next == SCHED_NONE)
+        q->tail = j;
+    else
+        s->jobs[job->next].prev = j;
+    q->count++;
+}
+
+void sched_queue_unlink(struct sched *s, uint32_t j)
+{
+    struct sjob *job = &s->jobs[j];
+    struct squeue *q = sched_job_queue(s, job);
+    if (job->prev == SCHED_NONE)
+        q->head = job->next;
+    else
+        s->jobs[job->prev].next = job->next;
+    if (job->next == SCHED_NONE)
+        q->tail = job->prev;
+    else
+        s->jobs[job->next].prev = job->prev;
+    job->next = job->prev = SCHED_NONE;
+    q->count--;
+}
+
+static int desc_validate(const struct sched *s, const struct sched_job_desc *d,
+                         struct sh_error *err)
+{
+    if (!name_ok(d->user))
+        return sh_errorf(err, SH_EINVAL, "user must be 1..%d bytes",
+                         SCHED_NAME_MAX);
+    if (!name_ok(d->project))
+        return sh_errorf(err, SH_EINVAL, "project must be 1..%d bytes",
+                         SCHED_NAME_MAX);
+    if ((unsigned)d->priority >= JOB_PRIO_COUNT)
+        return sh_errorf(err, SH_EINVAL, "priority must be high, normal or "
+                         "low");
+    if (d->gpu_type && !name_ok(d->gpu_type))
+        return sh_errorf(err, SH_EINVAL, "gpu_type must be 1..%d bytes",
+                         SCHED_NAME_MAX);
+    if (d->slice && (!*d->slice || strnlen(d->slice, GPU_PROFILE_MAX) >=
+                                       GPU_PROFILE_MAX))
+        return sh_errorf(err, SH_EINVAL, "slice must be 1..%d bytes",
+                         GPU_PROFILE_MAX - 1);
+    if (d->time_limit_ms < 0)
+        return sh_errorf(err, SH_EINVAL, "time_limit must be >= 0");
+    if (d->nodes < 0 || d->nodes > JOB_NODES_MAX)
+        return sh_errorf(err, SH_EINVAL, "nodes must be 0..%d",
+                         JOB_NODES_MAX);
+    if (d->gpu_mem / (1024 * 1024) > UINT32_MAX)
+        return sh_errorf(err, SH_EINVAL, "gpu_mem is too large");
+    if (d->slice || d->flexible) {
+        if (d->gpus != 1 || d->nodes > 1)
+            return sh_errorf(err, SH_EINVAL, "a %s job takes 1 GPU on 1 "
+                             "node", d->slice ? "slice" : "memory");
+        if (d->slice && d->flexible)
+            return sh_errorf(err, SH_EINVAL, "slice and flexible memory "
+                             "exclude each other");
+        if (d->flexible && d->gpu_mem == 0)
+            return sh_errorf(err, SH_EINVAL, "a memory job needs gpu_mem");
+        return 0;
+    }
+    if (d->gpus < 1)
+        return sh_errorf(err, SH_EINVAL, "gpus must be >= 1");
+    if (d->nodes >= 1 && d->gpus > GPU_PER_NODE_MAX)
+        return sh_errorf(err, SH_EINVAL, "gpus per node must be 1..%d",
+                         GPU_PER_NODE_MAX);
+    if (d->nodes == 0 && d->gpus > JOB_NODES_MAX * GPU_PER_NODE_MAX)
+        return sh_errorf(err, SH_EINVAL, "gpus must be 1..%d",
+                         JOB_NODES_MAX * GPU_PER_NODE_MAX);
+    (void)s;
+    return 0;
+}
+
+/* Take a free job slot and fill it from d (interning names). */
+static int job_alloc(struct sched *s, const struct sched_job_desc *d,
+                     uint32_t *out, struct sh_error *err)
+{
+    if (d->gpu_type && strtab_find(&s->model_names, d->gpu_type) ==
+                           SCHED_NONE &&
+        s->model_names.n >= SCHED_MODELS_MAX)
+        return sh_errorf(err, SH_ETOOLARGE, "at most %d GPU models",
+                         SCHED_MODELS_MAX);
+    if (d->slice && strtab_find(&s->profile_names, d->slice) == SCHED_NONE &&
+        s->profile_names.n >= SCHED_PROFILES_MAX)
+        return sh_errorf(err, SH_ETOOLARGE, "at most %d slice profiles",
+                         SCHED_PROFILES_MAX);
+    uint32_t user, project;
+    uint16_t model = SCHED_NONE16, profile = SCHED_NONE16;
+    if (sched_user_intern(s, d->user, &user) < 0 ||
+        sched_project_intern(s, d->project, &project) < 0 ||
+        (d->gpu_type && sched_model_intern(s, d->gpu_type, &model) < 0) ||
+        (d->slice && sched_profile_intern(s, d->slice, &profile) < 0))
+        return sh_errorf(err, SH_EINTERNAL, "out of memory");
+    if (s->free_job == SCHED_NONE) {
+        uint32_t old = s->jobs_cap;
+        void *p = s->jobs;
+        if (sched_grow(&p, &s->jobs_cap, old + 1, sizeof(*s->jobs)) < 0)
+            return sh_errorf(err, SH_EINTERNAL, "out of memory");
+        s->jobs = p;
+        for (uint32_t i = s->jobs_cap; i-- > old;) {
+            s->jobs[i].state = SJOB_FREE;
+            s->jobs[i].next = s->free_job;
+            s->free_job = i;
+        }
+    }
+    uint32_t j = s->free_job;
+    if (idmap_put(&s->ids, d->id, j) < 0)
+        return sh_errorf(err, SH_EINTERNAL, "out of memory");
+    s->free_job = s->jobs[j].next;
+    struct sjob *job = &s->jobs[j];
+    memset(job, 0, sizeof(*job));
+    job->id = d->id;
+    job->submit = d->submit_ms;
+    job->limit = d->time_limit_ms;
+    job->user = user;
+    job->project = project;
+    job->model = model;
+    job->profile = profile;
+    job->run_model = SCHED_NONE16;
+    job->prio = (uint8_t)d->priority;
+    job->mem_mib = (uint32_t)((d->gpu_mem + (1024 * 1024) - 1) /
+                              (1024 * 1024));
+    job->kind = d->slice ? SJOB_SLICE : d->flexible ? SJOB_FLEX : SJOB_WHOLE;
+    job->gpus = (uint32_t)d->gpus;
+    job->nodes = (uint16_t)(job->kind == SJOB_WHOLE ? d->nodes : 1);
+    job->next = job->prev = SCHED_NONE;
+    *out = j;
+    return 0;
+}
+
+static void job_free(struct sched *s, uint32_t j)
+{
+    struct sjob *job = &s->jobs[j];
+    idmap_del(&s->ids, job->id);
+    free(job->place);
+    job->place = NULL;
+    job->state = SJOB_FREE;
+    job->next = s->free_job;
+    s->free_job = j;
+}
+
+int sched_job_add(struct sched *s, const struct sched_job_desc *d,
+                  struct sh_error *err)
+{
+    uint32_t j;
+    if (desc_validate(s, d, err) < 0)
+        return -1;
+    if (idmap_get(&s->ids, d->id) != SCHED_NONE)
+        return sh_errorf(err, SH_ECONFLICT, "job %llu is already known",
+                         (unsigned long long)d->id);
+    if (job_alloc(s, d, &j, err) < 0)
+        return -1;
+    s->jobs[j].state = SCHED_JOB_PENDING;
+    s->jobs[j].wait = SCHED_WAIT_NEW;
+    sched_queue_insert(s, j);
+    s->npending++;
+    return 0;
+}
+
+/* Give back the claim a pending preemptor holds. */
+static void claim_release(struct sched *s, uint32_t j)
+{
+    struct sjob *job = &s->jobs[j];
+    if (job->victims == 0)
+        return;
+    quota_claim(s, job->project, job->run_model, job->units, -1);
+    job->victims = 0;
+    job->units = 0;
+    job->run_model = SCHED_NONE16;
+}
+
+static void running_remove(struct sched *s, uint32_t j)
+{
+    uint32_t slot = s->jobs[j].prev;
+    uint32_t last = s->running[--s->nrunning];
+    s->running[slot] = last;
+    s->jobs[last].prev = slot;
+}
+
+static void job_stop(struct sched *s, uint32_t j, int64_t now)
+{
+    struct sjob *job = &s->jobs[j];
+    if (job->state == SCHED_JOB_PREEMPTING) {
+        struct sjob *f = sched_job_get(s, job->other);
+        if (f && f->state == SCHED_JOB_PENDING && f->victims > 0) {
+            if (--f->victims == 0) {
+                f->victims = 1;
+                claim_release(s, (uint32_t)(f - s->jobs));
+            }
+        }
+        quota_stopping(s, j, -1);
+    }
+    if (now > s->projects[job->project].usage_t)
+        usage_advance(s, job->project, now);
+    node_release(s, j);
+    quota_account(s, j, -1);
+    running_remove(s, j);
+    job_free(s, j);
+}
+
+int sched_job_remove(struct sched *s, uint64_t id, struct sh_error *err)
+{
+    uint32_t j = idmap_get(&s->ids, id);
+    if (j == SCHED_NONE)
+        return sh_errorf(err, SH_ENOTFOUND, "job %llu is not known",
+                         (unsigned long long)id);
+    if (s->jobs[j].state == SCHED_JOB_PENDING) {
+        claim_release(s, j);
+        sched_queue_unlink(s, j);
+        s->npending--;
+        job_free(s, j);
+        return 0;
+    }
+    job_stop(s, j, s->last_now);
+    return 0;
+}
+
+int sched_job_end(struct sched *s, uint64_t id, int64_t now,
+                  struct sh_error *err)
+{
+    uint32_t j = idmap_get(&s->ids, id);
+    if (j == SCHED_NONE)
+        return sh_errorf(err, SH_ENOTFOUND, "job %llu is not known",
+                         (unsigned long long)id);
+    if (s->jobs[j].state == SCHED_JOB_PENDING)
+        return sh_errorf(err, SH_ECONFLICT, "job %llu is pending, not "
+                         "running", (unsigned long long)id);
+    job_stop(s, j, now);
+    return 0;
+}
+
+int sched_job_recover(struct sched *s, const struct sched_job_desc *d,
+                      int64_t start_ms, const struct sched_place *places,
+                      int n, struct sh_error *err)
+{
+    uint32_t j;
+    struct splace *p = NULL;
+    if (desc_validate(s, d, err) < 0)
+        return -1;
+    if (idmap_get(&s->ids, d->id) != SCHED_NONE)
+        return sh_errorf(err, SH_ECONFLICT, "job %llu is already known",
+                         (unsigned long long)d->id);
+    if (n < 1 || n > JOB_NODES_MAX * GPU_PER_NODE_MAX || !places)
+        return sh_errorf(err, SH_EINVAL, "a running job needs a placement");
+    p = calloc((size_t)n, sizeof(*p));
+    if (!p)
+        return sh_errorf(err, SH_EINTERNAL, "out of memory");
+    for (int i = 0; i < n; i++) {
+        uint32_t nd = places[i].node ? strtab_find(&s->node_names,
+                                                   places[i].node)
+                                     : SCHED_NONE;
+        if (nd == SCHED_NONE || !s->nodes[nd].present) {
+            free(p);
+            return sh_errorf(err, SH_ENOTFOUND, "job %llu: node %s is not "
+                             "known", (unsigned long long)d->id,
+                             places[i].node ? places[i].node : "(null)");
+        }
+        p[i].node = nd;
+        p[i].gpu = (uint8_t)(places[i].gpu < 0 ? 255 : places[i].gpu);
+        p[i].slice = (int8_t)(places[i].slice < -1 ? 127 : places[i].slice);
+        if (places[i].gpu < 0 || places[i].gpu >= s->nodes[nd].ngpus ||
+            places[i].slice >= GPU_SLICES_MAX || places[i].slice < -1) {
+            free(p);
+            return sh_errorf(err, SH_EINVAL, "job %llu: no GPU %d slice %d "
+                             "on node %s", (unsigned long long)d->id,
+                             places[i].gpu, places[i].slice,
+                             places[i].node);
+        }
+    }
+    if (job_alloc(s, d, &j, err) < 0) {
+        free(p);
+        return -1;
+    }
+    if (node_hold(s, j, p, n) < 0) {
+        free(p);
+        job_free(s, j);
+        return sh_errorf(err, SH_ECONFLICT, "job %llu: its GPUs or slices "
+                         "are not free", (unsigned long long)d->id);
+    }
+    void *rp = s->running;
+    if (sched_grow(&rp, &s->running_cap, s->nrunning + 1,
+                   sizeof(*s->running)) < 0) {
+        node_release(s, j);
+        free(p);
+        job_free(s, j);
+        return sh_errorf(err, SH_EINTERNAL, "out of memory");
+    }
+    s->running = rp;
+    struct sjob *job = &s->jobs[j];
+    job->state = SCHED_JOB_RUNNING;
+    job->start = start_ms;
+    job->est = start_ms + sched_job_duration(s, job);
+    job->prev = s->nrunning;
+    s->running[s->nrunning++] = j;
+    if (start_ms > s->projects[job->project].usage_t)
+        usage_advance(s, job->project, start_ms);
+    quota_account(s, j, +1);
+    return 0;
+}
+
+/* ------------------------------------------------------------ status */
+
+int sched_job_status(const struct sched *s, uint64_t id,
+                     struct sched_job_status *st, struct sh_error *err)
+{
+    const struct sjob *j = sched_job_get(s, id);
+    if (!j)
+        return sh_errorf(err, SH_ENOTFOUND, "job %llu is not known",
+                         (unsigned long long)id);
+    memset(st, 0, sizeof(*st));
+    st->state = (enum sched_job_state)j->state;
+    if (j->state == SCHED_JOB_PENDING) {
+        st->wait = (enum sched_wait)j->wait;
+        st->est_start_ms = j->est;
+        st->other_job = j->other;
+    } else {
+        st->start_ms = j->start;
+        st->other_job = j->state == SCHED_JOB_PREEMPTING ? j->other : 0;
+    }
+    return 0;
+}
+
+int sched_job_placement(const struct sched *s, uint64_t id,
+                        struct sched_place *out, int max)
+{
+    const struct sjob *j = sched_job_get(s, id);
+    if (!j || j->state == SCHED_JOB_PENDING)
+        return -1;
+    for (int i = 0; i < j->nplace && i < max; i++) {
+        out[i].node = s->node_names.names[j->place[i].node];
+        out[i].gpu = j->place[i].gpu;
+        out[i].slice = j->place[i].slice;
+    }
+    return j->nplace;
+}
+
+void sched_stats_get(const struct sched *s, struct sched_stats *st)
+{
+    memset(st, 0, sizeof(*st));
+    for (uint32_t n = 0; n < s->node_names.n; n++) {
+        if (!s->nodes[n].present)
+            continue;
+        st->nodes++;
+        st->gpus += s->nodes[n].ngpus;
+    }
+    st->pending = s->npending;
+    st->running = s->nrunning;
+    st->free_units = s->free_whole * SCHED_UNITS_PER_GPU;
+    for (uint32_t n = 0; n < s->node_names.n; n++) {
+        const struct snode *nd = &s->nodes[n];
+        if (!nd->indexed)
+            continue;
+        for (int g = 0; g < nd->ngpus; g++) {
+            const struct sgpu *gp = &nd->gpus[g];
+            if (!(gp->flags & SGPU_SLICED) || (gp->flags & SGPU_UNSCHED))
+                continue;
+            for (int k = 0; k < gp->nslices; k++) {
+                if (gp->slices[k].job == SCHED_NONE)
+                    st->free_units += gp->slices[k].units;
+            }
+        }
+    }
+    for (uint32_t p = 0; p < s->project_names.n; p++)
+        st->used_units += s->projects[p].u.used_total;
+    st->full_passes = s->full_passes;
+    st->incremental_passes = s->incr_passes;
+}

@@ -1,0 +1,734 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* sched_run(): one scheduling pass.
+ *
+ * Order: pending queues (one per project and priority class, each sorted by
+ * submit time and id) are merged by priority class, then the project's
+ * fair-share score plus the job's age, then submit time, then id.
+ *
+ * Phase 1 walks that order and admits jobs within their guarantee (all
+ * jobs when quotas are off). A job that cannot start may reclaim borrowed
+ * GPUs by preemption, or gets a reservation (the first max_reservations
+ * such jobs, full passes only); later jobs start only where they do not
+ * delay a reservation (placement treats reserved GPUs as usable only by
+ * jobs that end before the reservation starts). Phase 2 walks, in the same
+ * order, the jobs that could only borrow, and starts them on idle GPUs.
+ *
+ * A full pass (forced, after a change to nodes, tenants or config, or every
+ * full_pass_interval_ms) recomputes fair-share scores, reservations and every
+ * pending job's reason. An incremental pass reuses them and stops as soon as
+ * nothing more can start (no free GPU or slice and nothing to reclaim), so
+ * a freed GPU costs a few queue entries, not the whole queue.
+ *
+ * Failed placements are memoised for the pass: resources only shrink during
+ * a pass, so a job at least as large (and as long) as one that failed fails
+ * too and is answered in O(1).
+ */
+#include "sched/sched_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define OPTS_MAX 32
+
+struct cursor {
+    uint32_t job;
+    uint32_t project;
+    uint8_t prio;
+    int64_t score;
+};
+
+struct pass {
+    int64_t now;
+    bool full;
+    int phase;
+    uint32_t blocked_head;    /* FIFO / no backfill: nothing passes it */
+    uint32_t ndeferred;
+    struct cursor *heap;
+    uint32_t nheap;
+    struct smemo memo[SCHED_MEMO_MAX];
+    int nmemo;
+    int memo_next;
+    struct sched_decisions *out;
+    bool claim_released;      /* the evaluated job's claim is given back */
+};
+
+/* ----------------------------------------------------------- decisions */
+
+void sched_decisions_init(struct sched_decisions *d)
+{
+    memset(d, 0, sizeof(*d));
+}
+
+void sched_decisions_fini(struct sched_decisions *d)
+{
+    if (!d)
+        return;
+    free(d->starts);
+    free(d->places);
+    free(d->preempts);
+    memset(d, 0, sizeof(*d));
+}
+
+static int grow(void **p, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap)
+        return 0;
+    size_t ncap = *cap ? *cap : 64;
+    while (ncap < need)
+        ncap *= 2;
+    void *np = realloc(*p, ncap * size);
+    if (!np)
+        return -1;
+    *p = np;
+    *cap = ncap;
+    return 0;
+}
+
+int decisions_add_preempt(struct sched_decisions *d, uint64_t job,
+                          uint64_t for_job)
+{
+    void *p = d->preempts;
+    if (grow(&p, &d->preempts_cap, d->npreempts + 1, sizeof(*d->preempts)))
+        return -1;
+    d->preempts = p;
+    d->preempts[d->npreempts].job = job;
+    d->preempts[d->npreempts].for_job = for_job;
+    d->preempts[d->npreempts++].reason = SCHED_PREEMPT_RECLAIM;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- merge */
+
+static int64_t age_score(const struct sched *s, int64_t now, int64_t submit)
+{
+    /* age_weight per day of age, in the same ppm scale as fair share. */
+    return s->cfg.age_weight * (now - submit) * 10 / 864;
+}
+
+static void cursor_load(const struct sched *s, const struct pass *ps,
+                        struct cursor *c)
+{
+    const struct sjob *j = &s->jobs[c->job];
+    c->score = s->cfg.policy == SCHED_POLICY_FIFO
+                   ? 0
+                   : s->projects[c->project].key +
+                         age_score(s, ps->now, j->submit);
+}
+
+static bool cursor_before(const struct sched *s, const struct cursor *a,
+                          const struct cursor *b)
+{
+    if (a->prio != b->prio)
+        return a->prio < b->prio;
+    if (a->score != b->score)
+        return a->score > b->score;
+    const struct sjob *x = &s->jobs[a->job], *y = &s->jobs[b->job];
+    if (x->submit != y->submit)
+        return x->submit < y->submit;
+    if (x->id != y->id)
+        return x->id < y->id;
+    return a->project < b->project;
+}
+
+static void heap_down(const struct sched *s, struct pass *ps, uint32_t i)
+{
+    struct cursor *h = ps->heap;
+    for (;;) {
+        uint32_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < ps->nheap && cursor_before(s, &h[l], &h[m]))
+            m = l;
+        if (r < ps->nheap && cursor_before(s, &h[r], &h[m]))
+            m = r;
+        if (m == i)
+            return;
+        struct cursor t = h[i];
+        h[i] = h[m];
+        h[m] = t;
+        i = m;
+    }
+}
+
+static int merge_init(struct sched *s, struct pass *ps)
+{
+    uint32_t nq = s->cfg.policy == SCHED_POLICY_FIFO
+                      ? 1
+                      : s->project_names.n * JOB_PRIO_COUNT;
+    ps->heap = malloc(sizeof(*ps->heap) * (nq ? nq : 1));
+    if (!ps->heap)
+        return -1;
+    ps->nheap = 0;
+    if (s->cfg.policy == SCHED_POLICY_FIFO) {
+        if (s->fifo.head != SCHED_NONE) {
+            ps->heap[0] = (struct cursor){s->fifo.head, 0, 0, 0};
+            ps->nheap = 1;
+        }
+        return 0;
+    }
+    for (uint32_t p = 0; p < s->project_names.n; p++) {
+        for (int c = 0; c < JOB_PRIO_COUNT; c++) {
+            uint32_t h = s->projects[p].queues[c].head;
+            if (h == SCHED_NONE)
+                continue;
+            struct cursor *cu = &ps->heap[ps->nheap++];
+            cu->job = h;
+            cu->project = p;
+            cu->prio = (uint8_t)c;
+            cursor_load(s, ps, cu);
+        }
+    }
+    for (uint32_t i = ps->nheap / 2; i-- > 0;)
+        heap_down(s, ps, i);
+    return 0;
+}
+
+/* The next pending job in order, or SCHED_NONE. */
+static uint32_t merge_next(struct sched *s, struct pass *ps)
+{
+    if (ps->nheap == 0)
+        return SCHED_NONE;
+    struct cursor *top = &ps->heap[0];
+    uint32_t j = top->job;
+    uint32_t next = s->jobs[j].next;
+    if (next == SCHED_NONE) {
+        ps->heap[0] = ps->heap[--ps->nheap];
+    } else {
+        top->job = next;
+        cursor_load(s, ps, top);
+    }
+    heap_down(s, ps, 0);
+    return j;
+}
+
+/* ----------------------------------------------------------------- memo */
+
+static uint32_t job_total(const struct sjob *j)
+{
+    return j->nodes >= 1 ? (uint32_t)j->nodes * j->gpus : j->gpus;
+}
+
+static const struct smemo *memo_find(const struct pass *ps,
+                                     const struct sjob *j,
+                                     const struct sopt *o, uint64_t mask,
+                                     int64_t end)
+{
+    for (int i = 0; i < ps->nmemo; i++) {
+        const struct smemo *m = &ps->memo[i];
+        if (m->kind != o->kind || (mask & ~m->mask) || end < m->end)
+            continue;
+        if (o->kind == SJOB_SLICE) {
+            if (m->profile == o->profile && m->project == j->project &&
+                j->mem_mib >= m->mem_mib)
+                return m;
+            continue;
+        }
+        if (j->nodes == 0 || m->nodes == 0) {
+            if (j->nodes == m->nodes && j->gpus == m->total &&
+                j->mem_mib >= m->mem_mib)
+                return m;
+            continue;
+        }
+        if (j->nodes >= m->nodes && j->gpus >= m->gpus &&
+            j->mem_mib >= m->mem_mib)
+            return m;
+    }
+    return NULL;
+}
+
+static void memo_add(struct pass *ps, const struct sjob *j,
+                     const struct sopt *o, uint64_t mask, int64_t end)
+{
+    struct smemo *m;
+    if (ps->nmemo < SCHED_MEMO_MAX) {
+        m = &ps->memo[ps->nmemo++];
+    } else {
+        m = &ps->memo[ps->memo_next];
+        ps->memo_next = (ps->memo_next + 1) % SCHED_MEMO_MAX;
+    }
+    m->kind = o->kind;
+    m->wait = j->wait;
+    m->other = j->other;
+    m->profile = o->profile;
+    m->mask = mask;
+    m->nodes = j->nodes;
+    m->gpus = j->gpus;
+    m->total = j->gpus;
+    m->project = j->project;
+    m->mem_mib = j->mem_mib;
+    m->end = end;
+}
+
+/* ---------------------------------------------------------------- start */
+
+static int start_apply(struct sched *s, struct pass *ps, uint32_t ji,
+                       const struct sfound *f)
+{
+    struct sched_decisions *d = ps->out;
+    int np = 0;
+    for (int i = 0; i < f->nnodes; i++)
+        np += f->slice_gpu >= 0 ? 1 : __builtin_popcountll(f->masks[i]);
+    struct splace *p = malloc(sizeof(*p) * (size_t)np);
+    void *a = d->starts, *b = d->places, *r = s->running;
+    if (!p || grow(&a, &d->starts_cap, d->nstarts + 1, sizeof(*d->starts)) ||
+        (d->starts = a, 0) ||
+        grow(&b, &d->places_cap, d->nplaces + (size_t)np,
+             sizeof(*d->places)) ||
+        (d->places = b, 0) ||
+        sched_grow(&r, &s->running_cap, s->nrunning + 1,
+                   sizeof(*s->running))) {
+        free(p);
+        return -1;
+    }
+    s->running = r;
+    int k = 0;
+    for (int i = 0; i < f->nnodes; i++) {
+        if (f->slice_gpu >= 0) {
+            p[k++] = (struct splace){f->nodes[i], (uint8_t)f->slice_gpu,
+                                     (int8_t)f->slice};
+            continue;
+        }
+        for (uint64_t m = f->masks[i]; m; m &= m - 1)
+            p[k++] = (struct splace){f->nodes[i],
+                                     (uint8_t)__builtin_ctzll(m), -1};
+    }
+    struct sjob *j = &s->jobs[ji];
+    sched_queue_unlink(s, ji);
+    s->npending--;
+    if (node_hold(s, ji, p, np) < 0) {
+        /* A placement from this engine is always free: a bug. */
+        free(p);
+        sched_queue_insert(s, ji);
+        s->npending++;
+        return -1;
+    }
+    /* eval_claimed() gave back a claim held before this evaluation; one
+     * taken during it (preempted, then placed elsewhere) goes now. */
+    if (j->victims > 0 && !ps->claim_released)
+        quota_claim(s, j->project, j->run_model, j->units, -1);
+    j->victims = 0;
+    j->state = SCHED_JOB_RUNNING;
+    j->start = ps->now;
+    j->est = ps->now + sched_job_duration(s, j);
+    j->other = 0;
+    j->prev = s->nrunning;
+    s->running[s->nrunning++] = ji;
+    usage_advance(s, j->project, ps->now);
+    quota_account(s, ji, +1);
+    struct sched_start *st = &d->starts[d->nstarts++];
+    st->job = j->id;
+    st->first = d->nplaces;
+    st->nplaces = np;
+    st->nnodes = f->nnodes;
+    for (int i = 0; i < np; i++) {
+        struct sched_place *o = &d->places[d->nplaces++];
+        o->node = s->node_names.names[p[i].node];
+        o->gpu = p[i].gpu;
+        o->slice = p[i].slice;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------- evaluation */
+
+static int job_options(struct sched *s, const struct sjob *j,
+                       struct sopt *o)
+{
+    if (j->kind == SJOB_WHOLE) {
+        o[0].kind = SJOB_WHOLE;
+        o[0].profile = SCHED_NONE16;
+        o[0].mask = model_mask_for(s, j);
+        o[0].units = (int64_t)job_total(j) * SCHED_UNITS_PER_GPU;
+        return 1;
+    }
+    uint64_t all = j->model != SCHED_NONE16 ? UINT64_C(1) << j->model
+                                            : ~UINT64_C(0);
+    if (j->kind == SJOB_SLICE) {
+        o[0].kind = SJOB_SLICE;
+        o[0].profile = j->profile;
+        o[0].mask = all;
+        o[0].units = s->profiles[j->profile].units_max;
+        return 1;
+    }
+    uint64_t mem = (uint64_t)j->mem_mib * 1024 * 1024;
+    int n = 0;
+    for (int i = 0; i < s->nmemopts && n < OPTS_MAX; i++) {
+        if (s->memopt_mem[i] < mem || !(s->memopts[i].mask & all))
+            continue;
+        o[n] = s->memopts[i];
+        o[n++].mask &= all;
+    }
+    return n;
+}
+
+/* The pass may use reserved GPUs only where no reservation is delayed. */
+static bool try_place(struct sched *s, struct pass *ps, uint32_t ji,
+                      const struct sopt *o, uint64_t mask, struct sfound *f)
+{
+    struct sjob *j = &s->jobs[ji];
+    int64_t end = ps->now + sched_job_duration(s, j);
+    /* A reservation holder may use its own reserved GPUs: the memo of
+     * other jobs' failures does not speak for it. */
+    bool holder = j->wait == SCHED_WAIT_RESERVED;
+    const struct smemo *m = holder ? NULL : memo_find(ps, j, o, mask, end);
+    if (m) {
+        j->wait = m->wait;
+        j->other = m->other;
+        return false;
+    }
+    bool ok;
+    if (o->kind == SJOB_SLICE) {
+        ok = place_slice(s, j, o->profile, mask, f);
+    } else {
+        int64_t have = 0;
+        for (uint64_t b = mask; b; b &= b - 1)
+            have += s->models[__builtin_ctzll(b)].free_gpus;
+        ok = have >= (int64_t)job_total(j) &&
+             place_whole(s, j, mask, end, false, f);
+        if (!ok && have >= (int64_t)job_total(j) && s->nresv > 0 &&
+            place_whole(s, j, mask, end, true, &s->found2)) {
+            /* It fits, but only on GPUs reserved for another job. */
+            const struct snode *nd = &s->nodes[s->found2.nodes[0]];
+            uint32_t who = SCHED_NONE;
+            for (int i = 0; i < s->found2.nnodes && who == SCHED_NONE;
+                 i++) {
+                nd = &s->nodes[s->found2.nodes[i]];
+                for (uint64_t b = s->found2.masks[i]; b; b &= b - 1) {
+                    const struct sgpu *gp = &nd->gpus[__builtin_ctzll(b)];
+                    if (gp->resv_epoch == s->epoch && gp->resv_job != ji) {
+                        who = gp->resv_job;
+                        break;
+                    }
+                }
+            }
+            j->wait = SCHED_WAIT_RESERVATION;
+            j->other = who != SCHED_NONE ? s->jobs[who].id : 0;
+            if (!holder)
+                memo_add(ps, j, o, mask, end);
+            return false;
+        }
+    }
+    if (ok)
+        return true;
+    j->wait = SCHED_WAIT_RESOURCES;
+    j->other = 0;
+    if (!holder)
+        memo_add(ps, j, o, mask, end);
+    return false;
+}
+
+static int64_t option_units(const struct sjob *j, const struct sopt *o)
+{
+    (void)j;
+    return o->units;
+}
+
+/* The user's limits: 0 when they allow the job, else the wait code. */
+static int user_blocks(const struct sched *s, const struct sjob *j,
+                       int64_t units)
+{
+    const struct suser *u = &s->users[j->user];
+    if (u->max_jobs > 0 && u->running + 1 > u->max_jobs)
+        return SCHED_WAIT_USER_JOBS;
+    if (u->max_units != SCHED_UNLIMITED && u->used_units + units >
+                                               u->max_units)
+        return SCHED_WAIT_USER_GPUS;
+    return 0;
+}
+
+/* Split an option's models by quota class. Returns the first blocking
+ * class seen (QC_IN when none). */
+static enum qclass quota_masks(const struct sched *s, const struct sjob *j,
+                               const struct sopt *o, uint64_t *in,
+                               uint64_t *borrow, uint16_t *blocked_model)
+{
+    enum qclass first = QC_IN;
+    *in = *borrow = 0;
+    for (uint64_t b = o->mask; b; b &= b - 1) {
+        uint16_t m = (uint16_t)__builtin_ctzll(b);
+        if (m >= s->model_names.n)
+            break;
+        enum qclass c = quota_class(s, j->project, m, option_units(j, o));
+        if (c == QC_IN)
+            *in |= UINT64_C(1) << m;
+        else if (c == QC_BORROW)
+            *borrow |= UINT64_C(1) << m;
+        else if (first == QC_IN) {
+            first = c;
+            *blocked_model = m;
+        }
+    }
+    return first;
+}
+
+static void set_quota_wait(struct sjob *j, enum qclass c, uint16_t m)
+{
+    j->wait = c == QC_TEAM_LIMIT ? SCHED_WAIT_QUOTA_TEAM
+                                 : SCHED_WAIT_QUOTA_PROJECT;
+    j->wait_arg = m;
+}
+
+/* Try every option with its in-quota (phase 1) or borrowing (phase 2)
+ * models. 1 started, 0 not, -1 out of memory. */
+static int try_options(struct sched *s, struct pass *ps, uint32_t ji,
+                       const struct sopt *o, int no, const uint64_t *masks)
+{
+    struct sfound *f = &s->found;
+    for (int i = 0; i < no; i++) {
+        if (!masks[i])
+            continue;
+        if (try_place(s, ps, ji, &o[i], masks[i], f))
+            return start_apply(s, ps, ji, f) < 0 ? -1 : 1;
+    }
+    return 0;
+}
+
+static bool can_start_any(const struct sched *s, int phase)
+{
+    if (s->free_whole > 0 || s->free_slices > 0)
+        return true;
+    return phase == 1 && s->quotas_on && s->nborrowing > 0 &&
+           s->cfg.policy == SCHED_POLICY_DEFAULT;
+}
+
+/* Phase 1 for one job. */
+static int eval_job(struct sched *s, struct pass *ps, uint32_t ji)
+{
+    struct sjob *j = &s->jobs[ji];
+    struct sopt o[OPTS_MAX];
+    uint64_t in[OPTS_MAX], borrow[OPTS_MAX];
+    bool fifo = s->cfg.policy == SCHED_POLICY_FIFO;
+    bool held_resv = !ps->full && j->wait == SCHED_WAIT_RESERVED;
+    int64_t held_est = j->est;
+    j->est = 0;
+    if (ps->blocked_head != SCHED_NONE) {
+        j->wait = SCHED_WAIT_PRIORITY;
+        j->other = s->jobs[ps->blocked_head].id;
+        return 0;
+    }
+    if (!static_fit(s, j, NULL)) {
+        j->wait = SCHED_WAIT_NEVER;
+        return 0;
+    }
+    int no = job_options(s, j, o);
+    if (no == 0) {
+        j->wait = SCHED_WAIT_NEVER;
+        return 0;
+    }
+    int ub = user_blocks(s, j, o[0].units);
+    if (ub) {
+        j->wait = (uint8_t)ub;
+        if (fifo)
+            ps->blocked_head = ji;
+        return 0;
+    }
+    bool any_in = false, any_borrow = false;
+    enum qclass first = QC_IN;
+    uint16_t bm = SCHED_NONE16;
+    for (int i = 0; i < no; i++) {
+        enum qclass c = quota_masks(s, j, &o[i], &in[i], &borrow[i], &bm);
+        if (first == QC_IN)
+            first = c;
+        if (fifo) {
+            in[i] |= borrow[i];
+            borrow[i] = 0;
+        }
+        any_in |= in[i] != 0;
+        any_borrow |= borrow[i] != 0;
+    }
+    if (!any_in && !any_borrow) {
+        set_quota_wait(j, first, bm);
+        if (fifo)
+            ps->blocked_head = ji;
+        return 0;
+    }
+    if (any_in) {
+        int rc = try_options(s, ps, ji, o, no, in);
+        if (rc != 0)
+            return rc < 0 ? -1 : 0;
+        if (held_resv) {
+            j->wait = SCHED_WAIT_RESERVED;
+            j->est = held_est;
+        } else if (!fifo && s->quotas_on && s->nborrowing > 0 &&
+                   (j->wait == SCHED_WAIT_RESOURCES ||
+                    j->wait == SCHED_WAIT_RESERVATION)) {
+            if (j->victims > 0) {
+                j->wait = SCHED_WAIT_PREEMPTING;
+                j->est = held_est;
+            } else {
+                for (int i = 0; i < no && j->victims == 0; i++) {
+                    if (in[i] &&
+                        preempt_plan(s, ji, &o[i], in[i], ps->now,
+                                     ps->out) < 0)
+                        return -1;
+                }
+            }
+        }
+        if (ps->full && !fifo && j->kind == SJOB_WHOLE &&
+            s->nresv < s->cfg.max_reservations &&
+            (j->wait == SCHED_WAIT_RESOURCES ||
+             j->wait == SCHED_WAIT_RESERVATION)) {
+            if (resv_compute(s, ji, in[0], ps->now) < 0)
+                return -1;
+        }
+        if ((fifo || s->cfg.max_reservations == 0) && !any_borrow &&
+            (j->wait == SCHED_WAIT_RESOURCES ||
+             j->wait == SCHED_WAIT_RESERVATION))
+            ps->blocked_head = ji;
+    }
+    if (any_borrow)
+        s->scratch[ps->ndeferred++] = ji;
+    return 0;
+}
+
+/* Phase 2: a job that may only borrow idle GPUs. */
+static int eval_borrower(struct sched *s, struct pass *ps, uint32_t ji)
+{
+    struct sjob *j = &s->jobs[ji];
+    struct sopt o[OPTS_MAX];
+    uint64_t in[OPTS_MAX], borrow[OPTS_MAX];
+    uint8_t wait = j->wait;
+    uint64_t other = j->other;
+    int64_t est = j->est;
+    bool had_in = false;
+    uint16_t bm = SCHED_NONE16;
+    int no = job_options(s, j, o);
+    enum qclass first = QC_IN;
+    bool any = false;
+    for (int i = 0; i < no; i++) {
+        enum qclass c = quota_masks(s, j, &o[i], &in[i], &borrow[i], &bm);
+        if (first == QC_IN)
+            first = c;
+        had_in |= in[i] != 0;
+        any |= borrow[i] != 0;
+    }
+    (void)had_in;
+    if (!any) {
+        if (wait == SCHED_WAIT_NEW || wait == SCHED_WAIT_RESOURCES)
+            set_quota_wait(j, first, bm);
+        return 0;
+    }
+    int ub = user_blocks(s, j, o[0].units);
+    if (ub) {
+        j->wait = (uint8_t)ub;
+        return 0;
+    }
+    int rc = try_options(s, ps, ji, o, no, borrow);
+    if (rc != 0)
+        return rc < 0 ? -1 : 0;
+    /* Keep a reason from phase 1 (reservation, preemption) when it said
+     * more than "resources". */
+    if (wait == SCHED_WAIT_RESERVED || wait == SCHED_WAIT_PREEMPTING) {
+        j->wait = wait;
+        j->other = other;
+        j->est = est;
+    }
+    return 0;
+}
+
+/* Evaluate a job in a phase. A job waiting for its victims holds a claim
+ * on its quota; it is given back for the job's own evaluation (the job
+ * must not count against itself) and taken again if it still waits. */
+static int eval_claimed(struct sched *s, struct pass *ps, uint32_t ji,
+                        int phase)
+{
+    struct sjob *j = &s->jobs[ji];
+    bool had_claim = j->victims > 0;
+    if (had_claim)
+        quota_claim(s, j->project, j->run_model, j->units, -1);
+    ps->claim_released = had_claim;
+    int r = phase == 1 ? eval_job(s, ps, ji) : eval_borrower(s, ps, ji);
+    if (had_claim && j->state == SCHED_JOB_PENDING && j->victims > 0)
+        quota_claim(s, j->project, j->run_model, j->units, +1);
+    return r;
+}
+
+static int ensure_scratch(struct sched *s)
+{
+    size_t need = s->npending + 1;
+    if (need > s->scratch_cap) {
+        uint32_t *p = realloc(s->scratch, need * 2 * sizeof(*p));
+        if (!p)
+            return -1;
+        s->scratch = p;
+        s->scratch_cap = need * 2;
+    }
+    need = (size_t)s->node_names.n + 1;
+    if (need < (size_t)s->nrunning + 1)
+        need = (size_t)s->nrunning + 1;
+    if (need > s->scratch2_cap) {
+        uint32_t *p = realloc(s->scratch2, need * 2 * sizeof(*p));
+        if (!p)
+            return -1;
+        s->scratch2 = p;
+        s->scratch2_cap = need * 2;
+    }
+    return 0;
+}
+
+static void pass_begin(struct sched *s, struct pass *ps)
+{
+    if (ps->full) {
+        usage_keys(s, ps->now);
+        s->epoch++;
+        s->nresv = 0;
+        s->last_full = ps->now;
+        s->full_passes++;
+        s->dirty = false;
+    } else {
+        s->incr_passes++;
+    }
+    /* Preempting jobs end no later than their grace period. */
+    ps->blocked_head = SCHED_NONE;
+}
+
+int sched_run(struct sched *s, int64_t now, bool full,
+              struct sched_decisions *out, struct sh_error *err)
+{
+    struct pass ps;
+    int rc = -1;
+    memset(&ps, 0, sizeof(ps));
+    out->nstarts = out->nplaces = out->npreempts = 0;
+    out->visited = 0;
+    if (now < s->last_now)
+        now = s->last_now;
+    ps.now = now;
+    ps.out = out;
+    ps.full = full || s->dirty || !s->ran || s->cfg.full_pass_interval_ms == 0 ||
+              now - s->last_full >= s->cfg.full_pass_interval_ms;
+    if (sched_memopts_build(s) < 0 || ensure_scratch(s) < 0)
+        goto nomem;
+    /* Fair-share scores first: the merge orders queues by them. */
+    s->last_now = now;
+    s->ran = true;
+    pass_begin(s, &ps);
+    if (merge_init(s, &ps) < 0)
+        goto nomem;
+    out->full_pass = ps.full;
+    ps.phase = 1;
+    for (;;) {
+        if (!ps.full && !can_start_any(s, 1))
+            break;
+        uint32_t ji = merge_next(s, &ps);
+        if (ji == SCHED_NONE)
+            break;
+        out->visited++;
+        if (eval_claimed(s, &ps, ji, 1) < 0)
+            goto nomem;
+    }
+    ps.phase = 2;
+    for (uint32_t i = 0; i < ps.ndeferred; i++) {
+        if (!ps.full && !can_start_any(s, 2))
+            break;
+        uint32_t ji = s->scratch[i];
+        if (s->jobs[ji].state != SCHED_JOB_PENDING)
+            continue;
+        if (eval_claimed(s, &ps, ji, 2) < 0)
+            goto nomem;
+    }
+    rc = 0;
+    goto out;
+nomem:
+    sh_errorf(err, SH_EINTERNAL, "out of memory in a scheduling pass");
+out:
+    free(ps.heap);
+    return rc;
+}

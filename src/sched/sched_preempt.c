@@ -1,0 +1,327 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Reclaim by preemption: an owner's in-quota job cannot start because
+ * borrowing jobs hold the GPUs. Victims are running jobs of other projects
+ * that are above their guarantee (and whose team is too, when it has one),
+ * chosen so that the job fits: the fewest jobs, then the lowest priority,
+ * then the most recently started.
+ *
+ * Victims are told to stop (state "preempting") but keep their GPUs until
+ * the caller reports their end; the preemptor holds a claim on its quota
+ * meanwhile so that no other job of its project preempts for the same
+ * share, and it does not preempt again while its victims are stopping.
+ *
+ * Not here: preemption by priority inside a project (not a rule), and
+ * reclaiming slices on unfenced GPUs (their other slices would keep the
+ * GPU fenced to the borrower's project).
+ */
+#include "sched/sched_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct ventry {
+    uint32_t node;
+    uint32_t job;
+    uint32_t gpus;       /* GPUs of the victim on this node */
+};
+
+/* Preference among victims: lower priority (higher class number) first,
+ * then the most recently started, then the highest id. */
+static bool victim_before(const struct sched *s, uint32_t a, uint32_t b)
+{
+    const struct sjob *x = &s->jobs[a], *y = &s->jobs[b];
+    if (x->prio != y->prio)
+        return x->prio > y->prio;
+    if (x->start != y->start)
+        return x->start > y->start;
+    return x->id > y->id;
+}
+
+static int ventry_cmp(const void *a, const void *b, void *arg)
+{
+    const struct sched *s = arg;
+    const struct ventry *x = a, *y = b;
+    if (x->node != y->node)
+        return x->node < y->node ? -1 : 1;
+    if (x->gpus != y->gpus)
+        return x->gpus > y->gpus ? -1 : 1;
+    if (x->job == y->job)
+        return 0;
+    return victim_before(s, x->job, y->job) ? -1 : 1;
+}
+
+static bool victim_ok(const struct sched *s, const struct sjob *j,
+                      const struct sjob *v, uint16_t m)
+{
+    if (v->state != SCHED_JOB_RUNNING || v->run_model != m ||
+        v->project == j->project)
+        return false;
+    return quota_project_borrowing(s, v->project, m) &&
+           quota_team_borrowing(s, s->projects[v->project].team, m);
+}
+
+/* Per-node plan: the fewest victims among e[0..n) (sorted by GPUs desc,
+ * then preference) freeing need GPUs, preferring lower-priority ones among
+ * plans of that size. Writes chosen indices to pick; returns their count,
+ * or -1 when even all of them are not enough. */
+static int node_plan(const struct sched *s, const struct ventry *e, int n,
+                     uint32_t need, int *pick)
+{
+    uint32_t sum = 0;
+    int c = 0;
+    while (c < n && sum < need)
+        sum += e[c++].gpus;
+    if (sum < need)
+        return -1;
+    /* c is the fewest. Choose c entries in preference order while the
+     * rest can still be completed with the largest remaining ones. */
+    bool used[64] = {false};
+    int npick = 0;
+    sum = 0;
+    for (int slot = 0; slot < c; slot++) {
+        int best = -1;
+        for (int i = 0; i < n && i < 64; i++) {
+            if (used[i])
+                continue;
+            /* Can the remaining slots still reach need with i taken? */
+            uint32_t reach = sum + e[i].gpus;
+            int left = c - slot - 1;
+            for (int k = 0; k < n && k < 64 && left > 0; k++) {
+                if (used[k] || k == i)
+                    continue;
+                reach += e[k].gpus;
+                left--;
+            }
+            if (reach < need)
+                continue;
+            if (best < 0 || victim_before(s, e[i].job, e[best].job))
+                best = i;
+        }
+        if (best < 0)
+            return -1;
+        used[best] = true;
+        pick[npick++] = best;
+        sum += e[best].gpus;
+        if (sum >= need)
+            break;
+    }
+    return npick;
+}
+
+struct nplan {
+    uint32_t node;
+    int count;
+    uint8_t worst_prio;      /* highest class among victims (lowest no.) */
+    int64_t oldest;          /* earliest start among victims */
+    int first;               /* victims in vpick[first..first+count) */
+};
+
+static int nplan_cmp(const void *a, const void *b)
+{
+    const struct nplan *x = a, *y = b;
+    if (x->count != y->count)
+        return x->count < y->count ? -1 : 1;
+    if (x->worst_prio != y->worst_prio)
+        return x->worst_prio > y->worst_prio ? -1 : 1;
+    if (x->oldest != y->oldest)
+        return x->oldest > y->oldest ? -1 : 1;
+    return x->node < y->node ? -1 : x->node > y->node;
+}
+
+static int apply(struct sched *s, uint32_t ji, const uint32_t *victims,
+                 int nv, uint16_t m, int64_t units, int64_t now,
+                 struct sched_decisions *out)
+{
+    struct sjob *j = &s->jobs[ji];
+    for (int i = 0; i < nv; i++) {
+        if (decisions_add_preempt(out, s->jobs[victims[i]].id, j->id) < 0)
+            return -1;
+    }
+    int64_t ready = now + s->cfg.preempt_grace_ms;
+    for (int i = 0; i < nv; i++) {
+        struct sjob *v = &s->jobs[victims[i]];
+        v->state = SCHED_JOB_PREEMPTING;
+        v->other = j->id;
+        if (v->est > ready)
+            v->est = ready;
+        quota_stopping(s, victims[i], +1);
+    }
+    j->victims = (uint16_t)nv;
+    j->units = (uint32_t)units;
+    j->run_model = m;
+    quota_claim(s, j->project, m, units, +1);
+    j->wait = SCHED_WAIT_PREEMPTING;
+    j->est = ready;
+    j->other = s->jobs[victims[0]].id;
+    return 1;
+}
+
+static int plan_whole(struct sched *s, uint32_t ji, uint16_t m,
+                      const struct sopt *o, int64_t now,
+                      struct sched_decisions *out)
+{
+    struct sjob *j = &s->jobs[ji];
+    uint32_t nn, g;
+    size_t pass = s->full_passes + s->incr_passes;
+    if (!job_shape(s, j, m, &nn, &g))
+        return 0;
+    if (s->pfail_pass[m] == pass && nn >= s->pfail_nodes[m] &&
+        g >= s->pfail_gpus[m])
+        return 0;
+    size_t ne = 0, cap = 0;
+    struct ventry *e = NULL;
+    int rc = 0;
+    for (uint32_t i = 0; i < s->nrunning; i++) {
+        const struct sjob *v = &s->jobs[s->running[i]];
+        if (!victim_ok(s, j, v, m))
+            continue;
+        for (int k = 0; k < v->nplace; k++) {
+            if (v->place[k].slice >= 0 ||
+                !s->nodes[v->place[k].node].indexed)
+                continue;
+            if (ne > 0 && e[ne - 1].job == s->running[i] &&
+                e[ne - 1].node == v->place[k].node) {
+                e[ne - 1].gpus++;
+                continue;
+            }
+            if (ne == cap) {
+                cap = cap ? cap * 2 : 64;
+                void *p = realloc(e, cap * sizeof(*e));
+                if (!p) {
+                    free(e);
+                    return -1;
+                }
+                e = p;
+            }
+            e[ne++] = (struct ventry){v->place[k].node, s->running[i], 1};
+        }
+    }
+    if (ne == 0)
+        goto fail;
+    qsort_r(e, ne, sizeof(*e), ventry_cmp, s);
+    /* One plan per node that has victims (free-only nodes would have
+     * placed the job already, unless reservations stopped it). */
+    struct nplan *plans = calloc(ne, sizeof(*plans));
+    int *vpick = calloc(ne, sizeof(*vpick));
+    uint32_t *victims = calloc(ne, sizeof(*victims));
+    size_t np = 0, nvp = 0;
+    if (!plans || !vpick || !victims) {
+        rc = -1;
+        goto done;
+    }
+    for (size_t a = 0; a < ne;) {
+        size_t b = a;
+        while (b < ne && e[b].node == e[a].node)
+            b++;
+        const struct snode *nd = &s->nodes[e[a].node];
+        uint32_t freen = (uint32_t)__builtin_popcountll(
+            node_usable(s, nd, m, -1, ji));
+        uint32_t need = g > freen ? g - freen : 0;
+        int pick[64];
+        int c = need == 0 ? 0 : node_plan(s, &e[a], (int)(b - a), need,
+                                          pick);
+        if (c > 0) {
+            struct nplan *pl = &plans[np++];
+            pl->node = e[a].node;
+            pl->count = c;
+            pl->worst_prio = JOB_PRIO_LOW;
+            pl->oldest = INT64_MAX;
+            pl->first = (int)nvp;
+            for (int i = 0; i < c; i++) {
+                const struct sjob *v = &s->jobs[e[a + (size_t)pick[i]].job];
+                vpick[nvp++] = (int)(a + (size_t)pick[i]);
+                if (v->prio < pl->worst_prio)
+                    pl->worst_prio = v->prio;
+                if (v->start < pl->oldest)
+                    pl->oldest = v->start;
+            }
+        }
+        a = b;
+    }
+    /* Nodes already free enough count as plans of zero victims. */
+    uint32_t zero = 0;
+    for (uint32_t k = g; k <= (uint32_t)s->models[m].maxper; k++)
+        zero += s->models[m].cnt[k];
+    if (np + zero < nn)
+        goto done_fail;
+    qsort(plans, np, sizeof(*plans), nplan_cmp);
+    uint32_t want = nn > zero ? nn - zero : 0;
+    if (want == 0)
+        goto done_fail;   /* it fits without victims: reservations block */
+    int nv = 0;
+    for (uint32_t i = 0; i < want; i++) {
+        for (int k = 0; k < plans[i].count; k++) {
+            uint32_t v = e[vpick[plans[i].first + k]].job;
+            bool dup = false;
+            for (int x = 0; x < nv && !dup; x++)
+                dup = victims[x] == v;
+            if (!dup)
+                victims[nv++] = v;
+        }
+    }
+    rc = apply(s, ji, victims, nv, m, o->units, now, out);
+    goto done;
+done_fail:
+    s->pfail_pass[m] = pass;
+    s->pfail_nodes[m] = nn;
+    s->pfail_gpus[m] = g;
+done:
+    free(plans);
+    free(vpick);
+    free(victims);
+    free(e);
+    return rc;
+fail:
+    s->pfail_pass[m] = pass;
+    s->pfail_nodes[m] = nn;
+    s->pfail_gpus[m] = g;
+    free(e);
+    return 0;
+}
+
+static int plan_slice(struct sched *s, uint32_t ji, const struct sopt *o,
+                      uint64_t in_mask, int64_t now,
+                      struct sched_decisions *out)
+{
+    struct sjob *j = &s->jobs[ji];
+    uint64_t mem = (uint64_t)j->mem_mib * 1024 * 1024;
+    uint32_t best = SCHED_NONE;
+    for (uint32_t i = 0; i < s->nrunning; i++) {
+        uint32_t vi = s->running[i];
+        const struct sjob *v = &s->jobs[vi];
+        if (v->nplace != 1 || v->place[0].slice < 0 ||
+            !((in_mask >> v->run_model) & 1) ||
+            !victim_ok(s, j, v, v->run_model))
+            continue;
+        const struct snode *nd = &s->nodes[v->place[0].node];
+        const struct sgpu *gp = &nd->gpus[v->place[0].gpu];
+        const struct sslice *sl = &gp->slices[v->place[0].slice];
+        if (!nd->indexed || (gp->flags & (SGPU_UNFENCED | SGPU_UNSCHED)) ||
+            sl->mem < mem)
+            continue;
+        if (o->profile == s->shared_any ? sl->kind != GPU_SLICE_SHARED
+                                        : sl->profile != o->profile)
+            continue;
+        if (best == SCHED_NONE || victim_before(s, vi, best))
+            best = vi;
+    }
+    if (best == SCHED_NONE)
+        return 0;
+    return apply(s, ji, &best, 1, s->jobs[best].run_model, o->units, now,
+                 out);
+}
+
+int preempt_plan(struct sched *s, uint32_t ji, const struct sopt *o,
+                 uint64_t in_mask, int64_t now,
+                 struct sched_decisions *out)
+{
+    if (o->kind == SJOB_SLICE)
+        return plan_slice(s, ji, o, in_mask, now, out);
+    for (uint64_t b = in_mask; b; b &= b - 1) {
+        uint16_t m = (uint16_t)__builtin_ctzll(b);
+        int rc = plan_whole(s, ji, m, o, now, out);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}

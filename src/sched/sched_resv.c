@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Reservations for backfill. The first blocked whole-GPU jobs of a full
+ * pass (max_reservations of them; 1 is EASY backfill) get the earliest time
+ * T at which they would fit, found by replaying the running jobs' ends
+ * (start + time limit, or the default limit) on a shadow copy of each
+ * node's free GPUs. The GPUs chosen at T are marked reserved: later jobs may
+ * use them only if they end by T, so no later job delays the reservation.
+ *
+ * GPUs reserved by an earlier reservation of the same pass never count as
+ * free in the shadow (conservative: a later reservation never takes them).
+ * Slice jobs get no reservation: they never compete with whole-GPU jobs for
+ * GPUs, and each slice frees as soon as one job ends.
+ */
+#include "sched/sched_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int popcount64(uint64_t x)
+{
+    return __builtin_popcountll(x);
+}
+
+static uint64_t model_bits(const struct snode *nd, uint16_t m)
+{
+    for (int i = 0; i < nd->nmodels; i++) {
+        if (nd->models[i].model == m)
+            return nd->models[i].mask;
+    }
+    return 0;
+}
+
+/* GPUs of the node that a reservation already holds. */
+static uint64_t reserved_bits(const struct sched *s, const struct snode *nd)
+{
+    uint64_t r = 0;
+    if (nd->resv_epoch != s->epoch)
+        return 0;
+    for (int g = 0; g < nd->ngpus; g++) {
+        const struct sgpu *gp = &nd->gpus[g];
+        if (gp->resv_epoch == s->epoch && resv_live(s, gp))
+            r |= UINT64_C(1) << g;
+    }
+    return r;
+}
+
+static void shadow_load(struct sched *s, uint32_t n)
+{
+    struct snode *nd = &s->nodes[n];
+    if (nd->shadow_stamp == s->stamp)
+        return;
+    nd->shadow_stamp = s->stamp;
+    nd->shadow = nd->indexed ? nd->free & ~reserved_bits(s, nd) : 0;
+}
+
+static int end_cmp(const void *a, const void *b, void *arg)
+{
+    const struct sched *s = arg;
+    const struct sjob *x = &s->jobs[*(const uint32_t *)a];
+    const struct sjob *y = &s->jobs[*(const uint32_t *)b];
+    if (x->est != y->est)
+        return x->est < y->est ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+struct rmodel {
+    uint16_t m;
+    uint32_t nn, g;
+    uint32_t cnt;     /* nodes whose shadow holds g GPUs of m */
+};
+
+static bool fits(const struct rmodel *rm, int nrm)
+{
+    for (int i = 0; i < nrm; i++) {
+        if (rm[i].cnt >= rm[i].nn)
+            return true;
+    }
+    return false;
+}
+
+/* Pick the GPUs at time t on the shadow and mark them reserved. */
+static int mark(struct sched *s, uint32_t ji, const struct rmodel *rm,
+                int64_t t)
+{
+    uint32_t nn = s->node_names.n;
+    uint32_t *elig = malloc(sizeof(*elig) * (nn + 1));
+    uint64_t *usable = malloc(sizeof(*usable) * (nn + 1));
+    int rc = -1;
+    if (!elig || !usable)
+        goto out;
+    /* Best fit: nodes with the fewest shadow-free GPUs first. */
+    uint32_t ne = 0;
+    for (uint32_t k = rm->g; k <= (uint32_t)s->models[rm->m].maxper; k++) {
+        for (uint32_t n = 0; n < nn; n++) {
+            const struct snode *nd = &s->nodes[n];
+            if (nd->shadow_stamp != s->stamp || !nd->indexed)
+                continue;
+            uint64_t u = nd->shadow & model_bits(nd, rm->m);
+            if ((uint32_t)popcount64(u) != k)
+                continue;
+            usable[ne] = u;
+            elig[ne++] = n;
+        }
+    }
+    struct sfound *f = &s->found2;
+    if (!gang_choose(s, elig, usable, ne, rm->nn, rm->g, f))
+        goto out;
+    for (int i = 0; i < f->nnodes; i++) {
+        struct snode *nd = &s->nodes[f->nodes[i]];
+        nd->resv_epoch = s->epoch;
+        for (uint64_t b = f->masks[i]; b; b &= b - 1) {
+            struct sgpu *gp = &nd->gpus[__builtin_ctzll(b)];
+            gp->resv_epoch = s->epoch;
+            gp->resv_job = ji;
+            gp->resv_time = t;
+        }
+    }
+    struct sjob *j = &s->jobs[ji];
+    j->wait = SCHED_WAIT_RESERVED;
+    j->est = t;
+    j->other = 0;
+    s->resv_ids[s->nresv++] = j->id;
+    rc = 0;
+out:
+    free(elig);
+    free(usable);
+    return rc;
+}
+
+int resv_compute(struct sched *s, uint32_t ji, uint64_t mask, int64_t now)
+{
+    struct sjob *j = &s->jobs[ji];
+    struct rmodel rm[SCHED_MODELS_MAX];
+    int nrm = 0;
+    for (uint64_t b = mask; b; b &= b - 1) {
+        uint16_t m = (uint16_t)__builtin_ctzll(b);
+        uint32_t nn, g;
+        if (!job_shape(s, j, m, &nn, &g) || (int)g > s->models[m].maxper)
+            continue;
+        rm[nrm++] = (struct rmodel){m, nn, g, 0};
+    }
+    if (nrm == 0)
+        return 0;
+    s->stamp++;
+    for (uint32_t n = 0; n < s->node_names.n; n++) {
+        if (!s->nodes[n].indexed)
+            continue;
+        shadow_load(s, n);
+        for (int i = 0; i < nrm; i++) {
+            uint64_t u = s->nodes[n].shadow & model_bits(&s->nodes[n],
+                                                         rm[i].m);
+            if ((uint32_t)popcount64(u) >= rm[i].g)
+                rm[i].cnt++;
+        }
+    }
+    uint32_t *order = malloc(sizeof(*order) * (s->nrunning + 1));
+    if (!order)
+        return -1;
+    if (s->nrunning > 0)
+        memcpy(order, s->running, sizeof(*order) * s->nrunning);
+    qsort_r(order, s->nrunning, sizeof(*order), end_cmp, s);
+    int64_t t = now;
+    bool ok = fits(rm, nrm);
+    for (uint32_t r = 0; r < s->nrunning && !ok; r++) {
+        const struct sjob *v = &s->jobs[order[r]];
+        for (int k = 0; k < v->nplace; k++) {
+            const struct splace *p = &v->place[k];
+            struct snode *nd = &s->nodes[p->node];
+            uint64_t bit = UINT64_C(1) << p->gpu;
+            if (p->slice >= 0 || !nd->indexed || !(nd->whole & bit))
+                continue;
+            shadow_load(s, p->node);
+            if (nd->shadow & bit)
+                continue;
+            if (nd->gpus[p->gpu].resv_epoch == s->epoch &&
+                resv_live(s, &nd->gpus[p->gpu]))
+                continue;
+            for (int i = 0; i < nrm; i++) {
+                uint64_t mb = model_bits(nd, rm[i].m);
+                if (!(mb & bit))
+                    continue;
+                if ((uint32_t)popcount64(nd->shadow & mb) + 1 == rm[i].g)
+                    rm[i].cnt++;
+            }
+            nd->shadow |= bit;
+        }
+        t = v->est > now ? v->est : now;
+        ok = fits(rm, nrm);
+    }
+    free(order);
+    if (!ok)
+        return 0;   /* not even when everything ends: nodes are down */
+    for (int i = 0; i < nrm; i++) {
+        if (rm[i].cnt >= rm[i].nn)
+            return mark(s, ji, &rm[i], t);
+    }
+    return 0;
+}

@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Focus: the scheduling rules, one scenario file each, from
+ * tests/data/sched/ (format in its README.md). Each test runs one file
+ * through the scenario runner, which checks the engine's invariants after
+ * every line.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+
+#include "sched/test/scn.h"
+
+#ifndef SCHED_TEST_DATA
+#error "SCHED_TEST_DATA must name tests/data/sched"
+#endif
+
+static void run(const char *file)
+{
+    char path[512];
+    char msg[1024];
+    snprintf(path, sizeof(path), "%s/%s", SCHED_TEST_DATA, file);
+    int rc = scn_run_file(path, msg, sizeof(msg));
+    cr_assert(rc == 0, "%s", msg);
+}
+
+Test(sched_scenario, single_node_jobs_go_best_fit)
+{
+    run("placement_bestfit.scn");
+}
+
+Test(sched_scenario, gpus_of_one_nvlink_group_preferred)
+{
+    run("placement_nvlink.scn");
+}
+
+Test(sched_scenario, gangs_are_all_or_nothing)
+{
+    run("gang.scn");
+}
+
+Test(sched_scenario, gangs_pack_into_one_topology_group)
+{
+    run("topology.scn");
+}
+
+Test(sched_scenario, queue_order_is_priority_fair_share_age_id)
+{
+    run("order.scn");
+}
+
+Test(sched_scenario, borrowing_stops_at_the_limit_with_a_reason)
+{
+    run("quota_limit.scn");
+}
+
+Test(sched_scenario, owner_reclaims_borrowed_gpus_by_preemption)
+{
+    run("quota_reclaim.scn");
+}
+
+Test(sched_scenario, reclaim_preempts_the_fewest_jobs)
+{
+    run("quota_reclaim_fewest.scn");
+}
+
+Test(sched_scenario, user_limits_hold_jobs_back)
+{
+    run("user_limits.scn");
+}
+
+Test(sched_scenario, backfill_never_delays_the_reservation)
+{
+    run("backfill.scn");
+}
+
+Test(sched_scenario, slices_profiles_memory_and_unfenced_gpus)
+{
+    run("slices.scn");
+}
+
+Test(sched_scenario, jobs_that_can_never_fit_are_rejected)
+{
+    run("never_fit.scn");
+}
+
+Test(sched_scenario, fifo_policy_lets_nothing_pass_the_head)
+{
+    run("fifo.scn");
+}
+
+Test(sched_scenario, unavailable_nodes_get_nothing_new)
+{
+    run("nodes.scn");
+}
+
+Test(sched_scenario, freed_gpus_go_down_the_order_incrementally)
+{
+    run("incremental.scn");
+}
