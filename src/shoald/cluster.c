@@ -26,6 +26,11 @@ void cluster_destroy(struct shoald *d)
     d->cluster = NULL;
 }
 
+void cluster_tenants_changed(struct shoald *d)
+{
+    shoald_schedule_soon(d);
+}
+
 void cluster_reloaded(struct shoald *d)
 {
     shoald_schedule_soon(d);

@@ -18,6 +18,10 @@ void cluster_destroy(struct shoald *d);
 /* Memory was reloaded from the store: rebuild what depends on it. */
 void cluster_reloaded(struct shoald *d);
 
+/* Teams, projects, quotas or user limits changed: the scheduling engine is
+ * told again before the next pass. */
+void cluster_tenants_changed(struct shoald *d);
+
 /* Checks at submission beyond the spec's own validation: user limits and
  * whether the job could ever fit the cluster. */
 int cluster_check_submit(struct shoald *d, const struct job_spec *spec,
