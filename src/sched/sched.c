@@ -143,6 +143,7 @@ void sched_destroy(struct sched *s)
     free(s->memopt_mem);
     free(s->scratch);
     free(s->scratch2);
+    free(s->fresh);
     strtab_fini(&s->node_names);
     strtab_fini(&s->group_names);
     strtab_fini(&s->model_names);
@@ -469,25 +470,74 @@ static bool job_before(const struct sjob *a, const struct sjob *b)
     return a->id < b->id;
 }
 
+/* Append j to its queue. Jobs usually arrive in submit order; one that
+ * does not (a requeue, a rebuild in id order) is appended too and the queue
+ * is marked unsorted, to be sorted once before the next pass: adding N jobs
+ * in any order costs O(N log N), not O(N^2). */
 void sched_queue_insert(struct sched *s, uint32_t j)
 {
     struct squeue *q = sched_job_queue(s, &s->jobs[j]);
     struct sjob *job = &s->jobs[j];
-    /* Most jobs are the youngest of their queue: walk from the tail. */
-    uint32_t after = q->tail;
-    while (after != SCHED_NONE && job_before(job, &s->jobs[after]))
-        after = s->jobs[after].prev;
-    job->prev = after;
-    job->next = after == SCHED_NONE ? q->head : s->jobs[after].next;
-    if (after == SCHED_NONE)
+    if (q->tail != SCHED_NONE && job_before(job, &s->jobs[q->tail]) &&
+        !q->unsorted) {
+        q->unsorted = true;
+        s->nunsorted++;
+    }
+    job->prev = q->tail;
+    job->next = SCHED_NONE;
+    if (q->tail == SCHED_NONE)
         q->head = j;
     else
-        s->jobs[after].next = j;
-    if (job->next == SCHED_NONE)
-        q->tail = j;
-    else
-        s->jobs[job->next].prev = j;
+        s->jobs[q->tail].next = j;
+    q->tail = j;
     q->count++;
+}
+
+static int job_idx_cmp(const void *a, const void *b, void *arg)
+{
+    const struct sched *s = arg;
+    const struct sjob *x = &s->jobs[*(const uint32_t *)a];
+    const struct sjob *y = &s->jobs[*(const uint32_t *)b];
+    if (x->submit != y->submit)
+        return x->submit < y->submit ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static int queue_sort(struct sched *s, struct squeue *q)
+{
+    uint32_t *v = malloc(sizeof(*v) * (q->count ? q->count : 1));
+    uint32_t n = 0;
+    if (!v)
+        return -1;
+    for (uint32_t j = q->head; j != SCHED_NONE; j = s->jobs[j].next)
+        v[n++] = j;
+    qsort_r(v, n, sizeof(*v), job_idx_cmp, s);
+    q->head = n ? v[0] : SCHED_NONE;
+    q->tail = n ? v[n - 1] : SCHED_NONE;
+    for (uint32_t i = 0; i < n; i++) {
+        s->jobs[v[i]].prev = i ? v[i - 1] : SCHED_NONE;
+        s->jobs[v[i]].next = i + 1 < n ? v[i + 1] : SCHED_NONE;
+    }
+    free(v);
+    q->unsorted = false;
+    return 0;
+}
+
+int sched_queues_sort(struct sched *s)
+{
+    if (s->nunsorted == 0)
+        return 0;
+    if (s->fifo.unsorted && queue_sort(s, &s->fifo) < 0)
+        return -1;
+    for (uint32_t p = 0; p < s->project_names.n; p++) {
+        for (int c = 0; c < JOB_PRIO_COUNT; c++) {
+            struct squeue *q = &s->projects[p].queues[c];
+            if (q->unsorted && queue_sort(s, q) < 0)
+                return -1;
+        }
+    }
+    s->nunsorted = 0;
+    return 0;
 }
 
 void sched_queue_unlink(struct sched *s, uint32_t j)
@@ -504,6 +554,10 @@ void sched_queue_unlink(struct sched *s, uint32_t j)
         s->jobs[job->next].prev = job->prev;
     job->next = job->prev = SCHED_NONE;
     q->count--;
+    if (q->count == 0 && q->unsorted) {
+        q->unsorted = false;
+        s->nunsorted--;
+    }
 }
 
 static int desc_validate(const struct sched *s, const struct sched_job_desc *d,
@@ -634,11 +688,54 @@ int sched_job_add(struct sched *s, const struct sched_job_desc *d,
                          (unsigned long long)d->id);
     if (job_alloc(s, d, &j, err) < 0)
         return -1;
+    if (s->nfresh == s->fresh_cap) {
+        void *p = s->fresh;
+        if (sched_grow(&p, &s->fresh_cap, s->nfresh + 1,
+                       sizeof(*s->fresh)) < 0) {
+            job_free(s, j);
+            return sh_errorf(err, SH_EINTERNAL, "out of memory");
+        }
+        s->fresh = p;
+    }
+    s->fresh[s->nfresh++] = d->id;
     s->jobs[j].state = SCHED_JOB_PENDING;
     s->jobs[j].wait = SCHED_WAIT_NEW;
     sched_queue_insert(s, j);
+    sched_pending_count(s, j, +1);
     s->npending++;
     return 0;
+}
+
+/* The fewest GPUs a pending job needs on one node, for the pending-demand
+ * counts: its per-node count, or for jobs whose node count the engine
+ * picks, the smallest over the models present; 1 for memory jobs (they
+ * may take a whole GPU); 0 for slice jobs. */
+uint8_t sched_job_lb(const struct sched *s, const struct sjob *j)
+{
+    if (j->kind == SJOB_SLICE)
+        return 0;
+    if (j->kind == SJOB_FLEX)
+        return 1;
+    uint32_t lb = j->nodes >= 1 ? j->gpus : UINT32_MAX;
+    for (uint32_t m = 0; m < s->model_names.n && j->nodes == 0; m++) {
+        uint32_t nn, g;
+        if (s->models[m].nnodes > 0 && job_shape(s, j, (uint16_t)m, &nn, &g)
+            && g < lb)
+            lb = g;
+    }
+    if (lb == UINT32_MAX)
+        lb = 1;
+    return (uint8_t)(lb > SCHED_KMAX ? SCHED_KMAX : lb);
+}
+
+void sched_pending_count(struct sched *s, uint32_t j, int sign)
+{
+    struct sjob *job = &s->jobs[j];
+    if (sign > 0)
+        job->lb = sched_job_lb(s, job);
+    s->pend_lb[job->lb] += (uint32_t)sign;
+    if (job->kind == SJOB_FLEX)
+        s->pend_flex += (uint32_t)sign;
 }
 
 /* Give back the claim a pending preemptor holds. */
@@ -691,6 +788,7 @@ int sched_job_remove(struct sched *s, uint64_t id, struct sh_error *err)
     if (s->jobs[j].state == SCHED_JOB_PENDING) {
         claim_release(s, j);
         sched_queue_unlink(s, j);
+        sched_pending_count(s, j, -1);
         s->npending--;
         job_free(s, j);
         return 0;

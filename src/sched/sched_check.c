@@ -376,7 +376,7 @@ static int check_queues(const struct sched *s, struct sh_error *err)
             if (x->state != SCHED_JOB_PENDING || x->prev != prev)
                 FAIL("queue link broken at job %llu",
                      (unsigned long long)x->id);
-            if (prev != SCHED_NONE) {
+            if (prev != SCHED_NONE && !q->unsorted) {
                 const struct sjob *y = &s->jobs[prev];
                 if (y->submit > x->submit ||
                     (y->submit == x->submit && y->id > x->id))

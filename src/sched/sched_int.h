@@ -170,6 +170,7 @@ struct squeue {
     uint32_t head;
     uint32_t tail;
     uint32_t count;
+    bool unsorted;        /* an out-of-order insert; sorted before a pass */
 };
 
 struct steam {
@@ -237,6 +238,7 @@ struct sjob {
     uint8_t state;        /* enum sched_job_state; 0xff = free slot */
     uint8_t kind;         /* enum sjob_kind */
     uint8_t wait;         /* enum sched_wait */
+    uint8_t lb;           /* pending: fewest GPUs it needs on a node */
 };
 
 #define SJOB_FREE 0xff
@@ -312,6 +314,15 @@ struct sched {
     uint32_t nrunning;
     uint32_t running_cap;
     uint32_t npending;
+    uint32_t nunsorted;               /* queues marked unsorted */
+    /* Pending demand, for stopping an incremental pass early: jobs by the
+     * fewest GPUs they need on one node (0: slice-only jobs). */
+    uint32_t pend_lb[SCHED_KMAX + 1];
+    uint32_t pend_flex;               /* memory jobs (slice or whole) */
+    bool lb_stale;                    /* nodes changed: recount */
+    uint64_t *fresh;                  /* ids added since the last pass */
+    uint32_t nfresh;
+    uint32_t fresh_cap;
     struct squeue fifo;               /* the FIFO policy's one queue */
     /* passes */
     bool dirty;                       /* next run must be full */
@@ -354,6 +365,9 @@ int sched_model_intern(struct sched *s, const char *name, uint16_t *id);
 int sched_profile_intern(struct sched *s, const char *name, uint16_t *id);
 void sched_queue_insert(struct sched *s, uint32_t j);
 void sched_queue_unlink(struct sched *s, uint32_t j);
+int sched_queues_sort(struct sched *s);
+void sched_pending_count(struct sched *s, uint32_t j, int sign);
+uint8_t sched_job_lb(const struct sched *s, const struct sjob *j);
 struct squeue *sched_job_queue(struct sched *s, const struct sjob *j);
 int64_t sched_job_duration(const struct sched *s, const struct sjob *j);
 
@@ -377,6 +391,7 @@ void quota_claim(struct sched *s, uint32_t project, uint16_t m,
 void quota_refresh_on(struct sched *s);
 bool quota_project_borrowing(const struct sched *s, uint32_t p, uint16_t m);
 bool quota_team_borrowing(const struct sched *s, uint32_t t, uint16_t m);
+bool quota_has_room(const struct sched *s, uint32_t p);
 void usage_advance(struct sched *s, uint32_t p, int64_t now);
 void usage_keys(struct sched *s, int64_t now);
 int64_t quota_guarantee(const struct squota *q, const struct susage *u,

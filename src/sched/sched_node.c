@@ -663,6 +663,7 @@ int sched_node_set(struct sched *s, const struct sched_node_desc *d,
     node_index_add(s, n);
     node_recount_models(s);
     s->dirty = true;
+    s->lb_stale = true;
     return 0;
 nomem:
     return sh_errorf(err, SH_EINTERNAL, "out of memory adding node %s",
@@ -708,6 +709,7 @@ int sched_node_remove(struct sched *s, const char *name,
     nd->group = SCHED_NONE;
     node_recount_models(s);
     s->dirty = true;
+    s->lb_stale = true;
     return 0;
 }
 

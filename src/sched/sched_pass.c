@@ -50,6 +50,8 @@ struct pass {
     int memo_next;
     struct sched_decisions *out;
     bool claim_released;      /* the evaluated job's claim is given back */
+    uint64_t present;         /* models on present nodes */
+    uint32_t whole_block_g;   /* no node has this many free GPUs (0: ?) */
 };
 
 /* ----------------------------------------------------------- decisions */
@@ -153,6 +155,7 @@ static int merge_init(struct sched *s, struct pass *ps)
     uint32_t nq = s->cfg.policy == SCHED_POLICY_FIFO
                       ? 1
                       : s->project_names.n * JOB_PRIO_COUNT;
+    free(ps->heap);
     ps->heap = malloc(sizeof(*ps->heap) * (nq ? nq : 1));
     if (!ps->heap)
         return -1;
@@ -181,9 +184,24 @@ static int merge_init(struct sched *s, struct pass *ps)
     return 0;
 }
 
+/* Incremental passes skip whole queues that cannot act in this phase: in
+ * phase 1 (in-quota jobs) those of projects with no guarantee left. Usage
+ * only grows during a pass, so a skipped queue stays skippable. */
+static bool queue_skip(const struct sched *s, const struct pass *ps,
+                       const struct cursor *c)
+{
+    return !ps->full && ps->phase == 1 &&
+           s->cfg.policy == SCHED_POLICY_DEFAULT &&
+           !quota_has_room(s, c->project);
+}
+
 /* The next pending job in order, or SCHED_NONE. */
 static uint32_t merge_next(struct sched *s, struct pass *ps)
 {
+    while (ps->nheap > 0 && queue_skip(s, ps, &ps->heap[0])) {
+        ps->heap[0] = ps->heap[--ps->nheap];
+        heap_down(s, ps, 0);
+    }
     if (ps->nheap == 0)
         return SCHED_NONE;
     struct cursor *top = &ps->heap[0];
@@ -255,6 +273,12 @@ static void memo_add(struct pass *ps, const struct sjob *j,
     m->project = j->project;
     m->mem_mib = j->mem_mib;
     m->end = end;
+    /* A one-node job of every model failed even ignoring reservations:
+     * no node has that many free GPUs. */
+    if (j->wait == SCHED_WAIT_RESOURCES && o->kind == SJOB_WHOLE &&
+        j->nodes == 1 && (mask & ps->present) == ps->present &&
+        (ps->whole_block_g == 0 || j->gpus < ps->whole_block_g))
+        ps->whole_block_g = j->gpus;
 }
 
 /* ---------------------------------------------------------------- start */
@@ -292,11 +316,13 @@ static int start_apply(struct sched *s, struct pass *ps, uint32_t ji,
     }
     struct sjob *j = &s->jobs[ji];
     sched_queue_unlink(s, ji);
+    sched_pending_count(s, ji, -1);
     s->npending--;
     if (node_hold(s, ji, p, np) < 0) {
         /* A placement from this engine is always free: a bug. */
         free(p);
         sched_queue_insert(s, ji);
+        sched_pending_count(s, ji, +1);
         s->npending++;
         return -1;
     }
@@ -481,12 +507,23 @@ static int try_options(struct sched *s, struct pass *ps, uint32_t ji,
     return 0;
 }
 
-static bool can_start_any(const struct sched *s, int phase)
+/* Whether no pending job can start any more in this pass: nothing free,
+ * or the free GPUs are too few on every node for the smallest job and no
+ * job can use the free slices. Used by incremental passes to stop early;
+ * sound because free resources only shrink during a pass. */
+static bool nothing_can_start(const struct sched *s, const struct pass *ps)
 {
-    if (s->free_whole > 0 || s->free_slices > 0)
+    bool slices_done = s->free_slices == 0 ||
+                       (s->pend_lb[0] == 0 && s->pend_flex == 0);
+    if (!slices_done)
+        return false;
+    if (s->free_whole == 0)
         return true;
-    return phase == 1 && s->quotas_on && s->nborrowing > 0 &&
-           s->cfg.policy == SCHED_POLICY_DEFAULT;
+    uint32_t k = 1;
+    while (k <= SCHED_KMAX && s->pend_lb[k] == 0)
+        k++;
+    return k > SCHED_KMAX ||
+           (ps->whole_block_g > 0 && ps->whole_block_g <= k);
 }
 
 /* Phase 1 for one job. */
@@ -497,6 +534,9 @@ static int eval_job(struct sched *s, struct pass *ps, uint32_t ji)
     uint64_t in[OPTS_MAX], borrow[OPTS_MAX];
     bool fifo = s->cfg.policy == SCHED_POLICY_FIFO;
     bool held_resv = !ps->full && j->wait == SCHED_WAIT_RESERVED;
+    /* Incremental passes reclaim only for jobs never looked at before; the
+     * rest wait for the next full pass. */
+    bool may_preempt = ps->full || j->wait == SCHED_WAIT_NEW;
     int64_t held_est = j->est;
     j->est = 0;
     if (ps->blocked_head != SCHED_NONE) {
@@ -547,7 +587,8 @@ static int eval_job(struct sched *s, struct pass *ps, uint32_t ji)
         if (held_resv) {
             j->wait = SCHED_WAIT_RESERVED;
             j->est = held_est;
-        } else if (!fifo && s->quotas_on && s->nborrowing > 0 &&
+        } else if (!fifo && may_preempt && s->quotas_on &&
+                   s->nborrowing > 0 &&
                    (j->wait == SCHED_WAIT_RESOURCES ||
                     j->wait == SCHED_WAIT_RESERVATION)) {
             if (j->victims > 0) {
@@ -600,7 +641,8 @@ static int eval_borrower(struct sched *s, struct pass *ps, uint32_t ji)
         had_in |= in[i] != 0;
         any |= borrow[i] != 0;
     }
-    (void)had_in;
+    if (had_in && !any)
+        return 0;   /* an in-quota job: phase 1 dealt with it */
     if (!any) {
         if (wait == SCHED_WAIT_NEW || wait == SCHED_WAIT_RESOURCES)
             set_quota_wait(j, first, bm);
@@ -666,6 +708,20 @@ static int ensure_scratch(struct sched *s)
 
 static void pass_begin(struct sched *s, struct pass *ps)
 {
+    for (uint32_t m = 0; m < s->model_names.n; m++) {
+        if (s->models[m].nnodes > 0)
+            ps->present |= UINT64_C(1) << m;
+    }
+    if (ps->full && s->lb_stale) {
+        /* The largest node per model changed: recount pending demand. */
+        memset(s->pend_lb, 0, sizeof(s->pend_lb));
+        s->pend_flex = 0;
+        for (uint32_t j = 0; j < s->jobs_cap; j++) {
+            if (s->jobs[j].state == SCHED_JOB_PENDING)
+                sched_pending_count(s, j, +1);
+        }
+        s->lb_stale = false;
+    }
     if (ps->full) {
         usage_keys(s, ps->now);
         s->epoch++;
@@ -694,7 +750,8 @@ int sched_run(struct sched *s, int64_t now, bool full,
     ps.out = out;
     ps.full = full || s->dirty || !s->ran || s->cfg.full_pass_interval_ms == 0 ||
               now - s->last_full >= s->cfg.full_pass_interval_ms;
-    if (sched_memopts_build(s) < 0 || ensure_scratch(s) < 0)
+    if (sched_memopts_build(s) < 0 || ensure_scratch(s) < 0 ||
+        sched_queues_sort(s) < 0)
         goto nomem;
     /* Fair-share scores first: the merge orders queues by them. */
     s->last_now = now;
@@ -705,7 +762,7 @@ int sched_run(struct sched *s, int64_t now, bool full,
     out->full_pass = ps.full;
     ps.phase = 1;
     for (;;) {
-        if (!ps.full && !can_start_any(s, 1))
+        if (!ps.full && nothing_can_start(s, &ps))
             break;
         uint32_t ji = merge_next(s, &ps);
         if (ji == SCHED_NONE)
@@ -715,15 +772,43 @@ int sched_run(struct sched *s, int64_t now, bool full,
             goto nomem;
     }
     ps.phase = 2;
-    for (uint32_t i = 0; i < ps.ndeferred; i++) {
-        if (!ps.full && !can_start_any(s, 2))
-            break;
-        uint32_t ji = s->scratch[i];
-        if (s->jobs[ji].state != SCHED_JOB_PENDING)
-            continue;
-        if (eval_claimed(s, &ps, ji, 2) < 0)
+    if (ps.full) {
+        for (uint32_t i = 0; i < ps.ndeferred; i++) {
+            uint32_t ji = s->scratch[i];
+            if (s->jobs[ji].state != SCHED_JOB_PENDING)
+                continue;
+            if (eval_claimed(s, &ps, ji, 2) < 0)
+                goto nomem;
+        }
+    } else if (s->quotas_on && s->cfg.policy == SCHED_POLICY_DEFAULT) {
+        /* Phase 1 skipped whole queues: walk the order again. */
+        if (merge_init(s, &ps) < 0)
             goto nomem;
+        for (;;) {
+            if (nothing_can_start(s, &ps))
+                break;
+            uint32_t ji = merge_next(s, &ps);
+            if (ji == SCHED_NONE)
+                break;
+            out->visited++;
+            if (eval_claimed(s, &ps, ji, 2) < 0)
+                goto nomem;
+        }
     }
+    /* Jobs added since the last pass that the early stop did not reach:
+     * they cannot start now, but they get a reason (and may reclaim). */
+    for (uint32_t i = 0; i < s->nfresh && !ps.full; i++) {
+        struct sjob *j = sched_job_get(s, s->fresh[i]);
+        if (!j || j->state != SCHED_JOB_PENDING || j->wait != SCHED_WAIT_NEW)
+            continue;
+        uint32_t nd = ps.ndeferred;
+        if (eval_claimed(s, &ps, (uint32_t)(j - s->jobs), 1) < 0)
+            goto nomem;
+        ps.ndeferred = nd;
+        if (j->state == SCHED_JOB_PENDING && j->wait == SCHED_WAIT_NEW)
+            j->wait = SCHED_WAIT_RESOURCES;
+    }
+    s->nfresh = 0;
     rc = 0;
     goto out;
 nomem:

@@ -222,3 +222,33 @@ void usage_keys(struct sched *s, int64_t now)
         p->key = s->cfg.fair_weight * distance_ppm;
     }
 }
+
+
+/* Whether a project could still start some job within its (or its team's)
+ * guarantee. Always true when quotas are off. */
+bool quota_has_room(const struct sched *s, uint32_t pid)
+{
+    const struct sproject *p = &s->projects[pid];
+    const struct squota *qs[2] = {&p->q, p->team != SCHED_NONE
+                                             ? &s->teams[p->team].q
+                                             : NULL};
+    const struct susage *us[2] = {&p->u, p->team != SCHED_NONE
+                                             ? &s->teams[p->team].u
+                                             : NULL};
+    if (!s->quotas_on)
+        return true;
+    for (int i = 0; i < 2; i++) {
+        const struct squota *q = qs[i];
+        const struct susage *u = us[i];
+        if (!q)
+            continue;
+        if (q->has_any && u->used_total + u->claim_total < q->g_any)
+            return true;
+        for (uint64_t b = q->has; b; b &= b - 1) {
+            int m = __builtin_ctzll(b);
+            if (u->used[m] + u->claim[m] < q->g[m])
+                return true;
+        }
+    }
+    return false;
+}

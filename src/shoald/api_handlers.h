@@ -16,6 +16,49 @@ void api_jobs_list(struct shoald *d, struct api_req *req);
 void api_jobs_show(struct shoald *d, struct api_req *req);
 void api_jobs_cancel(struct shoald *d, struct api_req *req);
 
+void api_jobs_logs(struct shoald *d, struct api_req *req);
+
 void api_nodes_list(struct shoald *d, struct api_req *req);
+void api_nodes_show(struct shoald *d, struct api_req *req);
+void api_nodes_drain(struct shoald *d, struct api_req *req);
+void api_nodes_resume(struct shoald *d, struct api_req *req);
+void api_nodes_delete(struct shoald *d, struct api_req *req);
+
+void api_agent_register(struct shoald *d, struct api_req *req);
+void api_agent_heartbeat(struct shoald *d, struct api_req *req);
+void api_agent_work(struct shoald *d, struct api_req *req);
+void api_agent_logs(struct shoald *d, struct api_req *req);
+/* Answer held work polls whose wait is over (all of them when all). */
+void api_agent_expire_polls(struct shoald *d, bool all);
+
+/* api_tenancy.c: teams, projects, members, quotas, users, tokens, limits */
+void api_teams_list(struct shoald *d, struct api_req *req);
+void api_teams_create(struct shoald *d, struct api_req *req);
+void api_teams_show(struct shoald *d, struct api_req *req);
+void api_teams_delete(struct shoald *d, struct api_req *req);
+void api_teams_quota_put(struct shoald *d, struct api_req *req);
+void api_teams_quota_patch(struct shoald *d, struct api_req *req);
+void api_projects_list(struct shoald *d, struct api_req *req);
+void api_projects_create(struct shoald *d, struct api_req *req);
+void api_projects_show(struct shoald *d, struct api_req *req);
+void api_projects_update(struct shoald *d, struct api_req *req);
+void api_projects_delete(struct shoald *d, struct api_req *req);
+void api_projects_quota_put(struct shoald *d, struct api_req *req);
+void api_projects_quota_patch(struct shoald *d, struct api_req *req);
+void api_projects_members(struct shoald *d, struct api_req *req);
+void api_projects_member_set(struct shoald *d, struct api_req *req);
+void api_projects_member_remove(struct shoald *d, struct api_req *req);
+void api_users_list(struct shoald *d, struct api_req *req);
+void api_users_create(struct shoald *d, struct api_req *req);
+void api_users_show(struct shoald *d, struct api_req *req);
+void api_users_update(struct shoald *d, struct api_req *req);
+void api_users_delete(struct shoald *d, struct api_req *req);
+void api_users_tokens_list(struct shoald *d, struct api_req *req);
+void api_users_tokens_issue(struct shoald *d, struct api_req *req);
+void api_users_tokens_revoke_all(struct shoald *d, struct api_req *req);
+void api_users_tokens_revoke(struct shoald *d, struct api_req *req);
+void api_users_limits_show(struct shoald *d, struct api_req *req);
+void api_users_limits_put(struct shoald *d, struct api_req *req);
+void api_users_limits_patch(struct shoald *d, struct api_req *req);
 
 #endif

@@ -4,13 +4,36 @@
 #include <string.h>
 
 #include "lib/model/job_json.h"
+#include "lib/util/clock.h"
 #include "lib/util/parse.h"
 #include "shoald/api_handlers.h"
+#include "shoald/cluster.h"
 #include "shoald/jobs.h"
+#include "shoald/logs.h"
 #include "shoald/jobtab.h"
 #include "shoald/policy.h"
 
 #define LIST_LIMIT_MAX 1000000
+
+/* The user's view of a job, with a pending job's reason and estimated
+ * start taken from the scheduling engine at the moment of asking. */
+static json_t *job_view(struct shoald *d, const struct job *job)
+{
+    json_t *o = job_to_json(job);
+    if (o && job->state == JOB_PENDING) {
+        char reason[JOB_REASON_MAX];
+        int64_t est;
+        cluster_job_reason(d, job, reason, sizeof(reason), &est);
+        if (reason[0])
+            json_object_set_new(o, "reason", json_string(reason));
+        if (est > 0) {
+            char iso[32];
+            clock_format_iso(est, iso, sizeof(iso));
+            json_object_set_new(o, "estimated_start", json_string(iso));
+        }
+    }
+    return o;
+}
 
 void api_jobs_submit(struct shoald *d, struct api_req *req)
 {
@@ -85,7 +108,7 @@ void api_jobs_list(struct shoald *d, struct api_req *req)
             continue;
         if (!policy_can_view(d, api_caller(req), j))
             continue;
-        json_array_append_new(arr, job_to_json(j));
+        json_array_append_new(arr, job_view(d, j));
         n++;
     }
     api_reply_json(req, 200, json_pack("{s:o}", "jobs", arr)); /* steals arr */
@@ -124,7 +147,7 @@ void api_jobs_show(struct shoald *d, struct api_req *req)
     struct job *job = path_job(d, req, &owned);
     if (!job)
         return;
-    api_reply_json(req, 200, job_to_json(job));
+    api_reply_json(req, 200, job_view(d, job));
     if (owned)
         job_destroy(job);
 }
@@ -148,4 +171,15 @@ void api_jobs_cancel(struct shoald *d, struct api_req *req)
         return;
     }
     api_reply_json(req, 200, job_to_json(job));
+}
+
+void api_jobs_logs(struct shoald *d, struct api_req *req)
+{
+    bool owned;
+    struct job *job = path_job(d, req, &owned);
+    if (!job)
+        return;
+    logs_serve(d->logs, job, req);
+    if (owned)
+        job_destroy(job);
 }

@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* /v1/health, /v1/whoami and /v1/nodes. */
-#include "lib/model/node_json.h"
+/* /v1/health and /v1/whoami. */
 #include "shoald/api_handlers.h"
 #include "shoald/auth.h"
 #include "shoald/jobtab.h"
@@ -32,11 +31,3 @@ void api_whoami(struct shoald *d, struct api_req *req)
                              u ? u->default_project : NULL));
 }
 
-void api_nodes_list(struct shoald *d, struct api_req *req)
-{
-    json_t *arr = json_array();
-    for (struct node *n = nodetab_next(d->nodes, NULL); n;
-         n = nodetab_next(d->nodes, n))
-        json_array_append_new(arr, node_to_json(n));
-    api_reply_json(req, 200, json_pack("{s:o}", "nodes", arr)); /* steals */
-}

@@ -2,7 +2,14 @@
 /* Identity: users and their API tokens, node agents' tokens, and the cluster
  * join token. Tokens are random (libsodium), shown once, and stored only as
  * BLAKE2b hashes; a token names its kind, so an agent token cannot act as a
- * user and a user token cannot act as an agent.
+ * user and a user token cannot act as an agent. A token may expire; an
+ * expired token is refused like an unknown one. Each token has a short id
+ * (the first hex digits of its hash) so it can be listed and revoked
+ * without ever showing the token again.
+ *
+ * Users carry the cluster admin flag, per-user limits and a default
+ * project. Project roles are not here: see tenancy.h. Who may call which
+ * function is decided by policy.c and the handlers, not here.
  */
 #ifndef SHOAL_SHOALD_AUTH_H
 #define SHOAL_SHOALD_AUTH_H
@@ -20,6 +27,16 @@ struct store_batch;
 
 /* "shoal_" + 43 characters of URL-safe base64 (32 random bytes). */
 #define AUTH_TOKEN_LEN 49
+/* A token's id: the first hex digits of its hash. */
+#define AUTH_TOKEN_ID_LEN 12
+/* Deliberate bounds of the per-user limits (0 = no limit). */
+#define AUTH_MAX_GPUS_MAX 1000000
+#define AUTH_MAX_JOBS_MAX 1000000
+/* The most users a cluster may have, so a runaway script cannot exhaust
+ * the controller's memory. */
+#define AUTH_USERS_MAX 100000
+/* The most user tokens one user may hold at once. */
+#define AUTH_TOKENS_PER_SUBJECT_MAX 100
 
 enum auth_token_kind {
     AUTH_TOKEN_USER = 0,
@@ -72,8 +89,84 @@ int auth_token_issue(struct auth *a, struct store_batch *batch,
                      int64_t now_ms, int64_t expires_ms,
                      char out[AUTH_TOKEN_LEN + 1], struct sh_error *err);
 
-/* Revoke every token of kind for subject; returns how many. */
+/* Revoke every token of kind for subject; returns how many, or -1 on out
+ * of memory (then some may be revoked already: the batch must not commit,
+ * which the caller ensures by failing the request). */
 int auth_token_revoke_all(struct auth *a, struct store_batch *batch,
                           enum auth_token_kind kind, const char *subject);
+
+/* ---- listing and changing users ---- */
+
+/* Iterate users in name order: start with NULL, NULL after the last.
+ * Borrowed until the next change. */
+const struct auth_user *auth_user_next(const struct auth *a,
+                                       const struct auth_user *prev);
+int auth_user_count(const struct auth *a);
+
+/* Delete a user and all its tokens. SH_ENOTFOUND. The caller checks jobs,
+ * memberships and that an admin remains (auth_admin_remains). Pointers to
+ * the user's strings (an api_caller's user) dangle afterwards. */
+int auth_user_delete(struct auth *a, struct store_batch *batch,
+                     const char *name, struct sh_error *err);
+
+/* Make a user a cluster admin or not. SH_ENOTFOUND. */
+int auth_user_set_admin(struct auth *a, struct store_batch *batch,
+                        const char *name, bool admin, struct sh_error *err);
+
+/* Replace a user's limits. SH_ENOTFOUND; SH_EINVAL out of range
+ * (max_gpus 0..AUTH_MAX_GPUS_MAX, max_jobs 0..AUTH_MAX_JOBS_MAX, max_time_s
+ * 0..366 days; 0 = no limit). lim is borrowed for the call. */
+int auth_user_set_limits(struct auth *a, struct store_batch *batch,
+                         const char *name,
+                         const struct auth_user_limits *lim,
+                         struct sh_error *err);
+
+/* Set (project a valid name) or clear (NULL) a user's default project.
+ * Whether the project exists is the caller's check. */
+int auth_user_set_default_project(struct auth *a, struct store_batch *batch,
+                                  const char *name, const char *project,
+                                  struct sh_error *err);
+
+/* Clear the default project of every user whose default is project (when
+ * the project is deleted); returns how many, -1 on out of memory. */
+int auth_users_forget_project(struct auth *a, struct store_batch *batch,
+                              const char *project, struct sh_error *err);
+
+/* Whether some cluster admin would still hold a valid (unexpired) user
+ * token if user lost its admin role or its tokens: all of them when
+ * token_id is NULL, else only that one. user NULL: as things are. Guards
+ * against locking every admin out of the cluster. */
+bool auth_admin_remains(const struct auth *a, int64_t now_ms,
+                        const char *user, const char *token_id);
+
+/* ---- listing and revoking single tokens ---- */
+
+struct auth_token_info {
+    char id[AUTH_TOKEN_ID_LEN + 1];
+    enum auth_token_kind kind;
+    const char *subject;
+    int64_t created_ms;
+    int64_t expires_ms; /* 0 = never */
+};
+
+/* Iterate the tokens of kind for subject (in no particular order): start
+ * with NULL. Borrowed until the next change. */
+const struct auth_token_info *
+auth_token_next(const struct auth *a, enum auth_token_kind kind,
+                const char *subject, const struct auth_token_info *prev);
+
+/* Revoke one token of kind for subject by its id. SH_ENOTFOUND. */
+int auth_token_revoke(struct auth *a, struct store_batch *batch,
+                      enum auth_token_kind kind, const char *subject,
+                      const char *id, struct sh_error *err);
+
+/* The stored facts of a token given its text (just issued); NULL when
+ * unknown. Borrowed until the next change. */
+const struct auth_token_info *auth_token_info_of(const struct auth *a,
+                                                 const char *token);
+
+/* How many tokens of kind subject holds (expired ones included). */
+int auth_token_count(const struct auth *a, enum auth_token_kind kind,
+                     const char *subject);
 
 #endif

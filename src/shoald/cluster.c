@@ -1,46 +1,299 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Binding jobs to nodes (see cluster.h). */
+/* Binding jobs to nodes through the scheduling engine (see cluster.h).
+ *
+ * The engine knows GPU jobs only. Jobs that ask for no GPU are placed here
+ * on the up node with the fewest active jobs (they hold no GPU, so they
+ * never compete with the engine's placements). */
 #include "shoald/cluster.h"
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "lib/loop/loop.h"
+#include "lib/model/job_json.h"
+#include "lib/util/log.h"
 #include "lib/util/parse.h"
+#include "sched/sched.h"
+#include "shoald/api.h"
+#include "shoald/api_handlers.h"
 #include "shoald/auth.h"
+#include "shoald/commit.h"
+#include "shoald/jobs.h"
+#include "shoald/jobtab.h"
+#include "shoald/nodetab.h"
+
+#define MASTER_PORT_BASE 29500
+#define MASTER_PORT_SPAN 500
+#define LIVENESS_CHECK_MS 500
 
 struct cluster {
+    struct sched *sched;
+    struct sched_decisions dec;
     bool schedule_pending; /* a pass is due before the loop sleeps */
+    bool rebuild;          /* rebuild the engine before the next pass */
+    bool wake_registered;  /* a commit_after for agent polls is queued */
+    int64_t liveness_timer;
+    uint64_t *cpu_queue;   /* pending jobs without GPUs, in id order */
+    int ncpu;
+    int cpu_cap;
 };
-
-int cluster_create(struct shoald *d, struct sh_error *err)
-{
-    d->cluster = calloc(1, sizeof(*d->cluster));
-    if (!d->cluster)
-        return sh_errorf(err, SH_EINTERNAL, "out of memory");
-    return 0;
-}
-
-void cluster_destroy(struct shoald *d)
-{
-    free(d->cluster);
-    d->cluster = NULL;
-}
-
-void cluster_tenants_changed(struct shoald *d)
-{
-    shoald_schedule_soon(d);
-}
-
-void cluster_reloaded(struct shoald *d)
-{
-    shoald_schedule_soon(d);
-}
 
 void shoald_schedule_soon(struct shoald *d)
 {
     if (d->cluster)
         d->cluster->schedule_pending = true;
 }
+
+/* ---- describing the world to the engine ---- */
+
+static enum sched_node_state sched_state_of(const struct node *n)
+{
+    switch (node_state(n)) {
+    case NODE_UP:
+        return SCHED_NODE_UP;
+    case NODE_DOWN:
+        return SCHED_NODE_DOWN;
+    case NODE_DRAINING:
+        return SCHED_NODE_DRAINING;
+    default:
+        return SCHED_NODE_DRAINED;
+    }
+}
+
+static void sync_node(struct shoald *d, struct node *n)
+{
+    struct sched_gpu_desc gpus[GPU_PER_NODE_MAX];
+    struct node_rt *rt = nodetab_rt(d->nodes, n->name);
+    for (int i = 0; i < n->ngpus; i++) {
+        sched_gpu_desc_from_info(&n->gpus[i], &gpus[i]);
+        /* MIG on but no instances yet: nothing can run there. */
+        if (n->gpus[i].mig_enabled && n->gpus[i].nslices == 0)
+            gpus[i].unschedulable = true;
+    }
+    struct sched_node_desc desc = {
+        .name = n->name,
+        .group = node_label_get(n, "switch"),
+        .state = sched_state_of(n),
+        .ngpus = n->ngpus,
+        .gpus = gpus,
+    };
+    /* Runs we did not ask for may still hold GPUs there. */
+    if (rt && rt->stale > 0 && desc.state == SCHED_NODE_UP)
+        desc.state = SCHED_NODE_DRAINING;
+    struct sh_error err;
+    if (sched_node_set(d->cluster->sched, &desc, &err) < 0)
+        sh_log(LOG_ERR, "cluster", "node %s: %s", n->name, err.msg);
+}
+
+static void job_desc(const struct job *job, struct sched_job_desc *desc)
+{
+    const struct job_spec *s = &job->spec;
+    memset(desc, 0, sizeof(*desc));
+    desc->id = job->id;
+    desc->user = s->user;
+    desc->project = s->project;
+    desc->priority = s->priority;
+    desc->nodes = s->nodes;
+    desc->gpus = s->gpus_per_node;
+    desc->gpu_type = s->gpu_type;
+    desc->slice = s->slice;
+    desc->gpu_mem = s->gpu_mem;
+    desc->flexible = s->gpu_mem > 0 && !s->slice && s->gpus_per_node == 1 &&
+                     s->nodes == 1;
+    desc->submit_ms = job->submit_ms;
+    desc->time_limit_ms = s->time_limit * 1000;
+}
+
+static bool uses_gpus(const struct job *job)
+{
+    return job->spec.gpus_per_node > 0;
+}
+
+static int cpu_queue_add(struct cluster *c, uint64_t id)
+{
+    if (c->ncpu == c->cpu_cap) {
+        int cap = c->cpu_cap ? c->cpu_cap * 2 : 16;
+        uint64_t *q = realloc(c->cpu_queue, (size_t)cap * sizeof(*q));
+        if (!q)
+            return -1;
+        c->cpu_queue = q;
+        c->cpu_cap = cap;
+    }
+    c->cpu_queue[c->ncpu++] = id;
+    return 0;
+}
+
+static void cpu_queue_remove(struct cluster *c, uint64_t id)
+{
+    for (int i = 0; i < c->ncpu; i++) {
+        if (c->cpu_queue[i] == id) {
+            memmove(&c->cpu_queue[i], &c->cpu_queue[i + 1],
+                    (size_t)(c->ncpu - i - 1) * sizeof(uint64_t));
+            c->ncpu--;
+            return;
+        }
+    }
+}
+
+/* Map a job's placement (UUIDs) back to GPU and slice indices. */
+static int placement_of(struct shoald *d, const struct job *job,
+                        struct sched_place *places, int max)
+{
+    int n = 0;
+    for (int a = 0; a < job->nalloc; a++) {
+        const struct job_alloc *al = &job->alloc[a];
+        const struct node *node = nodetab_get(d->nodes, al->node);
+        if (!node || al->done)
+            continue;
+        for (int g = 0; g < al->ngpus && n < max; g++) {
+            int slice;
+            const struct gpu_info *gi = node_find_gpu(node, al->gpus[g],
+                                                      &slice);
+            if (!gi)
+                continue;
+            places[n].node = node->name;
+            places[n].gpu = (int)(gi - node->gpus);
+            places[n].slice = slice;
+            n++;
+        }
+    }
+    return n;
+}
+
+static void engine_add_job(struct shoald *d, struct job *job)
+{
+    struct cluster *c = d->cluster;
+    struct sched_job_desc desc;
+    struct sh_error err;
+    if (!uses_gpus(job)) {
+        if (job->state == JOB_PENDING)
+            cpu_queue_add(c, job->id);
+        return;
+    }
+    job_desc(job, &desc);
+    if (job->state == JOB_PENDING) {
+        if (sched_job_add(c->sched, &desc, &err) < 0)
+            sh_log(LOG_ERR, "cluster", "job %llu: %s",
+                   (unsigned long long)job->id, err.msg);
+        return;
+    }
+    if (!job_parts_active(job))
+        return;
+    struct sched_place places[JOB_NODES_MAX];
+    int n = placement_of(d, job, places, JOB_NODES_MAX);
+    if (n > 0 &&
+        sched_job_recover(c->sched, &desc, job->start_ms, places, n, &err) < 0)
+        sh_log(LOG_ERR, "cluster", "job %llu cannot be recovered: %s",
+               (unsigned long long)job->id, err.msg);
+}
+
+/* (Re)build the engine and the nodes' active job lists from memory. */
+static int build(struct shoald *d, struct sh_error *err)
+{
+    struct cluster *c = d->cluster;
+    sched_destroy(c->sched);
+    c->sched = sched_create(NULL, err);
+    if (!c->sched)
+        return -1;
+    c->ncpu = 0;
+    c->rebuild = false;
+    for (struct node *n = nodetab_next(d->nodes, NULL); n;
+         n = nodetab_next(d->nodes, n)) {
+        struct node_rt *rt = nodetab_rt(d->nodes, n->name);
+        rt->njobs = 0;
+        sync_node(d, n);
+    }
+    for (struct job *j = jobtab_next(d->jobs, NULL); j;
+         j = jobtab_next(d->jobs, j)) {
+        if (job_state_is_terminal(j->state) && !j->releasing)
+            continue;
+        for (int a = 0; a < j->nalloc; a++) {
+            struct node_rt *rt = nodetab_rt(d->nodes, j->alloc[a].node);
+            if (rt && !j->alloc[a].done)
+                node_rt_add_job(rt, j->id);
+        }
+        engine_add_job(d, j);
+    }
+    for (struct node *n = nodetab_next(d->nodes, NULL); n;
+         n = nodetab_next(d->nodes, n))
+        n->running = nodetab_rt(d->nodes, n->name)->njobs;
+    c->schedule_pending = true;
+    return 0;
+}
+
+/* ---- liveness ---- */
+
+static int64_t liveness_check(struct loop *loop, void *arg)
+{
+    struct shoald *d = arg;
+    (void)loop;
+    int64_t now = shoald_now_ms(d);
+    int64_t limit = (int64_t)d->cfg.heartbeat_timeout_s * 1000;
+    for (struct node *n = nodetab_next(d->nodes, NULL); n;
+         n = nodetab_next(d->nodes, n)) {
+        if (n->alive && now - n->last_heartbeat_ms > limit) {
+            char why[96];
+            snprintf(why, sizeof(why), "no heartbeat for %ds",
+                     d->cfg.heartbeat_timeout_s);
+            cluster_node_down(d, n, why);
+        }
+    }
+    api_agent_expire_polls(d, false);
+    return LIVENESS_CHECK_MS;
+}
+
+int cluster_create(struct shoald *d, struct sh_error *err)
+{
+    d->cluster = calloc(1, sizeof(*d->cluster));
+    if (!d->cluster)
+        return sh_errorf(err, SH_EINTERNAL, "out of memory");
+    sched_decisions_init(&d->cluster->dec);
+    /* A controller that just started gives every known node one heartbeat
+     * timeout to reconnect before its jobs are declared lost. */
+    int64_t now = shoald_now_ms(d);
+    for (struct node *n = nodetab_next(d->nodes, NULL); n;
+         n = nodetab_next(d->nodes, n)) {
+        n->alive = true;
+        n->last_heartbeat_ms = now;
+    }
+    if (build(d, err) < 0)
+        return -1;
+    d->cluster->liveness_timer = loop_add_timer(d->loop, LIVENESS_CHECK_MS,
+                                                liveness_check, d);
+    return 0;
+}
+
+void cluster_destroy(struct shoald *d)
+{
+    struct cluster *c = d->cluster;
+    if (!c)
+        return;
+    if (c->liveness_timer > 0)
+        loop_del_timer(d->loop, c->liveness_timer);
+    sched_decisions_fini(&c->dec);
+    sched_destroy(c->sched);
+    free(c->cpu_queue);
+    free(c);
+    d->cluster = NULL;
+}
+
+void cluster_reloaded(struct shoald *d)
+{
+    if (d->cluster)
+        d->cluster->rebuild = true;
+    shoald_schedule_soon(d);
+}
+
+void cluster_tenants_changed(struct shoald *d)
+{
+    if (d->cluster)
+        d->cluster->rebuild = true;
+    shoald_schedule_soon(d);
+}
+
+/* ---- submission checks ---- */
 
 int cluster_check_submit(struct shoald *d, const struct job_spec *spec,
                          struct sh_error *err)
@@ -59,35 +312,530 @@ int cluster_check_submit(struct shoald *d, const struct job_spec *spec,
                              "limit: user %s may run jobs for at most %s",
                              spec->user, lim);
     }
+    if (spec->gpus_per_node == 0) {
+        int up = 0;
+        for (struct node *n = nodetab_next(d->nodes, NULL); n;
+             n = nodetab_next(d->nodes, n))
+            up++;
+        if (up > 0 && spec->nodes > up)
+            return sh_errorf(err, SH_EINVAL,
+                             "the job needs %d nodes but the cluster has %d",
+                             spec->nodes, up);
+        return 0;
+    }
+    /* With no node known yet, nothing can be judged: accept and wait. */
+    if (nodetab_count(d->nodes) == 0)
+        return 0;
+    struct job tmp;
+    memset(&tmp, 0, sizeof(tmp));
+    tmp.spec = *spec;
+    struct sched_job_desc desc;
+    job_desc(&tmp, &desc);
+    if (d->cluster->rebuild && build(d, err) < 0)
+        return -1;
+    if (sched_job_check(d->cluster->sched, &desc, err) < 0 ||
+        sched_job_check_limits(d->cluster->sched, &desc, err) < 0)
+        return -1;
     return 0;
 }
 
+/* ---- node work and wake-ups ---- */
+
+static void wake_polls(struct shoald *d, bool ok, void *arg);
+
+void cluster_node_touch(struct shoald *d, const char *node)
+{
+    struct node_rt *rt = nodetab_rt(d->nodes, node);
+    if (!rt)
+        return;
+    rt->generation++;
+    rt->wake = true;
+    if (!d->cluster->wake_registered &&
+        commit_after(d->commit, wake_polls, NULL) == 0)
+        d->cluster->wake_registered = true;
+}
+
+static void wake_polls(struct shoald *d, bool ok, void *arg)
+{
+    (void)ok;
+    (void)arg;
+    d->cluster->wake_registered = false;
+    for (struct node *n = nodetab_next(d->nodes, NULL); n;
+         n = nodetab_next(d->nodes, n)) {
+        struct node_rt *rt = nodetab_rt(d->nodes, n->name);
+        if (!rt->wake)
+            continue;
+        rt->wake = false;
+        if (rt->poll) {
+            struct api_req *req = rt->poll;
+            rt->poll = NULL;
+            api_reply_json(req, 200, cluster_node_work(d, n));
+            api_release(req);
+        }
+    }
+}
+
+static const char *stop_reason(const struct job *job)
+{
+    switch (job->state) {
+    case JOB_CANCELLED:
+        return "cancelled";
+    case JOB_TIMEOUT:
+        return "timeout";
+    case JOB_PREEMPTED:
+        return "preempted";
+    case JOB_NODE_FAIL:
+        return "node_fail";
+    default:
+        return "ended";
+    }
+}
+
+static json_t *work_entry(struct shoald *d, const struct job *job, int part)
+{
+    const struct job_alloc *al = &job->alloc[part];
+    json_t *nodes = json_array();
+    json_t *gpus = json_array();
+    for (int a = 0; a < job->nalloc; a++)
+        json_array_append_new(nodes, json_string(job->alloc[a].node));
+    for (int g = 0; g < al->ngpus; g++)
+        json_array_append_new(gpus, json_string(al->gpus[g]));
+    const struct node *master = nodetab_get(d->nodes, job->alloc[0].node);
+    bool run = job->state == JOB_RUNNING;
+    /* "o" steals nodes, gpus and the spec */
+    json_t *e = json_pack(
+        "{s:I, s:i, s:s, s:i, s:o, s:o, s:s, s:i, s:I, s:i, s:o}", "id",
+        (json_int_t)job->id, "attempt", job_attempt(job), "action",
+        run ? "run" : "stop", "node_rank", part, "nodes", nodes, "gpus", gpus,
+        "master_addr",
+        master && master->address ? master->address : "127.0.0.1",
+        "master_port", job->master_port, "start_ms",
+        (json_int_t)job->start_ms, "grace_s", d->cfg.kill_grace_s, "spec",
+        job_spec_to_json(&job->spec));
+    if (e && !run)
+        json_object_set_new(e, "stop_reason", json_string(stop_reason(job)));
+    return e;
+}
+
+json_t *cluster_node_work(struct shoald *d, const struct node *n)
+{
+    struct node_rt *rt = nodetab_rt(d->nodes, n->name);
+    json_t *jobs = json_array();
+    for (int i = 0; rt && i < rt->njobs; i++) {
+        const struct job *job = jobtab_get(d->jobs, rt->jobs[i]);
+        if (!job)
+            continue;
+        for (int a = 0; a < job->nalloc; a++) {
+            if (strcmp(job->alloc[a].node, n->name) == 0 &&
+                !job->alloc[a].done)
+                json_array_append_new(jobs, work_entry(d, job, a));
+        }
+    }
+    /* "o" steals jobs */
+    return json_pack("{s:I, s:b, s:o}", "generation",
+                     (json_int_t)(rt ? rt->generation : 0), "drain", n->drain,
+                     "jobs", jobs);
+}
+
+/* ---- starting jobs ---- */
+
+static int pick_master_port(struct shoald *d, const char *node)
+{
+    struct node_rt *rt = nodetab_rt(d->nodes, node);
+    bool used[MASTER_PORT_SPAN] = {false};
+    for (int i = 0; rt && i < rt->njobs; i++) {
+        const struct job *j = jobtab_get(d->jobs, rt->jobs[i]);
+        if (j && j->master_port >= MASTER_PORT_BASE &&
+            j->master_port < MASTER_PORT_BASE + MASTER_PORT_SPAN)
+            used[j->master_port - MASTER_PORT_BASE] = true;
+    }
+    for (int p = 0; p < MASTER_PORT_SPAN; p++) {
+        if (!used[p])
+            return MASTER_PORT_BASE + p;
+    }
+    return MASTER_PORT_BASE;
+}
+
+static double slice_share(const struct gpu_info *g, int slice)
+{
+    if (slice < 0)
+        return 1.0;
+    return (double)g->slices[slice].share_num / g->slices[slice].share_den;
+}
+
+/* Build the placement from engine places (grouped by node, node order). */
+static struct job_alloc *alloc_from_places(struct shoald *d,
+                                           const struct sched_place *p, int n,
+                                           int *nalloc)
+{
+    struct job_alloc *alloc = calloc((size_t)n, sizeof(*alloc));
+    int na = 0;
+    if (!alloc)
+        return NULL;
+    for (int i = 0; i < n; i++) {
+        const struct node *node = nodetab_get(d->nodes, p[i].node);
+        const struct gpu_info *g = &node->gpus[p[i].gpu];
+        const char *uuid = p[i].slice >= 0 ? g->slices[p[i].slice].uuid
+                                           : g->uuid;
+        if (na == 0 || strcmp(alloc[na - 1].node, node->name) != 0) {
+            alloc[na].node = strdup(node->name);
+            alloc[na].gpus = calloc((size_t)n, sizeof(char *));
+            alloc[na].exit_code = -1;
+            na++;
+        }
+        struct job_alloc *a = &alloc[na - 1];
+        a->gpus[a->ngpus++] = strdup(uuid);
+        a->share += slice_share(g, p[i].slice);
+    }
+    *nalloc = na;
+    return alloc;
+}
+
+static void start_job(struct shoald *d, struct job *job,
+                      struct job_alloc *alloc, int nalloc)
+{
+    struct sh_error err;
+    job_set_alloc(job, alloc, nalloc);
+    job->master_port = pick_master_port(d, alloc[0].node);
+    if (jobs_transition(d, job, JOB_RUNNING, NULL, &err) < 0) {
+        sh_log(LOG_ERR, "cluster", "job %llu cannot start: %s",
+               (unsigned long long)job->id, err.msg);
+        return;
+    }
+    job_set_reason(job, NULL);
+    job->est_start_ms = 0;
+    for (int a = 0; a < nalloc; a++) {
+        struct node_rt *rt = nodetab_rt(d->nodes, alloc[a].node);
+        node_rt_add_job(rt, job->id);
+        nodetab_get(d->nodes, alloc[a].node)->running = rt->njobs;
+        cluster_node_touch(d, alloc[a].node);
+    }
+    sh_debug("cluster", "started job=%llu nodes=%d first=%s",
+             (unsigned long long)job->id, nalloc, alloc[0].node);
+}
+
+static void apply_starts(struct shoald *d)
+{
+    struct cluster *c = d->cluster;
+    for (size_t i = 0; i < c->dec.nstarts; i++) {
+        const struct sched_start *st = &c->dec.starts[i];
+        struct job *job = jobtab_get(d->jobs, st->job);
+        if (!job || job->state != JOB_PENDING) {
+            sched_job_end(c->sched, st->job, shoald_now_ms(d), NULL);
+            continue;
+        }
+        int nalloc;
+        struct job_alloc *alloc = alloc_from_places(
+            d, &c->dec.places[st->first], st->nplaces, &nalloc);
+        if (!alloc) {
+            c->rebuild = true;
+            return;
+        }
+        start_job(d, job, alloc, nalloc);
+    }
+}
+
+static void apply_preempts(struct shoald *d)
+{
+    struct cluster *c = d->cluster;
+    for (size_t i = 0; i < c->dec.npreempts; i++) {
+        const struct sched_preempt *p = &c->dec.preempts[i];
+        struct job *job = jobtab_get(d->jobs, p->job);
+        struct job *for_job = jobtab_get(d->jobs, p->for_job);
+        if (!job || job->state != JOB_RUNNING)
+            continue;
+        char reason[JOB_REASON_MAX];
+        snprintf(reason, sizeof(reason),
+                 "preempted: project %s reclaims its guaranteed GPUs for job "
+                 "%llu",
+                 for_job ? for_job->spec.project : "?",
+                 (unsigned long long)p->for_job);
+        struct sh_error err;
+        if (jobs_transition(d, job, JOB_PREEMPTED, reason, &err) < 0)
+            sh_log(LOG_ERR, "cluster", "job %llu: %s",
+                   (unsigned long long)job->id, err.msg);
+        else
+            sh_log(LOG_NOTICE, "cluster", "preempting job=%llu for job=%llu",
+                   (unsigned long long)job->id,
+                   (unsigned long long)p->for_job);
+    }
+}
+
+/* Jobs without GPUs: the up node with the fewest active jobs, or the
+ * fewest nodes' worth for a multi-node job. */
+static void place_cpu_jobs(struct shoald *d)
+{
+    struct cluster *c = d->cluster;
+    int i = 0;
+    while (i < c->ncpu) {
+        struct job *job = jobtab_get(d->jobs, c->cpu_queue[i]);
+        if (!job || job->state != JOB_PENDING) {
+            cpu_queue_remove(c, c->cpu_queue[i]);
+            continue;
+        }
+        int want = job->spec.nodes;
+        struct node *picked[JOB_NODES_MAX];
+        int np = 0;
+        for (int k = 0; k < want; k++) {
+            struct node *best = NULL;
+            for (struct node *n = nodetab_next(d->nodes, NULL); n;
+                 n = nodetab_next(d->nodes, n)) {
+                bool taken = false;
+                for (int q = 0; q < np; q++)
+                    taken |= picked[q] == n;
+                if (taken || node_state(n) != NODE_UP ||
+                    nodetab_rt(d->nodes, n->name)->stale > 0)
+                    continue;
+                if (!best || n->running < best->running)
+                    best = n;
+            }
+            if (!best)
+                break;
+            picked[np++] = best;
+        }
+        if (np < want) {
+            i++;
+            continue;
+        }
+        struct job_alloc *alloc = calloc((size_t)np, sizeof(*alloc));
+        if (!alloc)
+            return;
+        for (int k = 0; k < np; k++) {
+            alloc[k].node = strdup(picked[k]->name);
+            alloc[k].gpus = calloc(1, sizeof(char *));
+            alloc[k].exit_code = -1;
+        }
+        cpu_queue_remove(c, job->id);
+        start_job(d, job, alloc, np);
+    }
+}
+
+void cluster_before_sleep(struct shoald *d)
+{
+    struct cluster *c = d->cluster;
+    struct sh_error err;
+    if (c->rebuild && build(d, &err) < 0) {
+        sh_log(LOG_ERR, "cluster", "engine rebuild failed: %s", err.msg);
+        return;
+    }
+    if (!c->schedule_pending)
+        return;
+    c->schedule_pending = false;
+    if (sched_run(c->sched, shoald_now_ms(d), false, &c->dec, &err) < 0) {
+        sh_log(LOG_ERR, "cluster", "scheduling pass failed: %s", err.msg);
+        c->rebuild = true;
+        return;
+    }
+    apply_preempts(d);
+    apply_starts(d);
+    place_cpu_jobs(d);
+}
+
+/* ---- job events ---- */
+
 void cluster_job_added(struct shoald *d, struct job *job)
 {
-    (void)job;
+    engine_add_job(d, job);
+    shoald_schedule_soon(d);
+}
+
+/* All parts of a job are gone: free its GPUs in the engine, requeue. */
+static void job_released(struct shoald *d, struct job *job)
+{
+    struct cluster *c = d->cluster;
+    if (uses_gpus(job))
+        sched_job_end(c->sched, job->id, shoald_now_ms(d), NULL);
+    job->releasing = false;
+    if ((job->state == JOB_PREEMPTED || job->state == JOB_NODE_FAIL) &&
+        job->spec.requeue) {
+        struct sh_error err;
+        if (jobs_transition(d, job, JOB_PENDING, NULL, &err) < 0)
+            sh_log(LOG_ERR, "cluster", "job %llu: requeue: %s",
+                   (unsigned long long)job->id, err.msg);
+        return; /* jobs_transition persisted and re-added it */
+    }
+    jobs_persist(d, job, NULL);
     shoald_schedule_soon(d);
 }
 
 void cluster_job_changed(struct shoald *d, struct job *job,
                          enum job_state from)
 {
-    (void)job;
-    (void)from;
+    struct cluster *c = d->cluster;
+    if (!c)
+        return;
+    if (from == JOB_PENDING && job->state == JOB_CANCELLED) {
+        if (uses_gpus(job))
+            sched_job_remove(c->sched, job->id, NULL);
+        else
+            cpu_queue_remove(c, job->id);
+    } else if (from == JOB_RUNNING && job_state_is_terminal(job->state)) {
+        /* Tell every node still running a part to stop it. */
+        for (int a = 0; a < job->nalloc; a++) {
+            if (!job->alloc[a].done)
+                cluster_node_touch(d, job->alloc[a].node);
+        }
+        if (!job->releasing)
+            job_released(d, job);
+    } else if (job->state == JOB_PENDING && from != JOB_PENDING) {
+        engine_add_job(d, job); /* requeued */
+    }
     shoald_schedule_soon(d);
 }
+
+int cluster_part_done(struct shoald *d, struct job *job, const char *node,
+                      int exit_code, int exit_signal, const char *reason,
+                      struct sh_error *err)
+{
+    int part = -1;
+    for (int a = 0; a < job->nalloc; a++) {
+        if (strcmp(job->alloc[a].node, node) == 0)
+            part = a;
+    }
+    if (part < 0)
+        return sh_errorf(err, SH_ENOTFOUND, "job %llu has no part on %s",
+                         (unsigned long long)job->id, node);
+    struct job_alloc *al = &job->alloc[part];
+    if (al->done)
+        return 0; /* a repeated report */
+    al->done = true;
+    al->exit_code = exit_code;
+    al->exit_signal = exit_signal;
+    struct node_rt *rt = nodetab_rt(d->nodes, node);
+    struct node *n = nodetab_get(d->nodes, node);
+    if (rt) {
+        node_rt_remove_job(rt, job->id);
+        cluster_node_touch(d, node);
+        if (n)
+            n->running = rt->njobs;
+    }
+    if (job->state == JOB_RUNNING) {
+        enum job_state to = JOB_RUNNING;
+        char why[JOB_REASON_MAX] = "";
+        if (reason && strcmp(reason, "timeout") == 0) {
+            to = JOB_TIMEOUT;
+            snprintf(why, sizeof(why), "time limit reached on %s", node);
+        } else if (reason && strcmp(reason, "lost") == 0) {
+            to = JOB_NODE_FAIL;
+            snprintf(why, sizeof(why), "its processes on %s were lost", node);
+        } else if (exit_signal) {
+            to = JOB_FAILED;
+            snprintf(why, sizeof(why), "killed by signal %d on %s",
+                     exit_signal, node);
+        } else if (exit_code != 0) {
+            to = JOB_FAILED;
+            snprintf(why, sizeof(why), "exited with %d on %s", exit_code,
+                     node);
+        } else if (!job_parts_active(job)) {
+            to = JOB_COMPLETED;
+        }
+        if (to != JOB_RUNNING) {
+            job->exit_code = exit_code;
+            job->exit_signal = exit_signal;
+            if (jobs_transition(d, job, to, why[0] ? why : NULL, err) < 0)
+                return -1;
+            return 0;
+        }
+        return jobs_persist(d, job, err);
+    }
+    if (job->releasing && !job_parts_active(job))
+        job_released(d, job);
+    else
+        jobs_persist(d, job, err);
+    return 0;
+}
+
+/* ---- nodes ---- */
+
+void cluster_node_changed(struct shoald *d, struct node *n)
+{
+    if (!d->cluster)
+        return;
+    sync_node(d, n);
+    shoald_schedule_soon(d);
+}
+
+void cluster_node_removed(struct shoald *d, const char *name)
+{
+    struct node_rt *rt = nodetab_rt(d->nodes, name);
+    if (!rt)
+        return;
+    if (rt->poll) {
+        struct api_req *req = rt->poll;
+        rt->poll = NULL;
+        free(api_get_user_data(req));
+        api_set_user_data(req, NULL);
+        api_errorf(req, SH_ENOTFOUND, "node %s was removed", name);
+        api_release(req);
+    }
+    sched_node_remove(d->cluster->sched, name, NULL);
+    nodetab_remove(d->nodes, name);
+    shoald_schedule_soon(d);
+}
+
+void cluster_node_down(struct shoald *d, struct node *n, const char *why)
+{
+    struct node_rt *rt = nodetab_rt(d->nodes, n->name);
+    n->alive = false;
+    sh_log(LOG_WARNING, "cluster", "node %s is down: %s", n->name, why);
+    /* Work on its copy: cluster_part_done edits the list. */
+    int count = rt->njobs;
+    uint64_t *ids = count ? malloc((size_t)count * sizeof(uint64_t)) : NULL;
+    if (count && !ids)
+        return;
+    if (count)
+        memcpy(ids, rt->jobs, (size_t)count * sizeof(uint64_t));
+    for (int i = 0; i < count; i++) {
+        struct job *job = jobtab_get(d->jobs, ids[i]);
+        if (!job)
+            continue;
+        struct sh_error err;
+        if (job->state == JOB_RUNNING) {
+            char reason[JOB_REASON_MAX];
+            snprintf(reason, sizeof(reason), "node %s failed: %s", n->name,
+                     why);
+            jobs_transition(d, job, JOB_NODE_FAIL, reason, &err);
+        }
+        if (cluster_part_done(d, job, n->name, -1, 0, "lost", &err) < 0)
+            sh_log(LOG_ERR, "cluster", "%s", err.msg);
+    }
+    free(ids);
+    sync_node(d, n);
+    shoald_schedule_soon(d);
+}
+
+/* ---- views ---- */
 
 double cluster_slice_share_sum(const struct shoald *d, const struct job *job)
 {
     (void)d;
     double gpus = 0.0;
     for (int i = 0; i < job->nalloc; i++)
-        gpus += job->alloc[i].ngpus;
+        gpus += job->alloc[i].share;
     return gpus;
 }
 
-void cluster_before_sleep(struct shoald *d)
+void cluster_job_reason(struct shoald *d, const struct job *job, char *buf,
+                        size_t size, int64_t *est)
 {
-    if (!d->cluster->schedule_pending)
+    struct cluster *c = d->cluster;
+    *est = 0;
+    buf[0] = '\0';
+    if (job->state != JOB_PENDING || !c)
         return;
-    d->cluster->schedule_pending = false;
+    if (!uses_gpus(job)) {
+        snprintf(buf, size, "%s", nodetab_count(d->nodes) == 0
+                                      ? "resources: no node has joined yet"
+                                      : "resources: waiting for an up node");
+        return;
+    }
+    if (nodetab_count(d->nodes) == 0) {
+        snprintf(buf, size, "resources: no node has joined yet");
+        return;
+    }
+    struct sched_job_status st;
+    if (sched_job_status(c->sched, job->id, &st, NULL) == 0) {
+        *est = st.est_start_ms;
+        sched_job_reason(c->sched, job->id, buf, size);
+    }
 }

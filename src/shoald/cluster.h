@@ -1,17 +1,25 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The cluster: binds jobs to nodes. It keeps the scheduling engine told of
- * every change, asks it for decisions before the loop sleeps, turns start
- * decisions into placements on nodes, and turns job changes into work for
- * the agents (start these processes, stop those). jobs.c calls into it at
- * each job event; it never answers API requests itself.
+/* The cluster: binds jobs to nodes. It keeps the scheduling engine (sched/)
+ * told of every change, asks it for decisions before the loop sleeps, turns
+ * start decisions into placements, and keeps each node's desired work (what
+ * its agent must run or stop) from which the agent API answers. jobs.c and
+ * api_agent.c call into it; it never answers API requests itself.
+ *
+ * A job's GPUs on a node are held from its start until that node's agent
+ * confirms the processes are gone (cluster_part_done), or the node is
+ * declared down. Only then does the engine see them free.
  */
 #ifndef SHOAL_SHOALD_CLUSTER_H
 #define SHOAL_SHOALD_CLUSTER_H
 
+#include <jansson.h>
+
 #include "lib/model/job.h"
+#include "lib/model/node.h"
 #include "shoald/shoald.h"
 
-/* Create the cluster context (d->cluster) once d's tables are loaded. */
+/* Create the cluster context (d->cluster) once d's tables are loaded: the
+ * engine is built from them and the liveness timer starts. */
 int cluster_create(struct shoald *d, struct sh_error *err);
 void cluster_destroy(struct shoald *d);
 
@@ -34,9 +42,37 @@ void cluster_job_added(struct shoald *d, struct job *job);
 void cluster_job_changed(struct shoald *d, struct job *job,
                          enum job_state from);
 
+/* A node's agent reports that its part of job (this attempt) ended with
+ * exit_code/exit_signal; reason is "timeout", "cancelled", "lost" or NULL. */
+int cluster_part_done(struct shoald *d, struct job *job, const char *node,
+                      int exit_code, int exit_signal, const char *reason,
+                      struct sh_error *err);
+
+/* A node registered, changed its GPUs or labels, or came back: tell the
+ * engine. The node must be in d->nodes. */
+void cluster_node_changed(struct shoald *d, struct node *n);
+
+/* Forget a down node without jobs: out of the engine and the table. */
+void cluster_node_removed(struct shoald *d, const char *name);
+
+/* A node stopped answering: its running jobs end as node_fail. */
+void cluster_node_down(struct shoald *d, struct node *n, const char *why);
+
+/* The node's desired work for its agent (a new reference). */
+json_t *cluster_node_work(struct shoald *d, const struct node *n);
+
+/* Bump a node's generation so its agent's held poll is answered after the
+ * next commit. */
+void cluster_node_touch(struct shoald *d, const char *node);
+
 /* The sum of the GPU shares a job holds (1 per whole GPU, the slice's
  * share per slice). */
 double cluster_slice_share_sum(const struct shoald *d, const struct job *job);
+
+/* Why a pending job waits and when it may start, from the engine: reason
+ * text into buf, estimated start (epoch ms, 0 unknown) into *est. */
+void cluster_job_reason(struct shoald *d, const struct job *job, char *buf,
+                        size_t size, int64_t *est);
 
 /* Run a scheduling pass when one was asked for; called before the loop
  * sleeps, before the group commit. */

@@ -164,13 +164,9 @@ int jobs_transition(struct shoald *d, struct job *job, enum job_state to,
     job_transition(job, to, shoald_now_ms(d), NULL);
     if (reason)
         job_set_reason(job, reason);
-    if ((to == JOB_PREEMPTED || to == JOB_NODE_FAIL) && job->spec.requeue &&
-        !job->releasing) {
-        job_transition(job, JOB_PENDING, shoald_now_ms(d), NULL);
-        job->start_ms = 0;
-    }
     if (jobs_persist(d, job, err) < 0)
         return -1;
+    /* The cluster stops, releases and requeues as the new state asks. */
     cluster_job_changed(d, job, from);
     return 0;
 }

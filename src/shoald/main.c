@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,8 +25,10 @@
 #include "shoald/cluster.h"
 #include "shoald/commit.h"
 #include "shoald/jobtab.h"
+#include "shoald/logs.h"
 #include "shoald/nodetab.h"
 #include "shoald/state.h"
+#include "shoald/tenancy.h"
 #include "store/store.h"
 
 static const char usage[] =
@@ -37,7 +40,7 @@ static const char usage[] =
     "  --port N               port (default 6820; 0 = any free port)\n"
     "  --store URL            database (default sqlite:DIR/shoal.db)\n"
     "  --admin-user NAME      first cluster admin of a new cluster\n"
-    "                         (default: $USER, else admin)\n"
+    "                         (default: the user running shoald)\n"
     "  --tls-cert FILE        serve HTTPS with this PEM certificate...\n"
     "  --tls-key FILE         ...and this PEM key\n"
     "  --max-body SIZE        largest request body (default 1M)\n"
@@ -209,9 +212,15 @@ static int setup(struct shoald *d, char *store_url, size_t url_size,
     d->auth = auth_create(err);
     if (!d->auth)
         return -1;
+    d->tenancy = tenancy_create(err);
+    if (!d->tenancy)
+        return -1;
     d->commit = commit_create(d, state_reload, err);
     if (!d->commit || state_load(d, err) < 0 || cluster_create(d, err) < 0 ||
         state_init_cluster(d, err) < 0)
+        return -1;
+    d->logs = logs_create(d, err);
+    if (!d->logs)
         return -1;
     d->api = api_create(d, api_routes, err);
     if (!d->api)
@@ -241,8 +250,16 @@ static int signals_setup(struct shoald *d, struct sh_error *err)
 static void teardown(struct shoald *d)
 {
     struct sh_error err;
+    /* Held requests are answered first: MHD stops only without suspended
+     * connections. */
+    if (d->nodes)
+        api_agent_expire_polls(d, true);
+    logs_destroy(d->logs);
+    d->logs = NULL;
     if (d->commit)
         commit_flush(d->commit, &err);
+    if (d->api)
+        api_before_sleep(d->api);
     if (d->cluster)
         cluster_destroy(d);
     api_destroy(d->api);
@@ -250,6 +267,7 @@ static void teardown(struct shoald *d)
     jobtab_destroy(d->jobs);
     nodetab_destroy(d->nodes);
     auth_destroy(d->auth);
+    tenancy_destroy(d->tenancy);
     store_close(d->store);
     loop_destroy(d->loop);
 }
@@ -261,7 +279,10 @@ int main(int argc, char **argv)
     char store_url[4200];
     memset(&d, 0, sizeof(d));
     sh_log_init("shoald");
-    const char *user = getenv("USER");
+    /* The first admin is who runs the controller: jobs of that user then
+     * run as that Unix user on the agents. */
+    struct passwd *pw = getpwuid(getuid());
+    const char *user = pw ? pw->pw_name : getenv("USER");
     d.cfg.listen_addr = "127.0.0.1";
     d.cfg.port = 6820;
     d.cfg.admin_user = (user && *user) ? user : "admin";

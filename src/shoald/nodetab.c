@@ -9,6 +9,7 @@
 
 struct node_entry {
     struct node *node;
+    struct node_rt rt;
     UT_hash_handle hh;
 };
 
@@ -30,6 +31,7 @@ void nodetab_destroy(struct nodetab *t)
     {
         HASH_DEL(t->by_name, e);
         node_destroy(e->node);
+        free(e->rt.jobs);
         free(e);
     }
     free(t);
@@ -60,6 +62,18 @@ struct node *nodetab_get(const struct nodetab *t, const char *name)
     return e ? e->node : NULL;
 }
 
+void nodetab_remove(struct nodetab *t, const char *name)
+{
+    struct node_entry *e;
+    HASH_FIND_STR(t->by_name, name, e);
+    if (!e)
+        return;
+    HASH_DEL(t->by_name, e);
+    node_destroy(e->node);
+    free(e->rt.jobs);
+    free(e);
+}
+
 int nodetab_count(const struct nodetab *t)
 {
     return (int)HASH_COUNT(t->by_name);
@@ -75,4 +89,54 @@ struct node *nodetab_next(const struct nodetab *t, const struct node *prev)
         e = e ? e->hh.next : NULL;
     }
     return e ? e->node : NULL;
+}
+
+struct node_rt *nodetab_rt(const struct nodetab *t, const char *name)
+{
+    struct node_entry *e;
+    HASH_FIND_STR(t->by_name, name, e);
+    return e ? &e->rt : NULL;
+}
+
+int node_rt_add_job(struct node_rt *rt, uint64_t id)
+{
+    for (int i = 0; i < rt->njobs; i++) {
+        if (rt->jobs[i] == id)
+            return 0;
+    }
+    if (rt->njobs == rt->jobs_cap) {
+        int cap = rt->jobs_cap ? rt->jobs_cap * 2 : 8;
+        uint64_t *j = realloc(rt->jobs, (size_t)cap * sizeof(*j));
+        if (!j)
+            return -1;
+        rt->jobs = j;
+        rt->jobs_cap = cap;
+    }
+    rt->jobs[rt->njobs++] = id;
+    return 0;
+}
+
+void node_rt_remove_job(struct node_rt *rt, uint64_t id)
+{
+    for (int i = 0; i < rt->njobs; i++) {
+        if (rt->jobs[i] == id) {
+            rt->jobs[i] = rt->jobs[--rt->njobs];
+            return;
+        }
+    }
+}
+
+void nodetab_take_runtime(struct nodetab *t, struct nodetab *old)
+{
+    struct node_entry *e;
+    for (e = t->by_name; e; e = e->hh.next) {
+        struct node_entry *o;
+        HASH_FIND_STR(old->by_name, e->node->name, o);
+        if (!o)
+            continue;
+        e->rt = o->rt;
+        memset(&o->rt, 0, sizeof(o->rt));
+        e->node->alive = o->node->alive;
+        e->node->last_heartbeat_ms = o->node->last_heartbeat_ms;
+    }
 }

@@ -10,6 +10,19 @@
 #include "lib/model/node.h"
 
 struct nodetab;
+struct api_req;
+
+/* What the controller knows about a node only while it runs: never stored,
+ * kept across a reload of the table. */
+struct node_rt {
+    uint64_t generation;  /* bumps when the node's desired work changes */
+    struct api_req *poll; /* the agent's held work request, or NULL */
+    uint64_t *jobs;       /* jobs with a part on this node not yet done */
+    int njobs;
+    int jobs_cap;
+    int stale;            /* runs the agent reported that we do not want */
+    bool wake;            /* answer the held poll after the next commit */
+};
 
 struct nodetab *nodetab_create(void);
 void nodetab_destroy(struct nodetab *t);
@@ -18,7 +31,19 @@ void nodetab_destroy(struct nodetab *t);
  * (the node is then not taken). */
 int nodetab_add(struct nodetab *t, struct node *n);
 struct node *nodetab_get(const struct nodetab *t, const char *name);
+/* Remove and destroy a node (its held poll must be answered first). */
+void nodetab_remove(struct nodetab *t, const char *name);
 int nodetab_count(const struct nodetab *t);
+
+/* The runtime record of a node (never NULL for a node in the table). */
+struct node_rt *nodetab_rt(const struct nodetab *t, const char *name);
+
+/* Add or remove a job from a node's active list (idempotent). */
+int node_rt_add_job(struct node_rt *rt, uint64_t id);
+void node_rt_remove_job(struct node_rt *rt, uint64_t id);
+
+/* Move runtime records from old to t for nodes present in both. */
+void nodetab_take_runtime(struct nodetab *t, struct nodetab *old);
 
 /* Iterate in name order: start with NULL. */
 struct node *nodetab_next(const struct nodetab *t, const struct node *prev);

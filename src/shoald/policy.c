@@ -1,38 +1,212 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Permission rules (see policy.h).
- *   cluster admin   everything
- *   user            submits to any project, sees every job, cancels own jobs
+/* Permission rules (see policy.h). The whole table:
+ *
+ *   action            cluster admin  project role needed   owner
+ *   submit            yes            member or admin       -
+ *   view job, logs    yes            viewer or more        yes (own job)
+ *   cancel job        yes            admin                 yes (own job)
+ *   view project      yes            viewer or more        -
+ *   manage members    yes            admin                 -
+ *   view user         yes            -                     yes (self)
+ *   revoke tokens     yes            -                     yes (self)
+ *   administer        yes            -                     -
+ *
+ * A user who leaves a project may still see and cancel the jobs they
+ * submitted there: those are theirs. Agent and join tokens are never users
+ * (api.c refuses them on user routes); every function here refuses them
+ * again, so a mistake in a route table cannot open a hole.
  */
 #include "shoald/policy.h"
 
 #include <string.h>
 
+struct rule {
+    const char *name;          /* for messages */
+    enum tenancy_role min_role; /* NONE: no project role grants it */
+    bool owner_ok;             /* the owner may */
+};
+
+static const struct rule rules[POLICY_ACTION_COUNT] = {
+    [POLICY_SUBMIT] = {"submit jobs to", TENANCY_ROLE_MEMBER, false},
+    [POLICY_VIEW_JOB] = {"see jobs of", TENANCY_ROLE_VIEWER, true},
+    [POLICY_CANCEL_JOB] = {"cancel jobs of", TENANCY_ROLE_ADMIN, true},
+    [POLICY_VIEW_PROJECT] = {"see", TENANCY_ROLE_VIEWER, false},
+    [POLICY_MANAGE_MEMBERS] = {"manage the members of", TENANCY_ROLE_ADMIN,
+                               false},
+    [POLICY_VIEW_USER] = {"see", TENANCY_ROLE_NONE, true},
+    [POLICY_REVOKE_TOKENS] = {"revoke the tokens of", TENANCY_ROLE_NONE,
+                              true},
+    [POLICY_ADMINISTER] = {"administer", TENANCY_ROLE_NONE, false},
+};
+
+bool policy_allows(enum policy_action action, const struct policy_subject *s)
+{
+    if ((unsigned)action >= POLICY_ACTION_COUNT)
+        return false;
+    const struct rule *r = &rules[action];
+    if (s->cluster_admin)
+        return true;
+    if (r->owner_ok && s->owner)
+        return true;
+    return r->min_role != TENANCY_ROLE_NONE && s->role >= r->min_role;
+}
+
+const char *policy_action_name(enum policy_action action)
+{
+    if ((unsigned)action >= POLICY_ACTION_COUNT)
+        return "?";
+    return rules[action].name;
+}
+
+static bool is_user(const struct api_caller *caller)
+{
+    return caller && caller->role == API_USER && caller->user;
+}
+
+enum tenancy_role policy_role(struct shoald *d,
+                              const struct api_caller *caller,
+                              const char *project)
+{
+    if (!is_user(caller) || !d->tenancy || !project)
+        return TENANCY_ROLE_NONE;
+    return tenancy_role(d->tenancy, project, caller->user);
+}
+
+static struct policy_subject subject_of(struct shoald *d,
+                                        const struct api_caller *caller,
+                                        const char *project, bool owner)
+{
+    struct policy_subject s = {
+        .cluster_admin = is_user(caller) && caller->admin,
+        .role = policy_role(d, caller, project),
+        .owner = is_user(caller) && owner,
+    };
+    return s;
+}
+
+static bool owns_job(const struct api_caller *caller, const struct job *job)
+{
+    return is_user(caller) && job->spec.user &&
+           strcmp(caller->user, job->spec.user) == 0;
+}
+
+/* The common refusal for project actions: says what role would do. */
+static int refuse_project(const struct api_caller *caller,
+                          enum policy_action action, enum tenancy_role role,
+                          const char *project, struct sh_error *err)
+{
+    const struct rule *r = &rules[action];
+    if (role == TENANCY_ROLE_NONE)
+        return sh_errorf(err, SH_EFORBIDDEN,
+                         "%s is not a member of project %s, so may not %s it; "
+                         "a project admin or cluster admin can add you",
+                         caller->user, project, r->name);
+    return sh_errorf(err, SH_EFORBIDDEN,
+                     "%s is a %s of project %s; it takes the %s role to %s it",
+                     caller->user, tenancy_role_name(role), project,
+                     tenancy_role_name(r->min_role), r->name);
+}
+
+/* Check a project action on an existing project. */
+static int check_project(struct shoald *d, const struct api_caller *caller,
+                         enum policy_action action, const char *project,
+                         struct sh_error *err)
+{
+    if (!is_user(caller))
+        return sh_errorf(err, SH_EFORBIDDEN,
+                         "only users may %s a project; this token is not a "
+                         "user's",
+                         rules[action].name);
+    if (!project || !d->tenancy || !tenancy_project_exists(d->tenancy, project))
+        return sh_errorf(err, SH_ENOTFOUND, "project %.64s does not exist",
+                         project ? project : "");
+    struct policy_subject s = subject_of(d, caller, project, false);
+    if (policy_allows(action, &s))
+        return 0;
+    return refuse_project(caller, action, s.role, project, err);
+}
+
 int policy_can_submit(struct shoald *d, const struct api_caller *caller,
                       const char *project, struct sh_error *err)
 {
-    (void)d;
-    (void)project;
-    if (caller->role != API_USER)
+    if (!is_user(caller))
         return sh_errorf(err, SH_EFORBIDDEN, "only users submit jobs");
-    return 0;
+    return check_project(d, caller, POLICY_SUBMIT, project, err);
 }
 
 bool policy_can_view(struct shoald *d, const struct api_caller *caller,
                      const struct job *job)
 {
-    (void)d;
-    (void)job;
-    return caller->role == API_USER;
+    if (!is_user(caller))
+        return false;
+    struct policy_subject s =
+        subject_of(d, caller, job->spec.project, owns_job(caller, job));
+    return policy_allows(POLICY_VIEW_JOB, &s);
 }
 
 int policy_can_cancel(struct shoald *d, const struct api_caller *caller,
                       const struct job *job, struct sh_error *err)
 {
-    (void)d;
-    if (caller->role == API_USER &&
-        (caller->admin || strcmp(caller->user, job->spec.user) == 0))
+    if (!is_user(caller))
+        return sh_errorf(err, SH_EFORBIDDEN, "only users cancel jobs");
+    struct policy_subject s =
+        subject_of(d, caller, job->spec.project, owns_job(caller, job));
+    if (policy_allows(POLICY_CANCEL_JOB, &s))
         return 0;
     return sh_errorf(err, SH_EFORBIDDEN,
-                     "job %llu belongs to %s; you may cancel only your own jobs",
-                     (unsigned long long)job->id, job->spec.user);
+                     "job %llu belongs to %s; you may cancel only your own "
+                     "jobs, or any job of a project you administer (you are "
+                     "%s%s of project %s)",
+                     (unsigned long long)job->id, job->spec.user,
+                     s.role == TENANCY_ROLE_NONE ? "not a member" : "a ",
+                     s.role == TENANCY_ROLE_NONE ? ""
+                                                 : tenancy_role_name(s.role),
+                     job->spec.project);
+}
+
+int policy_can_view_project(struct shoald *d, const struct api_caller *caller,
+                            const char *project, struct sh_error *err)
+{
+    return check_project(d, caller, POLICY_VIEW_PROJECT, project, err);
+}
+
+int policy_can_manage_members(struct shoald *d,
+                              const struct api_caller *caller,
+                              const char *project, struct sh_error *err)
+{
+    return check_project(d, caller, POLICY_MANAGE_MEMBERS, project, err);
+}
+
+static int check_self(const struct api_caller *caller,
+                      enum policy_action action, const char *user,
+                      struct sh_error *err)
+{
+    if (!is_user(caller))
+        return sh_errorf(err, SH_EFORBIDDEN, "only users may %s users",
+                         rules[action].name);
+    struct policy_subject s = {
+        .cluster_admin = caller->admin,
+        .role = TENANCY_ROLE_NONE,
+        .owner = user && strcmp(caller->user, user) == 0,
+    };
+    if (policy_allows(action, &s))
+        return 0;
+    return sh_errorf(err, SH_EFORBIDDEN,
+                     "only %.64s and cluster admins may %s user %.64s",
+                     user ? user : "", rules[action].name, user ? user : "");
+}
+
+int policy_can_view_user(struct shoald *d, const struct api_caller *caller,
+                         const char *user, struct sh_error *err)
+{
+    (void)d;
+    return check_self(caller, POLICY_VIEW_USER, user, err);
+}
+
+int policy_can_revoke_tokens(struct shoald *d,
+                             const struct api_caller *caller,
+                             const char *user, struct sh_error *err)
+{
+    (void)d;
+    return check_self(caller, POLICY_REVOKE_TOKENS, user, err);
 }

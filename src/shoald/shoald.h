@@ -28,6 +28,8 @@ struct jobtab;
 struct nodetab;
 struct auth;
 struct cluster;
+struct tenancy;
+struct logs;
 
 struct shoald_config {
     const char *state_dir;     /* holds the database, tokens and the URL */
@@ -50,9 +52,11 @@ struct shoald {
     struct commit *commit;
     struct api *api;
     struct auth *auth;
+    struct tenancy *tenancy;   /* teams, projects, members, quotas */
     struct jobtab *jobs;
     struct nodetab *nodes;
     struct cluster *cluster;
+    struct logs *logs;
     char url[300];             /* the URL clients use */
     bool stopping;
 };

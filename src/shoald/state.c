@@ -18,6 +18,7 @@
 #include "shoald/commit.h"
 #include "shoald/jobs.h"
 #include "shoald/nodetab.h"
+#include "shoald/tenancy.h"
 #include "store/store.h"
 
 struct store_batch *shoald_batch(struct shoald *d)
@@ -55,16 +56,8 @@ static int nodes_load(struct shoald *d, struct sh_error *err)
         nodetab_destroy(t);
         return -1;
     }
-    if (d->nodes) {
-        for (struct node *n = nodetab_next(t, NULL); n;
-             n = nodetab_next(t, n)) {
-            struct node *old = nodetab_get(d->nodes, n->name);
-            if (old) {
-                n->alive = old->alive;
-                n->last_heartbeat_ms = old->last_heartbeat_ms;
-            }
-        }
-    }
+    if (d->nodes)
+        nodetab_take_runtime(t, d->nodes);
     nodetab_destroy(d->nodes);
     d->nodes = t;
     return 0;
@@ -74,6 +67,8 @@ int state_load(struct shoald *d, struct sh_error *err)
 {
     if (auth_load(d->auth, d->store, err) < 0 || nodes_load(d, err) < 0 ||
         jobs_load(d, err) < 0)
+        return -1;
+    if (tenancy_load(d->tenancy, d->store, err) < 0)
         return -1;
     return 0;
 }
@@ -140,6 +135,12 @@ int state_init_cluster(struct shoald *d, struct sh_error *err)
                          admin, err) < 0 ||
         auth_token_issue(d->auth, b, AUTH_TOKEN_JOIN, "cluster", now, 0, join,
                          err) < 0)
+        return -1;
+    /* The cluster's default team and project, with the first admin as a
+     * member like every later user (see tenancy.h). */
+    if (tenancy_init_defaults(d->tenancy, b, now, err) < 0 ||
+        tenancy_member_set(d->tenancy, b, TENANCY_DEFAULT_PROJECT,
+                           d->cfg.admin_user, TENANCY_ROLE_MEMBER, err) < 0)
         return -1;
     strcat(admin, "\n");
     strcat(join, "\n");

@@ -155,6 +155,12 @@ void client_destroy(struct client *c)
     free(c);
 }
 
+void client_abort(struct client *c)
+{
+    if (c && c->conn->ops->abort)
+        c->conn->ops->abort(c->conn);
+}
+
 void client_set_timeout(struct client *c, int timeout_ms)
 {
     c->timeout_ms = timeout_ms;

@@ -44,6 +44,11 @@ struct client *client_create(const char *url, const char *token,
                              const char *ca_file, struct sh_error *err);
 void client_destroy(struct client *c);
 
+/* Interrupt a call blocked in another thread (its socket is shut down;
+ * the call fails). The only function safe to call from another thread.
+ * Plain http only: an https call runs to its timeout. */
+void client_abort(struct client *c);
+
 /* Per-call timeout in ms (default 30 s; 0 = none). */
 void client_set_timeout(struct client *c, int timeout_ms);
 

@@ -42,6 +42,7 @@ struct http_ops {
     void (*destroy)(struct http_conn *c);
     int (*request)(struct http_conn *c, const struct http_request *rq,
                    struct http_response *rs, struct sh_error *err);
+    void (*abort)(struct http_conn *c); /* may be NULL */
 };
 struct http_conn {
     const struct http_ops *ops;

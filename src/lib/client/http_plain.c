@@ -389,9 +389,18 @@ static void plain_destroy(struct http_conn *c)
     free(p);
 }
 
+static void plain_abort(struct http_conn *c)
+{
+    struct http_plain *p = (struct http_plain *)c;
+    int fd = p->fd;
+    if (fd >= 0)
+        shutdown(fd, SHUT_RDWR);
+}
+
 static const struct http_ops plain_ops = {
     .destroy = plain_destroy,
     .request = plain_request,
+    .abort = plain_abort,
 };
 
 struct http_conn *http_plain_create(const char *url, struct sh_error *err)

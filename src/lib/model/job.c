@@ -427,11 +427,12 @@ int job_transition(struct job *job, enum job_state to, int64_t now_ms,
         job->exit_code = -1;
         job->exit_signal = 0;
         job->releasing = false;
+        job->master_port = 0;
         job_set_alloc(job, NULL, 0);
     } else {
         job->end_ms = now_ms;
         /* A running job keeps its GPUs until its processes are gone. */
-        job->releasing = (from == JOB_RUNNING && job->nalloc > 0);
+        job->releasing = (from == JOB_RUNNING && job_parts_active(job));
     }
     return 0;
 }
@@ -447,6 +448,20 @@ int job_set_reason(struct job *job, const char *reason)
     free(job->reason);
     job->reason = copy;
     return 0;
+}
+
+int job_attempt(const struct job *job)
+{
+    return job->requeues;
+}
+
+bool job_parts_active(const struct job *job)
+{
+    for (int i = 0; i < job->nalloc; i++) {
+        if (!job->alloc[i].done)
+            return true;
+    }
+    return false;
 }
 
 void job_set_alloc(struct job *job, struct job_alloc *alloc, int n)

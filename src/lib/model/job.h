@@ -113,6 +113,10 @@ struct job_alloc {
     char *node;          /* node name */
     char **gpus;         /* GPU or slice UUIDs assigned on that node */
     int ngpus;
+    double share;        /* GPUs held here, slices as their share */
+    bool done;           /* its processes on this node are gone */
+    int exit_code;       /* of this node's part; -1 unknown */
+    int exit_signal;     /* 0 none */
 };
 
 struct job {
@@ -128,6 +132,7 @@ struct job {
     bool releasing;      /* terminal, but its GPUs are not yet confirmed free */
     char *reason;        /* why pending / how it ended; may be NULL */
     int64_t est_start_ms;/* estimated start for pending jobs; 0 = unknown */
+    int master_port;     /* MASTER_PORT for distributed launchers; 0 none */
     struct job_alloc *alloc;
     int nalloc;
 };
@@ -180,6 +185,13 @@ int job_transition(struct job *job, enum job_state to, int64_t now_ms,
 
 /* Replace the reason (copied; NULL clears). -1 on out of memory. */
 int job_set_reason(struct job *job, const char *reason);
+
+/* The attempt number of the current run: 0 for the first, +1 per requeue.
+ * Agents name a run by (id, attempt) so a requeued job never runs twice. */
+int job_attempt(const struct job *job);
+
+/* True while some node's part of the job has not confirmed its end. */
+bool job_parts_active(const struct job *job);
 
 /* Replace the placement. Takes ownership of alloc (an array of n entries). */
 void job_set_alloc(struct job *job, struct job_alloc *alloc, int n);

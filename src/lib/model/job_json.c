@@ -387,8 +387,16 @@ json_t *job_alloc_to_json(const struct job_alloc *alloc, int n)
         for (int g = 0; g < alloc[i].ngpus; g++)
             json_array_append_new(gpus, json_string(alloc[i].gpus[g]));
         /* "o" steals gpus */
-        json_array_append_new(arr, json_pack("{s:s, s:o}", "node",
-                                             alloc[i].node, "gpus", gpus));
+        json_t *e = json_pack("{s:s, s:o, s:f, s:b}", "node", alloc[i].node,
+                              "gpus", gpus, "share", alloc[i].share, "done",
+                              alloc[i].done);
+        if (e && alloc[i].exit_code >= 0)
+            json_object_set_new(e, "exit_code",
+                                json_integer(alloc[i].exit_code));
+        if (e && alloc[i].exit_signal)
+            json_object_set_new(e, "exit_signal",
+                                json_integer(alloc[i].exit_signal));
+        json_array_append_new(arr, e);
     }
     return arr;
 }
@@ -416,6 +424,17 @@ int job_alloc_from_json(const json_t *arr, struct job_alloc **out, int *nout,
             goto error;
         }
         filled++;
+        const json_t *share = json_object_get(e, "share");
+        alloc[i].share = json_is_number(share) ? json_number_value(share)
+                                               : (double)json_array_size(gpus);
+        alloc[i].done = json_is_true(json_object_get(e, "done"));
+        const json_t *ec = json_object_get(e, "exit_code");
+        const json_t *es = json_object_get(e, "exit_signal");
+        alloc[i].exit_code = json_is_integer(ec) ? (int)json_integer_value(ec)
+                                                 : -1;
+        alloc[i].exit_signal = json_is_integer(es)
+                                   ? (int)json_integer_value(es)
+                                   : 0;
         alloc[i].node = strdup(json_string_value(node));
         size_t ng = json_array_size(gpus);
         alloc[i].gpus = calloc(ng ? ng : 1, sizeof(char *));
@@ -467,6 +486,9 @@ json_t *job_to_json(const struct job *job)
     json_object_set_new(o, "releasing", json_boolean(job->releasing));
     json_object_set_new(o, "placement",
                         job_alloc_to_json(job->alloc, job->nalloc));
+    json_object_set_new(o, "attempt", json_integer(job_attempt(job)));
+    if (job->master_port)
+        json_object_set_new(o, "master_port", json_integer(job->master_port));
     return o;
 }
 
@@ -489,6 +511,8 @@ json_t *job_to_record(const struct job *job)
                      job_alloc_to_json(job->alloc, job->nalloc));
     if (rec && job->reason)
         json_object_set_new(rec, "reason", json_string(job->reason));
+    if (rec && job->master_port)
+        json_object_set_new(rec, "master_port", json_integer(job->master_port));
     return rec;
 }
 
@@ -544,6 +568,8 @@ struct job *job_from_record(const json_t *rec, struct sh_error *err)
     job->requeues = requeues;
     job->releasing = releasing;
     job->est_start_ms = est;
+    job->master_port = (int)json_integer_value(json_object_get(rec,
+                                                               "master_port"));
     if ((reason && job_set_reason(job, reason) < 0) ||
         job_alloc_from_json(placement, &job->alloc, &job->nalloc, err) < 0)
         goto error;

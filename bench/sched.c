@@ -1,0 +1,319 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* bench-sched: the scheduling engine on the target cluster: 1,250 nodes x 8
+ * GPUs (three models, switch groups of 32 nodes, some MIG-sliced GPUs),
+ * 100,000 pending jobs of mixed shapes (1/2/4/8 GPUs, 2-16 node gangs,
+ * slices) across 50 projects in 10 teams with quotas and 500 users.
+ * Prints: building the engine, a full pass on an empty and on a full
+ * cluster, placing one job after one GPU frees (incremental pass), a
+ * rebuild from scratch with the running jobs, and peak memory. Figures
+ * only; nothing here passes or fails on time.
+ *
+ *   bench-sched [--pending N] [--seed S]
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "lib/util/clock.h"
+#include "sched/sched.h"
+
+#define NODES 1250
+#define GPUS 8
+#define PROJECTS 50
+#define USERS 500
+
+struct rng {
+    uint64_t x;
+};
+
+static uint32_t rnd(struct rng *r, uint32_t n)
+{
+    r->x ^= r->x << 13;
+    r->x ^= r->x >> 7;
+    r->x ^= r->x << 17;
+    return (uint32_t)(r->x % n);
+}
+
+static const char *models[] = {"H100-80GB", "A100-80GB", "L40S-48GB"};
+static char project_names[PROJECTS][16];
+static char user_names[USERS][16];
+
+static long rss_kib(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_maxrss;
+}
+
+static void die(const char *what, const struct sh_error *err)
+{
+    fprintf(stderr, "bench-sched: %s: %s\n", what, err ? err->msg : "");
+    exit(1);
+}
+
+static const char *node_model(int n)
+{
+    return n < NODES / 2 ? models[0] : n < NODES * 8 / 10 ? models[1]
+                                                         : models[2];
+}
+
+static void add_nodes(struct sched *s)
+{
+    struct gpu_slice mig[7];
+    memset(mig, 0, sizeof(mig));
+    for (int k = 0; k < 7; k++) {
+        mig[k].kind = GPU_SLICE_MIG;
+        snprintf(mig[k].profile, sizeof(mig[k].profile), "1g.10gb");
+        mig[k].mem_bytes = 10ULL << 30;
+        mig[k].share_num = 1;
+        mig[k].share_den = 7;
+    }
+    for (int n = 0; n < NODES; n++) {
+        struct sched_gpu_desc g[GPUS];
+        char name[32], group[32];
+        memset(g, 0, sizeof(g));
+        for (int i = 0; i < GPUS; i++) {
+            g[i].model = node_model(n);
+            g[i].mem_bytes = (n < NODES * 8 / 10 ? 80ULL : 48ULL) << 30;
+            g[i].nvlink_group = i < 4 ? 0 : 1;
+            /* The first 40 H100 nodes have two GPUs cut in 7 slices. */
+            if (n < 40 && i < 2) {
+                g[i].nslices = 7;
+                g[i].slices = mig;
+            }
+        }
+        snprintf(name, sizeof(name), "gpu%04d", n);
+        snprintf(group, sizeof(group), "sw%02d", n / 32);
+        struct sched_node_desc d = {.name = name, .group = group,
+                                    .state = SCHED_NODE_UP, .ngpus = GPUS,
+                                    .gpus = g};
+        struct sh_error err;
+        if (sched_node_set(s, &d, &err) < 0)
+            die("node", &err);
+    }
+}
+
+static void add_tenants(struct sched *s)
+{
+    struct sh_error err;
+    for (int t = 0; t < 10; t++) {
+        char team[16];
+        snprintf(team, sizeof(team), "team%d", t);
+        struct sched_quota q = {NULL, SCHED_GPUS(800), SCHED_GPUS(2400)};
+        if (sched_team_set(s, team, &q, 1, &err) < 0)
+            die("team", &err);
+        for (int p = t * 5; p < t * 5 + 5; p++) {
+            snprintf(project_names[p], sizeof(project_names[p]), "proj%02d",
+                     p);
+            struct sched_quota pq[2] = {
+                {NULL, SCHED_GPUS(160), SCHED_GPUS(600)},
+                {models[0], SCHED_GPUS(80), SCHED_GPUS(400)},
+            };
+            if (sched_project_set(s, project_names[p], team, pq, 2,
+                                  &err) < 0)
+                die("project", &err);
+        }
+    }
+    for (int u = 0; u < USERS; u++)
+        snprintf(user_names[u], sizeof(user_names[u]), "user%03d", u);
+}
+
+static void make_job(struct rng *r, uint64_t id, int64_t now,
+                     struct sched_job_desc *d)
+{
+    memset(d, 0, sizeof(*d));
+    d->id = id;
+    d->user = user_names[rnd(r, USERS)];
+    d->project = project_names[rnd(r, PROJECTS)];
+    uint32_t pr = rnd(r, 10);
+    d->priority = pr == 0 ? JOB_PRIO_HIGH : pr == 9 ? JOB_PRIO_LOW
+                                                    : JOB_PRIO_NORMAL;
+    d->submit_ms = now - (int64_t)rnd(r, 86400) * 1000;
+    d->time_limit_ms = rnd(r, 5) ? (int64_t)(600 + rnd(r, 86000)) * 1000 : 0;
+    uint32_t shape = rnd(r, 100);
+    d->nodes = 1;
+    if (shape < 40)
+        d->gpus = 1;
+    else if (shape < 60)
+        d->gpus = 2;
+    else if (shape < 75)
+        d->gpus = 4;
+    else if (shape < 87)
+        d->gpus = 8;
+    else if (shape < 95) {
+        d->gpus = 8;
+        d->nodes = 2 << rnd(r, 4);   /* 2, 4, 8, 16 */
+    } else {
+        d->gpus = 1;
+        d->slice = "1g.10gb";
+    }
+    if (!d->slice && rnd(r, 10) < 3)
+        d->gpu_type = models[rnd(r, 3)];
+}
+
+static double ms_since(int64_t t0)
+{
+    return (double)(clock_mono_us() - t0) / 1000.0;
+}
+
+static void run(struct sched *s, int64_t now, bool full,
+                struct sched_decisions *dec)
+{
+    struct sh_error err;
+    if (sched_run(s, now, full, dec, &err) < 0)
+        die("run", &err);
+}
+
+int main(int argc, char **argv)
+{
+    int pending = 100000;
+    uint64_t seed = 42;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (strcmp(argv[i], "--pending") == 0)
+            pending = (int)strtol(argv[i + 1], NULL, 10);
+        else if (strcmp(argv[i], "--seed") == 0)
+            seed = strtoull(argv[i + 1], NULL, 10);
+    }
+    struct rng r = {seed};
+    struct sched_config cfg;
+    struct sh_error err;
+    sched_config_init(&cfg);
+    int64_t now = INT64_C(1700000000000);
+    long rss0 = rss_kib();
+
+    int64_t t0 = clock_mono_us();
+    struct sched *s = sched_create(&cfg, &err);
+    if (!s)
+        die("create", &err);
+    add_nodes(s);
+    add_tenants(s);
+    for (int i = 1; i <= pending; i++) {
+        struct sched_job_desc d;
+        make_job(&r, (uint64_t)i, now, &d);
+        if (sched_job_add(s, &d, &err) < 0)
+            die("add", &err);
+    }
+    double build_ms = ms_since(t0);
+    long rss_built = rss_kib();
+
+    struct sched_decisions dec;
+    sched_decisions_init(&dec);
+    t0 = clock_mono_us();
+    run(s, now, true, &dec);
+    double cold_ms = ms_since(t0);
+    size_t cold_starts = dec.nstarts;
+
+    /* Keep the running jobs (for ends and the rebuild). */
+    struct sched_stats st;
+    sched_stats_get(s, &st);
+    uint64_t *running = malloc(sizeof(*running) * (st.running + 4096));
+    size_t nrun = 0;
+    for (size_t i = 0; i < dec.nstarts; i++)
+        running[nrun++] = dec.starts[i].job;
+
+    now += 1000;
+    t0 = clock_mono_us();
+    run(s, now, true, &dec);
+    double full_ms = ms_since(t0);
+    for (size_t i = 0; i < dec.nstarts; i++)
+        running[nrun++] = dec.starts[i].job;
+
+    /* One GPU frees, the engine places the next job: incremental runs. */
+    int rounds = 2000;
+    double inc_total = 0, inc_max = 0;
+    size_t inc_starts = 0, inc_visited = 0;
+    for (int k = 0; k < rounds && nrun > 0; k++) {
+        size_t pick = rnd(&r, (uint32_t)nrun);
+        struct sched_place pl[2];
+        /* Prefer a one-GPU job: "one GPU frees". */
+        for (int tries = 0; tries < 64; tries++) {
+            if (sched_job_placement(s, running[pick], pl, 2) == 1)
+                break;
+            pick = rnd(&r, (uint32_t)nrun);
+        }
+        now += 1000;
+        if (sched_job_end(s, running[pick], now, &err) < 0)
+            die("end", &err);
+        running[pick] = running[--nrun];
+        int64_t t1 = clock_mono_us();
+        run(s, now, false, &dec);
+        double ms = ms_since(t1);
+        inc_total += ms;
+        if (ms > inc_max)
+            inc_max = ms;
+        inc_starts += dec.nstarts;
+        inc_visited += dec.visited;
+        for (size_t i = 0; i < dec.nstarts; i++)
+            running[nrun++] = dec.starts[i].job;
+    }
+
+    now += 1000;
+    t0 = clock_mono_us();
+    run(s, now, true, &dec);
+    double full2_ms = ms_since(t0);
+    for (size_t i = 0; i < dec.nstarts; i++)
+        running[nrun++] = dec.starts[i].job;
+    sched_stats_get(s, &st);
+
+    /* Rebuild from scratch: nodes, tenants, running jobs with their
+     * placements, then every pending job again. */
+    struct rng r2 = {seed};
+    t0 = clock_mono_us();
+    struct sched *s2 = sched_create(&cfg, &err);
+    add_nodes(s2);
+    add_tenants(s2);
+    struct sched_place *pl = malloc(sizeof(*pl) * 16 * GPUS);
+    size_t recovered = 0, readded = 0;
+    for (int i = 1; i <= pending; i++) {
+        struct sched_job_desc d;
+        struct sched_job_status js;
+        make_job(&r2, (uint64_t)i, now, &d);
+        if (sched_job_status(s, d.id, &js, NULL) < 0)
+            continue;
+        if (js.state == SCHED_JOB_PENDING) {
+            if (sched_job_add(s2, &d, &err) < 0)
+                die("re-add", &err);
+            readded++;
+            continue;
+        }
+        int np = sched_job_placement(s, d.id, pl, 16 * GPUS);
+        if (sched_job_recover(s2, &d, js.start_ms, pl, np, &err) < 0)
+            die("recover", &err);
+        recovered++;
+    }
+    double rebuild_ms = ms_since(t0);
+    t0 = clock_mono_us();
+    run(s2, now, true, &dec);
+    double rebuilt_pass_ms = ms_since(t0);
+
+    printf("bench-sched: %d nodes x %d GPUs (%d switch groups), %d pending "
+           "jobs, %d projects\n", NODES, GPUS, (NODES + 31) / 32, pending,
+           PROJECTS);
+    printf("  build engine (nodes, quotas, %d jobs)  %9.2f ms\n", pending,
+           build_ms);
+    printf("  full pass, empty cluster              %9.2f ms  (%zu starts)\n",
+           cold_ms, cold_starts);
+    printf("  full pass, full cluster               %9.2f ms\n", full_ms);
+    printf("  one GPU freed -> next job (incr.)     %9.4f ms avg, %.4f ms "
+           "max over %d (%.2f starts, %.1f jobs looked at per run)\n",
+           inc_total / rounds, inc_max, rounds,
+           (double)inc_starts / rounds, (double)inc_visited / rounds);
+    printf("  full pass after those                 %9.2f ms\n", full2_ms);
+    printf("  rebuild from scratch                  %9.2f ms  (%zu running "
+           "recovered, %zu pending)\n", rebuild_ms, recovered, readded);
+    printf("  first pass of the rebuilt engine      %9.2f ms\n",
+           rebuilt_pass_ms);
+    printf("  state: %zu running, %zu pending, %lld of %lld units free\n",
+           st.running, st.pending, (long long)st.free_units,
+           (long long)(NODES * GPUS * SCHED_UNITS_PER_GPU));
+    printf("  peak RSS %ld KiB (engine with %d jobs: ~%ld bytes/job)\n",
+           rss_kib(), pending,
+           (rss_built - rss0) * 1024 / (pending ? pending : 1));
+    free(pl);
+    free(running);
+    sched_decisions_fini(&dec);
+    sched_destroy(s2);
+    sched_destroy(s);
+    return 0;
+}

@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The node agent's context. One loop thread owns it; a second thread only
+ * long-polls the controller for work (link.c) and hands each answer over
+ * through a mailbox. The modules:
+ *   main.c    options, start-up, the loop, shutdown
+ *   link.c    everything that talks to the controller
+ *   runs.c    the runs this node has (a run is one attempt of a job), their
+ *             state on disk, reconciling with the controller's desired work
+ *   launch.c  what a run executes: argv, environment, user, ranks
+ *   shim.c    the supervisor process of one run (shoal-agent --shim DIR)
+ *   cgroup.c  CPU and memory limits; gpu*.c  GPUs through NVML
+ */
+#ifndef SHOAL_AGENT_AGENT_H
+#define SHOAL_AGENT_AGENT_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "lib/model/gpu.h"
+#include "lib/model/node.h"
+#include "lib/util/error.h"
+
+struct loop;
+struct client;
+struct gpu_backend;
+struct cgroup_ctx;
+struct runs;
+struct link;
+
+struct agent_config {
+    const char *controller;      /* URL */
+    char join_token[256];        /* "" when joining is not possible */
+    const char *name;            /* node name */
+    const char *address;         /* NULL: the address that reaches the
+                                    controller */
+    const char *state_dir;
+    const char *nvml_lib;        /* NULL: libnvidia-ml.so.1 */
+    bool allow_no_gpus;          /* join with zero GPUs when NVML is missing */
+    struct node_label labels[NODE_LABELS_MAX];
+    int nlabels;
+    int cpus;                    /* 0: detect */
+    uint64_t mem;                /* 0: detect */
+    int heartbeat_ms;
+    bool stop_jobs_on_exit;
+    char self_exe[PATH_MAX];     /* this program, to start shims */
+};
+
+struct agent {
+    struct agent_config cfg;
+    struct loop *loop;
+    struct link *link;
+    struct runs *runs;
+    struct gpu_backend *gpu;     /* NULL: no GPUs */
+    struct gpu_info *gpus;
+    int ngpus;
+    struct cgroup_ctx *cg;       /* NULL: no enforcement (logged once) */
+    char cg_parent[160];         /* "shoal/<node>" */
+    int cpus;
+    uint64_t mem;
+    char address[NODE_ADDR_MAX];
+    bool stopping;
+};
+
+#endif

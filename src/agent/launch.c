@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Computing a run's launch description (see launch.h). */
+#include "agent/launch.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/model/job.h"
+#include "lib/util/strbuf.h"
+
+#define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+void launch_cgroup_key(uint64_t id, int attempt, char *buf, size_t size)
+{
+    snprintf(buf, size, "job-%llu-%d", (unsigned long long)id, attempt);
+}
+
+/* Join the strings of a JSON array with commas. */
+static int join(const json_t *arr, struct strbuf *sb)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(arr, i, v)
+    {
+        if (!json_is_string(v) ||
+            strbuf_appendf(sb, "%s%s", i ? "," : "", json_string_value(v)) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int add_env(json_t *env, const char *key, const char *value)
+{
+    char *kv;
+    if (asprintf(&kv, "%s=%s", key, value) < 0)
+        return -1;
+    int rc = json_array_append_new(env, json_string(kv));
+    free(kv);
+    return rc;
+}
+
+static int add_env_int(json_t *env, const char *key, long long value)
+{
+    char buf[32];
+    snprintf(buf, sizeof(buf), "%lld", value);
+    return add_env(env, key, buf);
+}
+
+/* Drop an earlier KEY=... so the contract's value wins. */
+static void env_unset(json_t *env, const char *key)
+{
+    size_t n = strlen(key);
+    for (size_t i = 0; i < json_array_size(env);) {
+        const char *kv = json_string_value(json_array_get(env, i));
+        if (kv && strncmp(kv, key, n) == 0 && kv[n] == '=')
+            json_array_remove(env, i);
+        else
+            i++;
+    }
+}
+
+static int contract_env(json_t *env, const json_t *work, const json_t *spec,
+                        int node_rank, int nnodes, int tpn)
+{
+    struct strbuf gpus, nodes;
+    strbuf_init(&gpus, 1 << 16);
+    strbuf_init(&nodes, 1 << 20);
+    int rc = -1;
+    const json_t *gpu_arr = json_object_get(work, "gpus");
+    if (join(gpu_arr, &gpus) < 0 ||
+        join(json_object_get(work, "nodes"), &nodes) < 0)
+        goto out;
+    static const char *const keys[] = {
+        "SHOAL_JOB_ID",   "SHOAL_ATTEMPT",  "SHOAL_JOB_NAME",
+        "SHOAL_PROJECT",  "SHOAL_USER",     "SHOAL_NODELIST",
+        "SHOAL_NNODES",   "SHOAL_NODE_RANK", "SHOAL_GPUS_PER_NODE",
+        "SHOAL_TASKS_PER_NODE", "CUDA_VISIBLE_DEVICES",
+        "NVIDIA_VISIBLE_DEVICES", "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE",
+        "NODE_RANK", "LOCAL_WORLD_SIZE", "RANK", "LOCAL_RANK", NULL};
+    for (int i = 0; keys[i]; i++)
+        env_unset(env, keys[i]);
+    const char *name = json_string_value(json_object_get(spec, "name"));
+    rc = 0;
+    rc |= add_env_int(env, "SHOAL_JOB_ID",
+                      (long long)json_integer_value(json_object_get(work, "id")));
+    rc |= add_env_int(env, "SHOAL_ATTEMPT",
+                      (long long)json_integer_value(
+                          json_object_get(work, "attempt")));
+    if (name)
+        rc |= add_env(env, "SHOAL_JOB_NAME", name);
+    rc |= add_env(env, "SHOAL_PROJECT",
+                  json_string_value(json_object_get(spec, "project")));
+    rc |= add_env(env, "SHOAL_USER",
+                  json_string_value(json_object_get(spec, "user")));
+    rc |= add_env(env, "SHOAL_NODELIST", strbuf_str(&nodes));
+    rc |= add_env_int(env, "SHOAL_NNODES", nnodes);
+    rc |= add_env_int(env, "SHOAL_NODE_RANK", node_rank);
+    rc |= add_env_int(env, "SHOAL_GPUS_PER_NODE",
+                      (long long)json_array_size(gpu_arr));
+    rc |= add_env_int(env, "SHOAL_TASKS_PER_NODE", tpn);
+    /* No GPU: hide every device rather than leave them all visible. */
+    rc |= add_env(env, "CUDA_VISIBLE_DEVICES", strbuf_str(&gpus));
+    rc |= add_env(env, "NVIDIA_VISIBLE_DEVICES",
+                  gpus.len ? strbuf_str(&gpus) : "void");
+    rc |= add_env(env, "MASTER_ADDR",
+                  json_string_value(json_object_get(work, "master_addr")));
+    rc |= add_env_int(env, "MASTER_PORT",
+                      (long long)json_integer_value(
+                          json_object_get(work, "master_port")));
+    rc |= add_env_int(env, "WORLD_SIZE", (long long)nnodes * tpn);
+    rc |= add_env_int(env, "NODE_RANK", node_rank);
+    rc |= add_env_int(env, "LOCAL_WORLD_SIZE", tpn);
+out:
+    strbuf_fini(&gpus);
+    strbuf_fini(&nodes);
+    return rc ? -1 : 0;
+}
+
+json_t *launch_from_work(const json_t *work, const struct launch_ctx *ctx,
+                         struct sh_error *err)
+{
+    const json_t *spec = json_object_get(work, "spec");
+    if (!json_is_object(spec)) {
+        sh_errorf(err, SH_EINVAL, "work entry without a spec");
+        return NULL;
+    }
+    int node_rank = (int)json_integer_value(json_object_get(work, "node_rank"));
+    int nnodes = (int)json_array_size(json_object_get(work, "nodes"));
+    int tpn = (int)json_integer_value(json_object_get(spec, "tasks_per_node"));
+    if (tpn < 1 || tpn > JOB_TASKS_PER_NODE_MAX || nnodes < 1 ||
+        node_rank < 0 || node_rank >= nnodes) {
+        sh_errorf(err, SH_EINVAL, "work entry has bad ranks");
+        return NULL;
+    }
+    json_t *env = json_array();
+    json_t *argv = json_array();
+    json_t *out = NULL;
+    const char *user = json_string_value(json_object_get(spec, "user"));
+    const char *script = json_string_value(json_object_get(spec, "script"));
+    if (!env || !argv)
+        goto fail;
+    add_env(env, "PATH", DEFAULT_PATH);
+    /* The job's own variables, then the contract's (which win). */
+    const char *key;
+    json_t *v;
+    json_object_foreach(json_object_get(spec, "env"), key, v)
+        add_env(env, key, json_string_value(v));
+    if (contract_env(env, work, spec, node_rank, nnodes, tpn) < 0)
+        goto fail;
+    if (script) {
+        char path[4200];
+        snprintf(path, sizeof(path), "%s/script", ctx->run_dir);
+        json_array_append_new(argv, json_string(path));
+    }
+    size_t i;
+    json_array_foreach(json_object_get(spec, "command"), i, v)
+        json_array_append(argv, v);
+    if (json_array_size(argv) == 0) {
+        sh_errorf(err, SH_EINVAL, "nothing to run");
+        goto fail_quiet;
+    }
+    char key_buf[64];
+    launch_cgroup_key((uint64_t)json_integer_value(json_object_get(work, "id")),
+                      (int)json_integer_value(json_object_get(work, "attempt")),
+                      key_buf, sizeof(key_buf));
+    /* "o" steals argv and env */
+    out = json_pack("{s:o, s:o, s:O?, s:s?, s:i, s:i, s:i, s:s?, s:s?, s:s}",
+                    "argv", argv, "env", env, "workdir",
+                    json_object_get(spec, "workdir"), "user",
+                    ctx->as_root ? user : NULL, "tasks", tpn, "node_rank",
+                    node_rank, "world_size", nnodes * tpn, "script", script,
+                    "cgroup_parent", ctx->cg_parent, "cgroup_key", key_buf);
+    if (!out)
+        sh_errorf(err, SH_EINTERNAL, "out of memory");
+    return out;
+fail:
+    sh_errorf(err, SH_EINTERNAL, "out of memory");
+fail_quiet:
+    json_decref(env);
+    json_decref(argv);
+    return NULL;
+}

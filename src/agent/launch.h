@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* What one run executes, computed from the controller's work entry: the
+ * command (or the batch script), the environment of the contract
+ * (ARCHITECTURE.md, "inside a job"), the user, the working directory and
+ * the ranks. Pure: no I/O, so the contract is unit-tested. The result is the
+ * launch description the shim reads (launch.json in the run's folder). */
+#ifndef SHOAL_AGENT_LAUNCH_H
+#define SHOAL_AGENT_LAUNCH_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lib/util/error.h"
+
+struct launch_ctx {
+    const char *node;         /* this node's name */
+    const char *run_dir;      /* the run's folder (the script goes there) */
+    bool as_root;             /* the agent runs as root: switch to the user */
+    const char *cg_parent;    /* cgroup parent, NULL without cgroups */
+};
+
+/* Build the launch description from a work entry (see api_agent.c):
+ *   {"argv": [...], "env": ["K=V", ...], "workdir": "/x"|null,
+ *    "user": "alice"|null, "tasks": N, "node_rank": r, "world_size": W,
+ *    "script": "<text>"|null, "cgroup_parent": ..., "cgroup_key": ...}
+ * The per-task variables RANK and LOCAL_RANK are added by the shim for each
+ * task from node_rank and tasks. New reference, or NULL with err. work is
+ * borrowed. */
+json_t *launch_from_work(const json_t *work, const struct launch_ctx *ctx,
+                         struct sh_error *err);
+
+/* The cgroup key of a run: "job-<id>-<attempt>". */
+void launch_cgroup_key(uint64_t id, int attempt, char *buf, size_t size);
+
+#endif

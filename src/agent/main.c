@@ -1,0 +1,413 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* shoal-agent: the node agent. Finds the node's GPUs (NVML through dlopen,
+ * or simgpu), joins the controller, runs what it is asked to run, reports
+ * heartbeats and output, and keeps its runs across its own restarts.
+ * `shoal-agent --shim DIR` is the supervisor of one run (shim.c). */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "agent/cgroup.h"
+#include "agent/gpu.h"
+#include "agent/link.h"
+#include "agent/runs.h"
+#include "agent/shim.h"
+#include "lib/loop/loop.h"
+#include "lib/model/job.h"
+#include "lib/util/log.h"
+#include "lib/util/parse.h"
+
+#define TICK_MS 200
+
+static const char usage[] =
+    "Usage: shoal-agent --controller URL --state DIR [options]\n"
+    "Run the Shoal node agent in the foreground.\n"
+    "\n"
+    "  --controller URL        the controller (http://HOST:PORT)\n"
+    "  --join-token TOKEN      the cluster's join token (first start)\n"
+    "  --join-token-file FILE  ... read from a file instead\n"
+    "  --name NAME             node name (default: the host name)\n"
+    "  --address ADDR          address other nodes reach this one at\n"
+    "                          (default: the one that reaches the controller)\n"
+    "  --state DIR             agent state: token, runs, output (required)\n"
+    "  --nvml-lib PATH         NVML library (default libnvidia-ml.so.1)\n"
+    "  --no-gpus               join with zero GPUs when NVML is missing\n"
+    "  --label KEY=VALUE       node label, e.g. switch=sw1 (repeatable)\n"
+    "  --cpus N                CPUs offered (default: all online)\n"
+    "  --mem SIZE              memory offered (default: all)\n"
+    "  --heartbeat DUR         heartbeat interval (default 5s)\n"
+    "  --stop-jobs-on-exit     stop this node's jobs when the agent stops\n"
+    "                          (default: they keep running and are adopted by\n"
+    "                          the next agent start)\n"
+    "  --debug LIST            debug logs for components (runs,link,...|all)\n"
+    "  -h, --help              show this help\n";
+
+static int read_token_file(const char *path, char *out, size_t size,
+                           struct sh_error *err)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return sh_errorf(err, SH_EINVAL, "cannot read %s: %s", path,
+                         strerror(errno));
+    if (!fgets(out, (int)size, f))
+        out[0] = '\0';
+    fclose(f);
+    out[strcspn(out, "\r\n")] = '\0';
+    if (!out[0])
+        return sh_errorf(err, SH_EINVAL, "%s is empty", path);
+    return 0;
+}
+
+static int add_label(struct agent_config *cfg, const char *arg,
+                     struct sh_error *err)
+{
+    const char *eq = strchr(arg, '=');
+    if (!eq || eq == arg || cfg->nlabels == NODE_LABELS_MAX)
+        return sh_errorf(err, SH_EINVAL,
+                         "--label '%s' must be KEY=VALUE (at most %d labels)",
+                         arg, NODE_LABELS_MAX);
+    char *key = strndup(arg, (size_t)(eq - arg));
+    if (!job_ident_valid(key) || !job_ident_valid(eq + 1)) {
+        free(key);
+        return sh_errorf(err, SH_EINVAL,
+                         "--label '%s': key and value must be names", arg);
+    }
+    cfg->labels[cfg->nlabels].key = key;
+    cfg->labels[cfg->nlabels].value = strdup(eq + 1);
+    cfg->nlabels++;
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, struct agent_config *cfg)
+{
+    static const struct option opts[] = {
+        {"controller", required_argument, NULL, 'c'},
+        {"join-token", required_argument, NULL, 'j'},
+        {"join-token-file", required_argument, NULL, 'J'},
+        {"name", required_argument, NULL, 'n'},
+        {"address", required_argument, NULL, 'a'},
+        {"state", required_argument, NULL, 's'},
+        {"nvml-lib", required_argument, NULL, 'l'},
+        {"no-gpus", no_argument, NULL, 'G'},
+        {"label", required_argument, NULL, 'L'},
+        {"cpus", required_argument, NULL, 'C'},
+        {"mem", required_argument, NULL, 'm'},
+        {"heartbeat", required_argument, NULL, 'H'},
+        {"stop-jobs-on-exit", no_argument, NULL, 'S'},
+        {"debug", required_argument, NULL, 'd'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    struct sh_error err;
+    int64_t v;
+    int c;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'c':
+            cfg->controller = optarg;
+            break;
+        case 'j':
+            snprintf(cfg->join_token, sizeof(cfg->join_token), "%s", optarg);
+            break;
+        case 'J':
+            if (read_token_file(optarg, cfg->join_token,
+                                sizeof(cfg->join_token), &err) < 0)
+                goto bad;
+            break;
+        case 'n':
+            cfg->name = optarg;
+            break;
+        case 'a':
+            cfg->address = optarg;
+            break;
+        case 's':
+            cfg->state_dir = optarg;
+            break;
+        case 'l':
+            cfg->nvml_lib = optarg;
+            break;
+        case 'G':
+            cfg->allow_no_gpus = true;
+            break;
+        case 'L':
+            if (add_label(cfg, optarg, &err) < 0)
+                goto bad;
+            break;
+        case 'C':
+            if (parse_int64("--cpus", optarg, 1, 100000, &v, &err) < 0)
+                goto bad;
+            cfg->cpus = (int)v;
+            break;
+        case 'm':
+            if (parse_size("--mem", optarg, &cfg->mem, &err) < 0)
+                goto bad;
+            break;
+        case 'H':
+            if (parse_duration("--heartbeat", optarg, &v, &err) < 0)
+                goto bad;
+            cfg->heartbeat_ms = (int)(v * 1000);
+            break;
+        case 'S':
+            cfg->stop_jobs_on_exit = true;
+            break;
+        case 'd':
+            sh_log_set_debug(optarg);
+            break;
+        case 'h':
+            fputs(usage, stdout);
+            exit(0);
+        default:
+            fputs(usage, stderr);
+            return -1;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "shoal-agent: unexpected argument '%s'\n",
+                argv[optind]);
+        return -1;
+    }
+    if (!cfg->controller || !cfg->state_dir) {
+        fprintf(stderr, "shoal-agent: --controller and --state are required\n"
+                        "%s",
+                usage);
+        return -1;
+    }
+    return 0;
+bad:
+    fprintf(stderr, "shoal-agent: %s\n", err.msg);
+    return -1;
+}
+
+/* GPUs: NVML (or simgpu); without it, zero GPUs only when allowed. */
+static int setup_gpus(struct agent *a, struct sh_error *err)
+{
+    a->gpu = gpu_backend_create(a->cfg.nvml_lib, err);
+    if (!a->gpu) {
+        if (err->code == SH_EUNAVAILABLE && a->cfg.allow_no_gpus) {
+            sh_log(LOG_WARNING, "gpu", "%s; joining with no GPUs", err->msg);
+            return 0;
+        }
+        if (err->code == SH_EUNAVAILABLE)
+            sh_error_prefix(err, "%s", "");
+        return sh_error_prefix(err, "GPUs: ");
+    }
+    if (gpu_discover(a->gpu, &a->gpus, &a->ngpus, err) < 0)
+        return sh_error_prefix(err, "GPU discovery: ");
+    for (int i = 0; i < a->ngpus; i++)
+        sh_log(LOG_INFO, "gpu", "gpu %d: %s %s mig=%s slices=%d", i,
+               a->gpus[i].model, a->gpus[i].uuid,
+               a->gpus[i].mig_enabled ? "on" : "off", a->gpus[i].nslices);
+    return 0;
+}
+
+static void setup_resources(struct agent *a)
+{
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    long pages = sysconf(_SC_PHYS_PAGES);
+    long page = sysconf(_SC_PAGESIZE);
+    a->cpus = a->cfg.cpus ? a->cfg.cpus : (int)(ncpu > 0 ? ncpu : 1);
+    a->mem = a->cfg.mem ? a->cfg.mem
+                        : (uint64_t)(pages > 0 ? pages : 0) * (uint64_t)page;
+    snprintf(a->cg_parent, sizeof(a->cg_parent), "shoal/%s", a->cfg.name);
+    struct sh_error err;
+    a->cg = cgroup_ctx_create(a->cg_parent, &err);
+    if (!a->cg)
+        sh_log(LOG_WARNING, "runs",
+               "jobs will run without CPU and memory limits: %s", err.msg);
+    else
+        sh_log(LOG_INFO, "runs", "job limits through cgroup v%d under %s",
+               cgroup_version(a->cg), a->cg_parent);
+}
+
+/* ---- the loop ---- */
+
+static void on_signal(struct loop *loop, int fd, uint32_t events, void *arg)
+{
+    struct agent *a = arg;
+    struct signalfd_siginfo si;
+    (void)events;
+    while (read(fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+        if (si.ssi_signo == SIGCHLD) {
+            /* Shims are our children until an agent restart: reap them (their
+             * exit is noticed through their pidfd). */
+            while (waitpid(-1, NULL, WNOHANG) > 0)
+                ;
+            continue;
+        }
+        sh_log(LOG_NOTICE, "main", "signal %u: stopping", si.ssi_signo);
+        a->stopping = true;
+        loop_stop(loop);
+    }
+}
+
+static void on_work(struct loop *loop, int fd, uint32_t events, void *arg)
+{
+    struct agent *a = arg;
+    (void)loop;
+    (void)fd;
+    (void)events;
+    json_t *work = link_take_work(a->link);
+    if (work) {
+        runs_reconcile(a->runs, work);
+        json_decref(work);
+    }
+}
+
+static int64_t on_tick(struct loop *loop, void *arg)
+{
+    struct agent *a = arg;
+    (void)loop;
+    runs_tick(a->runs);
+    return TICK_MS;
+}
+
+static int64_t on_heartbeat(struct loop *loop, void *arg)
+{
+    struct agent *a = arg;
+    (void)loop;
+    link_heartbeat_soon(a->link);
+    return a->cfg.heartbeat_ms;
+}
+
+static int before_sleep(struct loop *loop, void *arg)
+{
+    struct agent *a = arg;
+    (void)loop;
+    if (link_heartbeat_due(a->link)) {
+        struct sh_error err;
+        if (link_heartbeat(a->link, &err) < 0)
+            sh_debug("link", "heartbeat failed: %s", err.msg);
+    }
+    return -1;
+}
+
+/* Register until it works, or fail for good on a refused join token. */
+static int first_register(struct agent *a, struct sh_error *err)
+{
+    int backoff = 100;
+    for (;;) {
+        if (link_register(a->link, err) == 0)
+            return 0;
+        if (err->code == SH_EUNAUTH || err->code == SH_EFORBIDDEN ||
+            err->code == SH_EINVAL)
+            return -1;
+        sh_log(LOG_WARNING, "link", "%s; retrying", err->msg);
+        usleep((useconds_t)backoff * 1000);
+        backoff = backoff * 2 > 5000 ? 5000 : backoff * 2;
+        if (a->stopping)
+            return -1;
+    }
+}
+
+static int setup_loop(struct agent *a, struct sh_error *err)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (sfd < 0)
+        return sh_errorf(err, SH_EINTERNAL, "signalfd: %s", strerror(errno));
+    if (loop_add_fd(a->loop, sfd, EPOLLIN, on_signal, a, err) < 0 ||
+        loop_add_fd(a->loop, link_work_fd(a->link), EPOLLIN, on_work, a,
+                    err) < 0)
+        return -1;
+    loop_add_timer(a->loop, TICK_MS, on_tick, a);
+    loop_add_timer(a->loop, a->cfg.heartbeat_ms, on_heartbeat, a);
+    loop_set_before_sleep(a->loop, before_sleep, a);
+    return 0;
+}
+
+static int run_agent(struct agent *a, struct sh_error *err)
+{
+    if (mkdir(a->cfg.state_dir, 0711) < 0 && errno != EEXIST)
+        return sh_errorf(err, SH_EUNAVAILABLE, "cannot create %s: %s",
+                         a->cfg.state_dir, strerror(errno));
+    /* Jobs' users must reach their run folders below it. */
+    chmod(a->cfg.state_dir, 0711);
+    a->loop = loop_create(err);
+    if (!a->loop || setup_gpus(a, err) < 0)
+        return -1;
+    setup_resources(a);
+    a->link = link_create(a, err);
+    if (!a->link)
+        return -1;
+    a->runs = runs_create(a, err);
+    if (!a->runs || setup_loop(a, err) < 0 || first_register(a, err) < 0 ||
+        link_start_poll(a->link, err) < 0)
+        return -1;
+    return loop_run(a->loop, err);
+}
+
+static void teardown(struct agent *a)
+{
+    if (a->runs && a->cfg.stop_jobs_on_exit) {
+        runs_stop_all(a->runs, 10000);
+        struct sh_error err;
+        if (a->link)
+            link_heartbeat(a->link, &err); /* report the ends, best effort */
+    }
+    link_destroy(a->link);
+    runs_destroy(a->runs);
+    cgroup_ctx_destroy(a->cg);
+    free(a->gpus);
+    gpu_backend_destroy(a->gpu);
+    loop_destroy(a->loop);
+    for (int i = 0; i < a->cfg.nlabels; i++) {
+        free(a->cfg.labels[i].key);
+        free(a->cfg.labels[i].value);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 3 && strcmp(argv[1], "--shim") == 0)
+        return shim_main(argv[2]);
+    struct agent a;
+    struct sh_error err;
+    memset(&a, 0, sizeof(a));
+    sh_log_init("shoal-agent");
+    a.cfg.heartbeat_ms = 5000;
+    if (parse_args(argc, argv, &a.cfg) < 0)
+        return 2;
+    char host[256];
+    if (!a.cfg.name) {
+        if (gethostname(host, sizeof(host)) < 0)
+            snprintf(host, sizeof(host), "node");
+        host[strcspn(host, ".")] = '\0';
+        a.cfg.name = host;
+    }
+    if (!job_ident_valid(a.cfg.name)) {
+        fprintf(stderr, "shoal-agent: node name '%s' is not valid\n",
+                a.cfg.name);
+        return 2;
+    }
+    ssize_t n = readlink("/proc/self/exe", a.cfg.self_exe,
+                         sizeof(a.cfg.self_exe) - 1);
+    if (n <= 0) {
+        fprintf(stderr, "shoal-agent: cannot find itself: %s\n",
+                strerror(errno));
+        return 1;
+    }
+    a.cfg.self_exe[n] = '\0';
+    int rc = 0;
+    if (run_agent(&a, &err) < 0) {
+        sh_log(LOG_ERR, "main", "%s", err.msg);
+        rc = 1;
+    }
+    teardown(&a);
+    return rc;
+}

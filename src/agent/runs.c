@@ -1,0 +1,759 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The runs of this node (see runs.h for the lifecycle). */
+#include "agent/runs.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <uthash.h>
+
+#include "agent/cgroup.h"
+#include "agent/launch.h"
+#include "agent/link.h"
+#include "lib/loop/loop.h"
+#include "lib/util/clock.h"
+#include "lib/util/log.h"
+
+#define LOG_CHUNK_MAX (256u << 10)
+#define LOG_TICK_BUDGET (1u << 20)
+#define GC_AFTER_MS (10 * 60 * 1000)
+#define REPORT_WAIT_LOGS_MS 5000
+#define DEFAULT_GRACE_S 10
+
+enum run_phase {
+    RUN_RUNNING = 0,
+    RUN_STOPPING,
+    RUN_EXITED,
+};
+
+static const char *const phase_names[] = {"running", "stopping", "exited"};
+
+struct run {
+    char key[48];              /* "<id>.<attempt>" */
+    uint64_t id;
+    int attempt;
+    char dir[PATH_MAX];
+    char cg_key[64];
+    enum run_phase phase;
+    pid_t shim_pid;
+    unsigned long long shim_start;
+    int pidfd;
+    pid_t pgid;
+    int64_t started_ms;
+    int64_t deadline_ms;       /* 0: no time limit */
+    int64_t exited_ms;
+    int64_t kill_at_ms;
+    int grace_s;
+    char stop_reason[32];      /* why we stopped it; "" when we did not */
+    int exit_code;
+    int exit_signal;
+    char error[256];
+    bool reported;
+    int64_t reported_ms;
+    uint64_t sent[2];          /* stdout, stderr bytes the controller has */
+    bool wanted;
+    struct runs *runs;
+    UT_hash_handle hh;
+};
+
+struct runs {
+    struct agent *a;
+    char dir[PATH_MAX];
+    struct run *by_key;
+};
+
+static const char *const streams[2] = {"out", "err"};
+static const char *const stream_files[2] = {"stdout", "stderr"};
+
+/* ---- small file helpers ---- */
+
+static int write_json(const char *dir, const char *name, const json_t *o)
+{
+    char path[PATH_MAX + 32], tmp[PATH_MAX + 40];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    if (json_dump_file(o, tmp, JSON_COMPACT) < 0)
+        return -1;
+    return rename(tmp, path);
+}
+
+static json_t *read_json(const char *dir, const char *name)
+{
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    return json_load_file(path, 0, NULL);
+}
+
+static uint64_t file_size(const char *dir, const char *name)
+{
+    char path[PATH_MAX + 32];
+    struct stat st;
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    return stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
+}
+
+/* Remove a run folder (files only one level deep). */
+static void remove_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                continue;
+            char path[PATH_MAX + 300];
+            snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+            unlink(path);
+        }
+        closedir(d);
+    }
+    rmdir(dir);
+}
+
+/* The start time of a process (field 22 of /proc/PID/stat), to tell a live
+ * shim from a new process that reused its PID. 0 when absent. */
+static unsigned long long proc_start(pid_t pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')');
+    if (!p)
+        return 0;
+    /* After ") " come fields 3.. ; starttime is field 22. */
+    int field = 2;
+    for (p++; *p && field < 22; p++) {
+        if (*p == ' ')
+            field++;
+    }
+    return strtoull(p, NULL, 10);
+}
+
+static int pidfd_open_pid(pid_t pid)
+{
+    return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+/* ---- persistence of the agent's notes ---- */
+
+static void run_save(struct run *r)
+{
+    json_t *o = json_pack(
+        "{s:I, s:i, s:s, s:i, s:I, s:I, s:I, s:I, s:I, s:i, s:s, s:i, s:i, "
+        "s:s, s:b, s:I, s:I, s:I}",
+        "id", (json_int_t)r->id, "attempt", r->attempt, "phase",
+        phase_names[r->phase], "shim_pid", (int)r->shim_pid, "shim_start",
+        (json_int_t)r->shim_start, "started_ms", (json_int_t)r->started_ms,
+        "deadline_ms", (json_int_t)r->deadline_ms, "exited_ms",
+        (json_int_t)r->exited_ms, "kill_at_ms", (json_int_t)r->kill_at_ms,
+        "grace_s", r->grace_s, "stop_reason", r->stop_reason, "exit_code",
+        r->exit_code, "exit_signal", r->exit_signal, "error", r->error,
+        "reported", r->reported, "reported_ms", (json_int_t)r->reported_ms,
+        "sent_out", (json_int_t)r->sent[0], "sent_err",
+        (json_int_t)r->sent[1]);
+    if (!o || write_json(r->dir, "run.json", o) < 0)
+        sh_log(LOG_ERR, "runs", "run %s: cannot save its state in %s", r->key,
+               r->dir);
+    json_decref(o);
+}
+
+static void run_load_notes(struct run *r, const json_t *o)
+{
+    const char *phase = json_string_value(json_object_get(o, "phase"));
+    for (int i = 0; i < 3; i++) {
+        if (phase && strcmp(phase, phase_names[i]) == 0)
+            r->phase = (enum run_phase)i;
+    }
+#define GETI(field, key) r->field = json_integer_value(json_object_get(o, key))
+    GETI(shim_pid, "shim_pid");
+    GETI(shim_start, "shim_start");
+    GETI(started_ms, "started_ms");
+    GETI(deadline_ms, "deadline_ms");
+    GETI(exited_ms, "exited_ms");
+    GETI(kill_at_ms, "kill_at_ms");
+    GETI(grace_s, "grace_s");
+    GETI(exit_code, "exit_code");
+    GETI(exit_signal, "exit_signal");
+    GETI(reported_ms, "reported_ms");
+    GETI(sent[0], "sent_out");
+    GETI(sent[1], "sent_err");
+#undef GETI
+    r->reported = json_is_true(json_object_get(o, "reported"));
+    const char *s = json_string_value(json_object_get(o, "stop_reason"));
+    snprintf(r->stop_reason, sizeof(r->stop_reason), "%s", s ? s : "");
+    s = json_string_value(json_object_get(o, "error"));
+    snprintf(r->error, sizeof(r->error), "%s", s ? s : "");
+}
+
+/* ---- the table ---- */
+
+static struct run *run_new(struct runs *rs, uint64_t id, int attempt)
+{
+    struct run *r = calloc(1, sizeof(*r));
+    if (!r)
+        return NULL;
+    r->id = id;
+    r->attempt = attempt;
+    r->runs = rs;
+    r->pidfd = -1;
+    r->exit_code = -1;
+    r->grace_s = DEFAULT_GRACE_S;
+    snprintf(r->key, sizeof(r->key), "%llu.%d", (unsigned long long)id,
+             attempt);
+    snprintf(r->dir, sizeof(r->dir), "%s/%s", rs->dir, r->key);
+    launch_cgroup_key(id, attempt, r->cg_key, sizeof(r->cg_key));
+    HASH_ADD_STR(rs->by_key, key, r);
+    return r;
+}
+
+static void run_free(struct runs *rs, struct run *r)
+{
+    if (r->pidfd >= 0) {
+        loop_del_fd(rs->a->loop, r->pidfd);
+        close(r->pidfd);
+    }
+    HASH_DEL(rs->by_key, r);
+    free(r);
+}
+
+/* ---- signals ---- */
+
+static void run_signal(struct run *r, int sig)
+{
+    struct agent *a = r->runs->a;
+    if (r->pgid <= 0) {
+        char path[PATH_MAX + 16];
+        snprintf(path, sizeof(path), "%s/pgid", r->dir);
+        FILE *f = fopen(path, "r");
+        if (f) {
+            int pgid = 0;
+            if (fscanf(f, "%d", &pgid) == 1 && pgid > 1)
+                r->pgid = pgid;
+            fclose(f);
+        }
+    }
+    if (r->pgid > 1)
+        kill(-r->pgid, sig);
+    if (a->cg)
+        cgroup_job_kill(a->cg, r->cg_key, sig, NULL);
+}
+
+static void run_stop(struct run *r, const char *reason, int grace_s)
+{
+    if (r->phase != RUN_RUNNING)
+        return;
+    r->phase = RUN_STOPPING;
+    snprintf(r->stop_reason, sizeof(r->stop_reason), "%s", reason);
+    r->kill_at_ms = clock_wall_ms() + (int64_t)grace_s * 1000;
+    sh_log(LOG_INFO, "runs", "stopping run %s: %s (SIGKILL in %ds)", r->key,
+           reason, grace_s);
+    run_signal(r, SIGTERM);
+    run_save(r);
+}
+
+/* ---- exit ---- */
+
+static void run_exited(struct run *r)
+{
+    struct agent *a = r->runs->a;
+    if (r->pidfd >= 0) {
+        loop_del_fd(a->loop, r->pidfd);
+        close(r->pidfd);
+        r->pidfd = -1;
+    }
+    if (r->shim_pid > 0)
+        waitpid(r->shim_pid, NULL, WNOHANG); /* reap when it is our child */
+    json_t *st = read_json(r->dir, "status.json");
+    if (st) {
+        r->exit_code = (int)json_integer_value(json_object_get(st,
+                                                               "exit_code"));
+        r->exit_signal = (int)json_integer_value(json_object_get(st,
+                                                                 "signal"));
+        const char *e = json_string_value(json_object_get(st, "error"));
+        snprintf(r->error, sizeof(r->error), "%s", e ? e : "");
+        json_decref(st);
+    } else {
+        /* The shim died without a verdict (killed with SIGKILL?): whatever
+         * it started is orphaned; end it. */
+        r->exit_code = -1;
+        r->exit_signal = 0;
+        if (!r->stop_reason[0])
+            snprintf(r->stop_reason, sizeof(r->stop_reason), "lost");
+        snprintf(r->error, sizeof(r->error),
+                 "the run's supervisor ended without a status");
+        run_signal(r, SIGKILL);
+    }
+    r->phase = RUN_EXITED;
+    r->exited_ms = clock_wall_ms();
+    if (a->cg && cgroup_job_destroy(a->cg, r->cg_key, NULL) < 0)
+        run_signal(r, SIGKILL); /* stragglers; tick retries the removal */
+    sh_log(LOG_INFO, "runs", "run %s exited code=%d signal=%d%s%s", r->key,
+           r->exit_code, r->exit_signal, r->stop_reason[0] ? " reason=" : "",
+           r->stop_reason);
+    run_save(r);
+    link_heartbeat_soon(a->link);
+}
+
+static void on_pidfd(struct loop *loop, int fd, uint32_t events, void *arg)
+{
+    struct run *r = arg;
+    (void)loop;
+    (void)fd;
+    (void)events;
+    run_exited(r);
+}
+
+static void watch(struct run *r)
+{
+    struct agent *a = r->runs->a;
+    r->pidfd = pidfd_open_pid(r->shim_pid);
+    if (r->pidfd < 0 ||
+        loop_add_fd(a->loop, r->pidfd, EPOLLIN, on_pidfd, r, NULL) < 0) {
+        if (r->pidfd >= 0)
+            close(r->pidfd);
+        r->pidfd = -1;
+        run_exited(r); /* already gone */
+    }
+}
+
+/* ---- start ---- */
+
+static int prepare(struct run *r, const json_t *work, struct sh_error *err)
+{
+    struct agent *a = r->runs->a;
+    if (mkdir(r->dir, 0711) < 0 && errno != EEXIST)
+        return sh_errorf(err, SH_EUNAVAILABLE, "cannot create %s: %s", r->dir,
+                         strerror(errno));
+    if (write_json(r->dir, "work.json", work) < 0)
+        return sh_errorf(err, SH_EUNAVAILABLE, "cannot write %s/work.json",
+                         r->dir);
+    const json_t *spec = json_object_get(work, "spec");
+    bool cg = false;
+    if (a->cg) {
+        struct cgroup_limits lim = {
+            .cpu_millis = json_integer_value(json_object_get(spec, "cpus")) *
+                          1000,
+            .mem_bytes = (uint64_t)json_integer_value(
+                json_object_get(spec, "mem")),
+        };
+        struct sh_error cerr;
+        if (cgroup_job_create(a->cg, r->cg_key, &lim, &cerr) == 0)
+            cg = true;
+        else
+            sh_log(LOG_WARNING, "runs", "run %s without cgroup limits: %s",
+                   r->key, cerr.msg);
+    }
+    struct launch_ctx ctx = {
+        .node = a->cfg.name,
+        .run_dir = r->dir,
+        .as_root = geteuid() == 0,
+        .cg_parent = cg ? a->cg_parent : NULL,
+    };
+    json_t *launch = launch_from_work(work, &ctx, err);
+    if (!launch)
+        return -1;
+    int rc = write_json(r->dir, "launch.json", launch);
+    json_decref(launch);
+    if (rc < 0)
+        return sh_errorf(err, SH_EUNAVAILABLE, "cannot write %s/launch.json",
+                         r->dir);
+    return 0;
+}
+
+static int spawn_shim(struct run *r, struct sh_error *err)
+{
+    struct agent *a = r->runs->a;
+    pid_t pid = fork();
+    if (pid < 0)
+        return sh_errorf(err, SH_EUNAVAILABLE, "fork: %s", strerror(errno));
+    if (pid == 0) {
+        /* A session of its own: no terminal signal of the agent reaches it
+         * and it outlives the agent. */
+        setsid();
+        int null = open("/dev/null", O_RDWR);
+        if (null >= 0) {
+            dup2(null, 0);
+            dup2(null, 1);
+        }
+        char log[PATH_MAX + 16];
+        snprintf(log, sizeof(log), "%s/shim.log", r->dir);
+        int lfd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+        if (lfd >= 0)
+            dup2(lfd, 2);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        char *argv[] = {a->cfg.self_exe, "--shim", r->dir, NULL};
+        execv(a->cfg.self_exe, argv);
+        _exit(127);
+    }
+    r->shim_pid = pid;
+    r->shim_start = proc_start(pid);
+    return 0;
+}
+
+static void run_start(struct runs *rs, const json_t *work)
+{
+    uint64_t id = (uint64_t)json_integer_value(json_object_get(work, "id"));
+    int attempt = (int)json_integer_value(json_object_get(work, "attempt"));
+    struct run *r = run_new(rs, id, attempt);
+    struct sh_error err;
+    if (!r)
+        return;
+    r->wanted = true;
+    r->started_ms = clock_wall_ms();
+    int grace = (int)json_integer_value(json_object_get(work, "grace_s"));
+    r->grace_s = grace > 0 ? grace : DEFAULT_GRACE_S;
+    json_int_t limit = json_integer_value(
+        json_object_get(json_object_get(work, "spec"), "time_limit"));
+    r->deadline_ms = limit > 0 ? r->started_ms + limit * 1000 : 0;
+    if (prepare(r, work, &err) < 0 || spawn_shim(r, &err) < 0) {
+        sh_log(LOG_ERR, "runs", "run %s cannot start: %s", r->key, err.msg);
+        r->phase = RUN_EXITED;
+        r->exit_code = 127;
+        r->exited_ms = clock_wall_ms();
+        snprintf(r->error, sizeof(r->error), "%s", err.msg);
+        mkdir(r->dir, 0711);
+        run_save(r);
+        link_heartbeat_soon(rs->a->link);
+        return;
+    }
+    sh_log(LOG_INFO, "runs", "started run %s shim=%d", r->key,
+           (int)r->shim_pid);
+    run_save(r);
+    watch(r);
+}
+
+/* ---- reconcile ---- */
+
+/* A stop for a run this node never had (it was cancelled before the work
+ * arrived): record it as ended so the controller hears of it. */
+static void run_never_started(struct runs *rs, const json_t *work)
+{
+    uint64_t id = (uint64_t)json_integer_value(json_object_get(work, "id"));
+    int attempt = (int)json_integer_value(json_object_get(work, "attempt"));
+    struct run *r = run_new(rs, id, attempt);
+    if (!r)
+        return;
+    const char *why = json_string_value(json_object_get(work, "stop_reason"));
+    r->wanted = true;
+    r->phase = RUN_EXITED;
+    r->exited_ms = clock_wall_ms();
+    snprintf(r->stop_reason, sizeof(r->stop_reason), "%s", why ? why : "");
+    if (mkdir(r->dir, 0711) == 0 || errno == EEXIST)
+        run_save(r);
+    link_heartbeat_soon(rs->a->link);
+}
+
+void runs_reconcile(struct runs *rs, const json_t *work)
+{
+    struct run *r, *tmp;
+    HASH_ITER(hh, rs->by_key, r, tmp)
+        r->wanted = false;
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(work, "jobs"), i, e)
+    {
+        char key[48];
+        snprintf(key, sizeof(key), "%llu.%d",
+                 (unsigned long long)json_integer_value(json_object_get(e,
+                                                                        "id")),
+                 (int)json_integer_value(json_object_get(e, "attempt")));
+        const char *action = json_string_value(json_object_get(e, "action"));
+        HASH_FIND_STR(rs->by_key, key, r);
+        if (!r) {
+            if (action && strcmp(action, "run") == 0 && !rs->a->stopping)
+                run_start(rs, e);
+            else
+                run_never_started(rs, e);
+            continue;
+        }
+        r->wanted = true;
+        if (action && strcmp(action, "stop") == 0) {
+            const char *why = json_string_value(json_object_get(e,
+                                                                "stop_reason"));
+            int grace = (int)json_integer_value(json_object_get(e, "grace_s"));
+            run_stop(r, why ? why : "stopped", grace > 0 ? grace : r->grace_s);
+        }
+    }
+    HASH_ITER(hh, rs->by_key, r, tmp)
+    {
+        if (!r->wanted && r->phase == RUN_RUNNING)
+            run_stop(r, "not wanted by the controller", r->grace_s);
+    }
+}
+
+/* ---- reports ---- */
+
+static bool logs_sent(const struct run *r)
+{
+    for (int s = 0; s < 2; s++) {
+        if (file_size(r->dir, stream_files[s]) > r->sent[s])
+            return false;
+    }
+    return true;
+}
+
+bool runs_have_events(const struct runs *rs)
+{
+    for (struct run *r = rs->by_key; r; r = r->hh.next) {
+        if (r->phase == RUN_EXITED && !r->reported)
+            return true;
+    }
+    return false;
+}
+
+json_t *runs_events_json(struct runs *rs, int *count)
+{
+    json_t *arr = json_array();
+    int64_t now = clock_wall_ms();
+    *count = 0;
+    for (struct run *r = rs->by_key; r; r = r->hh.next) {
+        if (r->phase != RUN_EXITED || r->reported)
+            continue;
+        /* Output first, so `shoal logs` of an ended job is complete; but
+         * not for ever when the controller will not take it. */
+        if (!logs_sent(r) && now - r->exited_ms < REPORT_WAIT_LOGS_MS)
+            continue;
+        json_t *ev = json_pack("{s:I, s:i, s:s, s:i, s:i}", "id",
+                               (json_int_t)r->id, "attempt", r->attempt,
+                               "event", "exited", "exit_code", r->exit_code,
+                               "signal", r->exit_signal);
+        if (ev && r->stop_reason[0])
+            json_object_set_new(ev, "reason", json_string(r->stop_reason));
+        if (ev && r->error[0])
+            json_object_set_new(ev, "error", json_string(r->error));
+        json_array_append_new(arr, ev);
+        (*count)++;
+    }
+    return arr;
+}
+
+void runs_events_acked(struct runs *rs, const json_t *events)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(events, i, e)
+    {
+        char key[48];
+        struct run *r;
+        snprintf(key, sizeof(key), "%llu.%d",
+                 (unsigned long long)json_integer_value(json_object_get(e,
+                                                                        "id")),
+                 (int)json_integer_value(json_object_get(e, "attempt")));
+        HASH_FIND_STR(rs->by_key, key, r);
+        if (r && r->phase == RUN_EXITED) {
+            r->reported = true;
+            r->reported_ms = clock_wall_ms();
+            run_save(r);
+        }
+    }
+}
+
+json_t *runs_alive_json(struct runs *rs)
+{
+    json_t *arr = json_array();
+    for (struct run *r = rs->by_key; r; r = r->hh.next) {
+        if (r->phase != RUN_EXITED)
+            json_array_append_new(arr, json_pack("{s:I, s:i}", "id",
+                                                 (json_int_t)r->id, "attempt",
+                                                 r->attempt));
+    }
+    return arr;
+}
+
+int runs_alive_count(const struct runs *rs)
+{
+    int n = 0;
+    for (struct run *r = rs->by_key; r; r = r->hh.next)
+        n += r->phase != RUN_EXITED;
+    return n;
+}
+
+/* ---- periodic work ---- */
+
+/* Push new output of r; returns the bytes sent, -1 when the controller
+ * cannot take it now. */
+static long push_output(struct run *r, size_t budget)
+{
+    struct agent *a = r->runs->a;
+    long total = 0;
+    char *buf = NULL;
+    for (int s = 0; s < 2 && budget > 0; s++) {
+        uint64_t size = file_size(r->dir, stream_files[s]);
+        if (size <= r->sent[s])
+            continue;
+        size_t want = size - r->sent[s];
+        if (want > LOG_CHUNK_MAX)
+            want = LOG_CHUNK_MAX;
+        if (want > budget)
+            want = budget;
+        char path[PATH_MAX + 16];
+        snprintf(path, sizeof(path), "%s/%s", r->dir, stream_files[s]);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (!buf)
+            buf = malloc(LOG_CHUNK_MAX);
+        ssize_t n = (fd >= 0 && buf) ? pread(fd, buf, want, (off_t)r->sent[s])
+                                     : -1;
+        if (fd >= 0)
+            close(fd);
+        if (n <= 0)
+            continue;
+        uint64_t stored;
+        struct sh_error err;
+        if (link_push_log(a->link, r->id, r->attempt, streams[s], r->sent[s],
+                          buf, (size_t)n, &stored, &err) < 0) {
+            free(buf);
+            return -1;
+        }
+        /* The controller says how much it has: resume from there. */
+        r->sent[s] = stored > r->sent[s] ? stored : r->sent[s] + (uint64_t)n;
+        total += n;
+        budget -= (size_t)n;
+    }
+    free(buf);
+    if (total > 0)
+        run_save(r);
+    return total;
+}
+
+void runs_tick(struct runs *rs)
+{
+    int64_t now = clock_wall_ms();
+    size_t budget = LOG_TICK_BUDGET;
+    bool link_ok = true;
+    struct run *r, *tmp;
+    HASH_ITER(hh, rs->by_key, r, tmp)
+    {
+        if (r->phase == RUN_RUNNING && r->deadline_ms && now >= r->deadline_ms)
+            run_stop(r, "timeout", r->grace_s);
+        if (r->phase == RUN_STOPPING && now >= r->kill_at_ms)
+            run_signal(r, SIGKILL);
+        if (r->phase == RUN_EXITED && rs->a->cg)
+            cgroup_job_destroy(rs->a->cg, r->cg_key, NULL);
+        if (link_ok && budget > 0 && !(r->reported && logs_sent(r))) {
+            long n = push_output(r, budget);
+            if (n < 0)
+                link_ok = false;
+            else
+                budget -= (size_t)n < budget ? (size_t)n : budget;
+        }
+        if (r->phase == RUN_EXITED && r->reported && !r->wanted &&
+            now - r->reported_ms > GC_AFTER_MS) {
+            remove_dir(r->dir);
+            run_free(rs, r);
+        }
+    }
+    if (runs_have_events(rs))
+        link_heartbeat_soon(rs->a->link);
+}
+
+void runs_stop_all(struct runs *rs, int grace_ms)
+{
+    struct run *r;
+    for (r = rs->by_key; r; r = r->hh.next)
+        run_stop(r, "the agent stopped", grace_ms / 1000);
+    int64_t deadline = clock_wall_ms() + grace_ms;
+    while (runs_alive_count(rs) > 0) {
+        for (r = rs->by_key; r; r = r->hh.next) {
+            if (r->phase == RUN_EXITED)
+                continue;
+            if (clock_wall_ms() >= deadline)
+                run_signal(r, SIGKILL);
+            if (r->shim_pid > 0 && proc_start(r->shim_pid) != r->shim_start)
+                run_exited(r);
+            else if (r->shim_pid > 0 &&
+                     waitpid(r->shim_pid, NULL, WNOHANG) == r->shim_pid) {
+                r->shim_pid = 0;
+                run_exited(r);
+            }
+        }
+        if (clock_wall_ms() > deadline + 5000)
+            break;
+        usleep(20000);
+    }
+}
+
+/* ---- load ---- */
+
+static void adopt(struct runs *rs, const char *name)
+{
+    unsigned long long id;
+    int attempt;
+    char extra;
+    if (sscanf(name, "%llu.%d%c", &id, &attempt, &extra) != 2)
+        return;
+    struct run *r = run_new(rs, id, attempt);
+    if (!r)
+        return;
+    json_t *notes = read_json(r->dir, "run.json");
+    if (notes) {
+        run_load_notes(r, notes);
+        json_decref(notes);
+    }
+    if (r->phase == RUN_EXITED)
+        return;
+    if (r->shim_pid > 0 && proc_start(r->shim_pid) == r->shim_start &&
+        r->shim_start != 0) {
+        sh_log(LOG_INFO, "runs", "adopted run %s shim=%d", r->key,
+               (int)r->shim_pid);
+        watch(r);
+    } else {
+        run_exited(r);
+    }
+}
+
+struct runs *runs_create(struct agent *a, struct sh_error *err)
+{
+    struct runs *rs = calloc(1, sizeof(*rs));
+    if (!rs) {
+        sh_errorf(err, SH_EINTERNAL, "out of memory");
+        return NULL;
+    }
+    rs->a = a;
+    snprintf(rs->dir, sizeof(rs->dir), "%s/runs", a->cfg.state_dir);
+    /* 0711: the jobs' users reach their own run folder, nobody lists. */
+    if (mkdir(rs->dir, 0711) < 0 && errno != EEXIST) {
+        sh_errorf(err, SH_EUNAVAILABLE, "cannot create %s: %s", rs->dir,
+                  strerror(errno));
+        free(rs);
+        return NULL;
+    }
+    chmod(rs->dir, 0711);
+    DIR *d = opendir(rs->dir);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            if (e->d_name[0] != '.')
+                adopt(rs, e->d_name);
+        }
+        closedir(d);
+    }
+    return rs;
+}
+
+void runs_destroy(struct runs *rs)
+{
+    if (!rs)
+        return;
+    struct run *r, *tmp;
+    HASH_ITER(hh, rs->by_key, r, tmp)
+        run_free(rs, r);
+    free(rs);
+}

@@ -1,0 +1,396 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The run supervisor (see shim.h). Single-threaded: it is exec'd fresh by
+ * the agent, so forking here is safe. */
+#include "agent/shim.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <jansson.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "agent/cgroup.h"
+#include "lib/util/clock.h"
+
+#define SHIM_TASKS_MAX 256
+
+struct shim {
+    const char *dir;
+    json_t *launch;
+    char **argv;
+    char **env;   /* NULL-terminated; RANK/LOCAL_RANK slots at the end */
+    int nenv;
+    int nbase;    /* env[0..nbase) are borrowed from launch; the rest owned */
+    int tasks;
+    int node_rank;
+    bool switch_user;
+    uid_t uid;
+    gid_t gid;
+    char user[64];
+    char home[4096];
+    char shell[256];
+    char workdir[4096];
+    int out_fd;
+    int err_fd;
+    struct cgroup_ctx *cg;
+    struct cgroup_attach att;
+    bool attach;
+};
+
+static void write_file(const char *dir, const char *name, const char *text)
+{
+    char path[4300], tmp[4400];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return;
+    size_t len = strlen(text);
+    if (write(fd, text, len) == (ssize_t)len && fsync(fd) == 0) {
+        close(fd);
+        rename(tmp, path);
+        return;
+    }
+    close(fd);
+    unlink(tmp);
+}
+
+static void write_status(const struct shim *s, int code, int sig,
+                         const char *error)
+{
+    json_t *st = json_pack("{s:i, s:i, s:I}", "exit_code", code, "signal", sig,
+                           "ended_ms", (json_int_t)clock_wall_ms());
+    if (error)
+        json_object_set_new(st, "error", json_string(error));
+    char *text = json_dumps(st, JSON_COMPACT);
+    if (text)
+        write_file(s->dir, "status.json", text);
+    free(text);
+    json_decref(st);
+}
+
+/* Tell the job's stderr (what the user reads) and the status why the run
+ * could not start; the run ends with code 127. Returns 0. */
+static int fail_start(struct shim *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static int fail_start(struct shim *s, const char *fmt, ...)
+{
+    char msg[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    if (s->err_fd >= 0)
+        dprintf(s->err_fd, "shoal: %s\n", msg);
+    write_status(s, 127, 0, msg);
+    return 0;
+}
+
+static char *dup_env(const char *k, const char *v)
+{
+    char *kv;
+    return asprintf(&kv, "%s=%s", k, v) < 0 ? NULL : kv;
+}
+
+static bool env_has(const struct shim *s, const char *key)
+{
+    size_t n = strlen(key);
+    for (int i = 0; i < s->nenv; i++) {
+        if (strncmp(s->env[i], key, n) == 0 && s->env[i][n] == '=')
+            return true;
+    }
+    return false;
+}
+
+static int load(struct shim *s)
+{
+    char path[4300];
+    json_error_t jerr;
+    snprintf(path, sizeof(path), "%s/launch.json", s->dir);
+    s->launch = json_load_file(path, 0, &jerr);
+    if (!s->launch)
+        return -1;
+    const json_t *argv = json_object_get(s->launch, "argv");
+    const json_t *env = json_object_get(s->launch, "env");
+    size_t na = json_array_size(argv), ne = json_array_size(env);
+    s->argv = calloc(na + 1, sizeof(char *));
+    s->env = calloc(ne + 8, sizeof(char *));
+    if (!s->argv || !s->env || na == 0)
+        return -1;
+    for (size_t i = 0; i < na; i++)
+        s->argv[i] = (char *)json_string_value(json_array_get(argv, i));
+    for (size_t i = 0; i < ne; i++)
+        s->env[s->nenv++] = (char *)json_string_value(json_array_get(env, i));
+    s->nbase = s->nenv;
+    s->tasks = (int)json_integer_value(json_object_get(s->launch, "tasks"));
+    s->node_rank = (int)json_integer_value(json_object_get(s->launch,
+                                                           "node_rank"));
+    if (s->tasks < 1 || s->tasks > SHIM_TASKS_MAX)
+        s->tasks = 1;
+    return 0;
+}
+
+/* Who runs the tasks, and where. */
+static int resolve_user(struct shim *s)
+{
+    const char *user = json_string_value(json_object_get(s->launch, "user"));
+    struct passwd *pw = user ? getpwnam(user) : getpwuid(getuid());
+    if (!pw)
+        return fail_start(s, "user %s does not exist on this node",
+                          user ? user : "of the agent");
+    s->switch_user = user != NULL && pw->pw_uid != getuid();
+    s->uid = pw->pw_uid;
+    s->gid = pw->pw_gid;
+    snprintf(s->user, sizeof(s->user), "%s", pw->pw_name);
+    snprintf(s->home, sizeof(s->home), "%s", pw->pw_dir);
+    snprintf(s->shell, sizeof(s->shell), "%s",
+             pw->pw_shell && *pw->pw_shell ? pw->pw_shell : "/bin/sh");
+    const char *wd = json_string_value(json_object_get(s->launch, "workdir"));
+    snprintf(s->workdir, sizeof(s->workdir), "%s", wd ? wd : s->home);
+    if (s->switch_user && initgroups(s->user, s->gid) < 0)
+        return fail_start(s, "cannot set the groups of %s: %s", s->user,
+                          strerror(errno));
+    /* The usual login variables unless the job set its own. */
+    if (!env_has(s, "HOME"))
+        s->env[s->nenv++] = dup_env("HOME", s->home);
+    if (!env_has(s, "USER"))
+        s->env[s->nenv++] = dup_env("USER", s->user);
+    if (!env_has(s, "LOGNAME"))
+        s->env[s->nenv++] = dup_env("LOGNAME", s->user);
+    if (!env_has(s, "SHELL"))
+        s->env[s->nenv++] = dup_env("SHELL", s->shell);
+    return 1;
+}
+
+static int open_output(struct shim *s, const char *name)
+{
+    char path[4300];
+    snprintf(path, sizeof(path), "%s/%s", s->dir, name);
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+    if (fd >= 0 && s->switch_user && fchown(fd, s->uid, s->gid) < 0) {
+        /* Ownership is cosmetic; the task writes through this fd. */
+    }
+    return fd;
+}
+
+static int write_script(struct shim *s)
+{
+    const char *script = json_string_value(json_object_get(s->launch,
+                                                           "script"));
+    if (!script)
+        return 1;
+    char path[4300];
+    snprintf(path, sizeof(path), "%s/script", s->dir);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0700);
+    size_t len = strlen(script);
+    if (fd < 0 || write(fd, script, len) != (ssize_t)len) {
+        if (fd >= 0)
+            close(fd);
+        return fail_start(s, "cannot write the job script %s: %s", path,
+                          strerror(errno));
+    }
+    if (s->switch_user && fchown(fd, s->uid, s->gid) < 0) {
+        close(fd);
+        return fail_start(s, "cannot give the script %s to its user: %s",
+                          path, strerror(errno));
+    }
+    close(fd);
+    /* The user must reach the script: the run folder is theirs too. */
+    if (s->switch_user && chown(s->dir, s->uid, s->gid) < 0)
+        return fail_start(s, "cannot give %s to the job's user: %s", s->dir,
+                          strerror(errno));
+    return 1;
+}
+
+static void setup_cgroup(struct shim *s)
+{
+    const char *parent = json_string_value(json_object_get(s->launch,
+                                                           "cgroup_parent"));
+    const char *key = json_string_value(json_object_get(s->launch,
+                                                        "cgroup_key"));
+    struct sh_error err;
+    if (!parent || !key)
+        return;
+    s->cg = cgroup_ctx_create(parent, &err);
+    if (s->cg && cgroup_attach_init(&s->att, s->cg, key, &err) == 0) {
+        s->attach = true;
+        return;
+    }
+    dprintf(s->err_fd, "shoal: running without CPU and memory limits: %s\n",
+            err.msg);
+}
+
+/* In the child: become the task and exec; report errno on errfd. Only
+ * async-signal-safe calls past this point are needed, but the shim is
+ * single-threaded, so plain calls are fine too. */
+static void exec_task(struct shim *s, pid_t pgid, int errfd, char **envp)
+{
+    int e;
+    setpgid(0, pgid);
+    if (s->attach && cgroup_attach_move(&s->att, 0) < 0)
+        goto fail;
+    int devnull = open("/dev/null", O_RDONLY);
+    if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(s->out_fd, 1) < 0 ||
+        dup2(s->err_fd, 2) < 0)
+        goto fail;
+    if (s->switch_user && (setgid(s->gid) < 0 || setuid(s->uid) < 0))
+        goto fail;
+    if (chdir(s->workdir) < 0) {
+        e = errno;
+        dprintf(2, "shoal: cannot enter the working directory %s: %s\n",
+                s->workdir, strerror(e));
+        errno = e;
+        goto fail;
+    }
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    for (int sig = 1; sig < NSIG; sig++)
+        signal(sig, SIG_DFL);
+    execvpe(s->argv[0], s->argv, envp);
+    if (errno == ENOEXEC) {
+        /* A script without "#!": run it with the shell, as sh(1) would. */
+        char *shargv[SHIM_TASKS_MAX + 8];
+        int n = 0;
+        shargv[n++] = "/bin/sh";
+        for (int i = 0; s->argv[i] && n < SHIM_TASKS_MAX + 6; i++)
+            shargv[n++] = s->argv[i];
+        shargv[n] = NULL;
+        execve("/bin/sh", shargv, envp);
+    }
+    e = errno;
+    dprintf(2, "shoal: cannot run %s: %s\n", s->argv[0], strerror(e));
+    errno = e;
+fail:
+    e = errno;
+    if (write(errfd, &e, sizeof(e)) < 0) {
+        /* nothing more to tell */
+    }
+    _exit(127);
+}
+
+static pid_t start_task(struct shim *s, int t, pid_t pgid, int *exec_errno)
+{
+    char rank[32], local[32];
+    snprintf(rank, sizeof(rank), "RANK=%d", s->node_rank * s->tasks + t);
+    snprintf(local, sizeof(local), "LOCAL_RANK=%d", t);
+    s->env[s->nenv] = rank;
+    s->env[s->nenv + 1] = local;
+    s->env[s->nenv + 2] = NULL;
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(p[0]);
+        exec_task(s, pgid, p[1], s->env);
+    }
+    close(p[1]);
+    *exec_errno = 0;
+    if (pid > 0 && read(p[0], exec_errno, sizeof(int)) <= 0)
+        *exec_errno = 0;
+    close(p[0]);
+    return pid;
+}
+
+static int run_tasks(struct shim *s)
+{
+    pid_t pids[SHIM_TASKS_MAX];
+    pid_t pgid = 0;
+    int started = 0;
+    int exec_errno = 0;
+    for (int t = 0; t < s->tasks; t++) {
+        pids[t] = start_task(s, t, pgid, &exec_errno);
+        if (pids[t] < 0)
+            break;
+        started++;
+        if (pgid == 0) {
+            pgid = pids[t];
+            char buf[32];
+            snprintf(buf, sizeof(buf), "%d\n", (int)pgid);
+            write_file(s->dir, "pgid", buf);
+        }
+        if (exec_errno)
+            break;
+    }
+    int code = 0, sig = 0;
+    bool failed = false;
+    for (int left = started; left > 0;) {
+        int status;
+        pid_t pid = waitpid(-1, &status, 0);
+        if (pid < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        left--;
+        int c = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
+        int g = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+        if (!failed && (c != 0 || g != 0)) {
+            failed = true;
+            code = c;
+            sig = g;
+            /* One task failed: the run has failed; stop its siblings. */
+            if (s->tasks > 1 && pgid > 0)
+                kill(-pgid, SIGTERM);
+        }
+    }
+    if (started < s->tasks && !failed) {
+        code = 127;
+        failed = true;
+    }
+    char msg[300] = "";
+    if (exec_errno)
+        snprintf(msg, sizeof(msg), "cannot start %s: %s", s->argv[0],
+                 strerror(exec_errno));
+    write_status(s, code, sig, msg[0] ? msg : NULL);
+    return 0;
+}
+
+int shim_main(const char *run_dir)
+{
+    struct shim s;
+    memset(&s, 0, sizeof(s));
+    s.dir = run_dir;
+    s.out_fd = -1;
+    s.err_fd = -1;
+    /* The agent stops a run by signalling its tasks, never the shim. */
+    signal(SIGINT, SIG_IGN);
+    signal(SIGTERM, SIG_IGN);
+    signal(SIGHUP, SIG_IGN);
+    signal(SIGPIPE, SIG_IGN);
+    if (load(&s) < 0) {
+        write_status(&s, 127, 0, "the run's launch description is unreadable");
+        return 1;
+    }
+    s.err_fd = open_output(&s, "stderr");
+    if (resolve_user(&s) > 0) {
+        s.out_fd = open_output(&s, "stdout");
+        if (s.out_fd < 0 || s.err_fd < 0) {
+            fail_start(&s, "cannot open the output files in %s: %s", s.dir,
+                       strerror(errno));
+        } else if (write_script(&s) > 0) {
+            setup_cgroup(&s);
+            run_tasks(&s);
+        }
+    }
+    if (s.attach)
+        cgroup_attach_fini(&s.att);
+    cgroup_ctx_destroy(s.cg);
+    json_decref(s.launch);
+    free(s.argv);
+    for (int i = s.nbase; s.env && i < s.nenv; i++)
+        free(s.env[i]);
+    free(s.env);
+    return 0;
+}

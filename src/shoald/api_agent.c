@@ -1,0 +1,458 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The agent side of the API. Agents open every connection:
+ *   POST /v1/agent/register   join (with the join token) or come back (with
+ *                             the node's own token); reports resources, GPUs
+ *                             and the runs it still has
+ *   POST /v1/agent/heartbeat  liveness, GPU samples, running runs, events
+ *                             (a run ended with its exit status)
+ *   GET  /v1/agent/work       long-poll for the node's desired work: the runs
+ *                             it must run or stop; answered at once when the
+ *                             agent's generation is old, else held
+ *   POST /v1/agent/logs       a chunk of a run's stdout or stderr (raw body)
+ * A run is (job id, attempt): a requeued job is a new attempt, so an agent
+ * never starts an old attempt again and stops any attempt not wanted. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/loop/loop.h"
+#include "lib/model/job.h"
+#include "lib/model/node_json.h"
+#include "lib/util/log.h"
+#include "lib/util/parse.h"
+#include "shoald/api_handlers.h"
+#include "shoald/auth.h"
+#include "shoald/cluster.h"
+#include "shoald/jobs.h"
+#include "shoald/jobtab.h"
+#include "shoald/logs.h"
+#include "shoald/nodetab.h"
+#include "store/store.h"
+
+#define WORK_WAIT_MAX_S 60
+#define AGENT_RUNS_MAX 4096
+
+/* ---- helpers ---- */
+
+static int persist_node(struct shoald *d, const struct node *n,
+                        struct sh_error *err)
+{
+    json_t *rec = node_to_record(n);
+    int rc = rec ? store_batch_put(shoald_batch(d), "node", n->name, rec) : -1;
+    json_decref(rec);
+    return rc < 0 ? sh_errorf(err, SH_EINTERNAL, "out of memory") : 0;
+}
+
+/* Is (id, attempt) a run this node should have? */
+static bool run_wanted(struct shoald *d, const char *node, uint64_t id,
+                       int attempt)
+{
+    const struct job *job = jobtab_get(d->jobs, id);
+    if (!job || job_attempt(job) != attempt)
+        return false;
+    for (int a = 0; a < job->nalloc; a++) {
+        if (strcmp(job->alloc[a].node, node) == 0 && !job->alloc[a].done)
+            return true;
+    }
+    return false;
+}
+
+/* Count the reported runs we do not want; validate the list. */
+static int count_stale(struct shoald *d, const char *node, const json_t *runs,
+                       int *stale, struct sh_error *err)
+{
+    *stale = 0;
+    if (!runs)
+        return 0;
+    if (!json_is_array(runs) || json_array_size(runs) > AGENT_RUNS_MAX)
+        return sh_errorf(err, SH_EINVAL, "running must be an array of runs");
+    size_t i;
+    json_t *r;
+    json_array_foreach(runs, i, r)
+    {
+        json_int_t id, attempt;
+        if (json_unpack((json_t *)r, "{s:I, s:I}", "id", &id, "attempt",
+                        &attempt) < 0 ||
+            id < 1 || attempt < 0)
+            return sh_errorf(err, SH_EINVAL,
+                             "each run needs an id and an attempt");
+        if (!run_wanted(d, node, (uint64_t)id, (int)attempt))
+            (*stale)++;
+    }
+    return 0;
+}
+
+/* ---- register ---- */
+
+struct reg {
+    const char *name;
+    const char *address;
+    int cpus;
+    json_int_t mem;
+    json_t *labels;
+    json_t *gpus;
+    json_t *running;
+    const char *version;
+};
+
+static int parse_register(json_t *body, struct reg *r, struct sh_error *err)
+{
+    json_error_t jerr;
+    memset(r, 0, sizeof(*r));
+    if (json_unpack_ex(body, &jerr, JSON_STRICT,
+                       "{s:s, s?s, s:i, s:I, s?o, s:o, s?o, s?s}", "name",
+                       &r->name, "address", &r->address, "cpus", &r->cpus,
+                       "memory", &r->mem, "labels", &r->labels, "gpus",
+                       &r->gpus, "running", &r->running, "version",
+                       &r->version) < 0)
+        return sh_errorf(err, SH_EINVAL, "register: %s", jerr.text);
+    if (!job_ident_valid(r->name))
+        return sh_errorf(err, SH_EINVAL,
+                         "node name '%.64s' must be 1..%d letters, digits, '.', "
+                         "'_' or '-'",
+                         r->name, JOB_IDENT_MAX);
+    if (r->cpus < 0 || r->cpus > 100000 || r->mem < 0)
+        return sh_errorf(err, SH_EINVAL, "cpus or memory out of range");
+    if (r->address && (strlen(r->address) == 0 ||
+                       strlen(r->address) >= NODE_ADDR_MAX))
+        return sh_errorf(err, SH_EINVAL, "address is empty or too long");
+    return 0;
+}
+
+/* Build the node as the agent describes it (keeping the drain flag). */
+static struct node *node_from_reg(struct shoald *d, const struct reg *r,
+                                  const char *peer, struct sh_error *err)
+{
+    struct node *n = node_create(r->name);
+    if (!n) {
+        sh_errorf(err, SH_EINTERNAL, "out of memory");
+        return NULL;
+    }
+    struct node *old = nodetab_get(d->nodes, r->name);
+    n->cpus = r->cpus;
+    n->mem = (uint64_t)r->mem;
+    n->drain = old ? old->drain : false;
+    n->registered_ms = old ? old->registered_ms : shoald_now_ms(d);
+    if (node_set_address(n, r->address ? r->address : peer) < 0 ||
+        (r->labels &&
+         labels_from_json(r->labels, &n->labels, &n->nlabels, err) < 0) ||
+        gpus_from_json(r->gpus, &n->gpus, &n->ngpus, err) < 0) {
+        node_destroy(n);
+        return NULL;
+    }
+    return n;
+}
+
+/* Put n in the table in place of the node of the same name, keeping the
+ * runtime record. */
+static int node_replace(struct shoald *d, struct node *n)
+{
+    struct node *old = nodetab_get(d->nodes, n->name);
+    if (!old)
+        return nodetab_add(d->nodes, n);
+    /* Swap contents so pointers to the table entry stay valid; the name
+     * stays (the table is keyed by that very string). */
+    struct node tmp = *old;
+    *old = *n;
+    *n = tmp;
+    char *name = old->name;
+    old->name = n->name;
+    n->name = name;
+    old->running = tmp.running;
+    node_destroy(n);
+    return 0;
+}
+
+void api_agent_register(struct shoald *d, struct api_req *req)
+{
+    json_t *body = api_body(req);
+    struct sh_error err;
+    struct reg r;
+    if (!body)
+        return;
+    if (parse_register(body, &r, &err) < 0)
+        goto fail;
+    const struct api_caller *c = api_caller(req);
+    if (c->role == API_AGENT && strcmp(c->node, r.name) != 0) {
+        api_errorf(req, SH_EFORBIDDEN,
+                   "this token belongs to node %s, not %s", c->node, r.name);
+        return;
+    }
+    struct node *n = node_from_reg(d, &r, api_peer(req), &err);
+    if (!n)
+        goto fail;
+    int stale;
+    if (count_stale(d, r.name, r.running, &stale, &err) < 0) {
+        node_destroy(n);
+        goto fail;
+    }
+    char token[AUTH_TOKEN_LEN + 1] = "";
+    int64_t now = shoald_now_ms(d);
+    if (c->role == API_JOIN) {
+        /* A (re)join: the node's old tokens stop working. */
+        auth_token_revoke_all(d->auth, shoald_batch(d), AUTH_TOKEN_AGENT,
+                              r.name);
+        if (auth_token_issue(d->auth, shoald_batch(d), AUTH_TOKEN_AGENT, r.name,
+                             now, 0, token, &err) < 0) {
+            node_destroy(n);
+            goto fail;
+        }
+    }
+    if (persist_node(d, n, &err) < 0 || node_replace(d, n) < 0) {
+        node_destroy(n);
+        goto fail;
+    }
+    n = nodetab_get(d->nodes, r.name);
+    n->alive = true;
+    n->last_heartbeat_ms = now;
+    struct node_rt *rt = nodetab_rt(d->nodes, r.name);
+    rt->stale = stale;
+    cluster_node_changed(d, n);
+    cluster_node_touch(d, n->name);
+    sh_log(LOG_NOTICE, "agent", "node %s registered address=%s gpus=%d%s",
+           n->name, n->address, n->ngpus, token[0] ? " (joined)" : "");
+    json_t *ans = json_pack("{s:s, s:o, s:i}", "node", n->name, "work",
+                            cluster_node_work(d, n), "heartbeat_timeout_s",
+                            d->cfg.heartbeat_timeout_s);
+    if (token[0])
+        json_object_set_new(ans, "token", json_string(token));
+    api_reply_json(req, 200, ans);
+    return;
+fail:
+    api_reply_error(req, &err);
+}
+
+/* ---- heartbeat ---- */
+
+/* The node of an agent caller, alive; else an answer is set and NULL. */
+static struct node *caller_node(struct shoald *d, struct api_req *req)
+{
+    struct node *n = nodetab_get(d->nodes, api_caller(req)->node);
+    if (!n) {
+        api_errorf(req, SH_ENOTFOUND, "node %s is not known; register again",
+                   api_caller(req)->node);
+        return NULL;
+    }
+    if (!n->alive) {
+        api_errorf(req, SH_ECONFLICT,
+                   "node %s was declared down; register again", n->name);
+        return NULL;
+    }
+    return n;
+}
+
+static int apply_samples(struct node *n, const json_t *gpus,
+                         struct sh_error *err)
+{
+    if (!gpus)
+        return 0;
+    if (!json_is_array(gpus) || json_array_size(gpus) > GPU_PER_NODE_MAX)
+        return sh_errorf(err, SH_EINVAL, "gpus must be an array of samples");
+    size_t i;
+    json_t *s;
+    json_array_foreach(gpus, i, s)
+    {
+        int index, util;
+        json_int_t used;
+        if (json_unpack((json_t *)s, "{s:i, s:i, s:I}", "index", &index,
+                        "utilization", &util, "memory_used", &used) < 0 ||
+            util < -1 || util > 100 || used < 0)
+            return sh_errorf(err, SH_EINVAL,
+                             "a GPU sample needs index, utilization (-1..100) "
+                             "and memory_used");
+        for (int g = 0; g < n->ngpus; g++) {
+            if (n->gpus[g].index == index) {
+                n->gpus[g].util_pct = util;
+                n->gpus[g].mem_used = (uint64_t)used;
+            }
+        }
+    }
+    return 0;
+}
+
+static int apply_event(struct shoald *d, struct node *n, const json_t *ev,
+                       struct sh_error *err)
+{
+    json_int_t id, attempt;
+    const char *what, *reason = NULL, *error = NULL;
+    int code = -1, sig = 0;
+    if (json_unpack((json_t *)ev, "{s:I, s:I, s:s, s?i, s?i, s?s, s?s}", "id",
+                    &id, "attempt", &attempt, "event", &what, "exit_code",
+                    &code, "signal", &sig, "reason", &reason, "error",
+                    &error) < 0)
+        return sh_errorf(err, SH_EINVAL,
+                         "an event needs id, attempt and event");
+    if (strcmp(what, "exited") != 0 && strcmp(what, "started") != 0)
+        return sh_errorf(err, SH_EINVAL, "event must be started or exited");
+    struct job *job = jobtab_get(d->jobs, (uint64_t)id);
+    if (!job || job_attempt(job) != attempt)
+        return 0; /* an old run: the agent stops it by itself */
+    if (strcmp(what, "started") == 0)
+        return 0;
+    sh_debug("agent", "node=%s job=%lld attempt=%lld exited code=%d signal=%d",
+             n->name, (long long)id, (long long)attempt, code, sig);
+    if (cluster_part_done(d, job, n->name, code, sig, reason, err) < 0)
+        return -1;
+    /* A run that could not start says why: that is the job's reason. */
+    if (error && *error && job->state == JOB_FAILED) {
+        char why[JOB_REASON_MAX];
+        snprintf(why, sizeof(why), "%s on %s", error, n->name);
+        job_set_reason(job, why);
+        return jobs_persist(d, job, err);
+    }
+    return 0;
+}
+
+void api_agent_heartbeat(struct shoald *d, struct api_req *req)
+{
+    json_t *body = api_body(req);
+    struct sh_error err;
+    if (!body)
+        return;
+    struct node *n = caller_node(d, req);
+    if (!n)
+        return;
+    json_t *gpus = NULL, *running = NULL, *events = NULL;
+    json_error_t jerr;
+    if (json_unpack_ex(body, &jerr, JSON_STRICT, "{s?o, s?o, s?o}", "gpus",
+                       &gpus, "running", &running, "events", &events) < 0) {
+        api_errorf(req, SH_EINVAL, "heartbeat: %s", jerr.text);
+        return;
+    }
+    int stale;
+    if (count_stale(d, n->name, running, &stale, &err) < 0 ||
+        apply_samples(n, gpus, &err) < 0)
+        goto fail;
+    if (events && (!json_is_array(events) ||
+                   json_array_size(events) > AGENT_RUNS_MAX)) {
+        api_errorf(req, SH_EINVAL, "events must be an array");
+        return;
+    }
+    size_t i;
+    json_t *ev;
+    json_array_foreach(events, i, ev)
+    {
+        if (apply_event(d, n, ev, &err) < 0 && err.code == SH_EINVAL)
+            goto fail;
+    }
+    n->last_heartbeat_ms = shoald_now_ms(d);
+    struct node_rt *rt = nodetab_rt(d->nodes, n->name);
+    if (stale != rt->stale) {
+        rt->stale = stale;
+        cluster_node_changed(d, n);
+    }
+    api_reply_json(req, 200,
+                   json_pack("{s:I}", "generation",
+                             (json_int_t)rt->generation));
+    return;
+fail:
+    api_reply_error(req, &err);
+}
+
+/* ---- work (long-poll) ---- */
+
+struct poll_hold {
+    int64_t deadline_ms;
+    char node[JOB_IDENT_MAX + 1];
+};
+
+void api_agent_work(struct shoald *d, struct api_req *req)
+{
+    struct sh_error err;
+    struct node *n = caller_node(d, req);
+    if (!n)
+        return;
+    int64_t gen = -1, wait = 0;
+    const char *s_gen = api_query(req, "generation");
+    const char *s_wait = api_query(req, "wait");
+    if ((s_gen && parse_int64("generation", s_gen, 0, INT64_MAX, &gen, &err) <
+                      0) ||
+        (s_wait &&
+         parse_int64("wait", s_wait, 0, WORK_WAIT_MAX_S, &wait, &err) < 0)) {
+        api_reply_error(req, &err);
+        return;
+    }
+    struct node_rt *rt = nodetab_rt(d->nodes, n->name);
+    if (wait == 0 || gen != (int64_t)rt->generation) {
+        api_reply_json(req, 200, cluster_node_work(d, n));
+        return;
+    }
+    struct poll_hold *h = calloc(1, sizeof(*h));
+    if (!h) {
+        api_errorf(req, SH_EINTERNAL, "out of memory");
+        return;
+    }
+    if (rt->poll) {
+        /* A newer poll replaces an older one (the agent reconnected). */
+        struct api_req *old = rt->poll;
+        free(api_get_user_data(old));
+        api_set_user_data(old, NULL);
+        api_reply_json(old, 200, cluster_node_work(d, n));
+        api_release(old);
+    }
+    h->deadline_ms = shoald_now_ms(d) + wait * 1000;
+    snprintf(h->node, sizeof(h->node), "%s", n->name);
+    api_set_user_data(req, h);
+    rt->poll = req;
+    api_hold(req);
+}
+
+/* Answer held polls whose time is up (and all of them at shutdown). */
+void api_agent_expire_polls(struct shoald *d, bool all)
+{
+    int64_t now = shoald_now_ms(d);
+    for (struct node *n = nodetab_next(d->nodes, NULL); n;
+         n = nodetab_next(d->nodes, n)) {
+        struct node_rt *rt = nodetab_rt(d->nodes, n->name);
+        if (!rt->poll)
+            continue;
+        struct poll_hold *h = api_get_user_data(rt->poll);
+        if (!all && h && h->deadline_ms > now)
+            continue;
+        struct api_req *req = rt->poll;
+        rt->poll = NULL;
+        free(h);
+        api_set_user_data(req, NULL);
+        api_reply_json(req, 200, cluster_node_work(d, n));
+        api_release(req);
+    }
+}
+
+/* ---- logs ---- */
+
+void api_agent_logs(struct shoald *d, struct api_req *req)
+{
+    struct sh_error err;
+    struct node *n = caller_node(d, req);
+    if (!n)
+        return;
+    int64_t id, attempt, offset;
+    const char *stream = api_query(req, "stream");
+    if (parse_int64("job", api_query(req, "job"), 1, INT64_MAX, &id, &err) <
+            0 ||
+        parse_int64("attempt", api_query(req, "attempt"), 0, INT32_MAX,
+                    &attempt, &err) < 0 ||
+        parse_int64("offset", api_query(req, "offset"), 0, INT64_MAX, &offset,
+                    &err) < 0 ||
+        !stream) {
+        if (!stream)
+            sh_errorf(&err, SH_EINVAL, "stream is required");
+        goto fail;
+    }
+    struct job *job = jobtab_get(d->jobs, (uint64_t)id);
+    if (!job || job_attempt(job) != attempt) {
+        /* An old run's output: accepted and dropped, so the agent moves on. */
+        api_reply_json(req, 200, json_pack("{s:I}", "stored", (json_int_t)0));
+        return;
+    }
+    size_t len;
+    const char *data = api_body_raw(req, &len);
+    uint64_t stored;
+    if (logs_append(d->logs, job, n->name, stream, (uint64_t)offset, data, len,
+                    &stored, &err) < 0)
+        goto fail;
+    api_reply_json(req, 200, json_pack("{s:I}", "stored", (json_int_t)stored));
+    return;
+fail:
+    api_reply_error(req, &err);
+}

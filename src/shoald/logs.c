@@ -1,0 +1,286 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Job output storage and serving (see logs.h). */
+#include "shoald/logs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lib/loop/loop.h"
+#include "lib/util/parse.h"
+#include "lib/util/utf8.h"
+#include "shoald/jobtab.h"
+
+#define LOGS_WAIT_MAX_S 60
+#define LOGS_TICK_MS 500
+
+struct log_waiter {
+    struct api_req *req;
+    uint64_t job;
+    int64_t deadline_ms;
+    struct log_waiter *next;
+};
+
+struct logs {
+    struct shoald *d;
+    char dir[4096];
+    struct log_waiter *waiters;
+    int64_t timer;
+};
+
+static void job_dir(const struct logs *l, uint64_t id, char *buf, size_t size)
+{
+    snprintf(buf, size, "%s/%llu", l->dir, (unsigned long long)id);
+}
+
+static uint64_t file_size(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
+}
+
+static int append_file(const char *path, const char *data, size_t len)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+    if (fd < 0)
+        return -1;
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = write(fd, data + done, len - done);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            close(fd);
+            return -1;
+        }
+        done += (size_t)n;
+    }
+    return close(fd);
+}
+
+static void answer(struct logs *l, struct log_waiter *w);
+
+static int64_t tick(struct loop *loop, void *arg)
+{
+    struct logs *l = arg;
+    (void)loop;
+    int64_t now = shoald_now_ms(l->d);
+    struct log_waiter **pp = &l->waiters;
+    while (*pp) {
+        struct log_waiter *w = *pp;
+        if (w->deadline_ms <= now) {
+            *pp = w->next;
+            answer(l, w);
+        } else {
+            pp = &w->next;
+        }
+    }
+    return LOGS_TICK_MS;
+}
+
+struct logs *logs_create(struct shoald *d, struct sh_error *err)
+{
+    struct logs *l = calloc(1, sizeof(*l));
+    if (!l) {
+        sh_errorf(err, SH_EINTERNAL, "out of memory");
+        return NULL;
+    }
+    l->d = d;
+    snprintf(l->dir, sizeof(l->dir), "%s/logs", d->cfg.state_dir);
+    if (mkdir(l->dir, 0750) < 0 && errno != EEXIST) {
+        sh_errorf(err, SH_EUNAVAILABLE, "cannot create %s: %s", l->dir,
+                  strerror(errno));
+        free(l);
+        return NULL;
+    }
+    l->timer = loop_add_timer(d->loop, LOGS_TICK_MS, tick, l);
+    return l;
+}
+
+void logs_destroy(struct logs *l)
+{
+    if (!l)
+        return;
+    while (l->waiters) {
+        struct log_waiter *w = l->waiters;
+        l->waiters = w->next;
+        answer(l, w);
+    }
+    loop_del_timer(l->d->loop, l->timer);
+    free(l);
+}
+
+static bool stream_valid(const char *s)
+{
+    return strcmp(s, "out") == 0 || strcmp(s, "err") == 0;
+}
+
+int logs_append(struct logs *l, const struct job *job, const char *node,
+                const char *stream, uint64_t offset, const char *data,
+                size_t len, uint64_t *stored, struct sh_error *err)
+{
+    char dir[4200], path[4400], all[4400];
+    if (!stream_valid(stream))
+        return sh_errorf(err, SH_EINVAL, "stream must be out or err");
+    job_dir(l, job->id, dir, sizeof(dir));
+    if (mkdir(dir, 0750) < 0 && errno != EEXIST)
+        return sh_errorf(err, SH_EUNAVAILABLE, "cannot create %s: %s", dir,
+                         strerror(errno));
+    snprintf(path, sizeof(path), "%s/%d.%s.%s", dir, job_attempt(job), node,
+             stream);
+    snprintf(all, sizeof(all), "%s/%d.all", dir, job_attempt(job));
+    uint64_t have = file_size(path);
+    *stored = have;
+    if (offset + len <= have)
+        return 0; /* all of it came before */
+    if (offset < have) {
+        data += have - offset;
+        len -= (size_t)(have - offset);
+    }
+    uint64_t total = file_size(all);
+    if (total >= LOGS_JOB_MAX)
+        return 0;
+    if (total + len > LOGS_JOB_MAX) {
+        static const char marker[] =
+            "\n[shoal: output beyond 256 MiB was dropped]\n";
+        append_file(all, marker, sizeof(marker) - 1);
+        len = 0;
+    }
+    if (append_file(path, data, len) < 0 || append_file(all, data, len) < 0)
+        return sh_errorf(err, SH_EUNAVAILABLE, "cannot write %s: %s", path,
+                         strerror(errno));
+    *stored = have + len;
+    logs_job_changed(l, job->id);
+    return 0;
+}
+
+/* Fill the answer for a read at offset: data (UTF-8, invalid bytes
+ * replaced), next offset, whether more is there and whether the job will
+ * write no more. */
+static json_t *read_answer(struct logs *l, const struct job *job,
+                           const char *stream, uint64_t offset)
+{
+    char dir[4200], path[4400];
+    job_dir(l, job->id, dir, sizeof(dir));
+    if (strcmp(stream, "all") == 0)
+        snprintf(path, sizeof(path), "%s/%d.all", dir, job_attempt(job));
+    else
+        snprintf(path, sizeof(path), "%s/%d.%s.%s", dir, job_attempt(job),
+                 job->nalloc ? job->alloc[0].node : "-", stream);
+    uint64_t size = file_size(path);
+    char *buf = NULL;
+    size_t n = 0;
+    if (offset < size) {
+        uint64_t want = size - offset;
+        if (want > LOGS_READ_MAX)
+            want = LOGS_READ_MAX;
+        buf = malloc((size_t)want);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (buf && fd >= 0) {
+            ssize_t r = pread(fd, buf, (size_t)want, (off_t)offset);
+            n = r > 0 ? (size_t)r : 0;
+        }
+        if (fd >= 0)
+            close(fd);
+    }
+    /* Cut at the last complete UTF-8 sequence so a character split across
+     * reads is not mangled. */
+    size_t keep = utf8_complete_prefix(buf, n, offset + n < size);
+    char *text = utf8_sanitize(buf ? buf : "", keep);
+    free(buf);
+    bool finished = job_state_is_terminal(job->state) && !job->releasing;
+    json_t *o = json_pack("{s:s, s:I, s:b, s:b}", "data", text ? text : "",
+                          "offset", (json_int_t)(offset + keep), "more",
+                          offset + keep < size, "eof",
+                          finished && offset + keep >= size);
+    free(text);
+    return o;
+}
+
+struct read_args {
+    char stream[8];
+    uint64_t offset;
+};
+
+static void answer(struct logs *l, struct log_waiter *w)
+{
+    struct read_args *a = api_get_user_data(w->req);
+    const struct job *job = jobtab_get(l->d->jobs, w->job);
+    if (job)
+        api_reply_json(w->req, 200, read_answer(l, job, a->stream, a->offset));
+    else
+        api_errorf(w->req, SH_ENOTFOUND, "job %llu is gone",
+                   (unsigned long long)w->job);
+    free(a);
+    api_set_user_data(w->req, NULL);
+    api_release(w->req);
+    free(w);
+}
+
+void logs_job_changed(struct logs *l, uint64_t job_id)
+{
+    if (!l)
+        return;
+    struct log_waiter **pp = &l->waiters;
+    while (*pp) {
+        struct log_waiter *w = *pp;
+        if (w->job == job_id) {
+            *pp = w->next;
+            answer(l, w);
+        } else {
+            pp = &w->next;
+        }
+    }
+}
+
+void logs_serve(struct logs *l, const struct job *job, struct api_req *req)
+{
+    struct sh_error err;
+    int64_t offset = 0, wait = 0;
+    const char *s_off = api_query(req, "offset");
+    const char *s_wait = api_query(req, "wait");
+    const char *stream = api_query(req, "stream");
+    if (!stream)
+        stream = "all";
+    if ((s_off && parse_int64("offset", s_off, 0, INT64_MAX, &offset, &err) <
+                      0) ||
+        (s_wait &&
+         parse_int64("wait", s_wait, 0, LOGS_WAIT_MAX_S, &wait, &err) < 0)) {
+        api_reply_error(req, &err);
+        return;
+    }
+    if (strcmp(stream, "all") != 0 && !stream_valid(stream)) {
+        api_errorf(req, SH_EINVAL, "stream must be all, out or err");
+        return;
+    }
+    json_t *ans = read_answer(l, job, stream, (uint64_t)offset);
+    bool nothing = json_integer_value(json_object_get(ans, "offset")) ==
+                   offset;
+    bool eof = json_is_true(json_object_get(ans, "eof"));
+    if (wait == 0 || !nothing || eof) {
+        api_reply_json(req, 200, ans);
+        return;
+    }
+    json_decref(ans);
+    struct log_waiter *w = calloc(1, sizeof(*w));
+    struct read_args *a = calloc(1, sizeof(*a));
+    if (!w || !a) {
+        free(w);
+        free(a);
+        api_errorf(req, SH_EINTERNAL, "out of memory");
+        return;
+    }
+    snprintf(a->stream, sizeof(a->stream), "%s", stream);
+    a->offset = (uint64_t)offset;
+    w->req = req;
+    w->job = job->id;
+    w->deadline_ms = shoald_now_ms(l->d) + wait * 1000;
+    w->next = l->waiters;
+    l->waiters = w;
+    api_set_user_data(req, a);
+    api_hold(req);
+}
