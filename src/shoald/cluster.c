@@ -22,6 +22,7 @@
 #include "shoald/commit.h"
 #include "shoald/jobs.h"
 #include "shoald/jobtab.h"
+#include "shoald/logs.h"
 #include "shoald/nodetab.h"
 
 #define MASTER_PORT_BASE 29500
@@ -646,6 +647,7 @@ static void job_released(struct shoald *d, struct job *job)
     if (uses_gpus(job))
         sched_job_end(c->sched, job->id, shoald_now_ms(d), NULL);
     job->releasing = false;
+    logs_job_changed(d->logs, job->id); /* followers see the end */
     if ((job->state == JOB_PREEMPTED || job->state == JOB_NODE_FAIL) &&
         job->spec.requeue) {
         struct sh_error err;

@@ -93,11 +93,13 @@ agent_start() {
         echo "{\"count\": $gpus, \"model\": \"$model\", \"uuid_prefix\": \"$name\"}" \
             >"$dir/simgpu.json"
     fi
-    SIMGPU_CONFIG="$dir/simgpu.json" "$SHOAL_AGENT" \
-        --controller "$SHOAL_URL" \
+    local stop=--stop-jobs-on-exit
+    [ -n "${AGENT_KEEP_JOBS:-}" ] && stop=
+    ${AGENT_PREFIX:-} env SIMGPU_CONFIG="$dir/simgpu.json" "$SHOAL_AGENT" \
+        --controller "${AGENT_CONTROLLER:-$SHOAL_URL}" \
         --join-token-file "$SHOAL_TEST_DIR/controller/join.token" \
         --name "$name" --state "$dir" --nvml-lib "$SIMGPU_LIB" \
-        --heartbeat 1s "$@" >>"$SHOAL_TEST_DIR/$name.log" 2>&1 &
+        --heartbeat 1s $stop "$@" >>"$SHOAL_TEST_DIR/$name.log" 2>&1 &
     local pid=$!
     record_pid "$pid"
     eval "AGENT_PID_$(echo "$name" | tr -c 'a-zA-Z0-9\n' _)=$pid"
@@ -131,6 +133,14 @@ api() {
     fi
     status_code=${out##*$'\n'}
     body=${out%$'\n'*}
+}
+
+# Submit with the CLI and print the id.
+submit() { "$SHOAL_CLI" submit "$@"; }
+
+job_field() {
+    curl -sf -H "Authorization: Bearer $SHOAL_TOKEN" "$SHOAL_URL/v1/jobs/$1" |
+        jq -r "$2"
 }
 
 # Wait until job ID reaches STATE.

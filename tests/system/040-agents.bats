@@ -1,0 +1,195 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: Apache-2.0
+# Focus: nodes joining and running jobs: the join token, the environment
+# contract inside a job, output, exit codes, cancel and time limits stopping
+# whole process trees, gangs all-or-nothing, GPUs handed on at once, a real
+# distributed rendezvous across two agents, drain and resume.
+
+load lib/cluster
+
+teardown() { shoal_cluster_stop; }
+
+@test "agt-001 nodes join with the join token; a wrong one is refused" {
+    shoal_cluster_start 2 4
+    run shoal nodes --json
+    [ "$(echo "$output" | jq length)" -eq 2 ]
+    [ "$(echo "$output" | jq -r '.[0].name')" = node1 ]
+    [ "$(echo "$output" | jq '.[0].gpus | length')" -eq 4 ]
+    echo "$output" | jq -r '.[0].gpus[0].uuid' | grep -q '^GPU-'
+    [ "$(echo "$output" | jq -r '.[0].gpus[0].model')" = H100-80GB ]
+    # A wrong join token: the agent says so and exits.
+    mkdir -p "$SHOAL_TEST_DIR/bad"
+    echo '{"count": 1}' >"$SHOAL_TEST_DIR/bad/simgpu.json"
+    echo shoal_wrongwrongwrongwrongwrongwrongwrongwrongwro >"$SHOAL_TEST_DIR/bad.token"
+    run env SIMGPU_CONFIG="$SHOAL_TEST_DIR/bad/simgpu.json" timeout 20 \
+        "$SHOAL_AGENT" --controller "$SHOAL_URL" --name bad \
+        --join-token-file "$SHOAL_TEST_DIR/bad.token" \
+        --state "$SHOAL_TEST_DIR/bad" --nvml-lib "$SIMGPU_LIB"
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"join token was refused"* ]]
+    run shoal nodes --json
+    [ "$(echo "$output" | jq length)" -eq 2 ]
+}
+
+@test "agt-002 a job sees its GPUs, ranks and the distributed variables" {
+    shoal_cluster_start 1 4
+    id=$(submit --gpus 2 --tasks-per-node 2 --env FOO=bar -- \
+        sh -c 'echo "T $LOCAL_RANK $RANK $WORLD_SIZE $CUDA_VISIBLE_DEVICES $NVIDIA_VISIBLE_DEVICES $SHOAL_JOB_ID $SHOAL_NNODES $SHOAL_NODE_RANK $SHOAL_GPUS_PER_NODE $MASTER_ADDR $MASTER_PORT $SHOAL_NODELIST $FOO"')
+    wait_job_state "$id" completed
+    run shoal logs "$id"
+    echo "$output"
+    [ "$(echo "$output" | grep -c '^T ')" -eq 2 ]
+    uuids=$(job_field "$id" '.placement[0].gpus | join(",")')
+    [[ "$uuids" == GPU-*,GPU-* ]]
+    line0=$(echo "$output" | grep '^T 0 ')
+    set -- $line0
+    [ "$3" = 0 ] && [ "$4" = 2 ] && [ "$5" = "$uuids" ] && [ "$6" = "$uuids" ]
+    [ "$7" = "$id" ] && [ "$8" = 1 ] && [ "$9" = 0 ] && [ "${10}" = 2 ]
+    [ "${11}" = 127.0.0.1 ] && [ "${12}" -ge 29500 ] && [ "${13}" = node1 ]
+    [ "${14}" = bar ]
+    echo "$output" | grep -q '^T 1 1 2 '
+    # Those UUIDs are GPUs of the node.
+    shoal nodes --json | jq -r '.[0].gpus[].uuid' >"$SHOAL_TEST_DIR/uuids"
+    for u in ${uuids//,/ }; do grep -qx "$u" "$SHOAL_TEST_DIR/uuids"; done
+}
+
+@test "agt-003 output, exit codes and signals are recorded" {
+    shoal_cluster_start 1 2
+    ok=$(submit -- sh -c 'echo out; echo err >&2')
+    bad=$(submit -- sh -c 'exit 7')
+    sig=$(submit -- sh -c 'kill -9 $$')
+    nocmd=$(submit -- /nonexistent/program)
+    wait_job_state "$ok" completed
+    wait_job_state "$bad" failed
+    wait_job_state "$sig" failed
+    wait_job_state "$nocmd" failed
+    [ "$(job_field "$bad" .exit_code)" = 7 ]
+    [ "$(job_field "$sig" .exit_signal)" = 9 ]
+    job_field "$nocmd" .reason | grep -q "cannot start /nonexistent/program"
+    run shoal logs "$ok"
+    [[ "$output" == *out* ]] && [[ "$output" == *err* ]]
+    run shoal logs --stream err "$ok"
+    [ "$output" = err ]
+    run shoal logs "$nocmd"
+    [[ "$output" == *"No such file"* ]]
+}
+
+@test "agt-004 logs -f follows a job until it ends" {
+    shoal_cluster_start 1 1
+    id=$(submit -- sh -c 'for i in 1 2 3; do echo line$i; sleep 0.3; done')
+    run timeout 20 "$SHOAL_CLI" logs -f "$id"
+    [ "$status" -eq 0 ]
+    [ "$output" = "$(printf 'line1\nline2\nline3')" ]
+}
+
+@test "agt-005 cancel stops the whole process tree" {
+    shoal_cluster_start 1 1
+    beat="$SHOAL_TEST_DIR/beat"
+    id=$(submit --gpus 1 -- sh -c "(while :; do date +%s%N >>$beat; sleep 0.1; done) & wait")
+    wait_job_state "$id" running
+    wait_for 10 test -s "$beat"
+    shoal cancel "$id"
+    wait_for 20 sh -c "[ \"\$(curl -sf -H 'Authorization: Bearer $SHOAL_TOKEN' $SHOAL_URL/v1/jobs/$id | jq .releasing)\" = false ]"
+    [ "$(job_state "$id")" = cancelled ]
+    size=$(stat -c %s "$beat")
+    sleep 0.5
+    [ "$(stat -c %s "$beat")" = "$size" ]
+    # The GPU is free again.
+    id2=$(submit --gpus 1 -- true)
+    wait_job_state "$id2" completed
+}
+
+@test "agt-006 a time limit ends a job as timeout" {
+    shoal_cluster_start 1 1
+    id=$(submit --time 2s -- sleep 60)
+    wait_job_state "$id" timeout 30
+    job_field "$id" .reason | grep -q "time limit"
+}
+
+@test "agt-007 freed GPUs go to the next job at once" {
+    shoal_cluster_start 1 2
+    a=$(submit --gpus 2 -- sleep 1)
+    b=$(submit --gpus 2 -- true)
+    wait_job_state "$a" running
+    [ "$(job_state "$b")" = pending ]
+    job_field "$b" .reason | grep -q resources
+    wait_job_state "$b" completed
+    end_a=$(job_field "$a" .end_time)
+    start_b=$(job_field "$b" .start_time)
+    # Within the same second or the next (times are shown in seconds).
+    [ $(( $(date -d "$start_b" +%s) - $(date -d "$end_a" +%s) )) -le 1 ]
+}
+
+@test "agt-008 a gang starts on all its nodes or none" {
+    shoal_cluster_start 2 2
+    hold=$(submit --gpus 1 -- sleep 3)
+    wait_job_state "$hold" running
+    gang=$(submit --nodes 2 --gpus 2 -- sh -c 'echo rank $SHOAL_NODE_RANK')
+    sleep 1
+    [ "$(job_state "$gang")" = pending ]
+    # Nothing of the gang started anywhere meanwhile.
+    [ "$(job_field "$gang" '.placement | length')" -eq 0 ]
+    wait_job_state "$gang" completed 30
+    [ "$(job_field "$gang" '.placement | length')" -eq 2 ]
+    run shoal logs "$gang"
+    [[ "$output" == *"rank 0"* ]] && [[ "$output" == *"rank 1"* ]]
+}
+
+@test "agt-009 a distributed program rendezvous across two agents" {
+    shoal_cluster_start 2 1
+    cat >"$SHOAL_TEST_DIR/rdv.py" <<'PY'
+import os, socket, sys, time
+rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+addr, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
+if rank == 0:
+    srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind(("", port)); srv.listen(world)
+    peers = []
+    for _ in range(world - 1):
+        c, _ = srv.accept(); peers.append(int(c.recv(16)))
+        c.sendall(b"welcome")
+    print("rank 0 met", sorted(peers), "world", world, flush=True)
+else:
+    for _ in range(200):
+        try:
+            c = socket.create_connection((addr, port), timeout=2); break
+        except OSError:
+            time.sleep(0.05)
+    c.sendall(str(rank).encode()); print("rank", rank, "got", c.recv(16).decode(), flush=True)
+PY
+    id=$(submit --nodes 2 --gpus 1 -- python3 "$SHOAL_TEST_DIR/rdv.py")
+    wait_job_state "$id" completed 60
+    run shoal logs "$id"
+    echo "$output"
+    [[ "$output" == *"rank 0 met [1] world 2"* ]]
+    [[ "$output" == *"rank 1 got welcome"* ]]
+}
+
+@test "agt-010 a drained node takes no new job; resume gives it back" {
+    shoal_cluster_start 1 1
+    run shoal node drain node1
+    [ "$status" -eq 0 ]
+    [[ "$output" == *drained* ]]
+    id=$(submit --gpus 1 -- true)
+    sleep 1
+    [ "$(job_state "$id")" = pending ]
+    run shoal nodes --json
+    [ "$(echo "$output" | jq -r '.[0].state')" = drained ]
+    shoal node resume node1
+    wait_job_state "$id" completed
+    run shoal node drain nosuchnode
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"not found"* ]]
+}
+
+@test "agt-011 a job that can never fit is refused at submission" {
+    shoal_cluster_start 1 2
+    run shoal submit --gpus 4 -- true
+    [ "$status" -ne 0 ]
+    echo "$output"
+    [[ "$output" == *4* ]]
+    run shoal submit --gpus 1 --gpu-type A100-80GB -- true
+    [ "$status" -ne 0 ]
+    run shoal submit --nodes 3 --gpus 1 -- true
+    [ "$status" -ne 0 ]
+}
