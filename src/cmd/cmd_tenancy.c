@@ -172,8 +172,7 @@ static void format_quota(const json_t *quotas, const char *key, char *buf,
     size_t o = 0, i;
     json_t *e;
     buf[0] = '\0';
-    json_array_foreach(quotas, i, e)
-    {
+    json_array_foreach (quotas, i, e) {
         char num[32];
         json_t *v = json_object_get(e, key);
         if (json_is_integer(v))
@@ -198,8 +197,8 @@ static long long gpus_arg(const char *opt, const char *s)
 
 /* Add the quota options to body (create: the shorthand fields; set-quota:
  * one entry's change). */
-static void quota_fields(json_t *body, const struct opt *g,
-                         const struct opt *l, const struct opt *m)
+static void quota_fields(json_t *body, const struct opt *g, const struct opt *l,
+                         const struct opt *m)
 {
     if (g->set)
         json_object_set_new(body, "guaranteed",
@@ -210,10 +209,9 @@ static void quota_fields(json_t *body, const struct opt *g,
                                 ? json_null()
                                 : json_integer(gpus_arg("--limit", l->value)));
     if (m->set)
-        json_object_set_new(body, "gpu_model",
-                            strcmp(m->value, "any") == 0
-                                ? json_null()
-                                : json_string(m->value));
+        json_object_set_new(
+            body, "gpu_model",
+            strcmp(m->value, "any") == 0 ? json_null() : json_string(m->value));
 }
 
 static void print_quota_lines(const json_t *o)
@@ -225,31 +223,28 @@ static void print_quota_lines(const json_t *o)
         printf("%-14s none\n", "quotas:");
         return;
     }
-    json_array_foreach(quotas, i, e)
-    {
+    json_array_foreach (quotas, i, e) {
         char lim[32] = "no limit";
         json_t *l = json_object_get(e, "limit");
         if (json_is_integer(l))
             snprintf(lim, sizeof(lim), "limit %lld",
                      (long long)json_integer_value(l));
         const char *m = str(e, "gpu_model");
-        printf("%-14s %s: %lld guaranteed, %s\n", i ? "" : "quotas:",
-               m ? m : "any model",
+        printf("%-14s %s: %lld guaranteed, %s\n",
+               i ? "" : "quotas:", m ? m : "any model",
                (long long)json_integer_value(json_object_get(e, "guaranteed")),
                lim);
     }
 }
 
 /* set-quota for teams and projects. */
-static int set_quota(int argc, char **argv, const char *kind,
-                     const char *what, const char *usage)
+static int set_quota(int argc, char **argv, const char *kind, const char *what,
+                     const char *usage)
 {
-    struct opt opts[] = {{"guaranteed", true, NULL, false},
-                         {"limit", true, NULL, false},
-                         {"gpu-model", true, NULL, false},
-                         {"remove", false, NULL, false},
-                         {"json", false, NULL, false},
-                         {NULL, false, NULL, false}};
+    struct opt opts[] = {
+        {"guaranteed", true, NULL, false}, {"limit", true, NULL, false},
+        {"gpu-model", true, NULL, false},  {"remove", false, NULL, false},
+        {"json", false, NULL, false},      {NULL, false, NULL, false}};
     const char *pos[1];
     need_pos(parse_args(argc, argv, opts, usage, what, pos, 1), 1, what,
              "the name");
@@ -307,12 +302,11 @@ static void print_teams(const json_t *teams)
     struct table *t = table_create(4, hdr);
     size_t i;
     json_t *e;
-    json_array_foreach(teams, i, e)
-    {
+    json_array_foreach (teams, i, e) {
         char np[16], g[256], l[256];
-        snprintf(np, sizeof(np), "%lld",
-                 (long long)json_integer_value(
-                     json_object_get(e, "project_count")));
+        snprintf(
+            np, sizeof(np), "%lld",
+            (long long)json_integer_value(json_object_get(e, "project_count")));
         format_quota(json_object_get(e, "quotas"), "guaranteed", g, sizeof(g));
         format_quota(json_object_get(e, "quotas"), "limit", l, sizeof(l));
         const char *row[] = {str(e, "name"), np, g, l};
@@ -331,7 +325,7 @@ static void print_team(const json_t *o)
     printf("%-14s %s\n", "created:", str(o, "created"));
     print_quota_lines(o);
     buf[0] = '\0';
-    json_array_foreach(json_object_get(o, "projects"), i, p)
+    json_array_foreach (json_object_get(o, "projects"), i, p)
         off += (size_t)snprintf(buf + off,
                                 off < sizeof(buf) ? sizeof(buf) - off : 0,
                                 "%s%s", i ? ", " : "", json_string_value(p));
@@ -382,8 +376,7 @@ static int team_show(int argc, char **argv)
                          {NULL, false, NULL, false}};
     const char *pos[1];
     char path[512];
-    need_pos(parse_args(argc, argv, opts, team_show_usage, "team show", pos,
-                        1),
+    need_pos(parse_args(argc, argv, opts, team_show_usage, "team show", pos, 1),
              1, "team show", "the team's name");
     path_of(path, sizeof(path), "teams", pos[0], NULL);
     json_t *ans = call("GET", path, NULL);
@@ -397,8 +390,7 @@ static int team_show(int argc, char **argv)
 }
 
 static int simple_delete(int argc, char **argv, const char *kind,
-                         const char *what, const char *usage,
-                         const char *noun)
+                         const char *what, const char *usage, const char *noun)
 {
     const char *pos[1];
     char path[512];
@@ -468,7 +460,8 @@ static const char project_quota_usage_head[] =
     "--gpu-model M); --remove deletes the entry. Fields not given keep\n"
     "their value. Guarantees must fit in the team's.\n";
 static const char add_member_usage[] =
-    "Usage: shoal project add-member PROJECT USER [--role admin|member|viewer]\n"
+    "Usage: shoal project add-member PROJECT USER [--role "
+    "admin|member|viewer]\n"
     "Give USER a role in PROJECT (default member), or change their role.\n"
     "Cluster admins and the project's admins may do this.\n";
 static const char remove_member_usage[] =
@@ -480,23 +473,25 @@ static const char members_usage[] =
 
 static void print_projects(const json_t *projects)
 {
-    static const char *const hdr[] = {"PROJECT",    "TEAM",  "MEMBERS",
-                                      "YOUR ROLE",  "GUARANTEED", "LIMIT"};
+    static const char *const hdr[] = {"PROJECT",   "TEAM",       "MEMBERS",
+                                      "YOUR ROLE", "GUARANTEED", "LIMIT"};
     struct table *t = table_create(6, hdr);
     size_t i;
     json_t *e;
-    json_array_foreach(projects, i, e)
-    {
+    json_array_foreach (projects, i, e) {
         char nm[16], g[256], l[256];
-        snprintf(nm, sizeof(nm), "%lld",
-                 (long long)json_integer_value(
-                     json_object_get(e, "member_count")));
+        snprintf(
+            nm, sizeof(nm), "%lld",
+            (long long)json_integer_value(json_object_get(e, "member_count")));
         format_quota(json_object_get(e, "quotas"), "guaranteed", g, sizeof(g));
         format_quota(json_object_get(e, "quotas"), "limit", l, sizeof(l));
         const char *role = str(e, "role");
-        const char *row[] = {str(e, "name"), str(e, "team"), nm,
+        const char *row[] = {str(e, "name"),
+                             str(e, "team"),
+                             nm,
                              role && strcmp(role, "none") != 0 ? role : "-",
-                             g, l};
+                             g,
+                             l};
         table_add(t, row);
     }
     table_print(t);
@@ -509,8 +504,7 @@ static void print_members(const json_t *members)
     struct table *t = table_create(2, hdr);
     size_t i;
     json_t *e;
-    json_array_foreach(members, i, e)
-    {
+    json_array_foreach (members, i, e) {
         const char *row[] = {str(e, "user"), str(e, "role")};
         table_add(t, row);
     }
@@ -534,21 +528,18 @@ static void print_project(const json_t *o)
 static int project_create(int argc, char **argv)
 {
     char usage[1024];
-    snprintf(usage, sizeof(usage), "%s%s", project_create_usage,
-             quota_options);
-    struct opt opts[] = {{"team", true, NULL, false},
-                         {"guaranteed", true, NULL, false},
-                         {"limit", true, NULL, false},
-                         {"gpu-model", true, NULL, false},
-                         {"json", false, NULL, false},
-                         {NULL, false, NULL, false}};
+    snprintf(usage, sizeof(usage), "%s%s", project_create_usage, quota_options);
+    struct opt opts[] = {
+        {"team", true, NULL, false},  {"guaranteed", true, NULL, false},
+        {"limit", true, NULL, false}, {"gpu-model", true, NULL, false},
+        {"json", false, NULL, false}, {NULL, false, NULL, false}};
     const char *pos[1];
     need_pos(parse_args(argc, argv, opts, usage, "project create", pos, 1), 1,
              "project create", "the project's name");
     if (!opts[0].set)
         die("--team is required (see shoal project create --help)");
-    json_t *body = json_pack("{s:s, s:s}", "name", pos[0], "team",
-                             opts[0].value);
+    json_t *body =
+        json_pack("{s:s, s:s}", "name", pos[0], "team", opts[0].value);
     quota_fields(body, &opts[1], &opts[2], &opts[3]);
     json_t *ans = call("POST", "/v1/projects", body);
     if (opts[4].set) {
@@ -590,8 +581,8 @@ static int project_show(int argc, char **argv, bool members_only)
     char path[512];
     const char *what = members_only ? "project members" : "project show";
     need_pos(parse_args(argc, argv, opts,
-                        members_only ? members_usage : project_show_usage,
-                        what, pos, 1),
+                        members_only ? members_usage : project_show_usage, what,
+                        pos, 1),
              1, what, "the project's name");
     path_of(path, sizeof(path), "projects", pos[0],
             members_only ? "/members" : NULL);
@@ -620,14 +611,14 @@ static int project_set(int argc, char **argv)
                          {NULL, false, NULL, false}};
     const char *pos[1];
     char path[512];
-    need_pos(parse_args(argc, argv, opts, project_set_usage, "project set",
-                        pos, 1),
-             1, "project set", "the project's name");
+    need_pos(
+        parse_args(argc, argv, opts, project_set_usage, "project set", pos, 1),
+        1, "project set", "the project's name");
     if (!opts[0].set)
         die("nothing to change: give --team T (see shoal project set --help)");
     path_of(path, sizeof(path), "projects", pos[0], NULL);
-    json_t *ans = call("PATCH", path,
-                       json_pack("{s:s}", "team", opts[0].value));
+    json_t *ans =
+        call("PATCH", path, json_pack("{s:s}", "team", opts[0].value));
     if (opts[1].set) {
         cmd_print_json(ans);
         return 0;
@@ -643,9 +634,9 @@ static int project_member(int argc, char **argv, bool add)
                          {NULL, false, NULL, false}};
     const char *pos[2];
     const char *what = add ? "project add-member" : "project remove-member";
-    int n = parse_args(argc, argv, add ? opts : NULL,
-                       add ? add_member_usage : remove_member_usage, what,
-                       pos, 2);
+    int n =
+        parse_args(argc, argv, add ? opts : NULL,
+                   add ? add_member_usage : remove_member_usage, what, pos, 2);
     need_pos(n, 2, what, "PROJECT and USER");
     char rest[300], enc[200];
     client_urlencode(pos[1], enc, sizeof(enc));
@@ -746,7 +737,8 @@ static const char user_limits_usage[] =
     "--time a job may ask for (none: no limit). Limits not given keep their\n"
     "value.\n";
 static const char user_set_usage[] =
-    "Usage: shoal user set NAME [--admin|--no-admin] [--project P|--no-project]\n"
+    "Usage: shoal user set NAME [--admin|--no-admin] [--project "
+    "P|--no-project]\n"
     "Make NAME a cluster admin or not; set their default project (they\n"
     "become a member when they are not one), or clear it (jobs then go to\n"
     "\"default\").\n";
@@ -804,8 +796,7 @@ static void format_roles(const json_t *projects, char *buf, size_t size)
     size_t o = 0, i;
     json_t *e;
     buf[0] = '\0';
-    json_array_foreach(projects, i, e)
-    {
+    json_array_foreach (projects, i, e) {
         o += (size_t)snprintf(buf + o, o < size ? size - o : 0, "%s%s:%s",
                               i ? "," : "", str(e, "project"), str(e, "role"));
         if (o >= size)
@@ -822,19 +813,21 @@ static void print_users(const json_t *users)
     struct table *t = table_create(6, hdr);
     size_t i;
     json_t *e;
-    json_array_foreach(users, i, e)
-    {
+    json_array_foreach (users, i, e) {
         char roles[1024], limits[128], tokens[16];
         format_roles(json_object_get(e, "projects"), roles, sizeof(roles));
         format_limits(json_object_get(e, "limits"), limits, sizeof(limits));
-        snprintf(tokens, sizeof(tokens), "%lld",
-                 (long long)json_integer_value(
-                     json_object_get(e, "token_count")));
+        snprintf(
+            tokens, sizeof(tokens), "%lld",
+            (long long)json_integer_value(json_object_get(e, "token_count")));
         const char *dp = str(e, "default_project");
         const char *row[] = {str(e, "name"),
                              json_is_true(json_object_get(e, "admin")) ? "yes"
                                                                        : "no",
-                             dp ? dp : "(default)", roles, limits, tokens};
+                             dp ? dp : "(default)",
+                             roles,
+                             limits,
+                             tokens};
         table_add(t, row);
     }
     table_print(t);
@@ -849,8 +842,8 @@ static void print_user(const json_t *o)
     printf("%-16s %s\n", "cluster admin:",
            json_is_true(json_object_get(o, "admin")) ? "yes" : "no");
     printf("%-16s %s\n", "created:", str(o, "created"));
-    printf("%-16s %s\n", "default project:",
-           dp ? dp : "(none: the project \"default\")");
+    printf("%-16s %s\n",
+           "default project:", dp ? dp : "(none: the project \"default\")");
     format_roles(json_object_get(o, "projects"), buf, sizeof(buf));
     printf("%-16s %s\n", "projects:", buf);
     format_limits(json_object_get(o, "limits"), buf, sizeof(buf));
@@ -867,11 +860,11 @@ static int user_create(int argc, char **argv)
                          {"json", false, NULL, false},
                          {NULL, false, NULL, false}};
     const char *pos[1];
-    need_pos(parse_args(argc, argv, opts, user_create_usage, "user create",
-                        pos, 1),
-             1, "user create", "the user's name");
-    json_t *body = json_pack("{s:s, s:b}", "name", pos[0], "admin",
-                             opts[0].set);
+    need_pos(
+        parse_args(argc, argv, opts, user_create_usage, "user create", pos, 1),
+        1, "user create", "the user's name");
+    json_t *body =
+        json_pack("{s:s, s:b}", "name", pos[0], "admin", opts[0].set);
     if (opts[1].set)
         json_object_set_new(body, "default_project",
                             json_string(opts[1].value));
@@ -914,8 +907,7 @@ static int user_show(int argc, char **argv)
                          {NULL, false, NULL, false}};
     const char *pos[1];
     char path[512];
-    need_pos(parse_args(argc, argv, opts, user_show_usage, "user show", pos,
-                        1),
+    need_pos(parse_args(argc, argv, opts, user_show_usage, "user show", pos, 1),
              1, "user show", "the user's name");
     path_of(path, sizeof(path), "users", pos[0], NULL);
     json_t *ans = call("GET", path, NULL);
@@ -935,9 +927,9 @@ static int user_token(int argc, char **argv)
                          {NULL, false, NULL, false}};
     const char *pos[1];
     char path[512];
-    need_pos(parse_args(argc, argv, opts, user_token_usage, "user token", pos,
-                        1),
-             1, "user token", "the user's name");
+    need_pos(
+        parse_args(argc, argv, opts, user_token_usage, "user token", pos, 1), 1,
+        "user token", "the user's name");
     json_t *body = json_object();
     if (opts[0].set)
         json_object_set_new(
@@ -960,9 +952,9 @@ static int user_tokens(int argc, char **argv)
                          {NULL, false, NULL, false}};
     const char *pos[1];
     char path[512];
-    need_pos(parse_args(argc, argv, opts, user_tokens_usage, "user tokens",
-                        pos, 1),
-             1, "user tokens", "the user's name");
+    need_pos(
+        parse_args(argc, argv, opts, user_tokens_usage, "user tokens", pos, 1),
+        1, "user tokens", "the user's name");
     path_of(path, sizeof(path), "users", pos[0], "/tokens");
     json_t *ans = call("GET", path, NULL);
     json_t *tokens = json_object_get(ans, "tokens");
@@ -975,8 +967,7 @@ static int user_tokens(int argc, char **argv)
     struct table *t = table_create(3, hdr);
     size_t i;
     json_t *e;
-    json_array_foreach(tokens, i, e)
-    {
+    json_array_foreach (tokens, i, e) {
         char exp[64];
         const char *x = str(e, "expires");
         snprintf(exp, sizeof(exp), "%s%s", x ? x : "never",
@@ -997,9 +988,9 @@ static int user_revoke(int argc, char **argv)
                          {NULL, false, NULL, false}};
     const char *pos[1];
     char path[600], rest[200], enc[150];
-    need_pos(parse_args(argc, argv, opts, user_revoke_usage, "user revoke",
-                        pos, 1),
-             1, "user revoke", "the user's name");
+    need_pos(
+        parse_args(argc, argv, opts, user_revoke_usage, "user revoke", pos, 1),
+        1, "user revoke", "the user's name");
     if (opts[0].set) {
         client_urlencode(opts[0].value, enc, sizeof(enc));
         snprintf(rest, sizeof(rest), "/tokens/%s", enc);
@@ -1024,8 +1015,8 @@ static int user_set_limits(int argc, char **argv)
                          {NULL, false, NULL, false}};
     const char *pos[1];
     char path[512];
-    need_pos(parse_args(argc, argv, opts, user_limits_usage,
-                        "user set-limits", pos, 1),
+    need_pos(parse_args(argc, argv, opts, user_limits_usage, "user set-limits",
+                        pos, 1),
              1, "user set-limits", "the user's name");
     if (!opts[0].set && !opts[1].set && !opts[2].set)
         die("give --max-gpus, --max-jobs or --max-time (see shoal user "
@@ -1037,11 +1028,11 @@ static int user_set_limits(int argc, char **argv)
             continue;
         char opt[16];
         snprintf(opt, sizeof(opt), "--%s", opts[i].name);
-        json_object_set_new(body, keys[i],
-                            strcmp(opts[i].value, "none") == 0
-                                ? json_null()
-                                : json_integer(cmd_parse_int(
-                                      opt, opts[i].value, 0, GPUS_MAX)));
+        json_object_set_new(
+            body, keys[i],
+            strcmp(opts[i].value, "none") == 0
+                ? json_null()
+                : json_integer(cmd_parse_int(opt, opts[i].value, 0, GPUS_MAX)));
     }
     if (opts[2].set) {
         long long s = duration_arg("--max-time", opts[2].value, true);
@@ -1056,20 +1047,17 @@ static int user_set_limits(int argc, char **argv)
     }
     char buf[128];
     format_limits(json_object_get(ans, "limits"), buf, sizeof(buf));
-    printf("limits of %s: %s\n", pos[0],
-           strcmp(buf, "-") == 0 ? "none" : buf);
+    printf("limits of %s: %s\n", pos[0], strcmp(buf, "-") == 0 ? "none" : buf);
     json_decref(ans);
     return 0;
 }
 
 static int user_set(int argc, char **argv)
 {
-    struct opt opts[] = {{"admin", false, NULL, false},
-                         {"no-admin", false, NULL, false},
-                         {"project", true, NULL, false},
-                         {"no-project", false, NULL, false},
-                         {"json", false, NULL, false},
-                         {NULL, false, NULL, false}};
+    struct opt opts[] = {
+        {"admin", false, NULL, false},  {"no-admin", false, NULL, false},
+        {"project", true, NULL, false}, {"no-project", false, NULL, false},
+        {"json", false, NULL, false},   {NULL, false, NULL, false}};
     const char *pos[1];
     char path[512];
     need_pos(parse_args(argc, argv, opts, user_set_usage, "user set", pos, 1),

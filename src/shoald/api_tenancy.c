@@ -33,8 +33,7 @@ static int fields_check(const json_t *body, const char *const *allowed,
     const json_t *v;
     if (!json_is_object(body))
         return sh_errorf(err, SH_EINVAL, "the body must be a JSON object");
-    json_object_foreach((json_t *)body, key, v)
-    {
+    json_object_foreach ((json_t *)body, key, v) {
         bool ok = false;
         for (int i = 0; allowed[i]; i++)
             ok = ok || strcmp(key, allowed[i]) == 0;
@@ -100,9 +99,9 @@ static int get_int(const json_t *body, const char *key, int64_t min,
     }
     if (!json_is_integer(v) || json_integer_value(v) < min ||
         json_integer_value(v) > max)
-        return sh_errorf(err, SH_EINVAL, "%s must be a whole number %lld..%lld%s",
-                         key, (long long)min, (long long)max,
-                         allow_null ? " or null" : "");
+        return sh_errorf(
+            err, SH_EINVAL, "%s must be a whole number %lld..%lld%s", key,
+            (long long)min, (long long)max, allow_null ? " or null" : "");
     *out = json_integer_value(v);
     return 0;
 }
@@ -146,8 +145,8 @@ static bool sees_team(struct shoald *d, const struct api_req *req,
 {
     if (is_admin(req))
         return true;
-    for (const struct tenancy_project *p = tenancy_project_next(d->tenancy,
-                                                                NULL);
+    for (const struct tenancy_project *p =
+             tenancy_project_next(d->tenancy, NULL);
          p; p = tenancy_project_next(d->tenancy, p)) {
         if (strcmp(p->team, team) == 0 &&
             policy_role(d, api_caller(req), p->name) != TENANCY_ROLE_NONE)
@@ -158,8 +157,8 @@ static bool sees_team(struct shoald *d, const struct api_req *req,
 
 /* Jobs not yet finished (pending, running, or still releasing GPUs) that
  * match project or user (NULL = any). *first is one of their ids. */
-static int active_jobs(struct shoald *d, const char *project,
-                       const char *user, uint64_t *first)
+static int active_jobs(struct shoald *d, const char *project, const char *user,
+                       uint64_t *first)
 {
     int n = 0;
     for (struct job *j = jobtab_next(d->jobs, NULL); j;
@@ -184,8 +183,7 @@ static int active_jobs(struct shoald *d, const char *project,
 static int body_quotas(const json_t *body, struct tenancy_quota *q, int *n,
                        struct sh_error *err)
 {
-    static const char *const shorthand[] = {"gpu_model", "guaranteed",
-                                            "limit"};
+    static const char *const shorthand[] = {"gpu_model", "guaranteed", "limit"};
     const json_t *arr = json_object_get(body, "quotas");
     bool any_short = false;
     for (int i = 0; i < 3; i++)
@@ -242,8 +240,7 @@ static int body_quota_change(const json_t *body,
         chg->limit = TENANCY_UNLIMITED;
     present = chg->set_guaranteed || chg->set_limit;
     if (chg->remove && present)
-        return sh_errorf(err, SH_EINVAL,
-                         "remove takes no guaranteed or limit");
+        return sh_errorf(err, SH_EINVAL, "remove takes no guaranteed or limit");
     if (!chg->remove && !present)
         return sh_errorf(err, SH_EINVAL,
                          "give guaranteed, limit (null for none) or remove");
@@ -256,8 +253,8 @@ static json_t *team_view(struct shoald *d, const struct api_req *req,
                          const struct tenancy_team *t)
 {
     json_t *projects = json_array();
-    for (const struct tenancy_project *p = tenancy_project_next(d->tenancy,
-                                                                NULL);
+    for (const struct tenancy_project *p =
+             tenancy_project_next(d->tenancy, NULL);
          p && projects; p = tenancy_project_next(d->tenancy, p)) {
         if (strcmp(p->team, t->name) != 0)
             continue;
@@ -276,12 +273,12 @@ static json_t *team_view(struct shoald *d, const struct api_req *req,
 static json_t *members_view(struct shoald *d, const char *project)
 {
     json_t *arr = json_array();
-    for (const struct tenancy_member *m = tenancy_member_next(d->tenancy,
-                                                              project, NULL);
+    for (const struct tenancy_member *m =
+             tenancy_member_next(d->tenancy, project, NULL);
          m && arr; m = tenancy_member_next(d->tenancy, project, m))
-        json_array_append_new(arr, json_pack("{s:s, s:s}", "user", m->user,
-                                             "role",
-                                             tenancy_role_name(m->role)));
+        json_array_append_new(arr,
+                              json_pack("{s:s, s:s}", "user", m->user, "role",
+                                        tenancy_role_name(m->role)));
     return arr;
 }
 
@@ -290,11 +287,11 @@ static json_t *project_view(struct shoald *d, const struct api_req *req,
 {
     enum tenancy_role role = policy_role(d, api_caller(req), p->name);
     /* "o" steals each new value. */
-    json_t *o = json_pack(
-        "{s:s, s:s, s:o, s:o, s:i, s:s}", "name", p->name, "team", p->team,
-        "created", iso_or_null(p->created_ms), "quotas",
-        tenancy_quotas_to_json(p->quotas, p->nquotas), "member_count",
-        p->nmembers, "role", tenancy_role_name(role));
+    json_t *o =
+        json_pack("{s:s, s:s, s:o, s:o, s:i, s:s}", "name", p->name, "team",
+                  p->team, "created", iso_or_null(p->created_ms), "quotas",
+                  tenancy_quotas_to_json(p->quotas, p->nquotas), "member_count",
+                  p->nmembers, "role", tenancy_role_name(role));
     if (o && members)
         json_object_set_new(o, "members", members_view(d, p->name));
     return o;
@@ -303,20 +300,18 @@ static json_t *project_view(struct shoald *d, const struct api_req *req,
 static json_t *limits_view(const struct auth_user_limits *l)
 {
     /* 0 means no limit; shown as null. "o" steals each new value. */
-    return json_pack("{s:o, s:o, s:o}", "max_gpus",
-                     l->max_gpus ? json_integer(l->max_gpus) : json_null(),
-                     "max_jobs",
-                     l->max_jobs ? json_integer(l->max_jobs) : json_null(),
-                     "max_time_s",
-                     l->max_time_s ? json_integer(l->max_time_s)
-                                   : json_null());
+    return json_pack(
+        "{s:o, s:o, s:o}", "max_gpus",
+        l->max_gpus ? json_integer(l->max_gpus) : json_null(), "max_jobs",
+        l->max_jobs ? json_integer(l->max_jobs) : json_null(), "max_time_s",
+        l->max_time_s ? json_integer(l->max_time_s) : json_null());
 }
 
 static json_t *user_projects(struct shoald *d, const char *user)
 {
     json_t *arr = json_array();
-    for (const struct tenancy_project *p = tenancy_project_next(d->tenancy,
-                                                                NULL);
+    for (const struct tenancy_project *p =
+             tenancy_project_next(d->tenancy, NULL);
          p && arr; p = tenancy_project_next(d->tenancy, p)) {
         enum tenancy_role r = tenancy_role(d->tenancy, p->name, user);
         if (r != TENANCY_ROLE_NONE)
@@ -334,12 +329,12 @@ static json_t *user_view(struct shoald *d, const struct auth_user *u,
     if (!projects)
         projects = user_projects(d, u->name);
     /* "o" steals each new value. */
-    return json_pack(
-        "{s:s, s:b, s:o, s:s?, s:o, s:o, s:i}", "name", u->name, "admin",
-        u->admin, "created", iso_or_null(u->created_ms), "default_project",
-        u->default_project, "limits", limits_view(&u->limits), "projects",
-        projects, "token_count",
-        auth_token_count(d->auth, AUTH_TOKEN_USER, u->name));
+    return json_pack("{s:s, s:b, s:o, s:s?, s:o, s:o, s:i}", "name", u->name,
+                     "admin", u->admin, "created", iso_or_null(u->created_ms),
+                     "default_project", u->default_project, "limits",
+                     limits_view(&u->limits), "projects", projects,
+                     "token_count",
+                     auth_token_count(d->auth, AUTH_TOKEN_USER, u->name));
 }
 
 /* ---- teams ---- */
@@ -347,8 +342,8 @@ static json_t *user_view(struct shoald *d, const struct auth_user *u,
 static const struct tenancy_team *path_team(struct shoald *d,
                                             struct api_req *req)
 {
-    const struct tenancy_team *t = tenancy_team_get(d->tenancy,
-                                                    api_param(req, 0));
+    const struct tenancy_team *t =
+        tenancy_team_get(d->tenancy, api_param(req, 0));
     if (!t)
         api_errorf(req, SH_ENOTFOUND, "team %.64s does not exist",
                    api_param(req, 0));
@@ -381,8 +376,8 @@ void api_teams_show(struct shoald *d, struct api_req *req)
 
 void api_teams_create(struct shoald *d, struct api_req *req)
 {
-    static const char *const allowed[] = {"name", "quotas", "gpu_model",
-                                          "guaranteed", "limit", NULL};
+    static const char *const allowed[] = {"name",       "quotas", "gpu_model",
+                                          "guaranteed", "limit",  NULL};
     struct tenancy_quota q[TENANCY_QUOTAS_MAX];
     int n = 0;
     const char *name = NULL;
@@ -416,8 +411,8 @@ void api_teams_delete(struct shoald *d, struct api_req *req)
         return;
     }
     changed(d);
-    api_reply_json(req, 200, json_pack("{s:s, s:b}", "name", name, "deleted",
-                                       1));
+    api_reply_json(req, 200,
+                   json_pack("{s:s, s:b}", "name", name, "deleted", 1));
 }
 
 /* PUT (replace: {"quotas": [...]}) or PATCH (one entry) a quota list. */
@@ -436,8 +431,8 @@ static int quota_request(struct api_req *req, bool replace,
         if (!json_object_get(body, "quotas"))
             return api_errorf(req, SH_EINVAL,
                               "quotas is required (an array; [] for none)");
-        if (tenancy_quotas_from_json(json_object_get(body, "quotas"), out,
-                                     nout, err) < 0)
+        if (tenancy_quotas_from_json(json_object_get(body, "quotas"), out, nout,
+                                     err) < 0)
             return api_errorf(req, err->code, "%s", err->msg);
         return 0;
     }
@@ -454,13 +449,13 @@ static void team_quota(struct shoald *d, struct api_req *req, bool replace)
     int n = 0;
     struct sh_error err;
     const struct tenancy_team *t = path_team(d, req);
-    if (!t || quota_request(req, replace, t->quotas, t->nquotas, q, &n,
-                            &err) < 0)
+    if (!t ||
+        quota_request(req, replace, t->quotas, t->nquotas, q, &n, &err) < 0)
         return;
     char name[JOB_IDENT_MAX + 1];
     snprintf(name, sizeof(name), "%s", t->name);
-    if (tenancy_team_set_quotas(d->tenancy, shoald_batch(d), name, q, n,
-                                &err) < 0) {
+    if (tenancy_team_set_quotas(d->tenancy, shoald_batch(d), name, q, n, &err) <
+        0) {
         api_reply_error(req, &err);
         return;
     }
@@ -496,8 +491,8 @@ void api_projects_list(struct shoald *d, struct api_req *req)
 {
     const char *team = api_query(req, "team");
     json_t *arr = json_array();
-    for (const struct tenancy_project *p = tenancy_project_next(d->tenancy,
-                                                                NULL);
+    for (const struct tenancy_project *p =
+             tenancy_project_next(d->tenancy, NULL);
          p && arr; p = tenancy_project_next(d->tenancy, p)) {
         if (team && strcmp(team, p->team) != 0)
             continue;
@@ -524,9 +519,8 @@ void api_projects_show(struct shoald *d, struct api_req *req)
 
 void api_projects_create(struct shoald *d, struct api_req *req)
 {
-    static const char *const allowed[] = {"name",       "team",  "quotas",
-                                          "gpu_model",  "guaranteed",
-                                          "limit",      NULL};
+    static const char *const allowed[] = {
+        "name", "team", "quotas", "gpu_model", "guaranteed", "limit", NULL};
     struct tenancy_quota q[TENANCY_QUOTAS_MAX];
     int n = 0;
     const char *name = NULL, *team = NULL;
@@ -544,9 +538,9 @@ void api_projects_create(struct shoald *d, struct api_req *req)
         return;
     }
     changed(d);
-    api_reply_json(req, 201,
-                   project_view(d, req, tenancy_project_get(d->tenancy, name),
-                                true));
+    api_reply_json(
+        req, 201,
+        project_view(d, req, tenancy_project_get(d->tenancy, name), true));
 }
 
 void api_projects_update(struct shoald *d, struct api_req *req)
@@ -570,9 +564,9 @@ void api_projects_update(struct shoald *d, struct api_req *req)
         return;
     }
     changed(d);
-    api_reply_json(req, 200,
-                   project_view(d, req, tenancy_project_get(d->tenancy, name),
-                                true));
+    api_reply_json(
+        req, 200,
+        project_view(d, req, tenancy_project_get(d->tenancy, name), true));
 }
 
 void api_projects_delete(struct shoald *d, struct api_req *req)
@@ -598,8 +592,8 @@ void api_projects_delete(struct shoald *d, struct api_req *req)
         return;
     }
     changed(d);
-    api_reply_json(req, 200, json_pack("{s:s, s:b}", "name", name, "deleted",
-                                       1));
+    api_reply_json(req, 200,
+                   json_pack("{s:s, s:b}", "name", name, "deleted", 1));
 }
 
 static void project_quota(struct shoald *d, struct api_req *req, bool replace)
@@ -608,8 +602,8 @@ static void project_quota(struct shoald *d, struct api_req *req, bool replace)
     int n = 0;
     struct sh_error err;
     const struct tenancy_project *p = path_project(d, req);
-    if (!p || quota_request(req, replace, p->quotas, p->nquotas, q, &n,
-                            &err) < 0)
+    if (!p ||
+        quota_request(req, replace, p->quotas, p->nquotas, q, &n, &err) < 0)
         return;
     char name[JOB_IDENT_MAX + 1];
     snprintf(name, sizeof(name), "%s", p->name);
@@ -619,9 +613,9 @@ static void project_quota(struct shoald *d, struct api_req *req, bool replace)
         return;
     }
     changed(d);
-    api_reply_json(req, 200,
-                   project_view(d, req, tenancy_project_get(d->tenancy, name),
-                                true));
+    api_reply_json(
+        req, 200,
+        project_view(d, req, tenancy_project_get(d->tenancy, name), true));
 }
 
 void api_projects_quota_put(struct shoald *d, struct api_req *req)
@@ -644,8 +638,9 @@ void api_projects_members(struct shoald *d, struct api_req *req)
         api_reply_error(req, &err);
         return;
     }
-    api_reply_json(req, 200, json_pack("{s:s, s:o}", "project", p->name,
-                                       "members", members_view(d, p->name)));
+    api_reply_json(req, 200,
+                   json_pack("{s:s, s:o}", "project", p->name, "members",
+                             members_view(d, p->name)));
 }
 
 void api_projects_member_set(struct shoald *d, struct api_req *req)
@@ -696,8 +691,10 @@ void api_projects_member_remove(struct shoald *d, struct api_req *req)
         return;
     }
     if (tenancy_role(d->tenancy, project, user) == TENANCY_ROLE_NONE) {
-        api_errorf(req, SH_ENOTFOUND, "user %.64s is not a member of project "
-                   "%.64s", user, project);
+        api_errorf(req, SH_ENOTFOUND,
+                   "user %.64s is not a member of project "
+                   "%.64s",
+                   user, project);
         return;
     }
     const struct auth_user *u = auth_user_get(d->auth, user);
@@ -712,14 +709,14 @@ void api_projects_member_remove(struct shoald *d, struct api_req *req)
         return;
     }
     changed(d);
-    api_reply_json(req, 200, json_pack("{s:s, s:s, s:b}", "project", project,
-                                       "user", user, "removed", 1));
+    api_reply_json(req, 200,
+                   json_pack("{s:s, s:s, s:b}", "project", project, "user",
+                             user, "removed", 1));
 }
 
 /* ---- users ---- */
 
-static const struct auth_user *path_user(struct shoald *d,
-                                         struct api_req *req)
+static const struct auth_user *path_user(struct shoald *d, struct api_req *req)
 {
     const struct auth_user *u = auth_user_get(d->auth, api_param(req, 0));
     if (!u)
@@ -729,12 +726,10 @@ static const struct auth_user *path_user(struct shoald *d,
 }
 
 /* A user the caller may see (self or cluster admin), or NULL answered. */
-static const struct auth_user *seen_user(struct shoald *d,
-                                         struct api_req *req)
+static const struct auth_user *seen_user(struct shoald *d, struct api_req *req)
 {
     struct sh_error err;
-    if (policy_can_view_user(d, api_caller(req), api_param(req, 0), &err) <
-        0) {
+    if (policy_can_view_user(d, api_caller(req), api_param(req, 0), &err) < 0) {
         api_reply_error(req, &err);
         return NULL;
     }
@@ -789,11 +784,11 @@ void api_users_list(struct shoald *d, struct api_req *req)
 {
     /* Memberships by user in one pass over the projects. */
     json_t *by_user = json_object();
-    for (const struct tenancy_project *p = tenancy_project_next(d->tenancy,
-                                                                NULL);
+    for (const struct tenancy_project *p =
+             tenancy_project_next(d->tenancy, NULL);
          p && by_user; p = tenancy_project_next(d->tenancy, p)) {
-        for (const struct tenancy_member *m = tenancy_member_next(
-                 d->tenancy, p->name, NULL);
+        for (const struct tenancy_member *m =
+                 tenancy_member_next(d->tenancy, p->name, NULL);
              m; m = tenancy_member_next(d->tenancy, p->name, m)) {
             json_t *arr = json_object_get(by_user, m->user);
             if (!arr) {
@@ -809,10 +804,9 @@ void api_users_list(struct shoald *d, struct api_req *req)
     for (const struct auth_user *u = auth_user_next(d->auth, NULL); u && arr;
          u = auth_user_next(d->auth, u)) {
         json_t *projects = json_object_get(by_user, u->name);
-        json_array_append_new(arr,
-                              user_view(d, u,
-                                        projects ? json_incref(projects)
-                                                 : json_array()));
+        json_array_append_new(
+            arr,
+            user_view(d, u, projects ? json_incref(projects) : json_array()));
     }
     json_decref(by_user);
     api_reply_json(req, 200, json_pack("{s:o}", "users", arr)); /* steals */
@@ -857,12 +851,12 @@ void api_users_create(struct shoald *d, struct api_req *req)
          tenancy_member_set(d->tenancy, b, TENANCY_DEFAULT_PROJECT, name,
                             TENANCY_ROLE_MEMBER, &err) < 0) ||
         (project && add &&
-         tenancy_member_set(d->tenancy, b, project, name,
-                            TENANCY_ROLE_MEMBER, &err) < 0) ||
+         tenancy_member_set(d->tenancy, b, project, name, TENANCY_ROLE_MEMBER,
+                            &err) < 0) ||
         (project &&
          auth_user_set_default_project(d->auth, b, name, project, &err) < 0) ||
-        auth_token_issue(d->auth, b, AUTH_TOKEN_USER, name, now, expires,
-                         token, &err) < 0)
+        auth_token_issue(d->auth, b, AUTH_TOKEN_USER, name, now, expires, token,
+                         &err) < 0)
         goto fail;
     changed(d);
     json_t *o = user_view(d, auth_user_get(d->auth, name), NULL);
@@ -939,8 +933,8 @@ void api_users_delete(struct shoald *d, struct api_req *req)
                    name, n, (unsigned long long)first);
         return;
     }
-    if (u->admin && !auth_admin_remains(d->auth, shoald_now_ms(d), name,
-                                        NULL)) {
+    if (u->admin &&
+        !auth_admin_remains(d->auth, shoald_now_ms(d), name, NULL)) {
         api_errorf(req, SH_ECONFLICT,
                    "%s is the last cluster admin with a valid token; deleting "
                    "it would lock everyone out",
@@ -955,8 +949,8 @@ void api_users_delete(struct shoald *d, struct api_req *req)
         return;
     }
     changed(d);
-    api_reply_json(req, 200, json_pack("{s:s, s:b}", "name", name, "deleted",
-                                       1));
+    api_reply_json(req, 200,
+                   json_pack("{s:s, s:b}", "name", name, "deleted", 1));
 }
 
 void api_users_tokens_list(struct shoald *d, struct api_req *req)
@@ -966,8 +960,8 @@ void api_users_tokens_list(struct shoald *d, struct api_req *req)
         return;
     int64_t now = shoald_now_ms(d);
     json_t *arr = json_array();
-    for (const struct auth_token_info *t = auth_token_next(
-             d->auth, AUTH_TOKEN_USER, u->name, NULL);
+    for (const struct auth_token_info *t =
+             auth_token_next(d->auth, AUTH_TOKEN_USER, u->name, NULL);
          t && arr; t = auth_token_next(d->auth, AUTH_TOKEN_USER, u->name, t))
         /* "o" steals the new values. */
         json_array_append_new(
@@ -975,8 +969,9 @@ void api_users_tokens_list(struct shoald *d, struct api_req *req)
                            iso_or_null(t->created_ms), "expires",
                            iso_or_null(t->expires_ms), "expired",
                            t->expires_ms && t->expires_ms <= now));
-    api_reply_json(req, 200, json_pack("{s:s, s:o}", "user", u->name,
-                                       "tokens", arr)); /* steals arr */
+    api_reply_json(req, 200,
+                   json_pack("{s:s, s:o}", "user", u->name, "tokens",
+                             arr)); /* steals arr */
 }
 
 void api_users_tokens_issue(struct shoald *d, struct api_req *req)
@@ -994,9 +989,8 @@ void api_users_tokens_issue(struct shoald *d, struct api_req *req)
         return;
     int rc = fields_check(body, allowed, &err) < 0 ||
                      body_expiry(d, body, &expires, &err) < 0 ||
-                     auth_token_issue(d->auth, shoald_batch(d),
-                                      AUTH_TOKEN_USER, u->name,
-                                      shoald_now_ms(d), expires, token,
+                     auth_token_issue(d->auth, shoald_batch(d), AUTH_TOKEN_USER,
+                                      u->name, shoald_now_ms(d), expires, token,
                                       &err) < 0
                  ? -1
                  : 0;
@@ -1006,8 +1000,9 @@ void api_users_tokens_issue(struct shoald *d, struct api_req *req)
         api_reply_error(req, &err);
         return;
     }
-    api_reply_json(req, 201,
-                   token_view(u->name, token, auth_token_info_of(d->auth, token)));
+    api_reply_json(
+        req, 201,
+        token_view(u->name, token, auth_token_info_of(d->auth, token)));
 }
 
 void api_users_tokens_revoke_all(struct shoald *d, struct api_req *req)
@@ -1030,14 +1025,14 @@ void api_users_tokens_revoke_all(struct shoald *d, struct api_req *req)
                    name);
         return;
     }
-    int n = auth_token_revoke_all(d->auth, shoald_batch(d), AUTH_TOKEN_USER,
-                                  name);
+    int n =
+        auth_token_revoke_all(d->auth, shoald_batch(d), AUTH_TOKEN_USER, name);
     if (n < 0) {
         api_errorf(req, SH_EINTERNAL, "out of memory");
         return;
     }
-    api_reply_json(req, 200, json_pack("{s:s, s:i}", "user", name, "revoked",
-                                       n));
+    api_reply_json(req, 200,
+                   json_pack("{s:s, s:i}", "user", name, "revoked", n));
 }
 
 void api_users_tokens_revoke(struct shoald *d, struct api_req *req)
@@ -1065,16 +1060,18 @@ void api_users_tokens_revoke(struct shoald *d, struct api_req *req)
         api_reply_error(req, &err);
         return;
     }
-    api_reply_json(req, 200, json_pack("{s:s, s:s, s:i}", "user", name, "id",
-                                       id, "revoked", 1));
+    api_reply_json(
+        req, 200,
+        json_pack("{s:s, s:s, s:i}", "user", name, "id", id, "revoked", 1));
 }
 
 void api_users_limits_show(struct shoald *d, struct api_req *req)
 {
     const struct auth_user *u = seen_user(d, req);
     if (u)
-        api_reply_json(req, 200, json_pack("{s:s, s:o}", "user", u->name,
-                                           "limits", limits_view(&u->limits)));
+        api_reply_json(req, 200,
+                       json_pack("{s:s, s:o}", "user", u->name, "limits",
+                                 limits_view(&u->limits)));
 }
 
 /* One limit field: absent keeps cur (PATCH) or clears it (PUT); null and 0
@@ -1095,8 +1092,8 @@ static int limit_field(const json_t *body, const char *key, int64_t max,
 
 static void users_limits(struct shoald *d, struct api_req *req, bool replace)
 {
-    static const char *const allowed[] = {"max_gpus", "max_jobs",
-                                          "max_time_s", NULL};
+    static const char *const allowed[] = {"max_gpus", "max_jobs", "max_time_s",
+                                          NULL};
     struct sh_error err;
     const struct auth_user *u = path_user(d, req);
     if (!u)
@@ -1107,10 +1104,10 @@ static void users_limits(struct shoald *d, struct api_req *req, bool replace)
     int64_t gpus = u->limits.max_gpus, jobs = u->limits.max_jobs,
             time_s = u->limits.max_time_s;
     if (fields_check(body, allowed, &err) < 0 ||
-        limit_field(body, "max_gpus", AUTH_MAX_GPUS_MAX, replace, &gpus,
-                    &err) < 0 ||
-        limit_field(body, "max_jobs", AUTH_MAX_JOBS_MAX, replace, &jobs,
-                    &err) < 0 ||
+        limit_field(body, "max_gpus", AUTH_MAX_GPUS_MAX, replace, &gpus, &err) <
+            0 ||
+        limit_field(body, "max_jobs", AUTH_MAX_JOBS_MAX, replace, &jobs, &err) <
+            0 ||
         limit_field(body, "max_time_s", PARSE_DURATION_MAX, replace, &time_s,
                     &err) < 0)
         goto fail;
@@ -1122,8 +1119,9 @@ static void users_limits(struct shoald *d, struct api_req *req, bool replace)
         goto fail;
     changed(d);
     u = auth_user_get(d->auth, name);
-    api_reply_json(req, 200, json_pack("{s:s, s:o}", "user", name, "limits",
-                                       limits_view(&u->limits)));
+    api_reply_json(req, 200,
+                   json_pack("{s:s, s:o}", "user", name, "limits",
+                             limits_view(&u->limits)));
     return;
 fail:
     api_reply_error(req, &err);

@@ -19,7 +19,7 @@
 struct token_entry {
     struct auth_token_info info; /* first: an info pointer is the entry */
     char hash[HASH_HEX_LEN + 1];
-    char *subject;               /* info.subject points here */
+    char *subject; /* info.subject points here */
     UT_hash_handle hh;
 };
 
@@ -73,14 +73,12 @@ static void user_free(struct user_entry *u)
 static void clear(struct auth *a)
 {
     struct token_entry *t, *tt;
-    HASH_ITER(hh, a->tokens, t, tt)
-    {
+    HASH_ITER (hh, a->tokens, t, tt) {
         HASH_DEL(a->tokens, t);
         token_free(t);
     }
     struct user_entry *u, *ut;
-    HASH_ITER(hh, a->users, u, ut)
-    {
+    HASH_ITER (hh, a->users, u, ut) {
         HASH_DEL(a->users, u);
         user_free(u);
     }
@@ -103,12 +101,12 @@ static int user_name_cmp(struct user_entry *x, struct user_entry *y)
 
 static json_t *user_record(const struct user_entry *u)
 {
-    json_t *rec = json_pack("{s:s, s:b, s:I, s:{s:i, s:i, s:I}}", "name",
-                            u->name, "admin", u->user.admin, "created_ms",
-                            (json_int_t)u->user.created_ms, "limits",
-                            "max_gpus", u->user.limits.max_gpus, "max_jobs",
-                            u->user.limits.max_jobs, "max_time_s",
-                            (json_int_t)u->user.limits.max_time_s);
+    json_t *rec =
+        json_pack("{s:s, s:b, s:I, s:{s:i, s:i, s:I}}", "name", u->name,
+                  "admin", u->user.admin, "created_ms",
+                  (json_int_t)u->user.created_ms, "limits", "max_gpus",
+                  u->user.limits.max_gpus, "max_jobs", u->user.limits.max_jobs,
+                  "max_time_s", (json_int_t)u->user.limits.max_time_s);
     if (rec && u->default_project)
         json_object_set_new(rec, "default_project",
                             json_string(u->default_project));
@@ -285,10 +283,11 @@ int auth_user_create(struct auth *a, struct store_batch *batch,
                      struct sh_error *err)
 {
     if (!name || !job_ident_valid(name))
-        return sh_errorf(err, SH_EINVAL,
-                         "user name '%.64s' must be 1..%d letters, digits, '.', "
-                         "'_' or '-'",
-                         name ? name : "", JOB_IDENT_MAX);
+        return sh_errorf(
+            err, SH_EINVAL,
+            "user name '%.64s' must be 1..%d letters, digits, '.', "
+            "'_' or '-'",
+            name ? name : "", JOB_IDENT_MAX);
     if (auth_user_get(a, name))
         return sh_errorf(err, SH_ECONFLICT, "user %s already exists", name);
     if (HASH_COUNT(a->users) >= AUTH_USERS_MAX)
@@ -332,10 +331,10 @@ int auth_token_issue(struct auth *a, struct store_batch *batch,
     sodium_memzero(b64, sizeof(b64));
     token_hash(out, hash);
     struct token_entry *t = token_new(hash, kind, subject, now_ms, expires_ms);
-    json_t *rec = json_pack("{s:s, s:s, s:I, s:I}", "kind",
-                            token_kind_names[kind], "subject", subject,
-                            "created_ms", (json_int_t)now_ms, "expires_ms",
-                            (json_int_t)expires_ms);
+    json_t *rec =
+        json_pack("{s:s, s:s, s:I, s:I}", "kind", token_kind_names[kind],
+                  "subject", subject, "created_ms", (json_int_t)now_ms,
+                  "expires_ms", (json_int_t)expires_ms);
     if (!t || !rec || store_batch_put(batch, "token", t->hash, rec) < 0) {
         json_decref(rec);
         if (t)
@@ -352,8 +351,7 @@ int auth_token_revoke_all(struct auth *a, struct store_batch *batch,
 {
     int n = 0;
     struct token_entry *t, *tt;
-    HASH_ITER(hh, a->tokens, t, tt)
-    {
+    HASH_ITER (hh, a->tokens, t, tt) {
         if (t->info.kind != kind || strcmp(t->subject, subject) != 0)
             continue;
         if (store_batch_del(batch, "token", t->hash) < 0)
@@ -420,8 +418,7 @@ int auth_user_set_admin(struct auth *a, struct store_batch *batch,
 }
 
 int auth_user_set_limits(struct auth *a, struct store_batch *batch,
-                         const char *name,
-                         const struct auth_user_limits *lim,
+                         const char *name, const struct auth_user_limits *lim,
                          struct sh_error *err)
 {
     struct user_entry *u = user_must(a, name, err);
@@ -494,8 +491,8 @@ int auth_users_forget_project(struct auth *a, struct store_batch *batch,
     return n;
 }
 
-bool auth_admin_remains(const struct auth *a, int64_t now_ms,
-                        const char *user, const char *token_id)
+bool auth_admin_remains(const struct auth *a, int64_t now_ms, const char *user,
+                        const char *token_id)
 {
     for (const struct token_entry *t = a->tokens; t; t = t->hh.next) {
         if (t->info.kind != AUTH_TOKEN_USER ||

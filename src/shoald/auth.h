@@ -45,9 +45,9 @@ enum auth_token_kind {
 };
 
 struct auth_user_limits {
-    int max_gpus;        /* running GPUs; 0 = no limit */
-    int max_jobs;        /* running jobs; 0 = no limit */
-    int64_t max_time_s;  /* longest time limit; 0 = no limit */
+    int max_gpus;       /* running GPUs; 0 = no limit */
+    int max_jobs;       /* running jobs; 0 = no limit */
+    int64_t max_time_s; /* longest time limit; 0 = no limit */
 };
 
 struct auth_user {
@@ -117,8 +117,7 @@ int auth_user_set_admin(struct auth *a, struct store_batch *batch,
  * (max_gpus 0..AUTH_MAX_GPUS_MAX, max_jobs 0..AUTH_MAX_JOBS_MAX, max_time_s
  * 0..366 days; 0 = no limit). lim is borrowed for the call. */
 int auth_user_set_limits(struct auth *a, struct store_batch *batch,
-                         const char *name,
-                         const struct auth_user_limits *lim,
+                         const char *name, const struct auth_user_limits *lim,
                          struct sh_error *err);
 
 /* Set (project a valid name) or clear (NULL) a user's default project.
@@ -136,8 +135,8 @@ int auth_users_forget_project(struct auth *a, struct store_batch *batch,
  * token if user lost its admin role or its tokens: all of them when
  * token_id is NULL, else only that one. user NULL: as things are. Guards
  * against locking every admin out of the cluster. */
-bool auth_admin_remains(const struct auth *a, int64_t now_ms,
-                        const char *user, const char *token_id);
+bool auth_admin_remains(const struct auth *a, int64_t now_ms, const char *user,
+                        const char *token_id);
 
 /* ---- listing and revoking single tokens ---- */
 

@@ -21,9 +21,9 @@
 #include <string.h>
 
 struct rule {
-    const char *name;          /* for messages */
+    const char *name;           /* for messages */
     enum tenancy_role min_role; /* NONE: no project role grants it */
-    bool owner_ok;             /* the owner may */
+    bool owner_ok;              /* the owner may */
 };
 
 static const struct rule rules[POLICY_ACTION_COUNT] = {
@@ -34,8 +34,7 @@ static const struct rule rules[POLICY_ACTION_COUNT] = {
     [POLICY_MANAGE_MEMBERS] = {"manage the members of", TENANCY_ROLE_ADMIN,
                                false},
     [POLICY_VIEW_USER] = {"see", TENANCY_ROLE_NONE, true},
-    [POLICY_REVOKE_TOKENS] = {"revoke the tokens of", TENANCY_ROLE_NONE,
-                              true},
+    [POLICY_REVOKE_TOKENS] = {"revoke the tokens of", TENANCY_ROLE_NONE, true},
     [POLICY_ADMINISTER] = {"administer", TENANCY_ROLE_NONE, false},
 };
 
@@ -63,8 +62,7 @@ static bool is_user(const struct api_caller *caller)
     return caller && caller->role == API_USER && caller->user;
 }
 
-enum tenancy_role policy_role(struct shoald *d,
-                              const struct api_caller *caller,
+enum tenancy_role policy_role(struct shoald *d, const struct api_caller *caller,
                               const char *project)
 {
     if (!is_user(caller) || !d->tenancy || !project)
@@ -170,8 +168,7 @@ int policy_can_view_project(struct shoald *d, const struct api_caller *caller,
     return check_project(d, caller, POLICY_VIEW_PROJECT, project, err);
 }
 
-int policy_can_manage_members(struct shoald *d,
-                              const struct api_caller *caller,
+int policy_can_manage_members(struct shoald *d, const struct api_caller *caller,
                               const char *project, struct sh_error *err)
 {
     return check_project(d, caller, POLICY_MANAGE_MEMBERS, project, err);
@@ -203,8 +200,7 @@ int policy_can_view_user(struct shoald *d, const struct api_caller *caller,
     return check_self(caller, POLICY_VIEW_USER, user, err);
 }
 
-int policy_can_revoke_tokens(struct shoald *d,
-                             const struct api_caller *caller,
+int policy_can_revoke_tokens(struct shoald *d, const struct api_caller *caller,
                              const char *user, struct sh_error *err)
 {
     (void)d;

@@ -71,8 +71,7 @@ int policy_can_view_project(struct shoald *d, const struct api_caller *caller,
 
 /* May caller add, change or remove members of project? Cluster admins and
  * the project's admins. SH_ENOTFOUND / SH_EFORBIDDEN. */
-int policy_can_manage_members(struct shoald *d,
-                              const struct api_caller *caller,
+int policy_can_manage_members(struct shoald *d, const struct api_caller *caller,
                               const char *project, struct sh_error *err);
 
 /* May caller see user's record, limits and token list? The user and
@@ -81,13 +80,11 @@ int policy_can_view_user(struct shoald *d, const struct api_caller *caller,
                          const char *user, struct sh_error *err);
 
 /* May caller revoke user's tokens? The user and cluster admins. */
-int policy_can_revoke_tokens(struct shoald *d,
-                             const struct api_caller *caller,
+int policy_can_revoke_tokens(struct shoald *d, const struct api_caller *caller,
                              const char *user, struct sh_error *err);
 
 /* The caller's role in project (TENANCY_ROLE_NONE for non-users). */
-enum tenancy_role policy_role(struct shoald *d,
-                              const struct api_caller *caller,
+enum tenancy_role policy_role(struct shoald *d, const struct api_caller *caller,
                               const char *project);
 
 #endif

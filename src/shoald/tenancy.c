@@ -191,8 +191,7 @@ static struct member_entry *member_find(const struct project_entry *pe,
 static void project_free(struct project_entry *pe)
 {
     struct member_entry *me, *tmp;
-    HASH_ITER(hh, pe->members, me, tmp)
-    {
+    HASH_ITER (hh, pe->members, me, tmp) {
         HASH_DEL(pe->members, me);
         free(me);
     }
@@ -202,14 +201,12 @@ static void project_free(struct project_entry *pe)
 static void clear_tables(struct tenancy *t)
 {
     struct project_entry *pe, *ptmp;
-    HASH_ITER(hh, t->projects, pe, ptmp)
-    {
+    HASH_ITER (hh, t->projects, pe, ptmp) {
         HASH_DEL(t->projects, pe);
         project_free(pe);
     }
     struct team_entry *te, *ttmp;
-    HASH_ITER(hh, t->teams, te, ttmp)
-    {
+    HASH_ITER (hh, t->teams, te, ttmp) {
         HASH_DEL(t->teams, te);
         free(te);
     }
@@ -266,15 +263,15 @@ int tenancy_quotas_validate(const struct tenancy_quota *q, int n,
                              what, m, (long long)TENANCY_GPUS_MAX,
                              (long long)q[i].limit);
         if (q[i].limit != TENANCY_UNLIMITED && q[i].limit < q[i].guaranteed)
-            return sh_errorf(err, SH_EINVAL,
-                             "%s: limit %lld (%s) is below the guaranteed %lld; "
-                             "the limit must be at least the guarantee",
-                             what, (long long)q[i].limit, m,
-                             (long long)q[i].guaranteed);
+            return sh_errorf(
+                err, SH_EINVAL,
+                "%s: limit %lld (%s) is below the guaranteed %lld; "
+                "the limit must be at least the guarantee",
+                what, (long long)q[i].limit, m, (long long)q[i].guaranteed);
         for (int j = 0; j < i; j++) {
             if (same_model(q[i].model, q[j].model))
-                return sh_errorf(err, SH_EINVAL,
-                                 "%s: two quota entries for %s", what, m);
+                return sh_errorf(err, SH_EINVAL, "%s: two quota entries for %s",
+                                 what, m);
         }
     }
     return 0;
@@ -297,7 +294,8 @@ int tenancy_quota_apply(const struct tenancy_quota *cur, int n,
     }
     if (chg->remove) {
         if (at < 0)
-            return sh_errorf(err, SH_ENOTFOUND, "there is no quota entry for %s",
+            return sh_errorf(err, SH_ENOTFOUND,
+                             "there is no quota entry for %s",
                              model_text(chg->model));
         *nout = k;
         return 0;
@@ -348,8 +346,7 @@ static int quota_entry_from_json(const json_t *v, struct tenancy_quota *q,
                          "each quota entry must be an object {\"gpu_model\", "
                          "\"guaranteed\", \"limit\"}");
     *q = (struct tenancy_quota){NULL, 0, TENANCY_UNLIMITED};
-    json_object_foreach((json_t *)v, key, val)
-    {
+    json_object_foreach ((json_t *)v, key, val) {
         if (strcmp(key, "gpu_model") == 0) {
             if (json_is_null(val))
                 continue;
@@ -384,8 +381,8 @@ static int quota_entry_from_json(const json_t *v, struct tenancy_quota *q,
     return 0;
 }
 
-int tenancy_quotas_from_json(const json_t *v, struct tenancy_quota *out,
-                             int *n, struct sh_error *err)
+int tenancy_quotas_from_json(const json_t *v, struct tenancy_quota *out, int *n,
+                             struct sh_error *err)
 {
     if (!json_is_array(v))
         return sh_errorf(err, SH_EINVAL,
@@ -398,8 +395,7 @@ int tenancy_quotas_from_json(const json_t *v, struct tenancy_quota *out,
                          TENANCY_QUOTAS_MAX);
     size_t i;
     const json_t *e;
-    json_array_foreach((json_t *)v, i, e)
-    {
+    json_array_foreach ((json_t *)v, i, e) {
         if (quota_entry_from_json(e, &out[i], err) < 0)
             return -1;
     }
@@ -433,8 +429,8 @@ static int pool_of(const struct tenancy_quota *tq, int tn, const char *model)
 /* Check that the projects' guarantees fit the team's pools. team_side says
  * which side changes, for the message and the code: the team (SH_ECONFLICT:
  * its projects stand in the way) or project focus (SH_EINVAL). */
-static int pools_check(const char *team, const struct tenancy_quota *tq,
-                       int tn, const struct pview *pv, int np, bool team_side,
+static int pools_check(const char *team, const struct tenancy_quota *tq, int tn,
+                       const struct pview *pv, int np, bool team_side,
                        const char *focus, struct sh_error *err)
 {
     int64_t sum[TENANCY_QUOTAS_MAX] = {0};
@@ -460,8 +456,8 @@ static int pools_check(const char *team, const struct tenancy_quota *tq,
                     "project %s would guarantee %lld GPUs (%s), but team %s "
                     "guarantees 0 for it; give the team a quota first (shoal "
                     "team set-quota)",
-                    pv[p].name, (long long)e->guaranteed,
-                    model_text(e->model), team);
+                    pv[p].name, (long long)e->guaranteed, model_text(e->model),
+                    team);
             }
             sum[b] += e->guaranteed;
             if (is_focus)
@@ -478,14 +474,13 @@ static int pools_check(const char *team, const struct tenancy_quota *tq,
                              "theirs first",
                              team, (long long)tq[b].guaranteed,
                              model_text(tq[b].model), (long long)sum[b]);
-        return sh_errorf(err, SH_EINVAL,
-                         "project %s would guarantee %lld GPUs (%s), but team "
-                         "%s guarantees %lld and its other projects already "
-                         "hold %lld of them",
-                         focus ? focus : "?", (long long)mine[b],
-                         model_text(tq[b].model), team,
-                         (long long)tq[b].guaranteed,
-                         (long long)(sum[b] - mine[b]));
+        return sh_errorf(
+            err, SH_EINVAL,
+            "project %s would guarantee %lld GPUs (%s), but team "
+            "%s guarantees %lld and its other projects already "
+            "hold %lld of them",
+            focus ? focus : "?", (long long)mine[b], model_text(tq[b].model),
+            team, (long long)tq[b].guaranteed, (long long)(sum[b] - mine[b]));
     }
     return 0;
 }
@@ -494,9 +489,8 @@ static int pools_check(const char *team, const struct tenancy_quota *tq,
  * subst (or adding it when absent from the team) with q/n; subst NULL for
  * none. A project named skip is left out (it leaves the team). */
 static struct pview *team_view(const struct tenancy *t, const char *team,
-                               const char *subst,
-                               const struct tenancy_quota *q, int n,
-                               const char *skip, int *np)
+                               const char *subst, const struct tenancy_quota *q,
+                               int n, const char *skip, int *np)
 {
     int cap = (int)HASH_COUNT(t->projects) + 1;
     struct pview *pv = calloc((size_t)cap, sizeof(*pv));
@@ -539,8 +533,8 @@ static int project_fits(const struct tenancy *t, const struct team_entry *te,
     struct pview *pv = team_view(t, te->name, project, q, n, NULL, &np);
     if (!pv)
         return sh_errorf(err, SH_EINTERNAL, "out of memory");
-    int rc = pools_check(te->name, te->q.e, te->q.n, pv, np, false, project,
-                         err);
+    int rc =
+        pools_check(te->name, te->q.e, te->q.n, pv, np, false, project, err);
     free(pv);
     return rc;
 }
@@ -550,9 +544,9 @@ static int project_fits(const struct tenancy *t, const struct team_entry *te,
 static int put_team(struct store_batch *b, const struct team_entry *te,
                     struct sh_error *err)
 {
-    json_t *rec = json_pack("{s:I, s:o}", "created_ms",
-                            (json_int_t)te->pub.created_ms, "quotas",
-                            tenancy_quotas_to_json(te->q.e, te->q.n));
+    json_t *rec =
+        json_pack("{s:I, s:o}", "created_ms", (json_int_t)te->pub.created_ms,
+                  "quotas", tenancy_quotas_to_json(te->q.e, te->q.n));
     /* "o" stole the quota array (json_pack fails on a NULL one). */
     int rc = rec ? store_batch_put(b, "team", te->name, rec) : -1;
     json_decref(rec);
@@ -587,8 +581,8 @@ static int put_member(struct store_batch *b, const char *project,
 {
     char key[2 * NAME_SIZE + 2];
     member_key(project, user, key, sizeof(key));
-    json_t *rec = json_pack("{s:s, s:s, s:s}", "project", project, "user",
-                            user, "role", tenancy_role_name(role));
+    json_t *rec = json_pack("{s:s, s:s, s:s}", "project", project, "user", user,
+                            "role", tenancy_role_name(role));
     int rc = rec ? store_batch_put(b, "member", key, rec) : -1;
     json_decref(rec);
     if (rc < 0)
@@ -644,8 +638,7 @@ static struct project_entry *project_add(struct tenancy *t, const char *name,
 }
 
 static struct member_entry *member_add(struct project_entry *pe,
-                                       const char *user,
-                                       enum tenancy_role role)
+                                       const char *user, enum tenancy_role role)
 {
     struct member_entry *me = calloc(1, sizeof(*me));
     if (!me)
@@ -829,8 +822,8 @@ tenancy_member_next(const struct tenancy *t, const char *project,
 /* ---- changes: teams ---- */
 
 int tenancy_team_create(struct tenancy *t, struct store_batch *batch,
-                        const char *name, const struct tenancy_quota *q,
-                        int n, int64_t now_ms, struct sh_error *err)
+                        const char *name, const struct tenancy_quota *q, int n,
+                        int64_t now_ms, struct sh_error *err)
 {
     char what[NAME_SIZE + 8];
     if (name_check("team", name, err) < 0)
@@ -841,8 +834,10 @@ int tenancy_team_create(struct tenancy *t, struct store_batch *batch,
     if (team_find(t, name))
         return sh_errorf(err, SH_ECONFLICT, "team %s already exists", name);
     if (HASH_COUNT(t->teams) >= TENANCY_TEAMS_MAX)
-        return sh_errorf(err, SH_ETOOLARGE, "there are already %d teams, the "
-                         "most a cluster may have", TENANCY_TEAMS_MAX);
+        return sh_errorf(err, SH_ETOOLARGE,
+                         "there are already %d teams, the "
+                         "most a cluster may have",
+                         TENANCY_TEAMS_MAX);
     struct team_entry *te = team_add(t, name, q, n, now_ms);
     if (!te)
         return sh_errorf(err, SH_EINTERNAL, "out of memory");
@@ -915,8 +910,8 @@ int tenancy_team_set_quotas(struct tenancy *t, struct store_batch *batch,
 
 int tenancy_project_create(struct tenancy *t, struct store_batch *batch,
                            const char *name, const char *team,
-                           const struct tenancy_quota *q, int n,
-                           int64_t now_ms, struct sh_error *err)
+                           const struct tenancy_quota *q, int n, int64_t now_ms,
+                           struct sh_error *err)
 {
     char what[NAME_SIZE + 8];
     if (name_check("project", name, err) < 0)
@@ -931,8 +926,10 @@ int tenancy_project_create(struct tenancy *t, struct store_batch *batch,
         return sh_errorf(err, SH_ENOTFOUND, "team %.64s does not exist",
                          team ? team : "");
     if (HASH_COUNT(t->projects) >= TENANCY_PROJECTS_MAX)
-        return sh_errorf(err, SH_ETOOLARGE, "there are already %d projects, "
-                         "the most a cluster may have", TENANCY_PROJECTS_MAX);
+        return sh_errorf(err, SH_ETOOLARGE,
+                         "there are already %d projects, "
+                         "the most a cluster may have",
+                         TENANCY_PROJECTS_MAX);
     if (project_fits(t, te, name, q, n, err) < 0)
         return -1;
     struct project_entry *pe = project_add(t, name, team, q, n, now_ms);
@@ -970,9 +967,8 @@ int tenancy_project_delete(struct tenancy *t, struct store_batch *batch,
 }
 
 int tenancy_project_set_quotas(struct tenancy *t, struct store_batch *batch,
-                               const char *name,
-                               const struct tenancy_quota *q, int n,
-                               struct sh_error *err)
+                               const char *name, const struct tenancy_quota *q,
+                               int n, struct sh_error *err)
 {
     char what[NAME_SIZE + 8];
     struct project_entry *pe = project_find(t, name);
@@ -1123,8 +1119,7 @@ bool tenancy_check_invariants(const struct tenancy *t, struct sh_error *err)
         int count = 0;
         if (!job_ident_valid(te->name) || te->pub.name != te->name ||
             te->pub.quotas != te->q.e || te->pub.nquotas != te->q.n)
-            return BROKEN("team %s: bad entry",
-                             te->name);
+            return BROKEN("team %s: bad entry", te->name);
         if (tenancy_quotas_validate(te->q.e, te->q.n, te->name, err) < 0)
             return false;
         if (te->hh.next &&
@@ -1134,24 +1129,22 @@ bool tenancy_check_invariants(const struct tenancy *t, struct sh_error *err)
         struct pview *pv = team_view(t, te->name, NULL, NULL, 0, NULL, &np);
         if (!pv)
             return BROKEN("out of memory");
-        int rc = pools_check(te->name, te->q.e, te->q.n, pv, np, true, NULL,
-                             err);
+        int rc =
+            pools_check(te->name, te->q.e, te->q.n, pv, np, true, NULL, err);
         free(pv);
         count = np;
         if (rc < 0)
             return false;
         if (count != te->pub.nprojects)
             return BROKEN("team %s counts %d projects, holds %d", te->name,
-                             te->pub.nprojects, count);
+                          te->pub.nprojects, count);
     }
     for (const struct project_entry *pe = t->projects; pe; pe = pe->hh.next) {
         if (!team_find(t, pe->team))
-            return BROKEN("project %s: team %s is missing", pe->name,
-                             pe->team);
+            return BROKEN("project %s: team %s is missing", pe->name, pe->team);
         if (pe->pub.nmembers != (int)HASH_COUNT(pe->members) ||
             pe->pub.quotas != pe->q.e || pe->pub.nquotas != pe->q.n)
-            return BROKEN("project %s: bad entry",
-                             pe->name);
+            return BROKEN("project %s: bad entry", pe->name);
         if (tenancy_quotas_validate(pe->q.e, pe->q.n, pe->name, err) < 0)
             return false;
         if (pe->hh.next &&
@@ -1162,8 +1155,7 @@ bool tenancy_check_invariants(const struct tenancy *t, struct sh_error *err)
             if (me->pub.role <= TENANCY_ROLE_NONE ||
                 me->pub.role > TENANCY_ROLE_ADMIN ||
                 me->pub.project != pe->name || !job_ident_valid(me->user))
-                return BROKEN("project %s: bad member %s", pe->name,
-                                 me->user);
+                return BROKEN("project %s: bad member %s", pe->name, me->user);
         }
     }
     return true;

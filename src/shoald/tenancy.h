@@ -149,12 +149,12 @@ int tenancy_quotas_validate(const struct tenancy_quota *q, int n,
 
 /* One change to one entry of a list (the CLI's set-quota). */
 struct tenancy_quota_change {
-    const char *model;      /* NULL = the "any" entry */
+    const char *model; /* NULL = the "any" entry */
     bool set_guaranteed;
     int64_t guaranteed;
     bool set_limit;
-    int64_t limit;          /* TENANCY_UNLIMITED = none */
-    bool remove;            /* drop the entry instead */
+    int64_t limit; /* TENANCY_UNLIMITED = none */
+    bool remove;   /* drop the entry instead */
 };
 
 /* Apply chg to the n entries of cur into out (room for TENANCY_QUOTAS_MAX;
@@ -174,8 +174,8 @@ json_t *tenancy_quotas_to_json(const struct tenancy_quota *q, int n);
 /* Parse that form strictly (unknown fields, wrong types and too many
  * entries are SH_EINVAL) into out (room for TENANCY_QUOTAS_MAX); ranges are
  * checked by tenancy_quotas_validate(). out's strings borrow from v. */
-int tenancy_quotas_from_json(const json_t *v, struct tenancy_quota *out,
-                             int *n, struct sh_error *err);
+int tenancy_quotas_from_json(const json_t *v, struct tenancy_quota *out, int *n,
+                             struct sh_error *err);
 
 /* ---- changes ----
  * Each validates everything first (nothing changes on failure), then adds
@@ -186,8 +186,8 @@ int tenancy_quotas_from_json(const json_t *v, struct tenancy_quota *out,
 
 /* SH_ECONFLICT when it exists. */
 int tenancy_team_create(struct tenancy *t, struct store_batch *batch,
-                        const char *name, const struct tenancy_quota *q,
-                        int n, int64_t now_ms, struct sh_error *err);
+                        const char *name, const struct tenancy_quota *q, int n,
+                        int64_t now_ms, struct sh_error *err);
 /* SH_ENOTFOUND; SH_ECONFLICT while the team holds projects. */
 int tenancy_team_delete(struct tenancy *t, struct store_batch *batch,
                         const char *name, struct sh_error *err);
@@ -201,16 +201,15 @@ int tenancy_team_set_quotas(struct tenancy *t, struct store_batch *batch,
  * when its guarantees do not fit the team's (the message names both). */
 int tenancy_project_create(struct tenancy *t, struct store_batch *batch,
                            const char *name, const char *team,
-                           const struct tenancy_quota *q, int n,
-                           int64_t now_ms, struct sh_error *err);
+                           const struct tenancy_quota *q, int n, int64_t now_ms,
+                           struct sh_error *err);
 /* Delete a project and its memberships. The caller checks its jobs. */
 int tenancy_project_delete(struct tenancy *t, struct store_batch *batch,
                            const char *name, struct sh_error *err);
 /* Replace the project's entries; SH_EINVAL when they do not fit the team. */
 int tenancy_project_set_quotas(struct tenancy *t, struct store_batch *batch,
-                               const char *name,
-                               const struct tenancy_quota *q, int n,
-                               struct sh_error *err);
+                               const char *name, const struct tenancy_quota *q,
+                               int n, struct sh_error *err);
 /* Move a project to another team; SH_EINVAL when its guarantees do not fit
  * there. */
 int tenancy_project_set_team(struct tenancy *t, struct store_batch *batch,

@@ -25,7 +25,7 @@ enum who {
 };
 
 static const char *const who_names[WHO_COUNT] = {
-    "cluster admin", "project admin", "member",          "viewer",
+    "cluster admin", "project admin",   "member",         "viewer",
     "non-member",    "owner (no role)", "owner (viewer)",
 };
 
@@ -92,7 +92,7 @@ Test(policy_table, unknown_actions_are_refused_even_for_admins)
 {
     struct policy_subject s = subject(CLUSTER_ADMIN);
     cr_assert_not(policy_allows(POLICY_ACTION_COUNT, &s));
-    cr_assert_not(policy_allows((enum policy_action)-1, &s));
+    cr_assert_not(policy_allows((enum policy_action) - 1, &s));
 }
 
 /* ---- the functions, on a real tenancy ---- */
@@ -108,9 +108,9 @@ static void setup(void)
     batch = store_batch_create();
     cr_assert_not_null(d.tenancy);
     cr_assert_not_null(batch);
-    cr_assert_eq(tenancy_team_create(d.tenancy, batch, "research", NULL, 0, 1,
-                                     &err),
-                 0, "%s", err.msg);
+    cr_assert_eq(
+        tenancy_team_create(d.tenancy, batch, "research", NULL, 0, 1, &err), 0,
+        "%s", err.msg);
     const char *projects[] = {"vision", "nlp"};
     for (int i = 0; i < 2; i++)
         cr_assert_eq(tenancy_project_create(d.tenancy, batch, projects[i],
@@ -127,8 +127,7 @@ static void setup(void)
     };
     for (size_t i = 0; i < sizeof(members) / sizeof(members[0]); i++)
         cr_assert_eq(tenancy_member_set(d.tenancy, batch, "vision",
-                                        members[i].user, members[i].role,
-                                        &err),
+                                        members[i].user, members[i].role, &err),
                      0, "%s", err.msg);
     /* carol belongs to nlp only. */
     cr_assert_eq(tenancy_member_set(d.tenancy, batch, "nlp", "carol",
@@ -218,7 +217,7 @@ Test(policy, view_own_jobs_and_jobs_of_own_projects)
     } cases[] = {
         {"root", true, "alice", "vision", true},
         {"alice", false, "alice", "vision", true},
-        {"bob", false, "alice", "vision", true},   /* same project */
+        {"bob", false, "alice", "vision", true},    /* same project */
         {"victor", false, "alice", "vision", true}, /* viewers read */
         {"padmin", false, "alice", "vision", true},
         {"carol", false, "alice", "vision", false}, /* other project */
@@ -332,8 +331,7 @@ Test(policy, roles_follow_membership_changes)
                                     TENANCY_ROLE_VIEWER, &err),
                  0);
     cr_expect_eq(policy_can_submit(&d, &bob, "vision", &err), -1);
-    cr_assert_eq(tenancy_member_remove(d.tenancy, batch, "vision", "bob",
-                                       &err),
+    cr_assert_eq(tenancy_member_remove(d.tenancy, batch, "vision", "bob", &err),
                  0);
     struct job j = job_of("alice", "vision");
     cr_expect_not(policy_can_view(&d, &bob, &j));

@@ -41,8 +41,14 @@ static void teardown(void)
 
 TestSuite(tenancy, .init = setup, .fini = teardown);
 
-#define ANY(g, l) {NULL, (g), (l)}
-#define MODEL(m, g, l) {(m), (g), (l)}
+#define ANY(g, l)                                                              \
+    {                                                                          \
+        NULL, (g), (l)                                                         \
+    }
+#define MODEL(m, g, l)                                                         \
+    {                                                                          \
+        (m), (g), (l)                                                          \
+    }
 #define NONE TENANCY_UNLIMITED
 
 static void team(const char *name, const struct tenancy_quota *q, int n)
@@ -90,9 +96,9 @@ Test(tenancy, quota_entries_are_validated_with_the_field_named)
         {{MODEL("", 1, NONE)}, 1, "gpu_model"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        cr_expect_eq(tenancy_quotas_validate(cases[i].q, cases[i].n, "team x",
-                                             &err),
-                     -1, "case %zu accepted", i);
+        cr_expect_eq(
+            tenancy_quotas_validate(cases[i].q, cases[i].n, "team x", &err), -1,
+            "case %zu accepted", i);
         cr_expect(strstr(err.msg, cases[i].word) != NULL, "case %zu: %s", i,
                   err.msg);
         cr_expect(strstr(err.msg, "team x") != NULL, "%s", err.msg);
@@ -102,9 +108,8 @@ Test(tenancy, quota_entries_are_validated_with_the_field_named)
     cr_expect_eq(tenancy_quotas_validate(ok, 3, "team x", &err), 0, "%s",
                  err.msg);
     struct tenancy_quota many[TENANCY_QUOTAS_MAX + 1];
-    cr_expect_eq(tenancy_quotas_validate(many, TENANCY_QUOTAS_MAX + 1, "x",
-                                         &err),
-                 -1);
+    cr_expect_eq(
+        tenancy_quotas_validate(many, TENANCY_QUOTAS_MAX + 1, "x", &err), -1);
 }
 
 Test(tenancy, names_are_checked)
@@ -112,8 +117,8 @@ Test(tenancy, names_are_checked)
     char long_name[JOB_IDENT_MAX + 2];
     memset(long_name, 'a', JOB_IDENT_MAX + 1);
     long_name[JOB_IDENT_MAX + 1] = '\0';
-    const char *bad[] = {"", "-lead", ".hidden", "has space", "slash/y",
-                         long_name};
+    const char *bad[] = {"",          "-lead",   ".hidden",
+                         "has space", "slash/y", long_name};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         cr_expect_eq(tenancy_team_create(t, b, bad[i], NULL, 0, 1, &err), -1,
                      "team '%s' accepted", bad[i]);
@@ -308,33 +313,32 @@ Test(tenancy, members_have_one_role_each)
     team("research", NULL, 0);
     project("vision", "research", NULL, 0);
     cr_assert_eq(tenancy_role(t, "vision", "alice"), TENANCY_ROLE_NONE);
-    cr_assert_eq(tenancy_member_set(t, b, "vision", "alice",
-                                    TENANCY_ROLE_VIEWER, &err),
-                 0);
-    cr_assert_eq(tenancy_member_set(t, b, "vision", "bob", TENANCY_ROLE_ADMIN,
-                                    &err),
-                 0);
-    cr_assert_eq(tenancy_member_set(t, b, "vision", "alice",
-                                    TENANCY_ROLE_MEMBER, &err),
-                 0);
+    cr_assert_eq(
+        tenancy_member_set(t, b, "vision", "alice", TENANCY_ROLE_VIEWER, &err),
+        0);
+    cr_assert_eq(
+        tenancy_member_set(t, b, "vision", "bob", TENANCY_ROLE_ADMIN, &err), 0);
+    cr_assert_eq(
+        tenancy_member_set(t, b, "vision", "alice", TENANCY_ROLE_MEMBER, &err),
+        0);
     check();
     cr_assert_eq(tenancy_role(t, "vision", "alice"), TENANCY_ROLE_MEMBER);
     cr_assert_eq(tenancy_project_get(t, "vision")->nmembers, 2);
     const struct tenancy_member *m = tenancy_member_next(t, "vision", NULL);
     cr_assert_str_eq(m->user, "alice");
     cr_assert_str_eq(tenancy_member_next(t, "vision", m)->user, "bob");
-    refused(tenancy_member_set(t, b, "vision", "carol", TENANCY_ROLE_NONE,
-                               &err),
-            SH_EINVAL, NULL);
-    refused(tenancy_member_set(t, b, "nope", "carol", TENANCY_ROLE_MEMBER,
-                               &err),
-            SH_ENOTFOUND, NULL);
+    refused(
+        tenancy_member_set(t, b, "vision", "carol", TENANCY_ROLE_NONE, &err),
+        SH_EINVAL, NULL);
+    refused(
+        tenancy_member_set(t, b, "nope", "carol", TENANCY_ROLE_MEMBER, &err),
+        SH_ENOTFOUND, NULL);
     refused(tenancy_member_set(t, b, "vision", "bad name", TENANCY_ROLE_MEMBER,
                                &err),
             SH_EINVAL, NULL);
     const char *notm[] = {"carol is not a member", NULL};
-    refused(tenancy_member_remove(t, b, "vision", "carol", &err),
-            SH_ENOTFOUND, notm);
+    refused(tenancy_member_remove(t, b, "vision", "carol", &err), SH_ENOTFOUND,
+            notm);
     cr_assert_eq(tenancy_member_remove(t, b, "vision", "alice", &err), 0);
     cr_assert_eq(tenancy_role(t, "vision", "alice"), TENANCY_ROLE_NONE);
     cr_assert_eq(tenancy_user_forget(t, b, "bob", &err), 0);
@@ -345,9 +349,9 @@ Test(tenancy, role_names_round_trip)
 {
     enum tenancy_role r;
     for (int i = 0; i <= TENANCY_ROLE_ADMIN; i++) {
-        cr_assert_eq(tenancy_role_from_name(
-                         tenancy_role_name((enum tenancy_role)i), &r),
-                     0);
+        cr_assert_eq(
+            tenancy_role_from_name(tenancy_role_name((enum tenancy_role)i), &r),
+            0);
         cr_assert_eq((int)r, i);
     }
     cr_assert_eq(tenancy_role_from_name("owner", &r), -1);
@@ -385,12 +389,12 @@ Test(tenancy, what_is_stored_loads_back_the_same)
     team("research", tq, 2);
     struct tenancy_quota pq[] = {MODEL("H100-80GB", 8, 12), ANY(4, NONE)};
     project("vision", "research", pq, 2);
-    cr_assert_eq(tenancy_member_set(t, b, "vision", "alice",
-                                    TENANCY_ROLE_ADMIN, &err),
-                 0);
-    cr_assert_eq(tenancy_member_set(t, b, "default", "alice",
-                                    TENANCY_ROLE_MEMBER, &err),
-                 0);
+    cr_assert_eq(
+        tenancy_member_set(t, b, "vision", "alice", TENANCY_ROLE_ADMIN, &err),
+        0);
+    cr_assert_eq(
+        tenancy_member_set(t, b, "default", "alice", TENANCY_ROLE_MEMBER, &err),
+        0);
     cr_assert_eq(store_commit(st, b, &err), 0, "%s", err.msg);
 
     struct tenancy *t2 = tenancy_create(&err);
