@@ -62,6 +62,7 @@ struct api {
     char *tls_cert;
     char *tls_key;
     uint64_t requests;
+    int suspended;         /* connections suspended (held or waiting) */
 };
 
 int api_status_for(enum sh_errc code)
@@ -214,6 +215,7 @@ void api_release(struct api_req *req)
     if (!req->has_resp)
         api_errorf(req, SH_EUNAVAILABLE, "the controller is shutting down");
     req->phase = PHASE_READY;
+    req->api->suspended--;
     MHD_resume_connection(req->conn);
 }
 
@@ -226,6 +228,7 @@ static void on_committed(struct shoald *d, bool ok, void *arg)
                    "the change could not be stored durably and was not made; "
                    "try again");
     req->phase = PHASE_READY;
+    req->api->suspended--;
     MHD_resume_connection(req->conn);
 }
 
@@ -363,6 +366,10 @@ static void dispatch(struct api *api, struct api_req *req)
             req->status = 405;
         return;
     }
+    if (api->d->stopping) {
+        api_errorf(req, SH_EUNAVAILABLE, "the controller is shutting down");
+        return;
+    }
     authenticate(api, req);
     const char *h = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND,
                                                 MHD_HTTP_HEADER_AUTHORIZATION);
@@ -446,6 +453,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
     api->requests++;
     dispatch(api, req);
     if (req->phase == PHASE_HELD) {
+        api->suspended++;
         MHD_suspend_connection(conn);
         return MHD_YES;
     }
@@ -454,6 +462,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
          * waits for the commit at the end of this loop iteration. */
         if (commit_after(api->d->commit, on_committed, req) == 0) {
             req->phase = PHASE_WAITING;
+            api->suspended++;
             MHD_suspend_connection(conn);
             return MHD_YES;
         }
@@ -617,11 +626,18 @@ error:
     return NULL;
 }
 
+int api_suspended(const struct api *api)
+{
+    return api->suspended;
+}
+
 void api_destroy(struct api *api)
 {
     if (!api)
         return;
     if (api->mhd) {
+        /* Resumed connections leave the suspended list only in MHD_run. */
+        MHD_run(api->mhd);
         loop_del_fd(api->d->loop, api->epoll_fd);
         MHD_stop_daemon(api->mhd);
     }

@@ -64,6 +64,9 @@ struct api *api_create(struct shoald *d, const struct api_route *routes,
 void api_destroy(struct api *api);
 int api_port(const struct api *api);
 
+/* How many connections are suspended (held or waiting for a commit). */
+int api_suspended(const struct api *api);
+
 /* Called by the loop before sleeping: run MHD once more for connections
  * resumed by the commit. Returns the ms until MHD needs to run, or -1. */
 int api_before_sleep(struct api *api);

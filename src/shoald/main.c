@@ -251,15 +251,20 @@ static void teardown(struct shoald *d)
 {
     struct sh_error err;
     /* Held requests are answered first: MHD stops only without suspended
-     * connections. */
+     * connections. New requests are refused from now on (d->stopping). */
+    d->stopping = true;
     if (d->nodes)
         api_agent_expire_polls(d, true);
     logs_destroy(d->logs);
     d->logs = NULL;
     if (d->commit)
         commit_flush(d->commit, &err);
-    if (d->api)
+    for (int i = 0; d->api && i < 200; i++) {
         api_before_sleep(d->api);
+        if (api_suspended(d->api) == 0)
+            break;
+        usleep(5000);
+    }
     if (d->cluster)
         cluster_destroy(d);
     api_destroy(d->api);

@@ -53,14 +53,16 @@ shoald_start() {
     local dir="$SHOAL_TEST_DIR/controller"
     mkdir -p "$dir"
     rm -f "$dir/url"
-    "$SHOALD" --state "$dir" --port 0 --heartbeat-timeout 3s "$@" \
+    # A restarted controller keeps its port, as a real one would.
+    "$SHOALD" --state "$dir" --port "${SHOALD_PORT:-0}" --heartbeat-timeout 3s "$@" \
         >>"$SHOAL_TEST_DIR/shoald.log" 2>&1 &
     SHOALD_PID=$!
     record_pid "$SHOALD_PID"
     wait_for 15 test -s "$dir/url"
     SHOAL_URL=$(cat "$dir/url")
     SHOAL_TOKEN=$(cat "$dir/admin.token")
-    export SHOAL_URL SHOAL_TOKEN SHOALD_PID
+    SHOALD_PORT=${SHOAL_URL##*:}
+    export SHOAL_URL SHOAL_TOKEN SHOALD_PID SHOALD_PORT
     wait_for 15 health_ok
 }
 
@@ -171,5 +173,59 @@ shoal_cluster_stop() {
     else
         echo "# state and logs kept in $SHOAL_TEST_DIR" >&3
     fi
-    unset SHOAL_TEST_DIR
+    unset SHOAL_TEST_DIR SHOALD_PORT
+}
+
+# ---- network namespaces: agents on hosts of their own ----
+# A bridge in the root namespace with the controller's address, and one
+# namespace per agent joined to it by a veth pair, with its own address and
+# a default route through the bridge. Needs root and iproute2.
+
+netns_usable() {
+    [ "$(id -u)" -eq 0 ] && command -v ip >/dev/null &&
+        ip netns add "shoalprobe$$" 2>/dev/null &&
+        ip netns del "shoalprobe$$"
+}
+
+# netns_setup N: creates shoalN<pid>-<i> namespaces 10.77.X.(10+i), bridge
+# 10.77.X.1, where X is derived from the test process so parallel runs do
+# not collide. Sets NETNS_BRIDGE_IP and NETNS_PREFIX.
+netns_setup() {
+    local n=$1
+    local tag=$(($$ % 200 + 20))
+    NETNS_PREFIX="shn$tag"
+    NETNS_BR="shbr$tag"
+    NETNS_BRIDGE_IP="10.77.$tag.1"
+    export NETNS_PREFIX NETNS_BR NETNS_BRIDGE_IP
+    echo "$NETNS_PREFIX $NETNS_BR $n" >"$SHOAL_TEST_DIR/netns"
+    ip link add "$NETNS_BR" type bridge
+    ip addr add "$NETNS_BRIDGE_IP/24" dev "$NETNS_BR"
+    ip link set "$NETNS_BR" up
+    for i in $(seq 1 "$n"); do
+        local ns="$NETNS_PREFIX-$i"
+        ip netns add "$ns"
+        ip link add "${NETNS_PREFIX}h$i" type veth peer name eth0 netns "$ns"
+        ip link set "${NETNS_PREFIX}h$i" master "$NETNS_BR"
+        ip link set "${NETNS_PREFIX}h$i" up
+        ip -n "$ns" addr add "10.77.$tag.$((10 + i))/24" dev eth0
+        ip -n "$ns" link set eth0 up
+        ip -n "$ns" link set lo up
+        ip -n "$ns" route add default via "$NETNS_BRIDGE_IP"
+    done
+}
+
+netns_ip() { echo "10.77.$(($$ % 200 + 20)).$((10 + $1))"; }
+
+# Cut or restore host i's link (the node "drops off the network").
+netns_link() { ip link set "${NETNS_PREFIX}h$1" "$2"; }
+
+netns_teardown() {
+    [ -f "${SHOAL_TEST_DIR:-/nonexistent}/netns" ] || return 0
+    read -r prefix br n <"$SHOAL_TEST_DIR/netns"
+    for i in $(seq 1 "$n"); do
+        ip netns del "$prefix-$i" 2>/dev/null || true
+        ip link del "${prefix}h$i" 2>/dev/null || true
+    done
+    ip link del "$br" 2>/dev/null || true
+    rm -f "$SHOAL_TEST_DIR/netns"
 }
