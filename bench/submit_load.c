@@ -5,7 +5,8 @@
  * answers only after the group commit). Plain sockets and epoll, so the
  * client costs little of the 2 cores it shares with the controller.
  *
- *   bench-submit-load URL TOKEN [JOBS] [CONNECTIONS]
+ *   bench-submit-load URL TOKEN [JOBS] [CONNECTIONS] [BODY]
+ * BODY is the JSON of one submission (default: a one-GPU python job).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -68,7 +69,8 @@ static size_t response_len(const char *buf, size_t len, int *status)
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: %s URL TOKEN [JOBS] [CONNECTIONS]\n", argv[0]);
+        fprintf(stderr, "usage: %s URL TOKEN [JOBS] [CONNECTIONS] [BODY]\n",
+                argv[0]);
         return 2;
     }
     char host[64];
@@ -79,10 +81,11 @@ int main(int argc, char **argv)
     }
     long jobs = argc > 3 ? strtol(argv[3], NULL, 10) : 50000;
     int nconn = argc > 4 ? (int)strtol(argv[4], NULL, 10) : 32;
-    static const char body[] =
-        "{\"command\":[\"python\",\"train.py\",\"--epochs\",\"3\"],"
-        "\"gpus\":1,\"name\":\"bench\"}";
-    char req[1024];
+    const char *body = argc > 5
+                           ? argv[5]
+                           : "{\"command\":[\"python\",\"train.py\","
+                             "\"--epochs\",\"3\"],\"gpus\":1,\"name\":\"bench\"}";
+    char req[8192];
     int reqlen = snprintf(req, sizeof(req),
                           "POST /v1/jobs HTTP/1.1\r\nHost: %s\r\n"
                           "Authorization: Bearer %s\r\n"

@@ -487,6 +487,10 @@ json_t *job_to_json(const struct job *job)
     json_object_set_new(o, "placement",
                         job_alloc_to_json(job->alloc, job->nalloc));
     json_object_set_new(o, "attempt", json_integer(job_attempt(job)));
+    /* Millisecond times for scripts (the ISO fields are for people). */
+    json_object_set_new(o, "submit_ms", json_integer(job->submit_ms));
+    json_object_set_new(o, "start_ms", json_integer(job->start_ms));
+    json_object_set_new(o, "end_ms", json_integer(job->end_ms));
     if (job->master_port)
         json_object_set_new(o, "master_port", json_integer(job->master_port));
     return o;
