@@ -263,8 +263,10 @@ int sched_project_intern(struct sched *s, const char *name, uint32_t *id)
     memset(pr, 0, sizeof(*pr));
     pr->team = SCHED_NONE;
     pr->usage_t = s->last_now;
-    for (int c = 0; c < JOB_PRIO_COUNT; c++)
-        pr->queues[c].head = pr->queues[c].tail = SCHED_NONE;
+    for (int c = 0; c < JOB_PRIO_COUNT; c++) {
+        for (int k = 0; k < 2; k++)
+            pr->queues[c][k].head = pr->queues[c][k].tail = SCHED_NONE;
+    }
     s->dirty = true; /* its fair-share score is computed by a full pass */
     return 0;
 }
@@ -460,7 +462,7 @@ struct squeue *sched_job_queue(struct sched *s, const struct sjob *j)
 {
     if (s->cfg.policy == SCHED_POLICY_FIFO)
         return &s->fifo;
-    return &s->projects[j->project].queues[j->prio];
+    return &s->projects[j->project].queues[j->prio][j->kind != SJOB_WHOLE];
 }
 
 static bool job_before(const struct sjob *a, const struct sjob *b)
@@ -530,8 +532,8 @@ int sched_queues_sort(struct sched *s)
     if (s->fifo.unsorted && queue_sort(s, &s->fifo) < 0)
         return -1;
     for (uint32_t p = 0; p < s->project_names.n; p++) {
-        for (int c = 0; c < JOB_PRIO_COUNT; c++) {
-            struct squeue *q = &s->projects[p].queues[c];
+        for (int c = 0; c < SCHED_NQUEUES; c++) {
+            struct squeue *q = &s->projects[p].queues[c / 2][c % 2];
             if (q->unsorted && queue_sort(s, q) < 0)
                 return -1;
         }

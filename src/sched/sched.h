@@ -153,9 +153,10 @@ int sched_node_remove(struct sched *s, const char *name,
 /* ------------------------------------------------------------- tenants */
 
 /* One quota entry: model NULL means any GPU model. Amounts in units;
- * limit SCHED_UNLIMITED for none. The most specific entry (the job's model,
- * else "any") decides whether a job is within the guarantee; every entry
- * that applies (its model and "any") caps usage with its limit. */
+ * limit SCHED_UNLIMITED for none. For a job on model m, the entries that
+ * apply are m's and "any": the job is within the guarantee when all of
+ * them have room ("160 guaranteed, of which 80 H100"), and every one caps
+ * usage with its limit. No entry that applies: no guarantee, no limit. */
 struct sched_quota {
     const char *model;
     int64_t guaranteed;

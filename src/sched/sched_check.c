@@ -365,16 +365,22 @@ static int check_queues(const struct sched *s, struct sh_error *err)
     uint32_t seen = 0;
     uint32_t nq = s->cfg.policy == SCHED_POLICY_FIFO
                       ? 1
-                      : s->project_names.n * JOB_PRIO_COUNT;
+                      : s->project_names.n * SCHED_NQUEUES;
     for (uint32_t qi = 0; qi < nq; qi++) {
+        uint32_t qc = qi % SCHED_NQUEUES;
         const struct squeue *q = s->cfg.policy == SCHED_POLICY_FIFO
             ? &s->fifo
-            : &s->projects[qi / JOB_PRIO_COUNT].queues[qi % JOB_PRIO_COUNT];
+            : &s->projects[qi / SCHED_NQUEUES].queues[qc / 2][qc % 2];
         uint32_t c = 0, prev = SCHED_NONE;
         for (uint32_t j = q->head; j != SCHED_NONE; j = s->jobs[j].next) {
             const struct sjob *x = &s->jobs[j];
             if (x->state != SCHED_JOB_PENDING || x->prev != prev)
                 FAIL("queue link broken at job %llu",
+                     (unsigned long long)x->id);
+            if (s->cfg.policy != SCHED_POLICY_FIFO &&
+                (x->project != qi / SCHED_NQUEUES || x->prio != qc / 2 ||
+                 (x->kind != SJOB_WHOLE) != (qc % 2)))
+                FAIL("job %llu in the wrong queue",
                      (unsigned long long)x->id);
             if (prev != SCHED_NONE && !q->unsorted) {
                 const struct sjob *y = &s->jobs[prev];

@@ -19,6 +19,7 @@
 #define SCHED_NONE16 UINT16_MAX
 #define SCHED_KMAX GPU_PER_NODE_MAX   /* free GPUs per node, 0..64 */
 #define SCHED_MEMO_MAX 32
+#define SCHED_NQUEUES (JOB_PRIO_COUNT * 2)   /* per project */
 
 /* ------------------------------------------------------------ helpers */
 
@@ -188,7 +189,9 @@ struct sproject {
     int64_t usage_t;
     int64_t running_units;
     int64_t key;              /* fair-share score of the last full pass */
-    struct squeue queues[JOB_PRIO_COUNT];
+    /* Pending jobs by priority class and kind (0 whole GPUs, 1 slices
+     * and memory jobs), so a pass can skip a kind that cannot fit. */
+    struct squeue queues[JOB_PRIO_COUNT][2];
 };
 
 struct suser {
@@ -391,11 +394,10 @@ void quota_claim(struct sched *s, uint32_t project, uint16_t m,
 void quota_refresh_on(struct sched *s);
 bool quota_project_borrowing(const struct sched *s, uint32_t p, uint16_t m);
 bool quota_team_borrowing(const struct sched *s, uint32_t t, uint16_t m);
-bool quota_has_room(const struct sched *s, uint32_t p);
+bool quota_has_room(const struct sched *s, uint32_t p, uint64_t models,
+                    int64_t units);
 void usage_advance(struct sched *s, uint32_t p, int64_t now);
 void usage_keys(struct sched *s, int64_t now);
-int64_t quota_guarantee(const struct squota *q, const struct susage *u,
-                        uint16_t m, int64_t *used);
 
 /* sched_place.c */
 bool job_shape(const struct sched *s, const struct sjob *j, uint16_t m,

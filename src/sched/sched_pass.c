@@ -34,6 +34,7 @@ struct cursor {
     uint32_t job;
     uint32_t project;
     uint8_t prio;
+    uint8_t kind;         /* 0 whole GPUs, 1 slices and memory jobs */
     int64_t score;
 };
 
@@ -129,7 +130,9 @@ static bool cursor_before(const struct sched *s, const struct cursor *a,
         return x->submit < y->submit;
     if (x->id != y->id)
         return x->id < y->id;
-    return a->project < b->project;
+    if (a->project != b->project)
+        return a->project < b->project;
+    return a->kind < b->kind;
 }
 
 static void heap_down(const struct sched *s, struct pass *ps, uint32_t i)
@@ -154,7 +157,7 @@ static int merge_init(struct sched *s, struct pass *ps)
 {
     uint32_t nq = s->cfg.policy == SCHED_POLICY_FIFO
                       ? 1
-                      : s->project_names.n * JOB_PRIO_COUNT;
+                      : s->project_names.n * SCHED_NQUEUES;
     free(ps->heap);
     ps->heap = malloc(sizeof(*ps->heap) * (nq ? nq : 1));
     if (!ps->heap)
@@ -162,20 +165,21 @@ static int merge_init(struct sched *s, struct pass *ps)
     ps->nheap = 0;
     if (s->cfg.policy == SCHED_POLICY_FIFO) {
         if (s->fifo.head != SCHED_NONE) {
-            ps->heap[0] = (struct cursor){s->fifo.head, 0, 0, 0};
+            ps->heap[0] = (struct cursor){s->fifo.head, 0, 0, 0, 0};
             ps->nheap = 1;
         }
         return 0;
     }
     for (uint32_t p = 0; p < s->project_names.n; p++) {
-        for (int c = 0; c < JOB_PRIO_COUNT; c++) {
-            uint32_t h = s->projects[p].queues[c].head;
+        for (int c = 0; c < SCHED_NQUEUES; c++) {
+            uint32_t h = s->projects[p].queues[c / 2][c % 2].head;
             if (h == SCHED_NONE)
                 continue;
             struct cursor *cu = &ps->heap[ps->nheap++];
             cu->job = h;
             cu->project = p;
-            cu->prio = (uint8_t)c;
+            cu->prio = (uint8_t)(c / 2);
+            cu->kind = (uint8_t)(c % 2);
             cursor_load(s, ps, cu);
         }
     }
@@ -184,15 +188,50 @@ static int merge_init(struct sched *s, struct pass *ps)
     return 0;
 }
 
-/* Incremental passes skip whole queues that cannot act in this phase: in
- * phase 1 (in-quota jobs) those of projects with no guarantee left. Usage
- * only grows during a pass, so a skipped queue stays skippable. */
+/* Whether no whole-GPU job can start any more in this pass: nothing free,
+ * or no node has as many free GPUs as the smallest pending job needs.
+ * Sound because free resources only shrink during a pass. */
+static bool whole_done(const struct sched *s, const struct pass *ps)
+{
+    if (s->free_whole == 0)
+        return true;
+    uint32_t k = 1;
+    while (k <= SCHED_KMAX && s->pend_lb[k] == 0)
+        k++;
+    return k > SCHED_KMAX ||
+           (ps->whole_block_g > 0 && ps->whole_block_g <= k);
+}
+
+/* Models with something free now (all of them while slices are free). */
+static uint64_t free_models(const struct sched *s)
+{
+    uint64_t m = 0;
+    if (s->free_slices > 0)
+        return ~UINT64_C(0);
+    for (uint32_t i = 0; i < s->model_names.n; i++) {
+        if (s->models[i].free_gpus > 0)
+            m |= UINT64_C(1) << i;
+    }
+    return m;
+}
+
+/* Incremental passes skip whole queues that cannot act: a kind that
+ * cannot fit any more, and in phase 1 (in-quota jobs) the queues of
+ * projects with no guarantee left on a model with free GPUs. Resources
+ * and guarantees only shrink during a pass, so a skipped queue stays
+ * skippable. */
 static bool queue_skip(const struct sched *s, const struct pass *ps,
                        const struct cursor *c)
 {
-    return !ps->full && ps->phase == 1 &&
-           s->cfg.policy == SCHED_POLICY_DEFAULT &&
-           !quota_has_room(s, c->project);
+    if (ps->full || s->cfg.policy != SCHED_POLICY_DEFAULT)
+        return false;
+    bool wd = whole_done(s, ps);
+    if (c->kind == 0 ? wd : wd && s->free_slices == 0)
+        return true;
+    /* The smallest job of the queue's kind: a GPU, or a slice. */
+    int64_t least = c->kind == 0 ? SCHED_UNITS_PER_GPU : 1;
+    return ps->phase == 1 &&
+           !quota_has_room(s, c->project, free_models(s), least);
 }
 
 /* The next pending job in order, or SCHED_NONE. */
@@ -507,23 +546,13 @@ static int try_options(struct sched *s, struct pass *ps, uint32_t ji,
     return 0;
 }
 
-/* Whether no pending job can start any more in this pass: nothing free,
- * or the free GPUs are too few on every node for the smallest job and no
- * job can use the free slices. Used by incremental passes to stop early;
- * sound because free resources only shrink during a pass. */
+/* Whether no pending job can start any more in this pass (incremental
+ * passes stop there). */
 static bool nothing_can_start(const struct sched *s, const struct pass *ps)
 {
     bool slices_done = s->free_slices == 0 ||
                        (s->pend_lb[0] == 0 && s->pend_flex == 0);
-    if (!slices_done)
-        return false;
-    if (s->free_whole == 0)
-        return true;
-    uint32_t k = 1;
-    while (k <= SCHED_KMAX && s->pend_lb[k] == 0)
-        k++;
-    return k > SCHED_KMAX ||
-           (ps->whole_block_g > 0 && ps->whole_block_g <= k);
+    return slices_done && whole_done(s, ps);
 }
 
 /* Phase 1 for one job. */

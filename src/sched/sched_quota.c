@@ -5,10 +5,12 @@
  * "any" model. For a job on model m:
  *   - limits: every entry that applies (m's, and "any") must allow
  *     used + job <= limit, for the project and for its team;
- *   - guarantee: the most specific entry (m's, else "any") decides whether
- *     used + claimed + job <= guaranteed, for the project, or else for its
- *     team. Such a job is "in quota": it is admitted first and may reclaim
- *     borrowed GPUs by preemption. Others borrow idle GPUs.
+ *   - guarantee: every entry that applies must have room, used + claimed +
+ *     job <= guaranteed ("160 GPUs guaranteed, of which 80 H100"), for the
+ *     project, or else for its team; with no entry that applies there is no
+ *     guarantee. Such a job is "in quota": it is admitted first and may
+ *     reclaim borrowed GPUs by preemption. Others borrow idle GPUs, and are
+ *     what preemption takes back (usage above a guarantee that applies).
  * While no project or team has any entry, quotas are off and every job is
  * in quota (plain fair share).
  *
@@ -32,27 +34,17 @@ static bool limit_ok(const struct squota *q, const struct susage *u,
     return true;
 }
 
-int64_t quota_guarantee(const struct squota *q, const struct susage *u,
-                        uint16_t m, int64_t *used)
-{
-    if (m != SCHED_NONE16 && (q->has >> m & 1)) {
-        *used = u->used[m] + u->claim[m];
-        return q->g[m];
-    }
-    if (q->has_any) {
-        *used = u->used_total + u->claim_total;
-        return q->g_any;
-    }
-    *used = m != SCHED_NONE16 ? u->used[m] : u->used_total;
-    return -1;
-}
-
 static bool in_guarantee(const struct squota *q, const struct susage *u,
                          uint16_t m, int64_t units)
 {
-    int64_t used;
-    int64_t g = quota_guarantee(q, u, m, &used);
-    return g >= 0 && used + units <= g;
+    bool per_model = m != SCHED_NONE16 && ((q->has >> m) & 1);
+    if (!per_model && !q->has_any)
+        return false;
+    if (per_model && u->used[m] + u->claim[m] + units > q->g[m])
+        return false;
+    if (q->has_any && u->used_total + u->claim_total + units > q->g_any)
+        return false;
+    return true;
 }
 
 enum qclass quota_class(const struct sched *s, uint32_t project, uint16_t m,
@@ -78,11 +70,14 @@ enum qclass quota_class(const struct sched *s, uint32_t project, uint16_t m,
 static bool over_guarantee(const struct squota *q, const struct susage *u,
                            uint16_t m)
 {
-    if ((q->has >> m) & 1)
-        return u->used[m] - u->stopping[m] > q->g[m];
-    if (q->has_any)
-        return u->used_total - u->stopping_total > q->g_any;
-    return u->used[m] - u->stopping[m] > 0;
+    bool per_model = (q->has >> m) & 1;
+    if (per_model && u->used[m] - u->stopping[m] > q->g[m])
+        return true;
+    if (q->has_any && u->used_total - u->stopping_total > q->g_any)
+        return true;
+    if (!per_model && !q->has_any)
+        return u->used[m] - u->stopping[m] > 0;
+    return false;
 }
 
 bool quota_project_borrowing(const struct sched *s, uint32_t p, uint16_t m)
@@ -224,31 +219,22 @@ void usage_keys(struct sched *s, int64_t now)
 }
 
 
-/* Whether a project could still start some job within its (or its team's)
- * guarantee. Always true when quotas are off. */
-bool quota_has_room(const struct sched *s, uint32_t pid)
+/* Whether a project could still start a job of at least units within its
+ * (or its team's) guarantee on one of the given models. Always true when
+ * quotas are off. */
+bool quota_has_room(const struct sched *s, uint32_t pid, uint64_t models,
+                    int64_t units)
 {
     const struct sproject *p = &s->projects[pid];
-    const struct squota *qs[2] = {&p->q, p->team != SCHED_NONE
-                                             ? &s->teams[p->team].q
-                                             : NULL};
-    const struct susage *us[2] = {&p->u, p->team != SCHED_NONE
-                                             ? &s->teams[p->team].u
-                                             : NULL};
+    const struct steam *t = p->team != SCHED_NONE ? &s->teams[p->team] : NULL;
     if (!s->quotas_on)
         return true;
-    for (int i = 0; i < 2; i++) {
-        const struct squota *q = qs[i];
-        const struct susage *u = us[i];
-        if (!q)
+    for (uint32_t m = 0; m < s->model_names.n; m++) {
+        if (!((models >> m) & 1) || s->models[m].nnodes == 0)
             continue;
-        if (q->has_any && u->used_total + u->claim_total < q->g_any)
+        if (in_guarantee(&p->q, &p->u, (uint16_t)m, units) ||
+            (t && in_guarantee(&t->q, &t->u, (uint16_t)m, units)))
             return true;
-        for (uint64_t b = q->has; b; b &= b - 1) {
-            int m = __builtin_ctzll(b);
-            if (u->used[m] + u->claim[m] < q->g[m])
-                return true;
-        }
     }
     return false;
 }
