@@ -555,3 +555,40 @@ token_refused() {
     [ "$status" -ne 0 ]
     [ "$(snapshot)" = "$before" ]
 }
+
+@test "ten-019 a failed commit is answered 503 and no tenant change survives it" {
+    # A fresh cluster on a store that fails: commit 1 initialises the
+    # cluster, 2 creates a team; from 3 on it fails like a full disk.
+    shoald_stop
+    rm -rf "$SHOAL_TEST_DIR/controller"
+    mkdir -p "$SHOAL_TEST_DIR/controller"
+    shoald_start --store "fault:3:$SHOAL_TEST_DIR/controller/shoal.db"
+    api POST /v1/teams '{"name":"research","guaranteed":4}'
+    [ "$status_code" = 201 ]
+    api GET /v1/whoami
+    me=$(echo "$body" | jq -r .user)
+    before=$(snapshot)
+    while IFS='|' read -r method path json; do
+        api "$method" "${path//ME/$me}" "$json"
+        echo "$method $path -> $status_code $body"
+        [ "$status_code" = 503 ]
+        echo "$body" | jq -r .error.message | grep -q "not made"
+    done <<'CASES'
+POST|/v1/projects|{"name":"vision","team":"research","guaranteed":2}
+POST|/v1/teams|{"name":"infra"}
+PATCH|/v1/teams/research/quota|{"guaranteed":8}
+DELETE|/v1/teams/research|
+PUT|/v1/projects/default/members/ME|{"role":"admin"}
+PATCH|/v1/users/ME/limits|{"max_jobs":2}
+DELETE|/v1/projects/default/members/ME|
+DELETE|/v1/projects/default|
+CASES
+    [ "$(snapshot)" = "$before" ]
+    api POST /v1/users '{"name":"alice"}'
+    [ "$status_code" = 503 ]
+    # The token in a refused answer is not shown, and no such user exists.
+    [ "$(echo "$body" | jq -r '.token // empty')" = "" ]
+    api GET /v1/users/alice
+    [ "$status_code" = 404 ]
+    [ "$(snapshot)" = "$before" ]
+}
