@@ -24,6 +24,7 @@
 #include "shoald/jobtab.h"
 #include "shoald/logs.h"
 #include "shoald/nodetab.h"
+#include "shoald/tenancy.h"
 
 #define MASTER_PORT_BASE 29500
 #define MASTER_PORT_SPAN 500
@@ -190,6 +191,54 @@ static void engine_add_job(struct shoald *d, struct job *job)
                (unsigned long long)job->id, err.msg);
 }
 
+/* Quota entries in the engine's units. out has room for
+ * TENANCY_QUOTAS_MAX. */
+static int quotas_to_units(const struct tenancy_quota *q, int n,
+                           struct sched_quota *out)
+{
+    for (int i = 0; i < n; i++) {
+        out[i].model = q[i].model;
+        out[i].guaranteed = SCHED_GPUS(q[i].guaranteed);
+        out[i].limit = q[i].limit == TENANCY_UNLIMITED ? SCHED_UNLIMITED
+                                                       : SCHED_GPUS(q[i].limit);
+    }
+    return n;
+}
+
+/* Teams, projects and user limits into the engine. */
+static void sync_tenants(struct shoald *d)
+{
+    struct cluster *c = d->cluster;
+    struct sched_quota q[TENANCY_QUOTAS_MAX];
+    struct sh_error err;
+    if (!d->tenancy)
+        return;
+    for (const struct tenancy_team *t = tenancy_team_next(d->tenancy, NULL);
+         t; t = tenancy_team_next(d->tenancy, t)) {
+        int n = quotas_to_units(t->quotas, t->nquotas, q);
+        if (sched_team_set(c->sched, t->name, q, n, &err) < 0)
+            sh_log(LOG_ERR, "cluster", "team %s: %s", t->name, err.msg);
+    }
+    for (const struct tenancy_project *p =
+             tenancy_project_next(d->tenancy, NULL);
+         p; p = tenancy_project_next(d->tenancy, p)) {
+        int n = quotas_to_units(p->quotas, p->nquotas, q);
+        if (sched_project_set(c->sched, p->name, p->team, q, n, &err) < 0)
+            sh_log(LOG_ERR, "cluster", "project %s: %s", p->name, err.msg);
+    }
+    for (const struct auth_user *u = auth_user_next(d->auth, NULL); u;
+         u = auth_user_next(d->auth, u)) {
+        const struct auth_user_limits *l = &u->limits;
+        if (l->max_gpus == 0 && l->max_jobs == 0 && l->max_time_s == 0)
+            continue;
+        if (sched_user_set(c->sched, u->name,
+                           l->max_gpus ? SCHED_GPUS(l->max_gpus)
+                                       : SCHED_UNLIMITED,
+                           l->max_jobs, l->max_time_s * 1000, &err) < 0)
+            sh_log(LOG_ERR, "cluster", "user %s: %s", u->name, err.msg);
+    }
+}
+
 /* (Re)build the engine and the nodes' active job lists from memory. */
 static int build(struct shoald *d, struct sh_error *err)
 {
@@ -200,6 +249,7 @@ static int build(struct shoald *d, struct sh_error *err)
         return -1;
     c->ncpu = 0;
     c->rebuild = false;
+    sync_tenants(d);
     for (struct node *n = nodetab_next(d->nodes, NULL); n;
          n = nodetab_next(d->nodes, n)) {
         struct node_rt *rt = nodetab_rt(d->nodes, n->name);
@@ -208,8 +258,16 @@ static int build(struct shoald *d, struct sh_error *err)
     }
     for (struct job *j = jobtab_next(d->jobs, NULL); j;
          j = jobtab_next(d->jobs, j)) {
-        if (job_state_is_terminal(j->state) && !j->releasing)
+        if (job_state_is_terminal(j->state) && !j->releasing) {
+            /* Finished jobs are the usage history behind fair share. */
+            if (j->start_ms > 0 && j->end_ms > j->start_ms)
+                sched_usage_seed(c->sched, j->spec.project,
+                                 cluster_slice_share_sum(d, j) *
+                                     SCHED_UNITS_PER_GPU *
+                                     (double)(j->end_ms - j->start_ms),
+                                 j->end_ms, NULL);
             continue;
+        }
         for (int a = 0; a < j->nalloc; a++) {
             struct node_rt *rt = nodetab_rt(d->nodes, j->alloc[a].node);
             if (rt && !j->alloc[a].done)

@@ -56,18 +56,7 @@ double jobs_gpu_seconds(const struct shoald *d, const struct job *job,
                         int64_t now_ms)
 {
     (void)d;
-    if (job->start_ms <= 0)
-        return 0.0;
-    int64_t end = job->end_ms > 0 ? job->end_ms : now_ms;
-    if (end < job->start_ms)
-        return 0.0;
-    double gpus = 0.0;
-    for (int i = 0; i < job->nalloc; i++)
-        gpus += job->alloc[i].ngpus;
-    /* A slice counts as its share of the GPU. */
-    if (job->spec.slice)
-        gpus = cluster_slice_share_sum(d, job);
-    return gpus * (double)(end - job->start_ms) / 1000.0;
+    return job_gpu_seconds(job, now_ms);
 }
 
 int jobs_persist(struct shoald *d, const struct job *job, struct sh_error *err)

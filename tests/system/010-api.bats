@@ -123,6 +123,8 @@ CASES
 }
 
 @test "api-008 list filters by state, user and project" {
+    api POST /v1/projects '{"name":"vision","team":"default"}'
+    api POST /v1/projects '{"name":"nlp","team":"default"}'
     api POST /v1/jobs '{"command":["true"],"project":"vision"}'
     api POST /v1/jobs '{"command":["true"],"project":"nlp"}'
     id=$(echo "$body" | jq .id)

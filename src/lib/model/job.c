@@ -373,6 +373,7 @@ void job_destroy(struct job *job)
         return;
     job_spec_fini(&job->spec);
     free(job->reason);
+    free(job->gpu_model);
     job_alloc_free(job->alloc, job->nalloc);
     free(job);
 }
@@ -469,6 +470,24 @@ void job_set_alloc(struct job *job, struct job_alloc *alloc, int n)
     job_alloc_free(job->alloc, job->nalloc);
     job->alloc = alloc;
     job->nalloc = n;
+}
+
+double job_gpu_seconds(const struct job *job, int64_t now_ms)
+{
+    if (job->start_ms <= 0)
+        return 0.0;
+    int64_t end = job->end_ms > 0 ? job->end_ms : now_ms;
+    if (end < job->start_ms)
+        return 0.0;
+    double gpus = 0.0;
+    for (int i = 0; i < job->nalloc; i++)
+        gpus += job->alloc[i].share;
+    return gpus * (double)(end - job->start_ms) / 1000.0;
+}
+
+double job_util_avg(const struct job *job)
+{
+    return job->util_ms > 0 ? job->util_sum / (double)job->util_ms : -1.0;
 }
 
 int job_check_invariants(const struct job *job, struct sh_error *err)

@@ -135,6 +135,14 @@ struct job {
     int master_port;     /* MASTER_PORT for distributed launchers; 0 none */
     struct job_alloc *alloc;
     int nalloc;
+    /* Accounting and idle detection, kept by the controller. */
+    char *gpu_model;      /* model of its GPUs when it started; NULL */
+    double util_sum;      /* GPU utilization % x ms, summed over samples */
+    int64_t util_ms;      /* ms the samples cover */
+    int64_t idle_since_ms;/* all its GPUs below the idle threshold since */
+    bool idle;            /* flagged idle (its project's policy acts) */
+    uint64_t cpu_ns;      /* CPU time its processes used (cgroups) */
+    uint64_t mem_peak;    /* the most memory it used on one node */
 };
 
 /* Names as users see them ("pending", "node_fail", "high"). */
@@ -196,6 +204,13 @@ bool job_parts_active(const struct job *job);
 /* Replace the placement. Takes ownership of alloc (an array of n entries). */
 void job_set_alloc(struct job *job, struct job_alloc *alloc, int n);
 void job_alloc_free(struct job_alloc *alloc, int n);
+
+/* GPU-seconds of the current run until now_ms (or its end): each node's
+ * share (whole GPUs 1, a slice its share) times the run time. */
+double job_gpu_seconds(const struct job *job, int64_t now_ms);
+
+/* Average GPU utilization over the job's life in %, or -1 unknown. */
+double job_util_avg(const struct job *job);
 
 /* Assert-style self check for tests; returns 0 or -1 with err filled. */
 int job_check_invariants(const struct job *job, struct sh_error *err);

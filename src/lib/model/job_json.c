@@ -487,6 +487,17 @@ json_t *job_to_json(const struct job *job)
     json_object_set_new(o, "placement",
                         job_alloc_to_json(job->alloc, job->nalloc));
     json_object_set_new(o, "attempt", json_integer(job_attempt(job)));
+    set_str(o, "gpu_model", job->gpu_model);
+    double util = job_util_avg(job);
+    json_object_set_new(o, "gpu_utilization",
+                        util >= 0 ? json_real((double)(int)(util * 10) / 10)
+                                  : json_null());
+    json_object_set_new(o, "idle", json_boolean(job->idle));
+    json_object_set_new(o, "gpu_seconds",
+                        json_real(job_gpu_seconds(job, clock_wall_ms())));
+    json_object_set_new(o, "cpu_seconds",
+                        json_real((double)job->cpu_ns / 1e9));
+    json_object_set_new(o, "mem_peak", json_integer((json_int_t)job->mem_peak));
     /* Millisecond times for scripts (the ISO fields are for people). */
     json_object_set_new(o, "submit_ms", json_integer(job->submit_ms));
     json_object_set_new(o, "start_ms", json_integer(job->start_ms));
@@ -517,6 +528,22 @@ json_t *job_to_record(const struct job *job)
         json_object_set_new(rec, "reason", json_string(job->reason));
     if (rec && job->master_port)
         json_object_set_new(rec, "master_port", json_integer(job->master_port));
+    if (rec && job->gpu_model)
+        json_object_set_new(rec, "gpu_model", json_string(job->gpu_model));
+    if (rec && job->util_ms > 0) {
+        json_object_set_new(rec, "util_sum", json_real(job->util_sum));
+        json_object_set_new(rec, "util_ms", json_integer(job->util_ms));
+    }
+    if (rec && job->idle_since_ms)
+        json_object_set_new(rec, "idle_since_ms",
+                            json_integer(job->idle_since_ms));
+    if (rec && job->idle)
+        json_object_set_new(rec, "idle", json_true());
+    if (rec && job->cpu_ns)
+        json_object_set_new(rec, "cpu_ns", json_integer((json_int_t)job->cpu_ns));
+    if (rec && job->mem_peak)
+        json_object_set_new(rec, "mem_peak",
+                            json_integer((json_int_t)job->mem_peak));
     return rec;
 }
 
@@ -574,6 +601,19 @@ struct job *job_from_record(const json_t *rec, struct sh_error *err)
     job->est_start_ms = est;
     job->master_port = (int)json_integer_value(json_object_get(rec,
                                                                "master_port"));
+    const char *model = json_string_value(json_object_get(rec, "gpu_model"));
+    if (model && !(job->gpu_model = strdup(model))) {
+        sh_errorf(err, SH_EINTERNAL, "out of memory");
+        goto error;
+    }
+    job->util_sum = json_number_value(json_object_get(rec, "util_sum"));
+    job->util_ms = json_integer_value(json_object_get(rec, "util_ms"));
+    job->idle_since_ms = json_integer_value(json_object_get(rec,
+                                                            "idle_since_ms"));
+    job->idle = json_is_true(json_object_get(rec, "idle"));
+    job->cpu_ns = (uint64_t)json_integer_value(json_object_get(rec, "cpu_ns"));
+    job->mem_peak = (uint64_t)json_integer_value(json_object_get(rec,
+                                                                 "mem_peak"));
     if ((reason && job_set_reason(job, reason) < 0) ||
         job_alloc_from_json(placement, &job->alloc, &job->nalloc, err) < 0)
         goto error;

@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* `shoal sim`: options, then sim_trace_read(), sim_cluster_parse(),
+ * sim_run() and a report. Self-contained (no controller, no client
+ * library), so the standalone shoal-sim and the shoal dispatcher share it.
+ */
+#include "cmd/cmd_sim.h"
+
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/util/parse.h"
+#include "sim/sim.h"
+
+static const char usage[] =
+    "usage: shoal sim --cluster SPEC --trace FILE [options]\n"
+    "\n"
+    "Replay a job trace against a cluster shape with the real scheduling\n"
+    "engine in simulated time; report job completion times, queueing delay,\n"
+    "GPU utilization and fairness across projects.\n"
+    "\n"
+    "  --cluster SPEC        NxGxMODEL[@GROUP][:PRESET] joined by '+', e.g.\n"
+    "                        16x8xH100-80GB@8+4x8xA100-80GB:all-1g.10gb\n"
+    "                        (@GROUP: nodes per switch group; :PRESET: slice\n"
+    "                        every GPU), or a file of such terms\n"
+    "  --trace FILE          the trace (CSV; '-' reads stdin)\n"
+    "  --trace-format F      auto (default: by the header), shoal, philly,\n"
+    "                        tiresias or pollux\n"
+    "  --policy NAME         default (priority, fair share, quotas,\n"
+    "                        backfill) or fifo (strict order, no backfill)\n"
+    "  --json                print the metrics as JSON\n"
+    "  --exact-limits        jobs without a time limit get their duration as\n"
+    "                        limit (perfect estimates for backfill)\n"
+    "  --default-limit DUR   assumed run time of jobs without a limit\n"
+    "                        (default 24h)\n"
+    "  --reservations N      backfill reservations (default 1 = EASY;\n"
+    "                        0 = no backfill)\n"
+    "  --full-pass DUR       full scheduling pass interval (default 60s)\n"
+    "  --grace DUR           preemption grace period (default 30s)\n"
+    "  --convert             print the trace in the shoal CSV format and stop\n"
+    "  -h, --help            this help\n";
+
+static int fail(int rc, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static int fail(int rc, const char *fmt, ...)
+{
+    va_list ap;
+    fputs("shoal: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return rc;
+}
+
+struct opts {
+    const char *cluster;
+    const char *trace;
+    enum sim_format format;
+    bool json;
+    bool convert;
+    struct sim_options sim;
+};
+
+static int duration_ms(const char *opt, const char *v, int64_t *out)
+{
+    int64_t s;
+    struct sh_error err;
+    if (parse_duration(opt, v, &s, &err) < 0)
+        return fail(2, "%s", err.msg);
+    *out = s * 1000;
+    return 0;
+}
+
+static int parse_opts(int argc, char **argv, struct opts *o)
+{
+    static const struct option longs[] = {
+        {"cluster", required_argument, NULL, 'c'},
+        {"trace", required_argument, NULL, 't'},
+        {"trace-format", required_argument, NULL, 'f'},
+        {"policy", required_argument, NULL, 'p'},
+        {"json", no_argument, NULL, 'j'},
+        {"exact-limits", no_argument, NULL, 'e'},
+        {"default-limit", required_argument, NULL, 'd'},
+        {"reservations", required_argument, NULL, 'r'},
+        {"full-pass", required_argument, NULL, 'F'},
+        {"grace", required_argument, NULL, 'g'},
+        {"convert", no_argument, NULL, 'C'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    struct sh_error err;
+    int64_t v;
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
+        switch (c) {
+        case 'c':
+            o->cluster = optarg;
+            break;
+        case 't':
+            o->trace = optarg;
+            break;
+        case 'f':
+            if (sim_format_parse(optarg, &o->format, &err) < 0)
+                return fail(2, "%s", err.msg);
+            break;
+        case 'p':
+            if (strcmp(optarg, "default") == 0)
+                o->sim.sched.policy = SCHED_POLICY_DEFAULT;
+            else if (strcmp(optarg, "fifo") == 0)
+                o->sim.sched.policy = SCHED_POLICY_FIFO;
+            else
+                return fail(2, "--policy must be default or fifo, not '%s'",
+                            optarg);
+            break;
+        case 'j':
+            o->json = true;
+            break;
+        case 'e':
+            o->sim.exact_limits = true;
+            break;
+        case 'C':
+            o->convert = true;
+            break;
+        case 'd':
+            if (duration_ms("--default-limit", optarg,
+                            &o->sim.sched.default_time_limit_ms))
+                return 2;
+            break;
+        case 'F':
+            if (duration_ms("--full-pass", optarg,
+                            &o->sim.sched.full_pass_interval_ms))
+                return 2;
+            break;
+        case 'g':
+            if (duration_ms("--grace", optarg, &o->sim.grace_ms))
+                return 2;
+            o->sim.sched.preempt_grace_ms = o->sim.grace_ms;
+            break;
+        case 'r':
+            if (parse_int64("--reservations", optarg, 0, 64, &v, &err) < 0)
+                return fail(2, "%s", err.msg);
+            o->sim.sched.max_reservations = (int)v;
+            break;
+        case 'h':
+            fputs(usage, stdout);
+            return -1;
+        default:
+            return fail(2, "sim: unknown or incomplete option '%s' (see "
+                        "shoal sim --help)", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return fail(2, "sim: unexpected argument '%s'", argv[optind]);
+    if (!o->trace)
+        return fail(2, "sim: --trace FILE is required (see shoal sim "
+                    "--help)");
+    if (!o->cluster && !o->convert)
+        return fail(2, "sim: --cluster SPEC is required (see shoal sim "
+                    "--help)");
+    return 0;
+}
+
+static int read_trace(const struct opts *o, struct sim_trace *t)
+{
+    struct sh_error err;
+    bool std = strcmp(o->trace, "-") == 0;
+    FILE *f = std ? stdin : fopen(o->trace, "r");
+    if (!f) {
+        memset(t, 0, sizeof(*t));
+        return fail(1, "cannot open trace %s", o->trace);
+    }
+    int rc = sim_trace_read(f, o->trace, o->format, t, &err);
+    if (!std)
+        fclose(f);
+    if (rc < 0)
+        return fail(1, "%s", err.msg);
+    return 0;
+}
+
+int cmd_sim(int argc, char **argv)
+{
+    struct opts o;
+    struct sim_trace t;
+    struct sim_cluster c;
+    struct sim_result r;
+    struct sh_error err;
+    int rc;
+    memset(&o, 0, sizeof(o));
+    memset(&c, 0, sizeof(c));
+    memset(&r, 0, sizeof(r));
+    sim_options_init(&o.sim);
+    rc = parse_opts(argc, argv, &o);
+    if (rc != 0)
+        return rc < 0 ? 0 : rc;
+    rc = read_trace(&o, &t);
+    if (rc != 0)
+        goto out;
+    if (o.convert) {
+        rc = sim_trace_write(stdout, &t) < 0 ? fail(1, "write failed") : 0;
+        goto out;
+    }
+    if (sim_cluster_parse(o.cluster, &c, &err) < 0) {
+        rc = fail(1, "%s", err.msg);
+        goto out;
+    }
+    if (sim_run(&c, &t, &o.sim, &r, &err) < 0) {
+        rc = fail(1, "%s", err.msg);
+        goto out;
+    }
+    if (o.json)
+        rc = sim_report_json(stdout, &r) < 0 ? fail(1, "write failed") : 0;
+    else
+        sim_report_text(stdout, &r, &c);
+out:
+    sim_result_fini(&r);
+    sim_cluster_fini(&c);
+    sim_trace_fini(&t);
+    return rc;
+}

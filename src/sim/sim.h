@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The simulator: replay a job trace against a cluster shape with the real
+ * scheduling engine (src/sched/) in simulated time, and measure what users
+ * would have seen. Discrete events (arrivals, completions, the ends of
+ * preemption grace periods) drive the engine; nothing here sleeps or reads
+ * a clock except to time itself.
+ *
+ * Three parts, one file each: the trace reader (sim_trace.c: the CSV
+ * contract of doc/design/sim.md plus the Philly, Tiresias and Pollux
+ * formats), the cluster spec (sim_cluster.c: "16x8xH100-80GB@32+..."), and
+ * the run with its metrics and reports (sim_run.c, sim_report.c).
+ */
+#ifndef SHOAL_SIM_SIM_H
+#define SHOAL_SIM_SIM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "lib/model/gpu.h"
+#include "lib/util/error.h"
+#include "sched/sched.h"
+
+#define SIM_LINE_MAX 4096        /* bytes in one trace line */
+#define SIM_JOBS_MAX 10000000    /* jobs in one trace */
+#define SIM_NAMES_MAX 1000000    /* distinct users/projects/models */
+
+/* ------------------------------------------------------------- traces */
+
+enum sim_format {
+    SIM_FORMAT_AUTO = 0,   /* by the header; the contract otherwise */
+    SIM_FORMAT_SHOAL,      /* the contract: id,submit,duration,gpus,... */
+    SIM_FORMAT_PHILLY,     /* timestamp,duration,num_gpus,gpu_time,cluster */
+    SIM_FORMAT_TIRESIAS,   /* job_id,num_gpu,submit_time,...,duration,... */
+    SIM_FORMAT_POLLUX,     /* name,time,application,num_replicas,batch */
+};
+
+struct sim_job {
+    uint64_t id;           /* the trace's id */
+    int64_t submit_ms;
+    int64_t duration_ms;   /* run time when it runs undisturbed */
+    int64_t limit_ms;      /* time limit; 0 = none */
+    int32_t gpus;          /* in total (1 for a slice job) */
+    int32_t nodes;         /* 0 = the engine chooses */
+    uint32_t user;         /* names[] index */
+    uint32_t project;      /* names[] index */
+    int32_t gpu_type;      /* names[] index, -1 = any */
+    int32_t slice;         /* names[] index, -1 = whole GPUs */
+    uint8_t prio;          /* enum job_priority */
+};
+
+/* Interned strings of a trace. */
+struct sim_names {
+    char **s;
+    uint32_t n;
+    uint32_t cap;
+    uint32_t *slots;       /* open addressing, UINT32_MAX = empty */
+    uint32_t nslots;
+};
+
+struct sim_trace {
+    struct sim_job *jobs;  /* sorted by (submit, trace order) */
+    size_t njobs;
+    size_t cap;
+    struct sim_names names;
+    enum sim_format format;
+};
+
+/* Parse a format name ("auto", "shoal", "philly", "tiresias", "pollux"). */
+int sim_format_parse(const char *name, enum sim_format *out,
+                     struct sh_error *err);
+
+/* Read a trace from f (name is used in messages). Errors (SH_EINVAL,
+ * SH_ETOOLARGE) name the line and the column. t is initialised here and
+ * must be freed with sim_trace_fini() even on failure. */
+int sim_trace_read(FILE *f, const char *name, enum sim_format format,
+                   struct sim_trace *t, struct sh_error *err);
+
+/* The same from a string, for tests. */
+int sim_trace_parse(const char *text, const char *name,
+                    enum sim_format format, struct sim_trace *t,
+                    struct sh_error *err);
+
+void sim_trace_fini(struct sim_trace *t);
+
+/* Write t in the contract format (for the converter). */
+int sim_trace_write(FILE *f, const struct sim_trace *t);
+
+/* ----------------------------------------------------------- clusters */
+
+/* One group of identical nodes. */
+struct sim_pool {
+    int nodes;
+    int gpus;              /* per node */
+    char model[GPU_MODEL_MAX];
+    uint64_t mem_bytes;    /* per GPU, from the model name ("-80GB") */
+    int group_size;        /* nodes per topology group; 0 = one group */
+    char preset[48];       /* slicing preset; "" = whole GPUs */
+    int nslices;           /* per GPU, from the preset */
+    struct gpu_slice slices[GPU_SLICES_MAX];
+};
+
+struct sim_cluster {
+    struct sim_pool *pools;
+    int npools;
+    int nodes;             /* in total */
+    int gpus;              /* in total */
+};
+
+/* Parse "NxGxMODEL[@GROUP][:PRESET]" terms joined by '+', or, when spec
+ * names a readable file, that file (one term or more per line, '#'
+ * comments). c is initialised here; free with sim_cluster_fini(). */
+int sim_cluster_parse(const char *spec, struct sim_cluster *c,
+                      struct sh_error *err);
+void sim_cluster_fini(struct sim_cluster *c);
+
+/* Describe the cluster's nodes to an engine: nodes "n00001"... with the
+ * topology group "g<pool>-<k>". */
+int sim_cluster_apply(const struct sim_cluster *c, struct sched *s,
+                      struct sh_error *err);
+
+/* Units of a placement entry on this cluster (840 for a whole GPU, the
+ * slice's share otherwise). node is the engine node name. */
+int64_t sim_cluster_units(const struct sim_cluster *c, const char *node,
+                          int gpu, int slice);
+
+/* --------------------------------------------------------------- runs */
+
+struct sim_options {
+    struct sched_config sched;    /* policy, backfill, weights, ... */
+    int64_t grace_ms;             /* preempted jobs stop after it */
+    bool exact_limits;            /* no time limit: use the duration */
+};
+
+void sim_options_init(struct sim_options *o);
+
+struct sim_project {
+    const char *name;     /* borrowed from the trace */
+    size_t jobs;
+    double jct_sum_s;
+    double gpu_s;         /* GPU-seconds used (all attempts) */
+    double speed_sum;     /* sum of duration / JCT over its jobs */
+};
+
+struct sim_result {
+    size_t jobs;            /* completed */
+    size_t rejected;        /* can never fit the cluster */
+    size_t unfinished;      /* still pending or running at the end */
+    size_t timeouts;        /* ran into their time limit */
+    size_t preemptions;
+    size_t events;
+    double wall_s;          /* time the replay took */
+    double makespan_s;
+    double jct_avg_s, jct_p50_s, jct_p95_s, jct_p99_s;
+    double wait_avg_s, wait_p99_s;
+    double utilization;     /* GPU-time used / (GPUs x makespan) */
+    double jain;            /* over projects' mean duration/JCT */
+    int gpus;
+    int nodes;
+    enum sched_policy policy;
+    struct sim_project *projects;   /* by trace name index order */
+    size_t nprojects;
+};
+
+/* Replay t on c. r is filled (free with sim_result_fini()). Fails only on
+ * engine errors (SH_EINTERNAL) or a cluster the engine refuses. */
+int sim_run(const struct sim_cluster *c, const struct sim_trace *t,
+            const struct sim_options *o, struct sim_result *r,
+            struct sh_error *err);
+void sim_result_fini(struct sim_result *r);
+
+/* Reports: text for people, JSON with the documented fields. */
+void sim_report_text(FILE *f, const struct sim_result *r,
+                     const struct sim_cluster *c);
+int sim_report_json(FILE *f, const struct sim_result *r);
+
+#endif
