@@ -19,6 +19,7 @@ uthash-dev
 libcriterion-dev
 bats
 jq
+bc
 curl
 iproute2
 sqlite3

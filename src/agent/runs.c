@@ -57,6 +57,8 @@ struct run {
     int exit_code;
     int exit_signal;
     char error[256];
+    uint64_t cpu_ns;           /* from the job cgroup at exit */
+    uint64_t mem_peak;
     bool reported;
     int64_t reported_ms;
     uint64_t sent[2];          /* stdout, stderr bytes the controller has */
@@ -167,6 +169,11 @@ static void run_save(struct run *r)
         "reported", r->reported, "reported_ms", (json_int_t)r->reported_ms,
         "sent_out", (json_int_t)r->sent[0], "sent_err",
         (json_int_t)r->sent[1]);
+    if (o) {
+        json_object_set_new(o, "cpu_ns", json_integer((json_int_t)r->cpu_ns));
+        json_object_set_new(o, "mem_peak",
+                            json_integer((json_int_t)r->mem_peak));
+    }
     if (!o || write_json(r->dir, "run.json", o) < 0)
         sh_log(LOG_ERR, "runs", "run %s: cannot save its state in %s", r->key,
                r->dir);
@@ -193,6 +200,8 @@ static void run_load_notes(struct run *r, const json_t *o)
     GETI(reported_ms, "reported_ms");
     GETI(sent[0], "sent_out");
     GETI(sent[1], "sent_err");
+    GETI(cpu_ns, "cpu_ns");
+    GETI(mem_peak, "mem_peak");
 #undef GETI
     r->reported = json_is_true(json_object_get(o, "reported"));
     const char *s = json_string_value(json_object_get(o, "stop_reason"));
@@ -301,6 +310,11 @@ static void run_exited(struct run *r)
     }
     r->phase = RUN_EXITED;
     r->exited_ms = clock_wall_ms();
+    struct cgroup_stats cst;
+    if (a->cg && cgroup_job_stats(a->cg, r->cg_key, &cst, NULL) == 0) {
+        r->cpu_ns = cst.cpu_usage_ns;
+        r->mem_peak = cst.mem_peak;
+    }
     if (a->cg && cgroup_job_destroy(a->cg, r->cg_key, NULL) < 0)
         run_signal(r, SIGKILL); /* stragglers; tick retries the removal */
     sh_log(LOG_INFO, "runs", "run %s exited code=%d signal=%d%s%s", r->key,
@@ -539,6 +553,11 @@ json_t *runs_events_json(struct runs *rs, int *count)
             json_object_set_new(ev, "reason", json_string(r->stop_reason));
         if (ev && r->error[0])
             json_object_set_new(ev, "error", json_string(r->error));
+        if (ev && r->cpu_ns)
+            json_object_set_new(ev, "cpu_ns", json_integer((json_int_t)r->cpu_ns));
+        if (ev && r->mem_peak)
+            json_object_set_new(ev, "mem_peak",
+                                json_integer((json_int_t)r->mem_peak));
         json_array_append_new(arr, ev);
         (*count)++;
     }

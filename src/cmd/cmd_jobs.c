@@ -96,6 +96,8 @@ static void format_where(const json_t *j, char *buf, size_t size)
     if (!buf[0]) {
         const char *reason = str(j, "reason");
         snprintf(buf, size, "%s", reason ? reason : "-");
+    } else if (json_is_true(json_object_get(j, "idle"))) {
+        snprintf(buf + o, o < size ? size - o : 0, " (idle)");
     }
 }
 

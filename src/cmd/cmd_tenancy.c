@@ -447,8 +447,10 @@ static const char project_show_usage[] =
     "Usage: shoal project show NAME [--json]\n"
     "Show one project, its quotas and its members.\n";
 static const char project_set_usage[] =
-    "Usage: shoal project set NAME --team T [--json]\n"
-    "Move a project to another team (its guarantees must fit there).\n";
+    "Usage: shoal project set NAME [--team T] [--idle-policy P] [--json]\n"
+    "Move a project to another team (its guarantees must fit there), or set\n"
+    "what happens to its jobs whose GPUs sit idle: none, warn, cancel,\n"
+    "preempt (when others wait), or default (the controller's).\n";
 static const char project_delete_usage[] =
     "Usage: shoal project delete NAME\n"
     "Delete a project and its memberships; refused while it has pending or\n"
@@ -608,22 +610,36 @@ static int project_set(int argc, char **argv)
 {
     struct opt opts[] = {{"team", true, NULL, false},
                          {"json", false, NULL, false},
+                         {"idle-policy", true, NULL, false},
                          {NULL, false, NULL, false}};
     const char *pos[1];
     char path[512];
     need_pos(
         parse_args(argc, argv, opts, project_set_usage, "project set", pos, 1),
         1, "project set", "the project's name");
-    if (!opts[0].set)
-        die("nothing to change: give --team T (see shoal project set --help)");
+    if (!opts[0].set && !opts[2].set)
+        die("nothing to change: give --team T or --idle-policy P (see shoal "
+            "project set --help)");
+    json_t *body = json_object();
+    if (opts[0].set)
+        json_object_set_new(body, "team", json_string(opts[0].value));
+    if (opts[2].set) {
+        const char *p = opts[2].value;
+        if (strcmp(p, "none") && strcmp(p, "warn") && strcmp(p, "cancel") &&
+            strcmp(p, "preempt") && strcmp(p, "default"))
+            die("--idle-policy must be none, warn, cancel, preempt or default");
+        json_object_set_new(body, "idle_policy",
+                            strcmp(p, "default") ? json_string(p) : json_null());
+    }
     path_of(path, sizeof(path), "projects", pos[0], NULL);
-    json_t *ans =
-        call("PATCH", path, json_pack("{s:s}", "team", opts[0].value));
+    json_t *ans = call("PATCH", path, body);
     if (opts[1].set) {
         cmd_print_json(ans);
         return 0;
     }
-    printf("project %s is in team %s\n", str(ans, "name"), str(ans, "team"));
+    const char *idle = str(ans, "idle_policy");
+    printf("project %s is in team %s; idle policy %s\n", str(ans, "name"),
+           str(ans, "team"), idle ? idle : "default");
     json_decref(ans);
     return 0;
 }

@@ -21,6 +21,8 @@ static const struct command commands[] = {
     {"logs", cmd_logs, "print a job's output (-f to follow)"},
     {"nodes", cmd_nodes, "list nodes and their GPUs"},
     {"node", cmd_node, "drain or resume a node"},
+    {"usage", cmd_usage, "GPU-hours, jobs, waits and utilization per user, "
+                         "project, team or GPU model"},
     {"team", cmd_team, "create, list, change and delete teams"},
     {"project", cmd_project, "projects: quotas, members and roles"},
     {"user", cmd_user, "users, tokens, limits, default projects"},

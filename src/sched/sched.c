@@ -29,6 +29,7 @@ void sched_config_init(struct sched_config *cfg)
     cfg->default_time_limit_ms = 24 * HOUR_MS;
     cfg->preempt_grace_ms = 30 * 1000;
     cfg->full_pass_interval_ms = 60 * 1000;
+    cfg->all_reasons = true;
     cfg->user_max_units = SCHED_UNLIMITED;
     cfg->user_max_jobs = 0;
     cfg->user_max_time_ms = 0;
@@ -138,6 +139,7 @@ void sched_destroy(struct sched *s)
     free(s->jobs);
     idmap_fini(&s->ids);
     free(s->running);
+    free(s->by_end);
     free(s->resv_ids);
     free(s->memopts);
     free(s->memopt_mem);
@@ -730,12 +732,36 @@ uint8_t sched_job_lb(const struct sched *s, const struct sjob *j)
     return (uint8_t)(lb > SCHED_KMAX ? SCHED_KMAX : lb);
 }
 
+/* Quarter-octave buckets: the top bit and the two bits after it. */
+uint32_t sched_dur_bucket(int64_t ms)
+{
+    if (ms < 4)
+        return ms < 1 ? 0 : (uint32_t)ms - 1;
+    int msb = 63 - __builtin_clzll((uint64_t)ms);
+    uint32_t frac = (uint32_t)((uint64_t)ms >> (msb - 2)) & 3;
+    uint32_t b = (uint32_t)msb * 4 + frac;
+    return b < SCHED_DUR_BUCKETS ? b : SCHED_DUR_BUCKETS - 1;
+}
+
+/* The smallest run time of a bucket (a lower bound for its jobs). */
+int64_t sched_dur_floor(uint32_t b)
+{
+    if (b < 8)
+        return b < 3 ? (int64_t)b + 1 : 4;
+    uint32_t msb = b / 4, frac = b % 4;
+    return (int64_t)((4u + frac)) << (msb - 2);
+}
+
 void sched_pending_count(struct sched *s, uint32_t j, int sign)
 {
     struct sjob *job = &s->jobs[j];
     if (sign > 0)
         job->lb = sched_job_lb(s, job);
     s->pend_lb[job->lb] += (uint32_t)sign;
+    if (job->lb > 0 && job->limit > 0)
+        s->pend_dur[sched_dur_bucket(job->limit)] += (uint32_t)sign;
+    else if (job->lb > 0)
+        s->pend_default += (uint32_t)sign;
     if (job->kind == SJOB_FLEX)
         s->pend_flex += (uint32_t)sign;
 }
@@ -752,8 +778,74 @@ static void claim_release(struct sched *s, uint32_t j)
     job->run_model = SCHED_NONE16;
 }
 
+/* Room for more running jobs, taken before any change so that adding
+ * them cannot fail half-way. */
+int sched_running_reserve(struct sched *s, uint32_t more)
+{
+    void *a = s->running, *b = s->by_end;
+    if (sched_grow(&a, &s->running_cap, s->nrunning + more,
+                   sizeof(*s->running)) < 0)
+        return -1;
+    s->running = a;
+    if (sched_grow(&b, &s->by_end_cap, s->nrunning + more,
+                   sizeof(*s->by_end)) < 0)
+        return -1;
+    s->by_end = b;
+    return 0;
+}
+
+static bool end_before(const struct sjob *a, const struct sjob *b)
+{
+    return a->est != b->est ? a->est < b->est : a->id < b->id;
+}
+
+/* First position in by_end not before job j (binary search). */
+static uint32_t by_end_lower(const struct sched *s, uint32_t n,
+                             const struct sjob *j)
+{
+    uint32_t lo = 0, hi = n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (end_before(&s->jobs[s->by_end[mid]], j))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Keep by_end sorted: it holds exactly the jobs of running[] (call with
+ * nrunning already counting j; capacity from sched_running_reserve()). */
+void sched_by_end_insert(struct sched *s, uint32_t j)
+{
+    uint32_t n = s->nrunning - 1;
+    uint32_t at = by_end_lower(s, n, &s->jobs[j]);
+    memmove(&s->by_end[at + 1], &s->by_end[at], (n - at) * sizeof(uint32_t));
+    s->by_end[at] = j;
+}
+
+/* Remove j (call before nrunning drops). */
+void sched_by_end_remove(struct sched *s, uint32_t j)
+{
+    uint32_t n = s->nrunning;
+    uint32_t at = by_end_lower(s, n, &s->jobs[j]);
+    if (at < n && s->by_end[at] == j) {
+        memmove(&s->by_end[at], &s->by_end[at + 1],
+                (n - at - 1) * sizeof(uint32_t));
+    }
+}
+
+/* Count j as running (capacity reserved). */
+void sched_running_add(struct sched *s, uint32_t j)
+{
+    s->jobs[j].prev = s->nrunning;
+    s->running[s->nrunning++] = j;
+    sched_by_end_insert(s, j);
+}
+
 static void running_remove(struct sched *s, uint32_t j)
 {
+    sched_by_end_remove(s, j);
     uint32_t slot = s->jobs[j].prev;
     uint32_t last = s->running[--s->nrunning];
     s->running[slot] = last;
@@ -861,21 +953,17 @@ int sched_job_recover(struct sched *s, const struct sched_job_desc *d,
         return sh_errorf(err, SH_ECONFLICT, "job %llu: its GPUs or slices "
                          "are not free", (unsigned long long)d->id);
     }
-    void *rp = s->running;
-    if (sched_grow(&rp, &s->running_cap, s->nrunning + 1,
-                   sizeof(*s->running)) < 0) {
+    if (sched_running_reserve(s, 1) < 0) {
         node_release(s, j);
         free(p);
         job_free(s, j);
         return sh_errorf(err, SH_EINTERNAL, "out of memory");
     }
-    s->running = rp;
     struct sjob *job = &s->jobs[j];
     job->state = SCHED_JOB_RUNNING;
     job->start = start_ms;
     job->est = start_ms + sched_job_duration(s, job);
-    job->prev = s->nrunning;
-    s->running[s->nrunning++] = j;
+    sched_running_add(s, j);
     if (start_ms > s->projects[job->project].usage_t)
         usage_advance(s, job->project, start_ms);
     quota_account(s, j, +1);

@@ -79,6 +79,10 @@ struct sched_config {
      * reservations and every pending reason; in between it only offers
      * freed resources down the current order. 0 = every run. Default 60 s. */
     int64_t full_pass_interval_ms;
+    /* Give every pending job a fresh reason in every full pass (default
+     * true). false lets full passes stop, like incremental ones, as soon
+     * as nothing more can start: the simulator, which reads no reasons. */
+    bool all_reasons;
     /* Per-user limits for users without their own; SCHED_UNLIMITED or 0
      * jobs (= unlimited). */
     int64_t user_max_units;

@@ -111,6 +111,18 @@ static int check_jobs(const struct sched *s, struct sh_error *err)
     if (running != s->nrunning || pending != s->npending)
         FAIL("counts: %u running (kept %u), %u pending (kept %u)", running,
              s->nrunning, pending, s->npending);
+    /* by_end: the running jobs, each once, by (estimated end, id). */
+    for (uint32_t i = 0; i < s->nrunning; i++) {
+        const struct sjob *a = &s->jobs[s->by_end[i]];
+        if (a->state == SJOB_FREE || a->state == SCHED_JOB_PENDING)
+            FAIL("by_end holds a job that does not run");
+        if (i > 0) {
+            const struct sjob *b = &s->jobs[s->by_end[i - 1]];
+            if (b->est > a->est || (b->est == a->est && b->id >= a->id))
+                FAIL("by_end out of order at job %llu",
+                     (unsigned long long)a->id);
+        }
+    }
     rc = 0;
 out:
     return rc;

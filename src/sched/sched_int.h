@@ -20,6 +20,8 @@
 #define SCHED_KMAX GPU_PER_NODE_MAX   /* free GPUs per node, 0..64 */
 #define SCHED_MEMO_MAX 32
 #define SCHED_NQUEUES (JOB_PRIO_COUNT * 2)   /* per project */
+#define SCHED_DUR_BUCKETS 256
+#define SCHED_RBLOCK_MAX 8
 
 /* ------------------------------------------------------------ helpers */
 
@@ -316,12 +318,18 @@ struct sched {
     uint32_t *running;                /* running and preempting jobs */
     uint32_t nrunning;
     uint32_t running_cap;
+    uint32_t *by_end;                 /* the same, by (estimated end, id) */
+    uint32_t by_end_cap;
     uint32_t npending;
     uint32_t nunsorted;               /* queues marked unsorted */
     /* Pending demand, for stopping an incremental pass early: jobs by the
      * fewest GPUs they need on one node (0: slice-only jobs). */
     uint32_t pend_lb[SCHED_KMAX + 1];
     uint32_t pend_flex;               /* memory jobs (slice or whole) */
+    /* ... and jobs that may take whole GPUs by their run time (time limit
+     * or the default), in quarter-octave buckets of milliseconds. */
+    uint32_t pend_dur[SCHED_DUR_BUCKETS];   /* with a time limit */
+    uint32_t pend_default;            /* ... without: the default */
     bool lb_stale;                    /* nodes changed: recount */
     uint64_t *fresh;                  /* ids added since the last pass */
     uint32_t nfresh;
@@ -369,8 +377,14 @@ int sched_profile_intern(struct sched *s, const char *name, uint16_t *id);
 void sched_queue_insert(struct sched *s, uint32_t j);
 void sched_queue_unlink(struct sched *s, uint32_t j);
 int sched_queues_sort(struct sched *s);
+int sched_running_reserve(struct sched *s, uint32_t more);
+void sched_running_add(struct sched *s, uint32_t j);
+void sched_by_end_insert(struct sched *s, uint32_t j);
+void sched_by_end_remove(struct sched *s, uint32_t j);
 void sched_pending_count(struct sched *s, uint32_t j, int sign);
 uint8_t sched_job_lb(const struct sched *s, const struct sjob *j);
+uint32_t sched_dur_bucket(int64_t ms);
+int64_t sched_dur_floor(uint32_t bucket);
 struct squeue *sched_job_queue(struct sched *s, const struct sjob *j);
 int64_t sched_job_duration(const struct sched *s, const struct sjob *j);
 

@@ -51,8 +51,14 @@ struct pass {
     int memo_next;
     struct sched_decisions *out;
     bool claim_released;      /* the evaluated job's claim is given back */
+    bool early;               /* stop when nothing more can start */
+    bool no_resv;             /* make no reservation (out of order) */
     uint64_t present;         /* models on present nodes */
     uint32_t whole_block_g;   /* no node has this many free GPUs (0: ?) */
+    /* ... nor this many usable by a job ending this late (reservations) */
+    uint32_t rblock_g[SCHED_RBLOCK_MAX];
+    int64_t rblock_end[SCHED_RBLOCK_MAX];
+    int nrblock;
 };
 
 /* ----------------------------------------------------------- decisions */
@@ -198,8 +204,24 @@ static bool whole_done(const struct sched *s, const struct pass *ps)
     uint32_t k = 1;
     while (k <= SCHED_KMAX && s->pend_lb[k] == 0)
         k++;
-    return k > SCHED_KMAX ||
-           (ps->whole_block_g > 0 && ps->whole_block_g <= k);
+    if (k > SCHED_KMAX || (ps->whole_block_g > 0 && ps->whole_block_g <= k))
+        return true;
+    if (ps->nrblock == 0)
+        return false;
+    /* Every pending job needs >= k GPUs on a node and runs >= d: the
+     * default limit exactly, or the floor of the lowest bucket. */
+    uint32_t b = 0;
+    while (b < SCHED_DUR_BUCKETS && s->pend_dur[b] == 0)
+        b++;
+    int64_t d = b < SCHED_DUR_BUCKETS ? sched_dur_floor(b) : INT64_MAX;
+    if (s->pend_default > 0 && s->cfg.default_time_limit_ms < d)
+        d = s->cfg.default_time_limit_ms;
+    int64_t end = d == INT64_MAX ? INT64_MAX : ps->now + d;
+    for (int i = 0; i < ps->nrblock; i++) {
+        if (ps->rblock_g[i] <= k && ps->rblock_end[i] <= end)
+            return true;
+    }
+    return false;
 }
 
 /* Models with something free now (all of them while slices are free). */
@@ -223,7 +245,10 @@ static uint64_t free_models(const struct sched *s)
 static bool queue_skip(const struct sched *s, const struct pass *ps,
                        const struct cursor *c)
 {
-    if (ps->full || s->cfg.policy != SCHED_POLICY_DEFAULT)
+    if (!ps->early || s->cfg.policy != SCHED_POLICY_DEFAULT)
+        return false;
+    /* A full pass may still reclaim for any project with room. */
+    if (ps->full && s->quotas_on && s->nborrowing > 0)
         return false;
     bool wd = whole_done(s, ps);
     if (c->kind == 0 ? wd : wd && s->free_slices == 0)
@@ -263,11 +288,32 @@ static uint32_t job_total(const struct sjob *j)
     return j->nodes >= 1 ? (uint32_t)j->nodes * j->gpus : j->gpus;
 }
 
-static const struct smemo *memo_find(const struct pass *ps,
+/* A whole job's shape for the memo: (nodes, GPUs per node), with "the
+ * engine picks the nodes" resolved to one node when every allowed model's
+ * nodes can hold the job; nodes 0 when it stays open. */
+static void eff_shape(const struct sched *s, const struct sjob *j,
+                      uint64_t mask, uint32_t *n, uint32_t *g)
+{
+    *g = j->gpus;
+    *n = j->nodes;
+    if (j->nodes >= 1)
+        return;
+    for (uint64_t b = mask; b; b &= b - 1) {
+        if ((uint32_t)s->models[__builtin_ctzll(b)].maxper < j->gpus)
+            return;
+    }
+    *n = 1;
+}
+
+static const struct smemo *memo_find(const struct sched *s,
+                                     const struct pass *ps,
                                      const struct sjob *j,
                                      const struct sopt *o, uint64_t mask,
                                      int64_t end)
 {
+    uint32_t n = 0, g = 0;
+    if (o->kind == SJOB_WHOLE)
+        eff_shape(s, j, mask, &n, &g);
     for (int i = 0; i < ps->nmemo; i++) {
         const struct smemo *m = &ps->memo[i];
         if (m->kind != o->kind || (mask & ~m->mask) || end < m->end)
@@ -278,23 +324,25 @@ static const struct smemo *memo_find(const struct pass *ps,
                 return m;
             continue;
         }
-        if (j->nodes == 0 || m->nodes == 0) {
-            if (j->nodes == m->nodes && j->gpus == m->total &&
-                j->mem_mib >= m->mem_mib)
+        if (n == 0 || m->nodes == 0) {
+            if (n == m->nodes && g == m->total && j->mem_mib >= m->mem_mib)
                 return m;
             continue;
         }
-        if (j->nodes >= m->nodes && j->gpus >= m->gpus &&
-            j->mem_mib >= m->mem_mib)
+        if (n >= m->nodes && g >= m->gpus && j->mem_mib >= m->mem_mib)
             return m;
     }
     return NULL;
 }
 
-static void memo_add(struct pass *ps, const struct sjob *j,
-                     const struct sopt *o, uint64_t mask, int64_t end)
+static void memo_add(const struct sched *s, struct pass *ps,
+                     const struct sjob *j, const struct sopt *o,
+                     uint64_t mask, int64_t end)
 {
     struct smemo *m;
+    uint32_t n = 0, g = 0;
+    if (o->kind == SJOB_WHOLE)
+        eff_shape(s, j, mask, &n, &g);
     if (ps->nmemo < SCHED_MEMO_MAX) {
         m = &ps->memo[ps->nmemo++];
     } else {
@@ -306,18 +354,31 @@ static void memo_add(struct pass *ps, const struct sjob *j,
     m->other = j->other;
     m->profile = o->profile;
     m->mask = mask;
-    m->nodes = j->nodes;
-    m->gpus = j->gpus;
-    m->total = j->gpus;
+    m->nodes = n;
+    m->gpus = g;
+    m->total = g;
     m->project = j->project;
     m->mem_mib = j->mem_mib;
     m->end = end;
     /* A one-node job of every model failed even ignoring reservations:
      * no node has that many free GPUs. */
     if (j->wait == SCHED_WAIT_RESOURCES && o->kind == SJOB_WHOLE &&
-        j->nodes == 1 && (mask & ps->present) == ps->present &&
-        (ps->whole_block_g == 0 || j->gpus < ps->whole_block_g))
-        ps->whole_block_g = j->gpus;
+        n == 1 && (mask & ps->present) == ps->present &&
+        (ps->whole_block_g == 0 || g < ps->whole_block_g))
+        ps->whole_block_g = g;
+    /* ...or only on GPUs reserved before it would end. */
+    if (j->wait == SCHED_WAIT_RESERVATION && o->kind == SJOB_WHOLE &&
+        n == 1 && (mask & ps->present) == ps->present) {
+        int k;
+        for (k = 0; k < ps->nrblock; k++) {
+            if (ps->rblock_g[k] <= g && ps->rblock_end[k] <= end)
+                return;   /* a stronger one is known */
+        }
+        k = ps->nrblock < SCHED_RBLOCK_MAX ? ps->nrblock++
+                                           : SCHED_RBLOCK_MAX - 1;
+        ps->rblock_g[k] = g;
+        ps->rblock_end[k] = end;
+    }
 }
 
 /* ---------------------------------------------------------------- start */
@@ -330,18 +391,15 @@ static int start_apply(struct sched *s, struct pass *ps, uint32_t ji,
     for (int i = 0; i < f->nnodes; i++)
         np += f->slice_gpu >= 0 ? 1 : __builtin_popcountll(f->masks[i]);
     struct splace *p = malloc(sizeof(*p) * (size_t)np);
-    void *a = d->starts, *b = d->places, *r = s->running;
+    void *a = d->starts, *b = d->places;
     if (!p || grow(&a, &d->starts_cap, d->nstarts + 1, sizeof(*d->starts)) ||
         (d->starts = a, 0) ||
         grow(&b, &d->places_cap, d->nplaces + (size_t)np,
              sizeof(*d->places)) ||
-        (d->places = b, 0) ||
-        sched_grow(&r, &s->running_cap, s->nrunning + 1,
-                   sizeof(*s->running))) {
+        (d->places = b, 0) || sched_running_reserve(s, 1) < 0) {
         free(p);
         return -1;
     }
-    s->running = r;
     int k = 0;
     for (int i = 0; i < f->nnodes; i++) {
         if (f->slice_gpu >= 0) {
@@ -374,8 +432,7 @@ static int start_apply(struct sched *s, struct pass *ps, uint32_t ji,
     j->start = ps->now;
     j->est = ps->now + sched_job_duration(s, j);
     j->other = 0;
-    j->prev = s->nrunning;
-    s->running[s->nrunning++] = ji;
+    sched_running_add(s, ji);
     usage_advance(s, j->project, ps->now);
     quota_account(s, ji, +1);
     struct sched_start *st = &d->starts[d->nstarts++];
@@ -433,7 +490,7 @@ static bool try_place(struct sched *s, struct pass *ps, uint32_t ji,
     /* A reservation holder may use its own reserved GPUs: the memo of
      * other jobs' failures does not speak for it. */
     bool holder = j->wait == SCHED_WAIT_RESERVED;
-    const struct smemo *m = holder ? NULL : memo_find(ps, j, o, mask, end);
+    const struct smemo *m = holder ? NULL : memo_find(s, ps, j, o, mask, end);
     if (m) {
         j->wait = m->wait;
         j->other = m->other;
@@ -467,7 +524,7 @@ static bool try_place(struct sched *s, struct pass *ps, uint32_t ji,
             j->wait = SCHED_WAIT_RESERVATION;
             j->other = who != SCHED_NONE ? s->jobs[who].id : 0;
             if (!holder)
-                memo_add(ps, j, o, mask, end);
+                memo_add(s, ps, j, o, mask, end);
             return false;
         }
     }
@@ -476,7 +533,7 @@ static bool try_place(struct sched *s, struct pass *ps, uint32_t ji,
     j->wait = SCHED_WAIT_RESOURCES;
     j->other = 0;
     if (!holder)
-        memo_add(ps, j, o, mask, end);
+        memo_add(s, ps, j, o, mask, end);
     return false;
 }
 
@@ -550,6 +607,8 @@ static int try_options(struct sched *s, struct pass *ps, uint32_t ji,
  * passes stop there). */
 static bool nothing_can_start(const struct sched *s, const struct pass *ps)
 {
+    if (ps->blocked_head != SCHED_NONE)
+        return true;   /* FIFO or no backfill: nothing passes it */
     bool slices_done = s->free_slices == 0 ||
                        (s->pend_lb[0] == 0 && s->pend_flex == 0);
     return slices_done && whole_done(s, ps);
@@ -632,7 +691,7 @@ static int eval_job(struct sched *s, struct pass *ps, uint32_t ji)
                 }
             }
         }
-        if (ps->full && !fifo && j->kind == SJOB_WHOLE &&
+        if (ps->full && !ps->no_resv && !fifo && j->kind == SJOB_WHOLE &&
             s->nresv < s->cfg.max_reservations &&
             (j->wait == SCHED_WAIT_RESOURCES ||
              j->wait == SCHED_WAIT_RESERVATION)) {
@@ -744,6 +803,8 @@ static void pass_begin(struct sched *s, struct pass *ps)
     if (ps->full && s->lb_stale) {
         /* The largest node per model changed: recount pending demand. */
         memset(s->pend_lb, 0, sizeof(s->pend_lb));
+        memset(s->pend_dur, 0, sizeof(s->pend_dur));
+        s->pend_default = 0;
         s->pend_flex = 0;
         for (uint32_t j = 0; j < s->jobs_cap; j++) {
             if (s->jobs[j].state == SCHED_JOB_PENDING)
@@ -765,6 +826,86 @@ static void pass_begin(struct sched *s, struct pass *ps)
     ps->blocked_head = SCHED_NONE;
 }
 
+/* Whether the pass may stop now: nothing can start, and (full passes)
+ * nothing could be reclaimed by preemption further down the order. */
+static bool may_stop(const struct sched *s, const struct pass *ps)
+{
+    if (!nothing_can_start(s, ps))
+        return false;
+    return !ps->full || !s->quotas_on || s->nborrowing == 0 ||
+           s->cfg.policy != SCHED_POLICY_DEFAULT;
+}
+
+/* Phase 1: the order, in-quota jobs first (every job without quotas). */
+static int phase1(struct sched *s, struct pass *ps)
+{
+    ps->phase = 1;
+    for (;;) {
+        if (ps->early && may_stop(s, ps))
+            break;
+        uint32_t ji = merge_next(s, ps);
+        if (ji == SCHED_NONE)
+            break;
+        ps->out->visited++;
+        if (eval_claimed(s, ps, ji, 1) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Phase 2: jobs that may only borrow idle GPUs. A pass that skipped
+ * queues walks the order again; a complete one has them listed. */
+static int phase2(struct sched *s, struct pass *ps)
+{
+    ps->phase = 2;
+    if (!ps->early) {
+        for (uint32_t i = 0; i < ps->ndeferred; i++) {
+            uint32_t ji = s->scratch[i];
+            if (s->jobs[ji].state != SCHED_JOB_PENDING)
+                continue;
+            if (eval_claimed(s, ps, ji, 2) < 0)
+                return -1;
+        }
+        return 0;
+    }
+    if (!s->quotas_on || s->cfg.policy != SCHED_POLICY_DEFAULT)
+        return 0;
+    if (merge_init(s, ps) < 0)
+        return -1;
+    for (;;) {
+        if (nothing_can_start(s, ps))
+            break;
+        uint32_t ji = merge_next(s, ps);
+        if (ji == SCHED_NONE)
+            break;
+        ps->out->visited++;
+        if (eval_claimed(s, ps, ji, 2) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Jobs added since the last pass that an early stop did not reach: they
+ * cannot start now, but they get a reason (and may reclaim). */
+static int fresh_reasons(struct sched *s, struct pass *ps)
+{
+    ps->phase = 1;
+    ps->no_resv = true;
+    for (uint32_t i = 0; i < s->nfresh && ps->early; i++) {
+        struct sjob *j = sched_job_get(s, s->fresh[i]);
+        if (!j || j->state != SCHED_JOB_PENDING || j->wait != SCHED_WAIT_NEW)
+            continue;
+        uint32_t nd = ps->ndeferred;
+        if (eval_claimed(s, ps, (uint32_t)(j - s->jobs), 1) < 0)
+            return -1;
+        ps->ndeferred = nd;
+        if (j->state == SCHED_JOB_PENDING && j->wait == SCHED_WAIT_NEW)
+            j->wait = SCHED_WAIT_RESOURCES;
+    }
+    s->nfresh = 0;
+    return 0;
+}
+
 int sched_run(struct sched *s, int64_t now, bool full,
               struct sched_decisions *out, struct sh_error *err)
 {
@@ -779,6 +920,9 @@ int sched_run(struct sched *s, int64_t now, bool full,
     ps.out = out;
     ps.full = full || s->dirty || !s->ran || s->cfg.full_pass_interval_ms == 0 ||
               now - s->last_full >= s->cfg.full_pass_interval_ms;
+    /* Incremental passes, and full ones when not every pending job needs
+     * a fresh reason, stop as soon as nothing more can start. */
+    ps.early = !ps.full || !s->cfg.all_reasons;
     if (sched_memopts_build(s) < 0 || ensure_scratch(s) < 0 ||
         sched_queues_sort(s) < 0)
         goto nomem;
@@ -786,58 +930,10 @@ int sched_run(struct sched *s, int64_t now, bool full,
     s->last_now = now;
     s->ran = true;
     pass_begin(s, &ps);
-    if (merge_init(s, &ps) < 0)
-        goto nomem;
     out->full_pass = ps.full;
-    ps.phase = 1;
-    for (;;) {
-        if (!ps.full && nothing_can_start(s, &ps))
-            break;
-        uint32_t ji = merge_next(s, &ps);
-        if (ji == SCHED_NONE)
-            break;
-        out->visited++;
-        if (eval_claimed(s, &ps, ji, 1) < 0)
-            goto nomem;
-    }
-    ps.phase = 2;
-    if (ps.full) {
-        for (uint32_t i = 0; i < ps.ndeferred; i++) {
-            uint32_t ji = s->scratch[i];
-            if (s->jobs[ji].state != SCHED_JOB_PENDING)
-                continue;
-            if (eval_claimed(s, &ps, ji, 2) < 0)
-                goto nomem;
-        }
-    } else if (s->quotas_on && s->cfg.policy == SCHED_POLICY_DEFAULT) {
-        /* Phase 1 skipped whole queues: walk the order again. */
-        if (merge_init(s, &ps) < 0)
-            goto nomem;
-        for (;;) {
-            if (nothing_can_start(s, &ps))
-                break;
-            uint32_t ji = merge_next(s, &ps);
-            if (ji == SCHED_NONE)
-                break;
-            out->visited++;
-            if (eval_claimed(s, &ps, ji, 2) < 0)
-                goto nomem;
-        }
-    }
-    /* Jobs added since the last pass that the early stop did not reach:
-     * they cannot start now, but they get a reason (and may reclaim). */
-    for (uint32_t i = 0; i < s->nfresh && !ps.full; i++) {
-        struct sjob *j = sched_job_get(s, s->fresh[i]);
-        if (!j || j->state != SCHED_JOB_PENDING || j->wait != SCHED_WAIT_NEW)
-            continue;
-        uint32_t nd = ps.ndeferred;
-        if (eval_claimed(s, &ps, (uint32_t)(j - s->jobs), 1) < 0)
-            goto nomem;
-        ps.ndeferred = nd;
-        if (j->state == SCHED_JOB_PENDING && j->wait == SCHED_WAIT_NEW)
-            j->wait = SCHED_WAIT_RESOURCES;
-    }
-    s->nfresh = 0;
+    if (merge_init(s, &ps) < 0 || phase1(s, &ps) < 0 || phase2(s, &ps) < 0 ||
+        fresh_reasons(s, &ps) < 0)
+        goto nomem;
     rc = 0;
     goto out;
 nomem:

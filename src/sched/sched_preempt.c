@@ -142,8 +142,12 @@ static int apply(struct sched *s, uint32_t ji, const uint32_t *victims,
         struct sjob *v = &s->jobs[victims[i]];
         v->state = SCHED_JOB_PREEMPTING;
         v->other = j->id;
-        if (v->est > ready)
+        if (v->est > ready) {
+            /* It ends by the end of its grace: move it in by_end. */
+            sched_by_end_remove(s, victims[i]);
             v->est = ready;
+            sched_by_end_insert(s, victims[i]);
+        }
         quota_stopping(s, victims[i], +1);
     }
     j->victims = (uint16_t)nv;

@@ -53,16 +53,6 @@ static void shadow_load(struct sched *s, uint32_t n)
     nd->shadow = nd->indexed ? nd->free & ~reserved_bits(s, nd) : 0;
 }
 
-static int end_cmp(const void *a, const void *b, void *arg)
-{
-    const struct sched *s = arg;
-    const struct sjob *x = &s->jobs[*(const uint32_t *)a];
-    const struct sjob *y = &s->jobs[*(const uint32_t *)b];
-    if (x->est != y->est)
-        return x->est < y->est ? -1 : 1;
-    return x->id < y->id ? -1 : x->id > y->id;
-}
-
 struct rmodel {
     uint16_t m;
     uint32_t nn, g;
@@ -153,12 +143,7 @@ int resv_compute(struct sched *s, uint32_t ji, uint64_t mask, int64_t now)
                 rm[i].cnt++;
         }
     }
-    uint32_t *order = malloc(sizeof(*order) * (s->nrunning + 1));
-    if (!order)
-        return -1;
-    if (s->nrunning > 0)
-        memcpy(order, s->running, sizeof(*order) * s->nrunning);
-    qsort_r(order, s->nrunning, sizeof(*order), end_cmp, s);
+    const uint32_t *order = s->by_end;   /* running jobs by end */
     int64_t t = now;
     bool ok = fits(rm, nrm);
     for (uint32_t r = 0; r < s->nrunning && !ok; r++) {
@@ -187,7 +172,6 @@ int resv_compute(struct sched *s, uint32_t ji, uint64_t mask, int64_t now)
         t = v->est > now ? v->est : now;
         ok = fits(rm, nrm);
     }
-    free(order);
     if (!ok)
         return 0;   /* not even when everything ends: nodes are down */
     for (int i = 0; i < nrm; i++) {

@@ -20,6 +20,7 @@
 #include "lib/model/node_json.h"
 #include "lib/util/log.h"
 #include "lib/util/parse.h"
+#include "shoald/acct.h"
 #include "shoald/api_handlers.h"
 #include "shoald/auth.h"
 #include "shoald/cluster.h"
@@ -273,13 +274,15 @@ static int apply_samples(struct node *n, const json_t *gpus,
 static int apply_event(struct shoald *d, struct node *n, const json_t *ev,
                        struct sh_error *err)
 {
-    json_int_t id, attempt;
+    json_int_t id, attempt, cpu_ns = 0, mem_peak = 0;
     const char *what, *reason = NULL, *error = NULL;
     int code = -1, sig = 0;
-    if (json_unpack((json_t *)ev, "{s:I, s:I, s:s, s?i, s?i, s?s, s?s}", "id",
-                    &id, "attempt", &attempt, "event", &what, "exit_code",
-                    &code, "signal", &sig, "reason", &reason, "error",
-                    &error) < 0)
+    if (json_unpack((json_t *)ev, "{s:I, s:I, s:s, s?i, s?i, s?s, s?s, s?I, s?I}",
+                    "id", &id, "attempt", &attempt, "event", &what,
+                    "exit_code", &code, "signal", &sig, "reason", &reason,
+                    "error", &error, "cpu_ns", &cpu_ns, "mem_peak",
+                    &mem_peak) < 0 ||
+        cpu_ns < 0 || mem_peak < 0)
         return sh_errorf(err, SH_EINVAL,
                          "an event needs id, attempt and event");
     if (strcmp(what, "exited") != 0 && strcmp(what, "started") != 0)
@@ -291,6 +294,7 @@ static int apply_event(struct shoald *d, struct node *n, const json_t *ev,
         return 0;
     sh_debug("agent", "node=%s job=%lld attempt=%lld exited code=%d signal=%d",
              n->name, (long long)id, (long long)attempt, code, sig);
+    acct_part_usage(d, job, (uint64_t)cpu_ns, (uint64_t)mem_peak);
     if (cluster_part_done(d, job, n->name, code, sig, reason, err) < 0)
         return -1;
     /* A run that could not start says why: that is the job's reason. */
@@ -336,6 +340,8 @@ void api_agent_heartbeat(struct shoald *d, struct api_req *req)
             goto fail;
     }
     n->last_heartbeat_ms = shoald_now_ms(d);
+    if (gpus)
+        acct_node_samples(d, n, n->last_heartbeat_ms);
     struct node_rt *rt = nodetab_rt(d->nodes, n->name);
     if (stale != rt->stale) {
         rt->stale = stale;

@@ -16,6 +16,7 @@
 #include "lib/model/job.h"
 #include "lib/util/clock.h"
 #include "lib/util/parse.h"
+#include "shoald/acct.h"
 #include "shoald/api_handlers.h"
 #include "shoald/auth.h"
 #include "shoald/cluster.h"
@@ -292,6 +293,10 @@ static json_t *project_view(struct shoald *d, const struct api_req *req,
                   p->team, "created", iso_or_null(p->created_ms), "quotas",
                   tenancy_quotas_to_json(p->quotas, p->nquotas), "member_count",
                   p->nmembers, "role", tenancy_role_name(role));
+    if (o)
+        json_object_set_new(o, "idle_policy",
+                            p->idle_policy ? json_string(p->idle_policy)
+                                           : json_null());
     if (o && members)
         json_object_set_new(o, "members", members_view(d, p->name));
     return o;
@@ -545,7 +550,7 @@ void api_projects_create(struct shoald *d, struct api_req *req)
 
 void api_projects_update(struct shoald *d, struct api_req *req)
 {
-    static const char *const allowed[] = {"team", NULL};
+    static const char *const allowed[] = {"team", "idle_policy", NULL};
     const char *team = NULL;
     struct sh_error err;
     const struct tenancy_project *p = path_project(d, req);
@@ -556,10 +561,23 @@ void api_projects_update(struct shoald *d, struct api_req *req)
     json_t *body = api_body(req);
     if (!body)
         return;
+    json_t *idle = json_object_get(body, "idle_policy");
+    enum acct_idle_policy ip;
+    if (idle && !json_is_null(idle) &&
+        (!json_is_string(idle) ||
+         acct_idle_policy_from_name(json_string_value(idle), &ip) < 0)) {
+        api_errorf(req, SH_EINVAL,
+                   "idle_policy must be none, warn, cancel, preempt or null");
+        return;
+    }
     if (fields_check(body, allowed, &err) < 0 ||
-        get_name(body, "team", true, &team, &err) < 0 ||
-        tenancy_project_set_team(d->tenancy, shoald_batch(d), name, team,
-                                 &err) < 0) {
+        (json_object_get(body, "team") &&
+         (get_name(body, "team", true, &team, &err) < 0 ||
+          tenancy_project_set_team(d->tenancy, shoald_batch(d), name, team,
+                                   &err) < 0)) ||
+        (idle && tenancy_project_set_idle_policy(d->tenancy, shoald_batch(d),
+                                                 name, json_string_value(idle),
+                                                 &err) < 0)) {
         api_reply_error(req, &err);
         return;
     }

@@ -104,7 +104,7 @@ static void job_desc(const struct job *job, struct sched_job_desc *desc)
     desc->gpu_mem = s->gpu_mem;
     desc->flexible = s->gpu_mem > 0 && !s->slice && s->gpus_per_node == 1 &&
                      s->nodes == 1;
-    desc->submit_ms = job->submit_ms;
+    desc->submit_ms = job->queued_ms;
     desc->time_limit_ms = s->time_limit * 1000;
 }
 
@@ -556,6 +556,21 @@ static void start_job(struct shoald *d, struct job *job,
     struct sh_error err;
     job_set_alloc(job, alloc, nalloc);
     job->master_port = pick_master_port(d, alloc[0].node);
+    /* The model the job's GPU-hours count for in usage reports. */
+    free(job->gpu_model);
+    job->gpu_model = NULL;
+    const struct node *first = nodetab_get(d->nodes, alloc[0].node);
+    if (first && alloc[0].ngpus > 0) {
+        int slice;
+        const struct gpu_info *gi = node_find_gpu(first, alloc[0].gpus[0],
+                                                  &slice);
+        if (gi)
+            job->gpu_model = strdup(gi->model);
+    }
+    job->util_sum = 0;
+    job->util_ms = 0;
+    job->idle_since_ms = 0;
+    job->idle = false;
     if (jobs_transition(d, job, JOB_RUNNING, NULL, &err) < 0) {
         sh_log(LOG_ERR, "cluster", "job %llu cannot start: %s",
                (unsigned long long)job->id, err.msg);

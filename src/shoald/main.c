@@ -19,6 +19,7 @@
 #include "lib/loop/loop.h"
 #include "lib/util/log.h"
 #include "lib/util/parse.h"
+#include "shoald/acct.h"
 #include "shoald/api.h"
 #include "shoald/api_handlers.h"
 #include "shoald/auth.h"
@@ -48,6 +49,10 @@ static const char usage[] =
     "30s)\n"
     "  --kill-grace DUR       SIGTERM to SIGKILL on cancel (default 10s)\n"
     "  --keep-finished DUR    finished jobs stay in memory (default 7d)\n"
+    "  --idle-threshold PCT   GPUs under this utilization are idle (5)\n"
+    "  --idle-after DUR       ...after this long (default 30m)\n"
+    "  --idle-policy P        default for projects: none, warn, cancel,\n"
+    "                         preempt (default warn)\n"
     "  --debug LIST           debug logs for components (api,jobs,...|all)\n"
     "  -h, --help             show this help\n"
     "\n"
@@ -68,6 +73,9 @@ static int parse_args(int argc, char **argv, struct shoald_config *cfg)
         {"heartbeat-timeout", required_argument, NULL, 't'},
         {"kill-grace", required_argument, NULL, 'g'},
         {"keep-finished", required_argument, NULL, 'K'},
+        {"idle-threshold", required_argument, NULL, 'I'},
+        {"idle-after", required_argument, NULL, 'A'},
+        {"idle-policy", required_argument, NULL, 'P'},
         {"debug", required_argument, NULL, 'd'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -121,6 +129,27 @@ static int parse_args(int argc, char **argv, struct shoald_config *cfg)
                 goto bad;
             cfg->keep_finished_ms = v * 1000;
             break;
+        case 'I':
+            if (parse_int64("--idle-threshold", optarg, 0, 100, &v, &err) < 0)
+                goto bad;
+            cfg->idle_threshold_pct = (int)v;
+            break;
+        case 'A':
+            if (parse_duration("--idle-after", optarg, &v, &err) < 0)
+                goto bad;
+            cfg->idle_after_ms = v * 1000;
+            break;
+        case 'P': {
+            enum acct_idle_policy p;
+            if (acct_idle_policy_from_name(optarg, &p) < 0) {
+                sh_errorf(&err, SH_EINVAL,
+                          "--idle-policy must be none, warn, cancel or "
+                          "preempt");
+                goto bad;
+            }
+            cfg->idle_policy = (int)p;
+            break;
+        }
         case 'd':
             sh_log_set_debug(optarg);
             break;
@@ -295,6 +324,9 @@ int main(int argc, char **argv)
     d.cfg.heartbeat_timeout_s = 30;
     d.cfg.kill_grace_s = 10;
     d.cfg.keep_finished_ms = 7LL * 24 * 3600 * 1000;
+    d.cfg.idle_threshold_pct = 5;
+    d.cfg.idle_after_ms = 30LL * 60 * 1000;
+    d.cfg.idle_policy = ACCT_IDLE_WARN;
     if (parse_args(argc, argv, &d.cfg) < 0)
         return 2;
     int rc = 1;

@@ -22,6 +22,7 @@ struct node_rt {
     int jobs_cap;
     int stale;            /* runs the agent reported that we do not want */
     bool wake;            /* answer the held poll after the next commit */
+    int64_t last_sample_ms; /* when the last GPU samples arrived */
 };
 
 struct nodetab *nodetab_create(void);

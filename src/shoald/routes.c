@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The route table of the REST API: method, path pattern, handler, and who
  * may call it. Adding an endpoint is one line here plus its handler. */
+#include "shoald/acct.h"
 #include "shoald/api_handlers.h"
 
 const struct api_route api_routes[] = {
@@ -12,6 +13,7 @@ const struct api_route api_routes[] = {
     {"DELETE", "/v1/jobs/{}", api_jobs_cancel, API_ACCESS_USER},
     {"POST", "/v1/jobs/{}/cancel", api_jobs_cancel, API_ACCESS_USER},
     {"GET", "/v1/jobs/{}/logs", api_jobs_logs, API_ACCESS_USER},
+    {"GET", "/v1/usage", api_usage, API_ACCESS_USER},
     {"GET", "/v1/nodes", api_nodes_list, API_ACCESS_USER},
     {"GET", "/v1/nodes/{}", api_nodes_show, API_ACCESS_USER},
     {"DELETE", "/v1/nodes/{}", api_nodes_delete, API_ACCESS_ADMIN},

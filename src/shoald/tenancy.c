@@ -35,6 +35,7 @@ struct project_entry {
     struct tenancy_project pub; /* first */
     char name[NAME_SIZE];
     char team[NAME_SIZE];
+    char idle_policy[16];       /* "" = the controller's default */
     struct qlist q;
     struct member_entry *members;
     UT_hash_handle hh;
@@ -142,6 +143,7 @@ static void project_sync(struct project_entry *pe)
 {
     pe->pub.name = pe->name;
     pe->pub.team = pe->team;
+    pe->pub.idle_policy = pe->idle_policy[0] ? pe->idle_policy : NULL;
     pe->pub.quotas = pe->q.e;
     pe->pub.nquotas = pe->q.n;
     pe->pub.nmembers = (int)HASH_COUNT(pe->members);
@@ -562,6 +564,8 @@ static int put_project(struct store_batch *b, const struct project_entry *pe,
                             (json_int_t)pe->pub.created_ms, "quotas",
                             tenancy_quotas_to_json(pe->q.e, pe->q.n));
     /* "o" stole the quota array. */
+    if (rec && pe->idle_policy[0])
+        json_object_set_new(rec, "idle_policy", json_string(pe->idle_policy));
     int rc = rec ? store_batch_put(b, "project", pe->name, rec) : -1;
     json_decref(rec);
     if (rc < 0)
@@ -693,8 +697,10 @@ static int load_project(const char *key, const json_t *rec, void *arg,
     const char *team = NULL;
     struct tenancy_quota q[TENANCY_QUOTAS_MAX];
     int n = 0;
-    if (json_unpack((json_t *)rec, "{s:s, s:I, s:o}", "team", &team,
-                    "created_ms", &created, "quotas", &quotas) < 0 ||
+    const char *idle = NULL;
+    if (json_unpack((json_t *)rec, "{s:s, s:I, s:o, s?s}", "team", &team,
+                    "created_ms", &created, "quotas", &quotas, "idle_policy",
+                    &idle) < 0 ||
         !job_ident_valid(key))
         return sh_errorf(err, SH_EINTERNAL, "project %.64s: bad record", key);
     if (!team_find(t, team))
@@ -703,8 +709,13 @@ static int load_project(const char *key, const json_t *rec, void *arg,
                          key, team);
     if (load_quotas("project", key, quotas, q, &n, err) < 0)
         return -1;
-    if (!project_add(t, key, team, q, n, created))
+    struct project_entry *pe = project_add(t, key, team, q, n, created);
+    if (!pe)
         return sh_errorf(err, SH_EINTERNAL, "out of memory");
+    if (idle) {
+        snprintf(pe->idle_policy, sizeof(pe->idle_policy), "%s", idle);
+        project_sync(pe);
+    }
     return 0;
 }
 
@@ -991,6 +1002,41 @@ int tenancy_project_set_quotas(struct tenancy *t, struct store_batch *batch,
         return -1;
     }
     return 0;
+}
+
+int tenancy_project_set_idle_policy(struct tenancy *t,
+                                    struct store_batch *batch,
+                                    const char *name, const char *policy,
+                                    struct sh_error *err)
+{
+    static const char *const names[] = {"none", "warn", "cancel", "preempt",
+                                        NULL};
+    struct project_entry *pe = project_find(t, name);
+    if (!pe)
+        return sh_errorf(err, SH_ENOTFOUND, "project %.64s does not exist",
+                         name ? name : "");
+    bool known = policy == NULL;
+    for (int i = 0; policy && names[i]; i++)
+        known |= strcmp(policy, names[i]) == 0;
+    if (!known)
+        return sh_errorf(err, SH_EINVAL,
+                         "idle_policy must be none, warn, cancel or preempt");
+    char old[sizeof(pe->idle_policy)];
+    snprintf(old, sizeof(old), "%s", pe->idle_policy);
+    snprintf(pe->idle_policy, sizeof(pe->idle_policy), "%s",
+             policy ? policy : "");
+    if (put_project(batch, pe, err) < 0) {
+        snprintf(pe->idle_policy, sizeof(pe->idle_policy), "%s", old);
+        return -1;
+    }
+    project_sync(pe);
+    return 0;
+}
+
+const char *tenancy_idle_policy(const struct tenancy *t, const char *project)
+{
+    const struct tenancy_project *p = tenancy_project_get(t, project);
+    return p ? p->idle_policy : NULL;
 }
 
 int tenancy_project_set_team(struct tenancy *t, struct store_batch *batch,

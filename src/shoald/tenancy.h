@@ -80,6 +80,7 @@ struct tenancy_team {
 struct tenancy_project {
     const char *name;
     const char *team;
+    const char *idle_policy; /* none|warn|cancel|preempt; NULL = default */
     int64_t created_ms;
     const struct tenancy_quota *quotas;
     int nquotas;
@@ -212,6 +213,16 @@ int tenancy_project_set_quotas(struct tenancy *t, struct store_batch *batch,
                                int n, struct sh_error *err);
 /* Move a project to another team; SH_EINVAL when its guarantees do not fit
  * there. */
+/* The idle-GPU policy of a project ("none", "warn", "cancel", "preempt";
+ * NULL = the controller's default). SH_EINVAL for another name. */
+int tenancy_project_set_idle_policy(struct tenancy *t,
+                                    struct store_batch *batch,
+                                    const char *name, const char *policy,
+                                    struct sh_error *err);
+
+/* A project's idle policy, or NULL (default, or no such project). */
+const char *tenancy_idle_policy(const struct tenancy *t, const char *project);
+
 int tenancy_project_set_team(struct tenancy *t, struct store_batch *batch,
                              const char *name, const char *team,
                              struct sh_error *err);

@@ -338,6 +338,9 @@ void sim_options_init(struct sim_options *o)
     sched_config_init(&o->sched);
     o->grace_ms = 30 * 1000;
     o->sched.preempt_grace_ms = o->grace_ms;
+    /* Nobody reads pending reasons in a replay: let full passes stop as
+     * soon as nothing more can start. */
+    o->sched.all_reasons = false;
 }
 
 int sim_run(const struct sim_cluster *c, const struct sim_trace *t,

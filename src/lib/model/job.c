@@ -352,6 +352,7 @@ struct job *job_create(uint64_t id, struct job_spec *spec, int64_t submit_ms)
     job_spec_init(spec);
     job->state = JOB_PENDING;
     job->submit_ms = submit_ms;
+    job->queued_ms = submit_ms;
     job->exit_code = -1;
     return job;
 }
@@ -424,6 +425,7 @@ int job_transition(struct job *job, enum job_state to, int64_t now_ms,
         job->exit_signal = 0;
     } else if (to == JOB_PENDING) {
         job->requeues++;
+        job->queued_ms = now_ms; /* a requeued job waits behind the queue */
         job->end_ms = 0;
         job->exit_code = -1;
         job->exit_signal = 0;

@@ -124,6 +124,8 @@ struct job {
     struct job_spec spec;
     enum job_state state;
     int64_t submit_ms;   /* wall clock, epoch ms */
+    int64_t queued_ms;   /* when it last entered the queue (submission or
+                            requeue): its age in the queue order */
     int64_t start_ms;    /* 0 until it first runs */
     int64_t end_ms;      /* 0 until terminal */
     int exit_code;       /* -1 when unknown */

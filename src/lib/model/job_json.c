@@ -528,6 +528,8 @@ json_t *job_to_record(const struct job *job)
         json_object_set_new(rec, "reason", json_string(job->reason));
     if (rec && job->master_port)
         json_object_set_new(rec, "master_port", json_integer(job->master_port));
+    if (rec && job->queued_ms != job->submit_ms)
+        json_object_set_new(rec, "queued_ms", json_integer(job->queued_ms));
     if (rec && job->gpu_model)
         json_object_set_new(rec, "gpu_model", json_string(job->gpu_model));
     if (rec && job->util_ms > 0) {
@@ -601,6 +603,9 @@ struct job *job_from_record(const json_t *rec, struct sh_error *err)
     job->est_start_ms = est;
     job->master_port = (int)json_integer_value(json_object_get(rec,
                                                                "master_port"));
+    const json_t *queued = json_object_get(rec, "queued_ms");
+    if (json_is_integer(queued))
+        job->queued_ms = json_integer_value(queued);
     const char *model = json_string_value(json_object_get(rec, "gpu_model"));
     if (model && !(job->gpu_model = strdup(model))) {
         sh_errorf(err, SH_EINTERNAL, "out of memory");
