@@ -266,7 +266,7 @@ int sched_project_intern(struct sched *s, const char *name, uint32_t *id)
     pr->team = SCHED_NONE;
     pr->usage_t = s->last_now;
     for (int c = 0; c < JOB_PRIO_COUNT; c++) {
-        for (int k = 0; k < 2; k++)
+        for (int k = 0; k < SCHED_CLASSES; k++)
             pr->queues[c][k].head = pr->queues[c][k].tail = SCHED_NONE;
     }
     s->dirty = true; /* its fair-share score is computed by a full pass */
@@ -464,7 +464,7 @@ struct squeue *sched_job_queue(struct sched *s, const struct sjob *j)
 {
     if (s->cfg.policy == SCHED_POLICY_FIFO)
         return &s->fifo;
-    return &s->projects[j->project].queues[j->prio][j->kind != SJOB_WHOLE];
+    return &s->projects[j->project].queues[j->prio][sched_job_class(j)];
 }
 
 static bool job_before(const struct sjob *a, const struct sjob *b)
@@ -535,7 +535,9 @@ int sched_queues_sort(struct sched *s)
         return -1;
     for (uint32_t p = 0; p < s->project_names.n; p++) {
         for (int c = 0; c < SCHED_NQUEUES; c++) {
-            struct squeue *q = &s->projects[p].queues[c / 2][c % 2];
+            struct squeue *q = &s->projects[p]
+                                    .queues[c / SCHED_CLASSES]
+                                           [c % SCHED_CLASSES];
             if (q->unsorted && queue_sort(s, q) < 0)
                 return -1;
         }
@@ -704,8 +706,8 @@ int sched_job_add(struct sched *s, const struct sched_job_desc *d,
     s->fresh[s->nfresh++] = d->id;
     s->jobs[j].state = SCHED_JOB_PENDING;
     s->jobs[j].wait = SCHED_WAIT_NEW;
+    sched_pending_count(s, j, +1);   /* sets lb, which picks the queue */
     sched_queue_insert(s, j);
-    sched_pending_count(s, j, +1);
     s->npending++;
     return 0;
 }
@@ -752,11 +754,32 @@ int64_t sched_dur_floor(uint32_t b)
     return (int64_t)((4u + frac)) << (msb - 2);
 }
 
+/* The fewest nodes a job takes, as a class (1, 2, 3-4, 5-8, 9+). */
+static uint8_t job_ncls(const struct sched *s, const struct sjob *j)
+{
+    uint32_t n = j->nodes;
+    if (j->kind != SJOB_WHOLE) {
+        n = 1;
+    } else if (n == 0) {
+        uint32_t per = 0;
+        for (uint32_t m = 0; m < s->model_names.n; m++) {
+            if (s->models[m].nnodes > 0 && (uint32_t)s->models[m].maxper > per)
+                per = (uint32_t)s->models[m].maxper;
+        }
+        n = per ? (j->gpus + per - 1) / per : 1;
+    }
+    return (uint8_t)(n <= 1 ? 0 : n == 2 ? 1 : n <= 4 ? 2 : n <= 8 ? 3 : 4);
+}
+
 void sched_pending_count(struct sched *s, uint32_t j, int sign)
 {
     struct sjob *job = &s->jobs[j];
-    if (sign > 0)
+    if (sign > 0) {
         job->lb = sched_job_lb(s, job);
+        job->ncls = job_ncls(s, job);
+    }
+    if (job->lb > 0)
+        s->pend_shape[job->lb][job->ncls] += (uint32_t)sign;
     s->pend_lb[job->lb] += (uint32_t)sign;
     if (job->lb > 0 && job->limit > 0)
         s->pend_dur[sched_dur_bucket(job->limit)] += (uint32_t)sign;

@@ -382,7 +382,8 @@ static int check_queues(const struct sched *s, struct sh_error *err)
         uint32_t qc = qi % SCHED_NQUEUES;
         const struct squeue *q = s->cfg.policy == SCHED_POLICY_FIFO
             ? &s->fifo
-            : &s->projects[qi / SCHED_NQUEUES].queues[qc / 2][qc % 2];
+            : &s->projects[qi / SCHED_NQUEUES]
+                   .queues[qc / SCHED_CLASSES][qc % SCHED_CLASSES];
         uint32_t c = 0, prev = SCHED_NONE;
         for (uint32_t j = q->head; j != SCHED_NONE; j = s->jobs[j].next) {
             const struct sjob *x = &s->jobs[j];
@@ -390,8 +391,10 @@ static int check_queues(const struct sched *s, struct sh_error *err)
                 FAIL("queue link broken at job %llu",
                      (unsigned long long)x->id);
             if (s->cfg.policy != SCHED_POLICY_FIFO &&
-                (x->project != qi / SCHED_NQUEUES || x->prio != qc / 2 ||
-                 (x->kind != SJOB_WHOLE) != (qc % 2)))
+                (x->project != qi / SCHED_NQUEUES ||
+                 x->prio != qc / SCHED_CLASSES ||
+                 sched_job_class(x) != qc % SCHED_CLASSES ||
+                 x->lb != sched_job_lb(s, x)))
                 FAIL("job %llu in the wrong queue",
                      (unsigned long long)x->id);
             if (prev != SCHED_NONE && !q->unsorted) {

@@ -19,9 +19,15 @@
 #define SCHED_NONE16 UINT16_MAX
 #define SCHED_KMAX GPU_PER_NODE_MAX   /* free GPUs per node, 0..64 */
 #define SCHED_MEMO_MAX 32
-#define SCHED_NQUEUES (JOB_PRIO_COUNT * 2)   /* per project */
+/* Pending queues per project and priority class, by size: jobs needing 1,
+ * 2, 3-4, 5-8 and 9+ GPUs per node, and slice/memory jobs; a pass offering
+ * a few free GPUs skips the classes that cannot use them. */
+#define SCHED_CLASSES 6
+#define SCHED_CLASS_SLICE 5
+#define SCHED_NQUEUES (JOB_PRIO_COUNT * SCHED_CLASSES)   /* per project */
 #define SCHED_DUR_BUCKETS 256
-#define SCHED_RBLOCK_MAX 8
+#define SCHED_BLOCK_MAX 16
+#define SCHED_NCLS 5          /* node-count classes: 1, 2, 3-4, 5-8, 9+ */
 
 /* ------------------------------------------------------------ helpers */
 
@@ -191,9 +197,7 @@ struct sproject {
     int64_t usage_t;
     int64_t running_units;
     int64_t key;              /* fair-share score of the last full pass */
-    /* Pending jobs by priority class and kind (0 whole GPUs, 1 slices
-     * and memory jobs), so a pass can skip a kind that cannot fit. */
-    struct squeue queues[JOB_PRIO_COUNT][2];
+    struct squeue queues[JOB_PRIO_COUNT][SCHED_CLASSES];
 };
 
 struct suser {
@@ -244,6 +248,7 @@ struct sjob {
     uint8_t kind;         /* enum sjob_kind */
     uint8_t wait;         /* enum sched_wait */
     uint8_t lb;           /* pending: fewest GPUs it needs on a node */
+    uint8_t ncls;         /* pending: class of its fewest nodes */
 };
 
 #define SJOB_FREE 0xff
@@ -330,6 +335,8 @@ struct sched {
      * or the default), in quarter-octave buckets of milliseconds. */
     uint32_t pend_dur[SCHED_DUR_BUCKETS];   /* with a time limit */
     uint32_t pend_default;            /* ... without: the default */
+    /* ... and by (fewest GPUs per node, class of the fewest nodes). */
+    uint32_t pend_shape[SCHED_KMAX + 1][SCHED_NCLS];
     bool lb_stale;                    /* nodes changed: recount */
     uint64_t *fresh;                  /* ids added since the last pass */
     uint32_t nfresh;
@@ -383,6 +390,15 @@ void sched_by_end_insert(struct sched *s, uint32_t j);
 void sched_by_end_remove(struct sched *s, uint32_t j);
 void sched_pending_count(struct sched *s, uint32_t j, int sign);
 uint8_t sched_job_lb(const struct sched *s, const struct sjob *j);
+
+/* The size class of a pending job (its queue) from its kind and lb. */
+static inline uint32_t sched_job_class(const struct sjob *j)
+{
+    if (j->kind != SJOB_WHOLE)
+        return SCHED_CLASS_SLICE;
+    return j->lb <= 1 ? 0 : j->lb == 2 ? 1 : j->lb <= 4 ? 2 : j->lb <= 8 ? 3
+                                                                        : 4;
+}
 uint32_t sched_dur_bucket(int64_t ms);
 int64_t sched_dur_floor(uint32_t bucket);
 struct squeue *sched_job_queue(struct sched *s, const struct sjob *j);

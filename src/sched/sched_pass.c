@@ -34,7 +34,7 @@ struct cursor {
     uint32_t job;
     uint32_t project;
     uint8_t prio;
-    uint8_t kind;         /* 0 whole GPUs, 1 slices and memory jobs */
+    uint8_t cls;          /* size class (sched_job_class) */
     int64_t score;
 };
 
@@ -52,13 +52,19 @@ struct pass {
     struct sched_decisions *out;
     bool claim_released;      /* the evaluated job's claim is given back */
     bool early;               /* stop when nothing more can start */
+    uint32_t maxfree;         /* max_free() cache ... */
+    int64_t maxfree_key;      /* ... valid for this free_whole + 1 */
     bool no_resv;             /* make no reservation (out of order) */
     uint64_t present;         /* models on present nodes */
-    uint32_t whole_block_g;   /* no node has this many free GPUs (0: ?) */
-    /* ... nor this many usable by a job ending this late (reservations) */
-    uint32_t rblock_g[SCHED_RBLOCK_MAX];
-    int64_t rblock_end[SCHED_RBLOCK_MAX];
-    int nrblock;
+    /* Shapes that failed for every model: no n nodes with g usable GPUs
+     * for a job ending at end or later (INT64_MIN: at any time). */
+    struct {
+        uint32_t n, g;
+        int64_t end;
+    } blk[SCHED_BLOCK_MAX];
+    int nblk;
+    int64_t wd_key;           /* whole_done() cache: valid for this ... */
+    bool wd;                  /* ... (free_whole, nblk) */
 };
 
 /* ----------------------------------------------------------- decisions */
@@ -138,7 +144,7 @@ static bool cursor_before(const struct sched *s, const struct cursor *a,
         return x->id < y->id;
     if (a->project != b->project)
         return a->project < b->project;
-    return a->kind < b->kind;
+    return a->cls < b->cls;
 }
 
 static void heap_down(const struct sched *s, struct pass *ps, uint32_t i)
@@ -178,14 +184,16 @@ static int merge_init(struct sched *s, struct pass *ps)
     }
     for (uint32_t p = 0; p < s->project_names.n; p++) {
         for (int c = 0; c < SCHED_NQUEUES; c++) {
-            uint32_t h = s->projects[p].queues[c / 2][c % 2].head;
+            uint32_t h = s->projects[p]
+                             .queues[c / SCHED_CLASSES][c % SCHED_CLASSES]
+                             .head;
             if (h == SCHED_NONE)
                 continue;
             struct cursor *cu = &ps->heap[ps->nheap++];
             cu->job = h;
             cu->project = p;
-            cu->prio = (uint8_t)(c / 2);
-            cu->kind = (uint8_t)(c % 2);
+            cu->prio = (uint8_t)(c / SCHED_CLASSES);
+            cu->cls = (uint8_t)(c % SCHED_CLASSES);
             cursor_load(s, ps, cu);
         }
     }
@@ -194,34 +202,85 @@ static int merge_init(struct sched *s, struct pass *ps)
     return 0;
 }
 
-/* Whether no whole-GPU job can start any more in this pass: nothing free,
- * or no node has as many free GPUs as the smallest pending job needs.
- * Sound because free resources only shrink during a pass. */
-static bool whole_done(const struct sched *s, const struct pass *ps)
+/* The most free GPUs on any one node (reservations aside), cached
+ * while the count of free GPUs does not change. */
+static uint32_t max_free(const struct sched *s, struct pass *ps)
 {
-    if (s->free_whole == 0)
-        return true;
-    uint32_t k = 1;
-    while (k <= SCHED_KMAX && s->pend_lb[k] == 0)
-        k++;
-    if (k > SCHED_KMAX || (ps->whole_block_g > 0 && ps->whole_block_g <= k))
-        return true;
-    if (ps->nrblock == 0)
-        return false;
-    /* Every pending job needs >= k GPUs on a node and runs >= d: the
-     * default limit exactly, or the floor of the lowest bucket. */
+    if (ps->maxfree_key == s->free_whole + 1)
+        return ps->maxfree;
+    uint32_t best = 0;
+    for (uint32_t m = 0; m < s->model_names.n; m++) {
+        for (uint32_t k = (uint32_t)s->models[m].maxper; k > best; k--) {
+            if (s->models[m].cnt[k] > 0) {
+                best = k;
+                break;
+            }
+        }
+    }
+    ps->maxfree = best;
+    ps->maxfree_key = s->free_whole + 1;
+    return best;
+}
+
+/* The lowest bound on pending jobs' run times: the default limit exactly
+ * (jobs without a limit), or the floor of the lowest bucket. */
+static int64_t min_pending_run(const struct sched *s)
+{
     uint32_t b = 0;
     while (b < SCHED_DUR_BUCKETS && s->pend_dur[b] == 0)
         b++;
     int64_t d = b < SCHED_DUR_BUCKETS ? sched_dur_floor(b) : INT64_MAX;
     if (s->pend_default > 0 && s->cfg.default_time_limit_ms < d)
         d = s->cfg.default_time_limit_ms;
+    return d;
+}
+
+static const uint32_t ncls_lb[SCHED_NCLS] = {1, 2, 3, 5, 9};
+
+/* Whether a job of n nodes x k GPUs running at least d can no longer
+ * start in this pass: nothing free, no node with k free GPUs, or a shape
+ * no larger failed already (for every model, reservations aside or with
+ * an end no later). Sound because free resources only shrink during a
+ * pass. */
+static bool shape_cant(const struct sched *s, struct pass *ps, uint32_t n,
+                       uint32_t k, int64_t d)
+{
+    if (s->free_whole == 0 || k > max_free(s, ps))
+        return true;
     int64_t end = d == INT64_MAX ? INT64_MAX : ps->now + d;
-    for (int i = 0; i < ps->nrblock; i++) {
-        if (ps->rblock_g[i] <= k && ps->rblock_end[i] <= end)
+    for (int i = 0; i < ps->nblk; i++) {
+        if (ps->blk[i].g <= k && ps->blk[i].n <= n && ps->blk[i].end <= end)
             return true;
     }
     return false;
+}
+
+static bool whole_cant(const struct sched *s, struct pass *ps, uint32_t k)
+{
+    return shape_cant(s, ps, 1, k, min_pending_run(s));
+}
+
+/* Whether no whole-GPU job can start any more in this pass: every shape
+ * pending is blocked. Cached while free GPUs and blocks do not change. */
+static bool whole_done(const struct sched *s, struct pass *ps)
+{
+    int64_t key = s->free_whole * (SCHED_BLOCK_MAX + 1) + ps->nblk + 1;
+    if (ps->wd_key == key)
+        return ps->wd;
+    bool done = true;
+    int64_t d = min_pending_run(s);
+    for (uint32_t k = 1; k <= SCHED_KMAX && done; k++) {
+        if (s->pend_lb[k] == 0)
+            continue;
+        for (int c = 0; c < SCHED_NCLS && done; c++) {
+            if (s->pend_shape[k][c] > 0 &&
+                !shape_cant(s, ps, ncls_lb[c], k, d))
+                done = false;
+        }
+    }
+    ps->wd_key = key;
+    ps->wd = done;
+    return done;
 }
 
 /* Models with something free now (all of them while slices are free). */
@@ -242,7 +301,7 @@ static uint64_t free_models(const struct sched *s)
  * projects with no guarantee left on a model with free GPUs. Resources
  * and guarantees only shrink during a pass, so a skipped queue stays
  * skippable. */
-static bool queue_skip(const struct sched *s, const struct pass *ps,
+static bool queue_skip(const struct sched *s, struct pass *ps,
                        const struct cursor *c)
 {
     if (!ps->early || s->cfg.policy != SCHED_POLICY_DEFAULT)
@@ -250,11 +309,18 @@ static bool queue_skip(const struct sched *s, const struct pass *ps,
     /* A full pass may still reclaim for any project with room. */
     if (ps->full && s->quotas_on && s->nborrowing > 0)
         return false;
-    bool wd = whole_done(s, ps);
-    if (c->kind == 0 ? wd : wd && s->free_slices == 0)
+    static const uint32_t lo[SCHED_CLASSES] = {1, 2, 3, 5, 9, 1};
+    static const uint32_t hi[SCHED_CLASSES] = {1, 2, 4, 8, SCHED_KMAX, 1};
+    uint32_t k = lo[c->cls];
+    /* The fewest GPUs per node any pending job of the class needs. */
+    while (k < hi[c->cls] && s->pend_lb[k] == 0)
+        k++;
+    if (c->cls == SCHED_CLASS_SLICE
+            ? s->free_slices == 0 && whole_cant(s, ps, 1)
+            : whole_cant(s, ps, k))
         return true;
     /* The smallest job of the queue's kind: a GPU, or a slice. */
-    int64_t least = c->kind == 0 ? SCHED_UNITS_PER_GPU : 1;
+    int64_t least = c->cls != SCHED_CLASS_SLICE ? SCHED_UNITS_PER_GPU : 1;
     return ps->phase == 1 &&
            !quota_has_room(s, c->project, free_models(s), least);
 }
@@ -360,25 +426,20 @@ static void memo_add(const struct sched *s, struct pass *ps,
     m->project = j->project;
     m->mem_mib = j->mem_mib;
     m->end = end;
-    /* A one-node job of every model failed even ignoring reservations:
-     * no node has that many free GPUs. */
-    if (j->wait == SCHED_WAIT_RESOURCES && o->kind == SJOB_WHOLE &&
-        n == 1 && (mask & ps->present) == ps->present &&
-        (ps->whole_block_g == 0 || g < ps->whole_block_g))
-        ps->whole_block_g = g;
-    /* ...or only on GPUs reserved before it would end. */
-    if (j->wait == SCHED_WAIT_RESERVATION && o->kind == SJOB_WHOLE &&
-        n == 1 && (mask & ps->present) == ps->present) {
-        int k;
-        for (k = 0; k < ps->nrblock; k++) {
-            if (ps->rblock_g[k] <= g && ps->rblock_end[k] <= end)
-                return;   /* a stronger one is known */
-        }
-        k = ps->nrblock < SCHED_RBLOCK_MAX ? ps->nrblock++
-                                           : SCHED_RBLOCK_MAX - 1;
-        ps->rblock_g[k] = g;
-        ps->rblock_end[k] = end;
+    /* A shape failed on every model, ignoring reservations (resources)
+     * or for jobs ending this late (reservation): remember it. */
+    if (o->kind != SJOB_WHOLE || n == 0 || (mask & ps->present) != ps->present)
+        return;
+    int64_t bend = j->wait == SCHED_WAIT_RESOURCES ? INT64_MIN : end;
+    int k;
+    for (k = 0; k < ps->nblk; k++) {
+        if (ps->blk[k].g <= g && ps->blk[k].n <= n && ps->blk[k].end <= bend)
+            return;   /* a stronger one is known */
     }
+    k = ps->nblk < SCHED_BLOCK_MAX ? ps->nblk++ : SCHED_BLOCK_MAX - 1;
+    ps->blk[k].n = n;
+    ps->blk[k].g = g;
+    ps->blk[k].end = bend;
 }
 
 /* ---------------------------------------------------------------- start */
@@ -605,7 +666,7 @@ static int try_options(struct sched *s, struct pass *ps, uint32_t ji,
 
 /* Whether no pending job can start any more in this pass (incremental
  * passes stop there). */
-static bool nothing_can_start(const struct sched *s, const struct pass *ps)
+static bool nothing_can_start(const struct sched *s, struct pass *ps)
 {
     if (ps->blocked_head != SCHED_NONE)
         return true;   /* FIFO or no backfill: nothing passes it */
@@ -804,11 +865,23 @@ static void pass_begin(struct sched *s, struct pass *ps)
         /* The largest node per model changed: recount pending demand. */
         memset(s->pend_lb, 0, sizeof(s->pend_lb));
         memset(s->pend_dur, 0, sizeof(s->pend_dur));
+        memset(s->pend_shape, 0, sizeof(s->pend_shape));
         s->pend_default = 0;
         s->pend_flex = 0;
         for (uint32_t j = 0; j < s->jobs_cap; j++) {
-            if (s->jobs[j].state == SCHED_JOB_PENDING)
-                sched_pending_count(s, j, +1);
+            if (s->jobs[j].state != SCHED_JOB_PENDING)
+                continue;
+            uint32_t cls = sched_job_class(&s->jobs[j]);
+            uint8_t lb = s->jobs[j].lb;
+            sched_pending_count(s, j, +1);
+            if (sched_job_class(&s->jobs[j]) != cls) {
+                /* Move it to the queue of its new size class. */
+                uint8_t nlb = s->jobs[j].lb;
+                s->jobs[j].lb = lb;
+                sched_queue_unlink(s, j);
+                s->jobs[j].lb = nlb;
+                sched_queue_insert(s, j);
+            }
         }
         s->lb_stale = false;
     }
@@ -828,7 +901,7 @@ static void pass_begin(struct sched *s, struct pass *ps)
 
 /* Whether the pass may stop now: nothing can start, and (full passes)
  * nothing could be reclaimed by preemption further down the order. */
-static bool may_stop(const struct sched *s, const struct pass *ps)
+static bool may_stop(const struct sched *s, struct pass *ps)
 {
     if (!nothing_can_start(s, ps))
         return false;
@@ -923,15 +996,14 @@ int sched_run(struct sched *s, int64_t now, bool full,
     /* Incremental passes, and full ones when not every pending job needs
      * a fresh reason, stop as soon as nothing more can start. */
     ps.early = !ps.full || !s->cfg.all_reasons;
-    if (sched_memopts_build(s) < 0 || ensure_scratch(s) < 0 ||
-        sched_queues_sort(s) < 0)
+    if (sched_memopts_build(s) < 0 || ensure_scratch(s) < 0)
         goto nomem;
     /* Fair-share scores first: the merge orders queues by them. */
     s->last_now = now;
     s->ran = true;
     pass_begin(s, &ps);
     out->full_pass = ps.full;
-    if (merge_init(s, &ps) < 0 || phase1(s, &ps) < 0 || phase2(s, &ps) < 0 ||
+    if (sched_queues_sort(s) < 0 || merge_init(s, &ps) < 0 || phase1(s, &ps) < 0 || phase2(s, &ps) < 0 ||
         fresh_reasons(s, &ps) < 0)
         goto nomem;
     rc = 0;
