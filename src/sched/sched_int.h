@@ -142,6 +142,7 @@ struct smodel {
     uint64_t mem;             /* largest memory seen for the model */
     int maxper;               /* most GPUs of it on one present node */
     uint32_t nnodes;          /* present nodes with it */
+    uint32_t atleast[SCHED_KMAX + 1];   /* present nodes with >= k of it */
     int64_t free_gpus;        /* free whole GPUs on indexed nodes */
     uint64_t *by_free;        /* (SCHED_KMAX + 1) rows of node bitsets */
     uint32_t cnt[SCHED_KMAX + 1];

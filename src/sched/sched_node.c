@@ -312,6 +312,7 @@ void node_recount_models(struct sched *s)
     for (uint32_t m = 0; m < s->model_names.n; m++) {
         s->models[m].maxper = 0;
         s->models[m].mem = 0;
+        memset(s->models[m].atleast, 0, sizeof(s->models[m].atleast));
     }
     for (uint32_t p = 0; p < s->profile_names.n; p++) {
         s->profiles[p].mem_min = 0;
@@ -326,6 +327,8 @@ void node_recount_models(struct sched *s)
             int c = popcount64(nd->models[i].mask);
             if (c > md->maxper)
                 md->maxper = c;
+            for (int k = 1; k <= c; k++)
+                md->atleast[k]++;
         }
         for (int g = 0; g < nd->ngpus; g++) {
             const struct sgpu *gp = &nd->gpus[g];

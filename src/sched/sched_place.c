@@ -475,13 +475,15 @@ static bool fit_whole(const struct sched *s, const struct sjob *j,
             best_per = s->models[m].maxper;
             per_model = m;
         }
-        if (s->models[m].nnodes > best_nodes) {
-            best_nodes = s->models[m].nnodes;
+        uint32_t have = j->gpus <= SCHED_KMAX ? s->models[m].atleast[j->gpus]
+                                              : 0;
+        if (have > best_nodes || b == mask) {
+            best_nodes = have;
             nodes_model = m;
         }
         if (!job_shape(s, j, m, &nn, &g))
             continue;
-        if ((int)g <= s->models[m].maxper && nn <= s->models[m].nnodes)
+        if ((int)g <= s->models[m].maxper && nn <= s->models[m].atleast[g])
             return true;
     }
     if (j->nodes >= 1 && (int)j->gpus > best_per)

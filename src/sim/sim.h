@@ -143,6 +143,14 @@ struct sim_project {
     double speed_sum;     /* sum of duration / JCT over its jobs */
 };
 
+/* What became of one job (trace order after sorting). */
+struct sim_outcome {
+    int64_t first_start_ms;   /* -1 when it never started */
+    int64_t start_ms;         /* its last attempt */
+    int64_t end_ms;           /* -1 when it never finished */
+    uint32_t attempts;
+};
+
 struct sim_result {
     size_t jobs;            /* completed */
     size_t rejected;        /* can never fit the cluster */
@@ -161,6 +169,8 @@ struct sim_result {
     enum sched_policy policy;
     struct sim_project *projects;   /* by trace name index order */
     size_t nprojects;
+    struct sim_outcome *outcomes;   /* one per trace job */
+    size_t noutcomes;
 };
 
 /* Replay t on c. r is filled (free with sim_result_fini()). Fails only on

@@ -89,6 +89,7 @@ static struct ev heap_pop(struct heap *h)
 }
 
 struct jstate {
+    int64_t first_start;  /* -1 until it starts */
     int64_t start;        /* current attempt */
     int64_t end;
     int64_t run_ms;       /* all attempts */
@@ -188,6 +189,8 @@ static int decisions(struct run *x, int64_t now, struct sh_error *err)
         struct jstate *st = &x->js[i];
         st->state = JS_RUNNING;
         st->start = now;
+        if (st->first_start < 0)
+            st->first_start = now;
         st->units = 0;
         for (int p = 0; p < s->nplaces; p++) {
             const struct sched_place *pl = &dec->places[s->first + (size_t)p];
@@ -364,6 +367,8 @@ int sim_run(const struct sim_cluster *c, const struct sim_trace *t,
         sh_errorf(err, SH_EINTERNAL, "out of memory");
         goto out;
     }
+    for (size_t i = 0; i < t->njobs; i++)
+        x.js[i].first_start = -1;
     x.s = sched_create(&o->sched, err);
     if (!x.s || sim_cluster_apply(c, x.s, err) < 0)
         goto out;
@@ -372,6 +377,22 @@ int sim_run(const struct sim_cluster *c, const struct sim_trace *t,
         goto out;
     r->wall_s = (double)(clock_mono_us() - t0) / 1e6;
     rc = metrics(&x, err);
+    if (rc == 0) {
+        r->outcomes = calloc(t->njobs ? t->njobs : 1, sizeof(*r->outcomes));
+        if (!r->outcomes) {
+            rc = sh_errorf(err, SH_EINTERNAL, "out of memory");
+            goto out;
+        }
+        r->noutcomes = t->njobs;
+        for (size_t i = 0; i < t->njobs; i++) {
+            const struct jstate *st = &x.js[i];
+            struct sim_outcome *oc = &r->outcomes[i];
+            oc->first_start_ms = st->first_start;
+            oc->start_ms = st->first_start < 0 ? -1 : st->start;
+            oc->end_ms = st->state == JS_DONE ? st->end : -1;
+            oc->attempts = st->attempt + (st->first_start >= 0);
+        }
+    }
 out:
     sched_destroy(x.s);
     sched_decisions_fini(&x.dec);
@@ -385,5 +406,6 @@ void sim_result_fini(struct sim_result *r)
     if (!r)
         return;
     free(r->projects);
+    free(r->outcomes);
     memset(r, 0, sizeof(*r));
 }
