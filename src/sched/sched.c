@@ -489,6 +489,8 @@ void sched_queue_insert(struct sched *s, uint32_t j)
     }
     job->prev = q->tail;
     job->next = SCHED_NONE;
+    if (s->cfg.policy != SCHED_POLICY_FIFO)
+        s->projects[job->project].npending++;
     if (q->tail == SCHED_NONE)
         q->head = j;
     else
@@ -560,6 +562,8 @@ void sched_queue_unlink(struct sched *s, uint32_t j)
         s->jobs[job->next].prev = job->prev;
     job->next = job->prev = SCHED_NONE;
     q->count--;
+    if (s->cfg.policy != SCHED_POLICY_FIFO)
+        s->projects[job->project].npending--;
     if (q->count == 0 && q->unsorted) {
         q->unsorted = false;
         s->nunsorted--;
@@ -778,6 +782,7 @@ void sched_pending_count(struct sched *s, uint32_t j, int sign)
         job->lb = sched_job_lb(s, job);
         job->ncls = job_ncls(s, job);
     }
+    s->pend_version++;
     if (job->lb > 0)
         s->pend_shape[job->lb][job->ncls] += (uint32_t)sign;
     s->pend_lb[job->lb] += (uint32_t)sign;

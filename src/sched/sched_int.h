@@ -199,6 +199,7 @@ struct sproject {
     int64_t running_units;
     int64_t key;              /* fair-share score of the last full pass */
     struct squeue queues[JOB_PRIO_COUNT][SCHED_CLASSES];
+    uint32_t npending;        /* jobs in those queues */
 };
 
 struct suser {
@@ -338,6 +339,9 @@ struct sched {
     uint32_t pend_default;            /* ... without: the default */
     /* ... and by (fewest GPUs per node, class of the fewest nodes). */
     uint32_t pend_shape[SCHED_KMAX + 1][SCHED_NCLS];
+    uint64_t pend_version;            /* bumped by any change above */
+    uint64_t minrun_version;          /* min_pending_run() cache ... */
+    int64_t minrun;                   /* ... valid for that version */
     bool lb_stale;                    /* nodes changed: recount */
     uint64_t *fresh;                  /* ids added since the last pass */
     uint32_t nfresh;

@@ -183,6 +183,8 @@ static int merge_init(struct sched *s, struct pass *ps)
         return 0;
     }
     for (uint32_t p = 0; p < s->project_names.n; p++) {
+        if (s->projects[p].npending == 0)
+            continue;
         for (int c = 0; c < SCHED_NQUEUES; c++) {
             uint32_t h = s->projects[p]
                              .queues[c / SCHED_CLASSES][c % SCHED_CLASSES]
@@ -224,14 +226,18 @@ static uint32_t max_free(const struct sched *s, struct pass *ps)
 
 /* The lowest bound on pending jobs' run times: the default limit exactly
  * (jobs without a limit), or the floor of the lowest bucket. */
-static int64_t min_pending_run(const struct sched *s)
+static int64_t min_pending_run(struct sched *s)
 {
+    if (s->minrun_version == s->pend_version + 1)
+        return s->minrun;
     uint32_t b = 0;
     while (b < SCHED_DUR_BUCKETS && s->pend_dur[b] == 0)
         b++;
     int64_t d = b < SCHED_DUR_BUCKETS ? sched_dur_floor(b) : INT64_MAX;
     if (s->pend_default > 0 && s->cfg.default_time_limit_ms < d)
         d = s->cfg.default_time_limit_ms;
+    s->minrun = d;
+    s->minrun_version = s->pend_version + 1;
     return d;
 }
 
@@ -242,7 +248,7 @@ static const uint32_t ncls_lb[SCHED_NCLS] = {1, 2, 3, 5, 9};
  * no larger failed already (for every model, reservations aside or with
  * an end no later). Sound because free resources only shrink during a
  * pass. */
-static bool shape_cant(const struct sched *s, struct pass *ps, uint32_t n,
+static bool shape_cant(struct sched *s, struct pass *ps, uint32_t n,
                        uint32_t k, int64_t d)
 {
     if (s->free_whole == 0 || k > max_free(s, ps))
@@ -255,14 +261,14 @@ static bool shape_cant(const struct sched *s, struct pass *ps, uint32_t n,
     return false;
 }
 
-static bool whole_cant(const struct sched *s, struct pass *ps, uint32_t k)
+static bool whole_cant(struct sched *s, struct pass *ps, uint32_t k)
 {
     return shape_cant(s, ps, 1, k, min_pending_run(s));
 }
 
 /* Whether no whole-GPU job can start any more in this pass: every shape
  * pending is blocked. Cached while free GPUs and blocks do not change. */
-static bool whole_done(const struct sched *s, struct pass *ps)
+static bool whole_done(struct sched *s, struct pass *ps)
 {
     int64_t key = s->free_whole * (SCHED_BLOCK_MAX + 1) + ps->nblk + 1;
     if (ps->wd_key == key)
@@ -301,7 +307,7 @@ static uint64_t free_models(const struct sched *s)
  * projects with no guarantee left on a model with free GPUs. Resources
  * and guarantees only shrink during a pass, so a skipped queue stays
  * skippable. */
-static bool queue_skip(const struct sched *s, struct pass *ps,
+static bool queue_skip(struct sched *s, struct pass *ps,
                        const struct cursor *c)
 {
     if (!ps->early || s->cfg.policy != SCHED_POLICY_DEFAULT)
@@ -666,7 +672,7 @@ static int try_options(struct sched *s, struct pass *ps, uint32_t ji,
 
 /* Whether no pending job can start any more in this pass (incremental
  * passes stop there). */
-static bool nothing_can_start(const struct sched *s, struct pass *ps)
+static bool nothing_can_start(struct sched *s, struct pass *ps)
 {
     if (ps->blocked_head != SCHED_NONE)
         return true;   /* FIFO or no backfill: nothing passes it */
@@ -901,7 +907,7 @@ static void pass_begin(struct sched *s, struct pass *ps)
 
 /* Whether the pass may stop now: nothing can start, and (full passes)
  * nothing could be reclaimed by preemption further down the order. */
-static bool may_stop(const struct sched *s, struct pass *ps)
+static bool may_stop(struct sched *s, struct pass *ps)
 {
     if (!nothing_can_start(s, ps))
         return false;
