@@ -17,6 +17,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "lib/model/gpu.h"
 #include "lib/model/node.h"
 #include "lib/util/error.h"
@@ -59,6 +61,8 @@ struct agent {
     int cpus;
     uint64_t mem;
     char address[NODE_ADDR_MAX];
+    bool mps;                    /* nvidia-cuda-mps-control is installed */
+    json_t *slice_errors;        /* slicing failures to report */
     bool stopping;
 };
 

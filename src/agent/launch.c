@@ -117,6 +117,35 @@ out:
     return rc ? -1 : 0;
 }
 
+/* A time-slice on a node with MPS: its share of the GPU's threads and
+ * memory, so one share cannot take the whole GPU. The job sees its GPU as
+ * device 0 (CUDA_VISIBLE_DEVICES holds one UUID). */
+static int mps_env(json_t *env, const json_t *work,
+                   const struct launch_ctx *ctx)
+{
+    if (!ctx->mps)
+        return 0;
+    const json_t *gpus = json_object_get(work, "gpus");
+    if (json_array_size(gpus) != 1)
+        return 0;
+    const char *uuid = json_string_value(json_array_get(gpus, 0));
+    for (int i = 0; uuid && i < ctx->ngpus; i++) {
+        const struct gpu_info *g = &ctx->gpus[i];
+        if (strcmp(g->uuid, uuid) != 0 || g->nslices == 0 ||
+            g->slices[0].kind != GPU_SLICE_SHARED)
+            continue;
+        int den = g->slices[0].share_den;
+        char mem[64];
+        snprintf(mem, sizeof(mem), "0=%lluM",
+                 (unsigned long long)(g->slices[0].mem_bytes >> 20));
+        if (add_env_int(env, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE",
+                        den > 0 ? 100 / den : 100) < 0 ||
+            add_env(env, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", mem) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 json_t *launch_from_work(const json_t *work, const struct launch_ctx *ctx,
                          struct sh_error *err)
 {
@@ -146,7 +175,8 @@ json_t *launch_from_work(const json_t *work, const struct launch_ctx *ctx,
     json_t *v;
     json_object_foreach(json_object_get(spec, "env"), key, v)
         add_env(env, key, json_string_value(v));
-    if (contract_env(env, work, spec, node_rank, nnodes, tpn) < 0)
+    if (contract_env(env, work, spec, node_rank, nnodes, tpn) < 0 ||
+        mps_env(env, work, ctx) < 0)
         goto fail;
     if (script) {
         char path[4200];

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lib/model/gpu.h"
 #include "lib/util/error.h"
 
 struct launch_ctx {
@@ -19,6 +20,9 @@ struct launch_ctx {
     const char *run_dir;      /* the run's folder (the script goes there) */
     bool as_root;             /* the agent runs as root: switch to the user */
     const char *cg_parent;    /* cgroup parent, NULL without cgroups */
+    const struct gpu_info *gpus; /* this node's GPUs (for time-slices) */
+    int ngpus;
+    bool mps;                 /* MPS fences time-slices on this node */
 };
 
 /* Build the launch description from a work entry (see api_agent.c):

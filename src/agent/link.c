@@ -17,6 +17,7 @@
 
 #include "agent/gpu.h"
 #include "agent/runs.h"
+#include "agent/slicing.h"
 #include "lib/client/client.h"
 #include "lib/model/node_json.h"
 #include "lib/util/clock.h"
@@ -205,11 +206,12 @@ static json_t *register_body(struct link *l)
     struct agent *a = l->a;
     json_t *labels = labels_to_json(a->cfg.labels, a->cfg.nlabels);
     /* "o" steals labels, gpus and the run list */
-    return json_pack("{s:s, s:s, s:i, s:I, s:o, s:o, s:o, s:s}", "name",
+    return json_pack("{s:s, s:s, s:i, s:I, s:o, s:o, s:o, s:s, s:b}", "name",
                      a->cfg.name, "address", a->address, "cpus", a->cpus,
                      "memory", (json_int_t)a->mem, "labels", labels, "gpus",
                      gpus_to_json(a->gpus, a->ngpus), "running",
-                     runs_alive_json(a->runs), "version", SHOAL_VERSION);
+                     runs_alive_json(a->runs), "version", SHOAL_VERSION, "mps",
+                     a->mps);
 }
 
 int link_register(struct link *l, struct sh_error *err)
@@ -257,7 +259,11 @@ int link_register(struct link *l, struct sh_error *err)
     pthread_mutex_lock(&l->mu);
     l->poll_lost_node = false;
     pthread_mutex_unlock(&l->mu);
+    /* Runs first; slicing may re-register, so not from inside a
+     * registration. */
     runs_reconcile(l->a->runs, json_object_get(ans, "work"));
+    slicing_apply(l->a, json_object_get(json_object_get(ans, "work"),
+                                        "slices"));
     sh_log(LOG_NOTICE, "link", "registered with %s as %s (address %s, %d GPUs)",
            l->a->cfg.controller, l->a->cfg.name, l->a->address, l->a->ngpus);
 out:
@@ -307,9 +313,11 @@ int link_heartbeat(struct link *l, struct sh_error *err)
     l->heartbeat_due = false;
     int nevents;
     json_t *events = runs_events_json(a->runs, &nevents);
-    /* "o" steals samples and the run list; "O" keeps events for the ack */
-    json_t *body = json_pack("{s:o, s:o, s:O}", "gpus", samples(a), "running",
-                             runs_alive_json(a->runs), "events", events);
+    /* "o" steals samples, runs and errors; "O" keeps events for the ack */
+    json_t *serr = slicing_take_errors(a);
+    json_t *body = json_pack("{s:o, s:o, s:O, s:O}", "gpus", samples(a),
+                             "running", runs_alive_json(a->runs), "events",
+                             events, "slice_errors", serr);
     json_t *ans = NULL;
     int status = 0;
     int rc = client_call(l->client, "POST", "/v1/agent/heartbeat", body, &ans,
@@ -319,7 +327,15 @@ int link_heartbeat(struct link *l, struct sh_error *err)
     if (rc == 0) {
         l->connected = true;
         runs_events_acked(a->runs, events);
+        json_decref(serr);
     } else {
+        /* Not heard: keep the slicing errors for the next heartbeat. */
+        if (json_array_size(serr) > 0) {
+            if (!a->slice_errors)
+                a->slice_errors = json_array();
+            json_array_extend(a->slice_errors, serr);
+        }
+        json_decref(serr);
         l->connected = status != 0;
         if (status == 401 || status == 404 || status == 409)
             l->need_register = true;

@@ -22,6 +22,7 @@
 #include "agent/link.h"
 #include "agent/runs.h"
 #include "agent/shim.h"
+#include "agent/slicing.h"
 #include "lib/loop/loop.h"
 #include "lib/model/job.h"
 #include "lib/util/log.h"
@@ -203,6 +204,7 @@ static int setup_gpus(struct agent *a, struct sh_error *err)
     }
     if (gpu_discover(a->gpu, &a->gpus, &a->ngpus, err) < 0)
         return sh_error_prefix(err, "GPU discovery: ");
+    a->mps = gpu_mps_available(NULL);
     for (int i = 0; i < a->ngpus; i++)
         sh_log(LOG_INFO, "gpu", "gpu %d: %s %s mig=%s slices=%d", i,
                a->gpus[i].model, a->gpus[i].uuid,
@@ -258,7 +260,7 @@ static void on_work(struct loop *loop, int fd, uint32_t events, void *arg)
     (void)events;
     json_t *work = link_take_work(a->link);
     if (work) {
-        runs_reconcile(a->runs, work);
+        work_apply(a, work);
         json_decref(work);
     }
 }
@@ -345,6 +347,7 @@ static int run_agent(struct agent *a, struct sh_error *err)
     a->link = link_create(a, err);
     if (!a->link)
         return -1;
+    slicing_restore(a);
     a->runs = runs_create(a, err);
     if (!a->runs || setup_loop(a, err) < 0 || first_register(a, err) < 0 ||
         link_start_poll(a->link, err) < 0)
@@ -364,6 +367,7 @@ static void teardown(struct agent *a)
     runs_destroy(a->runs);
     cgroup_ctx_destroy(a->cg);
     free(a->gpus);
+    json_decref(a->slice_errors);
     gpu_backend_destroy(a->gpu);
     loop_destroy(a->loop);
     for (int i = 0; i < a->cfg.nlabels; i++) {

@@ -378,6 +378,9 @@ static int prepare(struct run *r, const json_t *work, struct sh_error *err)
         .run_dir = r->dir,
         .as_root = geteuid() == 0,
         .cg_parent = cg ? a->cg_parent : NULL,
+        .gpus = a->gpus,
+        .ngpus = a->ngpus,
+        .mps = a->mps,
     };
     json_t *launch = launch_from_work(work, &ctx, err);
     if (!launch)
@@ -595,6 +598,29 @@ json_t *runs_alive_json(struct runs *rs)
                                                  r->attempt));
     }
     return arr;
+}
+
+bool runs_gpu_in_use(const struct runs *rs, const struct gpu_info *g)
+{
+    for (struct run *r = rs->by_key; r; r = r->hh.next) {
+        if (r->phase == RUN_EXITED)
+            continue;
+        json_t *work = read_json(r->dir, "work.json");
+        size_t i;
+        json_t *u;
+        bool uses = false;
+        json_array_foreach(json_object_get(work, "gpus"), i, u)
+        {
+            const char *uuid = json_string_value(u);
+            uses |= uuid && strcmp(uuid, g->uuid) == 0;
+            for (int s = 0; uuid && s < g->nslices; s++)
+                uses |= strcmp(uuid, g->slices[s].uuid) == 0;
+        }
+        json_decref(work);
+        if (uses)
+            return true;
+    }
+    return false;
 }
 
 int runs_alive_count(const struct runs *rs)

@@ -54,6 +54,9 @@ void runs_tick(struct runs *r);
  * most grace_ms. For `--stop-jobs-on-exit`. */
 void runs_stop_all(struct runs *r, int grace_ms);
 
+/* True when a live run uses GPU g (whole, or one of its slices). */
+bool runs_gpu_in_use(const struct runs *r, const struct gpu_info *g);
+
 /* The number of runs with live processes. */
 int runs_alive_count(const struct runs *r);
 

@@ -56,6 +56,7 @@ int cmd_node(int argc, char **argv);
 int cmd_up(int argc, char **argv);
 int cmd_history(int argc, char **argv);
 int cmd_usage(int argc, char **argv);
+int cmd_slice(int argc, char **argv);
 int cmd_team(int argc, char **argv);
 int cmd_project(int argc, char **argv);
 int cmd_user(int argc, char **argv);

@@ -21,6 +21,7 @@ static const struct command commands[] = {
     {"logs", cmd_logs, "print a job's output (-f to follow)"},
     {"nodes", cmd_nodes, "list nodes and their GPUs"},
     {"node", cmd_node, "drain or resume a node"},
+    {"slice", cmd_slice, "GPU slices from presets: presets, apply, show"},
     {"usage", cmd_usage, "GPU-hours, jobs, waits and utilization per user, "
                          "project, team or GPU model"},
     {"team", cmd_team, "create, list, change and delete teams"},

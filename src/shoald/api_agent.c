@@ -28,6 +28,7 @@
 #include "shoald/jobtab.h"
 #include "shoald/logs.h"
 #include "shoald/nodetab.h"
+#include "shoald/slices.h"
 #include "store/store.h"
 
 #define WORK_WAIT_MAX_S 60
@@ -94,6 +95,7 @@ struct reg {
     json_t *gpus;
     json_t *running;
     const char *version;
+    int mps;
 };
 
 static int parse_register(json_t *body, struct reg *r, struct sh_error *err)
@@ -101,11 +103,11 @@ static int parse_register(json_t *body, struct reg *r, struct sh_error *err)
     json_error_t jerr;
     memset(r, 0, sizeof(*r));
     if (json_unpack_ex(body, &jerr, JSON_STRICT,
-                       "{s:s, s?s, s:i, s:I, s?o, s:o, s?o, s?s}", "name",
+                       "{s:s, s?s, s:i, s:I, s?o, s:o, s?o, s?s, s?b}", "name",
                        &r->name, "address", &r->address, "cpus", &r->cpus,
                        "memory", &r->mem, "labels", &r->labels, "gpus",
                        &r->gpus, "running", &r->running, "version",
-                       &r->version) < 0)
+                       &r->version, "mps", &r->mps) < 0)
         return sh_errorf(err, SH_EINVAL, "register: %s", jerr.text);
     if (!job_ident_valid(r->name))
         return sh_errorf(err, SH_EINVAL,
@@ -132,6 +134,7 @@ static struct node *node_from_reg(struct shoald *d, const struct reg *r,
     struct node *old = nodetab_get(d->nodes, r->name);
     n->cpus = r->cpus;
     n->mem = (uint64_t)r->mem;
+    n->mps = r->mps;
     n->drain = old ? old->drain : false;
     n->registered_ms = old ? old->registered_ms : shoald_now_ms(d);
     if (node_set_address(n, r->address ? r->address : peer) < 0 ||
@@ -208,6 +211,7 @@ void api_agent_register(struct shoald *d, struct api_req *req)
     n->last_heartbeat_ms = now;
     struct node_rt *rt = nodetab_rt(d->nodes, r.name);
     rt->stale = stale;
+    slices_node_reported(d, n);
     cluster_node_changed(d, n);
     cluster_node_touch(d, n->name);
     sh_log(LOG_NOTICE, "agent", "node %s registered address=%s gpus=%d%s",
@@ -316,10 +320,11 @@ void api_agent_heartbeat(struct shoald *d, struct api_req *req)
     struct node *n = caller_node(d, req);
     if (!n)
         return;
-    json_t *gpus = NULL, *running = NULL, *events = NULL;
+    json_t *gpus = NULL, *running = NULL, *events = NULL, *serr = NULL;
     json_error_t jerr;
-    if (json_unpack_ex(body, &jerr, JSON_STRICT, "{s?o, s?o, s?o}", "gpus",
-                       &gpus, "running", &running, "events", &events) < 0) {
+    if (json_unpack_ex(body, &jerr, JSON_STRICT, "{s?o, s?o, s?o, s?o}",
+                       "gpus", &gpus, "running", &running, "events", &events,
+                       "slice_errors", &serr) < 0) {
         api_errorf(req, SH_EINVAL, "heartbeat: %s", jerr.text);
         return;
     }
@@ -338,6 +343,16 @@ void api_agent_heartbeat(struct shoald *d, struct api_req *req)
     {
         if (apply_event(d, n, ev, &err) < 0 && err.code == SH_EINVAL)
             goto fail;
+    }
+    size_t k;
+    json_t *se;
+    json_array_foreach(serr, k, se)
+    {
+        int gpu;
+        const char *preset, *error;
+        if (json_unpack(se, "{s:i, s:s, s:s}", "gpu", &gpu, "preset", &preset,
+                        "error", &error) == 0)
+            slices_failed(d, n->name, gpu, preset, error);
     }
     n->last_heartbeat_ms = shoald_now_ms(d);
     if (gpus)

@@ -24,6 +24,10 @@ void api_nodes_drain(struct shoald *d, struct api_req *req);
 void api_nodes_resume(struct shoald *d, struct api_req *req);
 void api_nodes_delete(struct shoald *d, struct api_req *req);
 
+void api_slices_presets(struct shoald *d, struct api_req *req);
+void api_slices_apply(struct shoald *d, struct api_req *req);
+void api_slices_show(struct shoald *d, struct api_req *req);
+
 void api_agent_register(struct shoald *d, struct api_req *req);
 void api_agent_heartbeat(struct shoald *d, struct api_req *req);
 void api_agent_work(struct shoald *d, struct api_req *req);

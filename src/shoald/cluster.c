@@ -13,6 +13,7 @@
 
 #include "lib/loop/loop.h"
 #include "lib/model/job_json.h"
+#include "lib/model/preset.h"
 #include "lib/util/log.h"
 #include "lib/util/parse.h"
 #include "sched/sched.h"
@@ -24,6 +25,7 @@
 #include "shoald/jobtab.h"
 #include "shoald/logs.h"
 #include "shoald/nodetab.h"
+#include "shoald/slices.h"
 #include "shoald/tenancy.h"
 
 #define MASTER_PORT_BASE 29500
@@ -70,9 +72,15 @@ static void sync_node(struct shoald *d, struct node *n)
     struct node_rt *rt = nodetab_rt(d->nodes, n->name);
     for (int i = 0; i < n->ngpus; i++) {
         sched_gpu_desc_from_info(&n->gpus[i], &gpus[i]);
-        /* MIG on but no instances yet: nothing can run there. */
-        if (n->gpus[i].mig_enabled && n->gpus[i].nslices == 0)
+        /* MIG on but no instances yet: nothing can run there; nor on a GPU
+         * waiting to be re-sliced. */
+        if ((n->gpus[i].mig_enabled && n->gpus[i].nslices == 0) ||
+            slices_gpu_blocked(d, n->name, i))
             gpus[i].unschedulable = true;
+        /* Time-slices without MPS do not fence one share from another. */
+        if (n->gpus[i].nslices > 0 &&
+            n->gpus[i].slices[0].kind == GPU_SLICE_SHARED && !n->mps)
+            gpus[i].unfenced = true;
     }
     struct sched_node_desc desc = {
         .name = n->name,
@@ -300,6 +308,7 @@ static int64_t liveness_check(struct loop *loop, void *arg)
         }
     }
     api_agent_expire_polls(d, false);
+    slices_reslice_tick(d);
     return LIVENESS_CHECK_MS;
 }
 
@@ -354,6 +363,28 @@ void cluster_tenants_changed(struct shoald *d)
 
 /* ---- submission checks ---- */
 
+/* A slice no GPU has now, but one a GPU of the cluster could be sliced
+ * into (by an admin, or by re-slicing on demand): the job may wait. */
+static bool slice_possible(struct shoald *d, const struct job_spec *spec)
+{
+    if (!spec->slice || spec->nodes != 1)
+        return false;
+    bool shared = strncmp(spec->slice, "shared", 6) == 0;
+    for (struct node *n = nodetab_next(d->nodes, NULL); n;
+         n = nodetab_next(d->nodes, n)) {
+        for (int g = 0; g < n->ngpus; g++) {
+            const struct gpu_info *gi = &n->gpus[g];
+            if (spec->gpu_type && strcmp(spec->gpu_type, gi->model) != 0)
+                continue;
+            if (shared ||
+                (gi->mig_capable && preset_profile_find(gi->model,
+                                                        spec->slice)))
+                return true;
+        }
+    }
+    return false;
+}
+
 int cluster_check_submit(struct shoald *d, const struct job_spec *spec,
                          struct sh_error *err)
 {
@@ -392,8 +423,10 @@ int cluster_check_submit(struct shoald *d, const struct job_spec *spec,
     job_desc(&tmp, &desc);
     if (d->cluster->rebuild && build(d, err) < 0)
         return -1;
-    if (sched_job_check(d->cluster->sched, &desc, err) < 0 ||
-        sched_job_check_limits(d->cluster->sched, &desc, err) < 0)
+    if (sched_job_check(d->cluster->sched, &desc, err) < 0 &&
+        !slice_possible(d, spec))
+        return -1;
+    if (sched_job_check_limits(d->cluster->sched, &desc, err) < 0)
         return -1;
     return 0;
 }
@@ -490,10 +523,10 @@ json_t *cluster_node_work(struct shoald *d, const struct node *n)
                 json_array_append_new(jobs, work_entry(d, job, a));
         }
     }
-    /* "o" steals jobs */
-    return json_pack("{s:I, s:b, s:o}", "generation",
+    /* "o" steals jobs and the slicing work */
+    return json_pack("{s:I, s:b, s:o, s:o}", "generation",
                      (json_int_t)(rt ? rt->generation : 0), "drain", n->drain,
-                     "jobs", jobs);
+                     "jobs", jobs, "slices", slices_node_work(d, n));
 }
 
 /* ---- starting jobs ---- */

@@ -28,6 +28,7 @@
 #include "shoald/jobtab.h"
 #include "shoald/logs.h"
 #include "shoald/nodetab.h"
+#include "shoald/slices.h"
 #include "shoald/state.h"
 #include "shoald/tenancy.h"
 #include "store/store.h"
@@ -53,6 +54,8 @@ static const char usage[] =
     "  --idle-after DUR       ...after this long (default 30m)\n"
     "  --idle-policy P        default for projects: none, warn, cancel,\n"
     "                         preempt (default warn)\n"
+    "  --reslice-on-demand    re-slice idle GPUs to the preset waiting jobs\n"
+    "                         need (and back to whole GPUs)\n"
     "  --debug LIST           debug logs for components (api,jobs,...|all)\n"
     "  -h, --help             show this help\n"
     "\n"
@@ -76,6 +79,7 @@ static int parse_args(int argc, char **argv, struct shoald_config *cfg)
         {"idle-threshold", required_argument, NULL, 'I'},
         {"idle-after", required_argument, NULL, 'A'},
         {"idle-policy", required_argument, NULL, 'P'},
+        {"reslice-on-demand", no_argument, NULL, 'R'},
         {"debug", required_argument, NULL, 'd'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -150,6 +154,9 @@ static int parse_args(int argc, char **argv, struct shoald_config *cfg)
             cfg->idle_policy = (int)p;
             break;
         }
+        case 'R':
+            cfg->reslice_on_demand = true;
+            break;
         case 'd':
             sh_log_set_debug(optarg);
             break;
@@ -241,6 +248,9 @@ static int setup(struct shoald *d, char *store_url, size_t url_size,
     d->auth = auth_create(err);
     if (!d->auth)
         return -1;
+    d->slices = slices_create(err);
+    if (!d->slices)
+        return -1;
     d->tenancy = tenancy_create(err);
     if (!d->tenancy)
         return -1;
@@ -302,6 +312,7 @@ static void teardown(struct shoald *d)
     nodetab_destroy(d->nodes);
     auth_destroy(d->auth);
     tenancy_destroy(d->tenancy);
+    slices_destroy(d->slices);
     store_close(d->store);
     loop_destroy(d->loop);
 }

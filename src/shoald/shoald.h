@@ -30,6 +30,7 @@ struct auth;
 struct cluster;
 struct tenancy;
 struct logs;
+struct slices;
 
 struct shoald_config {
     const char *state_dir;     /* holds the database, tokens and the URL */
@@ -46,6 +47,7 @@ struct shoald_config {
     int idle_threshold_pct;    /* a job's GPUs all under this are idle... */
     int64_t idle_after_ms;     /* ...when it lasts this long */
     int idle_policy;           /* enum acct_idle_policy: the default */
+    bool reslice_on_demand;    /* re-slice idle GPUs for waiting jobs */
 };
 
 struct shoald {
@@ -60,6 +62,7 @@ struct shoald {
     struct nodetab *nodes;
     struct cluster *cluster;
     struct logs *logs;
+    struct slices *slices;
     char url[300];             /* the URL clients use */
     bool stopping;
 };

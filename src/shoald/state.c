@@ -18,6 +18,7 @@
 #include "shoald/commit.h"
 #include "shoald/jobs.h"
 #include "shoald/nodetab.h"
+#include "shoald/slices.h"
 #include "shoald/tenancy.h"
 #include "store/store.h"
 
@@ -67,6 +68,8 @@ int state_load(struct shoald *d, struct sh_error *err)
 {
     if (auth_load(d->auth, d->store, err) < 0 || nodes_load(d, err) < 0 ||
         jobs_load(d, err) < 0)
+        return -1;
+    if (d->slices && slices_load(d->slices, d->store, err) < 0)
         return -1;
     if (tenancy_load(d->tenancy, d->store, err) < 0)
         return -1;

@@ -60,6 +60,7 @@ struct gpu_info {
     bool mig_capable;
     bool mig_enabled;              /* current MIG mode */
     int nvlink_group;              /* GPUs joined by NVLink share a group; -1 */
+    char preset[48];               /* the slicing preset Shoal applied; "" */
     int nslices;
     struct gpu_slice slices[GPU_SLICES_MAX];
 };

@@ -298,6 +298,9 @@ int job_spec_from_json(const json_t *obj, struct job_spec *spec,
         sh_errorf(err, SH_EINVAL, "command (or script) is required");
         goto error;
     }
+    /* A slice or a GPU memory wish means one GPU unless told otherwise. */
+    if ((spec->slice || spec->gpu_mem) && !json_object_get(obj, "gpus"))
+        spec->gpus_per_node = 1;
     if (!spec->argv) {
         spec->argv = calloc(1, sizeof(char *));
         if (!spec->argv) {

@@ -53,6 +53,7 @@ struct node {
     uint64_t mem;           /* bytes */
     struct gpu_info *gpus;
     int ngpus;
+    bool mps;               /* CUDA MPS can run there (fences time-slices) */
     bool alive;             /* heartbeats arrive */
     bool drain;             /* an admin asked to drain it */
     int running;            /* jobs placed on it (kept by the controller) */

@@ -29,7 +29,7 @@ json_t *gpu_to_json(const struct gpu_info *g)
                       s->share_den));
     }
     /* "o" steals slices */
-    return json_pack("{s:i, s:s, s:s, s:s, s:s, s:I, s:I, s:i, s:b, s:b, "
+    json_t *o = json_pack("{s:i, s:s, s:s, s:s, s:s, s:I, s:I, s:i, s:b, s:b, "
                      "s:i, s:o}",
                      "index", g->index, "uuid", g->uuid, "name", g->name,
                      "model", g->model, "pci_bus_id", g->pci_bus_id, "memory",
@@ -38,6 +38,9 @@ json_t *gpu_to_json(const struct gpu_info *g)
                      "mig_capable", g->mig_capable, "mig_enabled",
                      g->mig_enabled, "nvlink_group", g->nvlink_group,
                      "slices", slices);
+    if (o && g->preset[0])
+        json_object_set_new(o, "preset", json_string(g->preset));
+    return o;
 }
 
 static int copy_str(char *dst, size_t size, const char *src, const char *field,
@@ -85,7 +88,7 @@ static int slice_from_json(const json_t *o, struct gpu_slice *s,
 
 int gpu_from_json(const json_t *o, struct gpu_info *g, struct sh_error *err)
 {
-    const char *uuid, *name, *model, *pci;
+    const char *uuid, *name, *model, *pci, *preset = NULL;
     json_int_t mem, used;
     int mig_capable, mig_enabled;
     json_t *slices;
@@ -93,13 +96,13 @@ int gpu_from_json(const json_t *o, struct gpu_info *g, struct sh_error *err)
     memset(g, 0, sizeof(*g));
     if (json_unpack_ex((json_t *)o, &jerr, JSON_STRICT,
                        "{s:i, s:s, s:s, s:s, s:s, s:I, s:I, s:i, s:b, s:b, s:i, "
-                       "s:o}",
+                       "s:o, s?s}",
                        "index", &g->index, "uuid", &uuid, "name", &name,
                        "model", &model, "pci_bus_id", &pci, "memory", &mem,
                        "memory_used", &used, "utilization", &g->util_pct,
                        "mig_capable", &mig_capable, "mig_enabled",
                        &mig_enabled, "nvlink_group", &g->nvlink_group,
-                       "slices", &slices) < 0)
+                       "slices", &slices, "preset", &preset) < 0)
         return sh_errorf(err, SH_EINVAL, "gpu: %s", jerr.text);
     if (g->index < 0 || g->index >= GPU_PER_NODE_MAX || mem < 0 || used < 0 ||
         g->util_pct < -1 || g->util_pct > 100)
@@ -109,6 +112,9 @@ int gpu_from_json(const json_t *o, struct gpu_info *g, struct sh_error *err)
     g->mem_used = (uint64_t)used;
     g->mig_capable = mig_capable;
     g->mig_enabled = mig_enabled;
+    if (preset && copy_str(g->preset, sizeof(g->preset), preset, "preset",
+                           err) < 0)
+        return -1;
     if (copy_str(g->uuid, sizeof(g->uuid), uuid, "uuid", err) < 0 ||
         copy_str(g->name, sizeof(g->name), name, "name", err) < 0 ||
         copy_str(g->model, sizeof(g->model), model, "model", err) < 0 ||
@@ -215,26 +221,27 @@ int labels_from_json(const json_t *o, struct node_label **out, int *nout,
 json_t *node_to_record(const struct node *n)
 {
     /* "o" steals the labels and gpus */
-    return json_pack("{s:s, s:s?, s:o, s:i, s:I, s:o, s:b, s:I}", "name",
+    return json_pack("{s:s, s:s?, s:o, s:i, s:I, s:o, s:b, s:I, s:b}", "name",
                      n->name, "address", n->address, "labels",
                      labels_to_json(n->labels, n->nlabels), "cpus", n->cpus,
                      "memory", (json_int_t)n->mem, "gpus",
                      gpus_to_json(n->gpus, n->ngpus), "drain", n->drain,
-                     "registered_ms", (json_int_t)n->registered_ms);
+                     "registered_ms", (json_int_t)n->registered_ms, "mps",
+                     n->mps);
 }
 
 struct node *node_from_record(const json_t *rec, struct sh_error *err)
 {
     const char *name, *address = NULL;
     json_t *labels, *gpus;
-    int cpus, drain;
+    int cpus, drain, mps = 0;
     json_int_t mem, registered;
     json_error_t jerr;
     if (json_unpack_ex((json_t *)rec, &jerr, 0,
-                       "{s:s, s?s, s:o, s:i, s:I, s:o, s:b, s:I}", "name",
+                       "{s:s, s?s, s:o, s:i, s:I, s:o, s:b, s:I, s?b}", "name",
                        &name, "address", &address, "labels", &labels, "cpus",
                        &cpus, "memory", &mem, "gpus", &gpus, "drain", &drain,
-                       "registered_ms", &registered) < 0) {
+                       "registered_ms", &registered, "mps", &mps) < 0) {
         sh_errorf(err, SH_EINVAL, "node record: %s", jerr.text);
         return NULL;
     }
@@ -246,6 +253,7 @@ struct node *node_from_record(const json_t *rec, struct sh_error *err)
     n->cpus = cpus;
     n->mem = (uint64_t)mem;
     n->drain = drain;
+    n->mps = mps;
     n->registered_ms = registered;
     if ((address && node_set_address(n, address) < 0) ||
         labels_from_json(labels, &n->labels, &n->nlabels, err) < 0 ||

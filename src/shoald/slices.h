@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* GPU slicing plans: which preset each GPU should have, and where that
+ * stands. An admin (or the re-slicing policy) asks for a preset on some
+ * GPUs; a GPU with running jobs is re-sliced only after they end, and no
+ * new job lands on it meanwhile; its agent then applies the preset (MIG
+ * through NVML, or time-slices) and reports the new slices.
+ *
+ * Plan lifecycle (one per GPU, stored as objects of kind "slice"):
+ *
+ *   slices_request          no job left on the GPU       agent reports the
+ *   ─────────────▶ WAITING ─────────────────▶ APPLYING ──── preset ──────▶ APPLIED
+ *                                                │
+ *                                                └── agent error ───────▶ FAILED
+ *
+ * While WAITING or APPLYING the GPU takes no new job. APPLIED and FAILED
+ * plans are kept for `shoal slice show` (with their reason).
+ */
+#ifndef SHOAL_SHOALD_SLICES_H
+#define SHOAL_SHOALD_SLICES_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "lib/model/node.h"
+#include "shoald/shoald.h"
+
+struct slices;
+
+struct slices *slices_create(struct sh_error *err);
+void slices_destroy(struct slices *s);
+
+/* Replace the plans with the store's. */
+int slices_load(struct slices *s, struct store *st, struct sh_error *err);
+
+/* Ask for preset on the GPUs (indexes into the node's GPU list; NULL/0 =
+ * all of them) of node, with a reason for the record. Every GPU is checked
+ * first (the preset must exist for its model and be valid); then the plans
+ * are made. SH_ENOTFOUND / SH_EINVAL with the GPU and the reason. */
+int slices_request(struct shoald *d, const char *node, const int *gpus,
+                   int ngpus, const char *preset, const char *why,
+                   struct sh_error *err);
+
+/* True when GPU index gpu of node must take no new job (a plan waits). */
+bool slices_gpu_blocked(const struct shoald *d, const char *node, int gpu);
+
+/* The slicing work for node's agent: [{"gpu", "uuid", "preset"}] for the
+ * plans whose GPU is free; those become APPLYING. New reference. */
+json_t *slices_node_work(struct shoald *d, const struct node *n);
+
+/* The node reported its GPUs (registration): plans whose GPU now has the
+ * preset become APPLIED. */
+void slices_node_reported(struct shoald *d, const struct node *n);
+
+/* The agent could not apply a plan: FAILED with its reason. */
+void slices_failed(struct shoald *d, const char *node, int gpu,
+                   const char *preset, const char *error);
+
+/* Every GPU of every node with its slices and plan, for `shoal slice
+ * show`. New reference. */
+json_t *slices_view(struct shoald *d);
+
+/* Re-slicing on demand (off unless the controller was started with it):
+ * when slice jobs wait and a whole GPU sits idle, slice it for them; when
+ * whole-GPU jobs wait and a sliced GPU sits idle, make it whole again.
+ * Called periodically. */
+void slices_reslice_tick(struct shoald *d);
+
+#endif
