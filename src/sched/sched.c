@@ -364,8 +364,22 @@ int sched_team_set(struct sched *s, const char *team,
         return sh_errorf(err, SH_EINTERNAL, "out of memory");
     s->teams[id].q = built;
     quota_refresh_on(s);
+    quota_excuse(s);
     s->dirty = true;
     return 0;
+}
+
+/* Add (sign +1) or take away (-1) a project's usage from a team's. */
+static void usage_move(struct susage *team, const struct susage *p, int sign)
+{
+    for (int m = 0; m < SCHED_MODELS_MAX; m++) {
+        team->used[m] += sign * p->used[m];
+        team->claim[m] += sign * p->claim[m];
+        team->stopping[m] += sign * p->stopping[m];
+    }
+    team->used_total += sign * p->used_total;
+    team->claim_total += sign * p->claim_total;
+    team->stopping_total += sign * p->stopping_total;
 }
 
 int sched_project_set(struct sched *s, const char *project, const char *team,
@@ -388,22 +402,18 @@ int sched_project_set(struct sched *s, const char *project, const char *team,
     if (sched_project_intern(s, project, &id) < 0)
         return sh_errorf(err, SH_EINTERNAL, "out of memory");
     struct sproject *p = &s->projects[id];
-    if (p->team != tid && p->running_units > 0) {
-        /* Move the project's usage from its old team to the new one. */
-        for (uint32_t i = 0; i < s->nrunning; i++) {
-            if (s->jobs[s->running[i]].project == id)
-                quota_account(s, s->running[i], -1);
-        }
-        p->team = tid;
-        for (uint32_t i = 0; i < s->nrunning; i++) {
-            if (s->jobs[s->running[i]].project == id)
-                quota_account(s, s->running[i], +1);
-        }
+    if (p->team != tid) {
+        /* The project's usage, claims and stopping units change team. */
+        if (p->team != SCHED_NONE)
+            usage_move(&s->teams[p->team].u, &p->u, -1);
+        if (tid != SCHED_NONE)
+            usage_move(&s->teams[tid].u, &p->u, +1);
     }
     p->team = tid;
     p->q = built;
     p->set = true;
     quota_refresh_on(s);
+    quota_excuse(s);
     s->dirty = true;
     return 0;
 }
@@ -423,6 +433,7 @@ int sched_user_set(struct sched *s, const char *user, int64_t max_units,
     s->users[id].max_jobs = max_jobs;
     s->users[id].max_time_ms = max_time_ms;
     s->users[id].own = true;
+    quota_excuse(s);
     s->dirty = true;
     return 0;
 }
@@ -995,6 +1006,7 @@ int sched_job_recover(struct sched *s, const struct sched_job_desc *d,
     if (start_ms > s->projects[job->project].usage_t)
         usage_advance(s, job->project, start_ms);
     quota_account(s, j, +1);
+    quota_excuse(s);
     return 0;
 }
 

@@ -269,17 +269,6 @@ out:
     return rc;
 }
 
-static bool within(const struct squota *q, const struct susage *u)
-{
-    for (int m = 0; m < SCHED_MODELS_MAX; m++) {
-        if (((q->has >> m) & 1) && q->l[m] != SCHED_UNLIMITED &&
-            u->used[m] > q->l[m])
-            return false;
-    }
-    return !q->has_any || q->l_any == SCHED_UNLIMITED ||
-           u->used_total <= q->l_any;
-}
-
 /* Which part of a usage record differs, or NULL. */
 static const char *usage_diff(const struct susage *a, const struct susage *b)
 {
@@ -343,22 +332,22 @@ static int check_usage(const struct sched *s, struct sh_error *err)
         if (pu[p].used_total != s->projects[p].running_units)
             FAIL("project %s: running units drifted",
                  s->project_names.names[p]);
-        if (!within(&s->projects[p].q, &pu[p]))
+        if (!quota_within(&s->projects[p].q, &pu[p]) &&
+            !s->projects[p].over_ok)
             FAIL("project %s: above its limit", s->project_names.names[p]);
     }
     for (uint32_t t = 0; t < nt; t++) {
         const char *d = usage_diff(&tu[t], &s->teams[t].u);
         if (d)
             FAIL("team %s: %s units drifted", s->team_names.names[t], d);
-        if (!within(&s->teams[t].q, &tu[t]))
+        if (!quota_within(&s->teams[t].q, &tu[t]) && !s->teams[t].over_ok)
             FAIL("team %s: above its limit", s->team_names.names[t]);
     }
     for (uint32_t u = 0; u < nu; u++) {
         const struct suser *us = &s->users[u];
         if (uu[u] != us->used_units || ur[u] != us->running)
             FAIL("user %s: usage drifted", s->user_names.names[u]);
-        if ((us->max_units != SCHED_UNLIMITED && uu[u] > us->max_units) ||
-            (us->max_jobs > 0 && ur[u] > us->max_jobs))
+        if (!quota_user_within(us) && !us->over_ok)
             FAIL("user %s: above a limit", s->user_names.names[u]);
     }
     rc = 0;

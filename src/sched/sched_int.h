@@ -186,11 +186,13 @@ struct squeue {
 struct steam {
     struct squota q;
     struct susage u;
+    bool over_ok;             /* above a limit lowered under its usage */
 };
 
 struct sproject {
     uint32_t team;            /* SCHED_NONE = none */
     bool set;                 /* configured with sched_project_set() */
+    bool over_ok;             /* above a limit lowered under its usage */
     bool borrowing;           /* above its guarantee somewhere */
     struct squota q;
     struct susage u;
@@ -209,6 +211,7 @@ struct suser {
     bool own;                 /* set with sched_user_set() */
     int64_t used_units;
     int running;
+    bool over_ok;             /* above a limit lowered under its usage */
 };
 
 enum sjob_kind {
@@ -431,6 +434,9 @@ bool quota_project_borrowing(const struct sched *s, uint32_t p, uint16_t m);
 bool quota_team_borrowing(const struct sched *s, uint32_t t, uint16_t m);
 bool quota_has_room(const struct sched *s, uint32_t p, uint64_t models,
                     int64_t units);
+bool quota_within(const struct squota *q, const struct susage *u);
+bool quota_user_within(const struct suser *u);
+void quota_excuse(struct sched *s);
 void usage_advance(struct sched *s, uint32_t p, int64_t now);
 void usage_keys(struct sched *s, int64_t now);
 

@@ -142,6 +142,16 @@ void quota_account(struct sched *s, uint32_t j, int sign)
         usage_add(&s->teams[p->team].u, job->run_model, units);
     s->users[job->user].used_units += units;
     s->users[job->user].running += sign;
+    if (sign < 0) {
+        /* Back within the limits: no excuse any more. */
+        struct suser *u = &s->users[job->user];
+        u->over_ok = u->over_ok && !quota_user_within(u);
+        p->over_ok = p->over_ok && !quota_within(&p->q, &p->u);
+        if (p->team != SCHED_NONE) {
+            struct steam *t = &s->teams[p->team];
+            t->over_ok = t->over_ok && !quota_within(&t->q, &t->u);
+        }
+    }
     borrowing_update(s, job->project);
 }
 
@@ -237,4 +247,39 @@ bool quota_has_room(const struct sched *s, uint32_t pid, uint64_t models,
             return true;
     }
     return false;
+}
+
+/* Usage within every limit of q. */
+bool quota_within(const struct squota *q, const struct susage *u)
+{
+    for (uint64_t b = q->has; b; b &= b - 1) {
+        int m = __builtin_ctzll(b);
+        if (q->l[m] != SCHED_UNLIMITED && u->used[m] > q->l[m])
+            return false;
+    }
+    return !q->has_any || q->l_any == SCHED_UNLIMITED ||
+           u->used_total <= q->l_any;
+}
+
+bool quota_user_within(const struct suser *u)
+{
+    return (u->max_units == SCHED_UNLIMITED || u->used_units <= u->max_units)
+           && (u->max_jobs == 0 || u->running <= u->max_jobs);
+}
+
+/* After a limit changed or running jobs were recovered: whoever is above a
+ * limit now is so by an admin's decision, not the engine's. The engine
+ * never starts anything for them until they are back within. */
+void quota_excuse(struct sched *s)
+{
+    for (uint32_t i = 0; i < s->project_names.n; i++) {
+        struct sproject *p = &s->projects[i];
+        p->over_ok = !quota_within(&p->q, &p->u);
+    }
+    for (uint32_t i = 0; i < s->team_names.n; i++) {
+        struct steam *t = &s->teams[i];
+        t->over_ok = !quota_within(&t->q, &t->u);
+    }
+    for (uint32_t i = 0; i < s->user_names.n; i++)
+        s->users[i].over_ok = !quota_user_within(&s->users[i]);
 }

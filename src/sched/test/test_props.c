@@ -170,7 +170,19 @@ static void random_run(uint64_t seed, int steps, bool incremental,
     for (int step = 0; step < steps; step++) {
         uint32_t what = rnd(&r, 10);
         now += rnd(&r, 60) * 1000;
-        if (what < 4 && npend < 4000) {
+        if (rnd(&r, 50) == 0) {
+            /* An admin moves a project to another team and changes its
+             * quotas, maybe below what it runs. */
+            static const char *teams[] = {"t0", "t1", NULL};
+            char name[16];
+            snprintf(name, sizeof(name), "p%u", rnd(&r, 4));
+            struct sched_quota q = {NULL, SCHED_GPUS(rnd(&r, 6)),
+                                    SCHED_GPUS(rnd(&r, 12))};
+            if (q.limit < q.guaranteed)
+                q.limit = q.guaranteed;
+            cr_assert(sched_project_set(s, name, teams[rnd(&r, 3)], &q, 1,
+                                        &err) == 0, "%s", err.msg);
+        } else if (what < 4 && npend < 4000) {
             struct sched_job_desc d;
             random_job(&r, next_id, now, &d, true);
             if (sched_job_add(s, &d, &err) == 0)
