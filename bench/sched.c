@@ -8,7 +8,10 @@
  * rebuild from scratch with the running jobs, and peak memory. Figures
  * only; nothing here passes or fails on time.
  *
- *   bench-sched [--pending N] [--seed S]
+ *   bench-sched [--pending N] [--seed S] [--random-submit]
+ * --random-submit gives jobs submit times in random order of their ids
+ * (as if added out of order): the job table is then walked in random
+ * memory order, the worst case for caches.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +39,7 @@ static uint32_t rnd(struct rng *r, uint32_t n)
 }
 
 static const char *models[] = {"H100-80GB", "A100-80GB", "L40S-48GB"};
+static bool random_submit;
 static char project_names[PROJECTS][16];
 static char user_names[USERS][16];
 
@@ -119,7 +123,9 @@ static void add_tenants(struct sched *s)
         snprintf(user_names[u], sizeof(user_names[u]), "user%03d", u);
 }
 
-static void make_job(struct rng *r, uint64_t id, int64_t now,
+/* Ids are given at submission, so submit times grow with ids: the last
+ * day's jobs, one every 864 ms for 100,000. */
+static void make_job(struct rng *r, uint64_t id, int64_t now, int pending,
                      struct sched_job_desc *d)
 {
     memset(d, 0, sizeof(*d));
@@ -129,7 +135,10 @@ static void make_job(struct rng *r, uint64_t id, int64_t now,
     uint32_t pr = rnd(r, 10);
     d->priority = pr == 0 ? JOB_PRIO_HIGH : pr == 9 ? JOB_PRIO_LOW
                                                     : JOB_PRIO_NORMAL;
-    d->submit_ms = now - (int64_t)rnd(r, 86400) * 1000;
+    d->submit_ms = now - INT64_C(86400000) +
+                   (int64_t)id * INT64_C(86400000) / (pending + 1);
+    if (random_submit)
+        d->submit_ms = now - (int64_t)rnd(r, 86400) * 1000;
     d->time_limit_ms = rnd(r, 5) ? (int64_t)(600 + rnd(r, 86000)) * 1000 : 0;
     uint32_t shape = rnd(r, 100);
     d->nodes = 1;
@@ -169,11 +178,13 @@ int main(int argc, char **argv)
 {
     int pending = 100000;
     uint64_t seed = 42;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (strcmp(argv[i], "--pending") == 0)
-            pending = (int)strtol(argv[i + 1], NULL, 10);
-        else if (strcmp(argv[i], "--seed") == 0)
-            seed = strtoull(argv[i + 1], NULL, 10);
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--random-submit") == 0)
+            random_submit = true;
+        else if (strcmp(argv[i], "--pending") == 0 && i + 1 < argc)
+            pending = (int)strtol(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc)
+            seed = strtoull(argv[++i], NULL, 10);
     }
     struct rng r = {seed};
     struct sched_config cfg;
@@ -190,7 +201,7 @@ int main(int argc, char **argv)
     add_tenants(s);
     for (int i = 1; i <= pending; i++) {
         struct sched_job_desc d;
-        make_job(&r, (uint64_t)i, now, &d);
+        make_job(&r, (uint64_t)i, now, pending, &d);
         if (sched_job_add(s, &d, &err) < 0)
             die("add", &err);
     }
@@ -274,7 +285,7 @@ int main(int argc, char **argv)
     for (int i = 1; i <= pending; i++) {
         struct sched_job_desc d;
         struct sched_job_status js;
-        make_job(&r2, (uint64_t)i, now, &d);
+        make_job(&r2, (uint64_t)i, now, pending, &d);
         if (sched_job_status(s, d.id, &js, NULL) < 0)
             continue;
         if (js.state == SCHED_JOB_PENDING) {

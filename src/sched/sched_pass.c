@@ -770,8 +770,16 @@ static int eval_job(struct sched *s, struct pass *ps, uint32_t ji)
              j->wait == SCHED_WAIT_RESERVATION))
             ps->blocked_head = ji;
     }
-    if (any_borrow)
-        s->scratch[ps->ndeferred++] = ji;
+    if (any_borrow) {
+        /* Nothing can start any more (resources only shrink in a pass):
+         * phase 2 would only find that out again. */
+        if (nothing_can_start(s, ps)) {
+            if (!any_in)
+                j->wait = SCHED_WAIT_RESOURCES;
+        } else {
+            s->scratch[ps->ndeferred++] = ji;
+        }
+    }
     return 0;
 }
 
