@@ -682,99 +682,129 @@ static bool nothing_can_start(struct sched *s, struct pass *ps)
 }
 
 /* Phase 1 for one job. */
+/* One job's options split by quota class. */
+struct evalx {
+    struct sopt o[OPTS_MAX];
+    uint64_t in[OPTS_MAX];
+    uint64_t borrow[OPTS_MAX];
+    int no;
+    bool any_in;
+    bool any_borrow;
+};
+
+/* What stops a job before placement: a blocked head (FIFO), a shape that
+ * never fits, its user's limits, its quota limits. 1 when the job is
+ * settled (its reason set), 0 to go on with x filled. */
+static int eval_gate(struct sched *s, struct pass *ps, uint32_t ji,
+                     struct evalx *x)
+{
+    struct sjob *j = &s->jobs[ji];
+    bool fifo = s->cfg.policy == SCHED_POLICY_FIFO;
+    if (ps->blocked_head != SCHED_NONE) {
+        j->wait = SCHED_WAIT_PRIORITY;
+        j->other = s->jobs[ps->blocked_head].id;
+        return 1;
+    }
+    x->no = static_fit(s, j, NULL) ? job_options(s, j, x->o) : 0;
+    if (x->no == 0) {
+        j->wait = SCHED_WAIT_NEVER;
+        return 1;
+    }
+    int ub = user_blocks(s, j, x->o[0].units);
+    if (ub) {
+        j->wait = (uint8_t)ub;
+        if (fifo)
+            ps->blocked_head = ji;
+        return 1;
+    }
+    enum qclass first = QC_IN;
+    uint16_t bm = SCHED_NONE16;
+    x->any_in = x->any_borrow = false;
+    for (int i = 0; i < x->no; i++) {
+        enum qclass c = quota_masks(s, j, &x->o[i], &x->in[i],
+                                    &x->borrow[i], &bm);
+        if (first == QC_IN)
+            first = c;
+        if (fifo) {
+            x->in[i] |= x->borrow[i];
+            x->borrow[i] = 0;
+        }
+        x->any_in |= x->in[i] != 0;
+        x->any_borrow |= x->borrow[i] != 0;
+    }
+    if (!x->any_in && !x->any_borrow) {
+        set_quota_wait(j, first, bm);
+        if (fifo)
+            ps->blocked_head = ji;
+        return 1;
+    }
+    return 0;
+}
+
+static bool waits_for_gpus(const struct sjob *j)
+{
+    return j->wait == SCHED_WAIT_RESOURCES ||
+           j->wait == SCHED_WAIT_RESERVATION;
+}
+
+/* An in-quota job that could not start: keep its reservation, reclaim
+ * borrowed GPUs, get a reservation, or block the queue (FIFO). */
+static int eval_blocked(struct sched *s, struct pass *ps, uint32_t ji,
+                        const struct evalx *x, bool held_resv,
+                        bool may_preempt, int64_t held_est)
+{
+    struct sjob *j = &s->jobs[ji];
+    bool fifo = s->cfg.policy == SCHED_POLICY_FIFO;
+    if (held_resv) {
+        j->wait = SCHED_WAIT_RESERVED;
+        j->est = held_est;
+    } else if (!fifo && may_preempt && s->quotas_on && s->nborrowing > 0 &&
+               waits_for_gpus(j)) {
+        if (j->victims > 0) {
+            j->wait = SCHED_WAIT_PREEMPTING;
+            j->est = held_est;
+        }
+        for (int i = 0; i < x->no && j->victims == 0; i++) {
+            if (x->in[i] &&
+                preempt_plan(s, ji, &x->o[i], x->in[i], ps->now, ps->out) < 0)
+                return -1;
+        }
+    }
+    if (ps->full && !ps->no_resv && !fifo && j->kind == SJOB_WHOLE &&
+        s->nresv < s->cfg.max_reservations && waits_for_gpus(j) &&
+        resv_compute(s, ji, x->in[0], ps->now) < 0)
+        return -1;
+    if ((fifo || s->cfg.max_reservations == 0) && !x->any_borrow &&
+        waits_for_gpus(j))
+        ps->blocked_head = ji;
+    return 0;
+}
+
+/* Phase 1 for one job. */
 static int eval_job(struct sched *s, struct pass *ps, uint32_t ji)
 {
     struct sjob *j = &s->jobs[ji];
-    struct sopt o[OPTS_MAX];
-    uint64_t in[OPTS_MAX], borrow[OPTS_MAX];
-    bool fifo = s->cfg.policy == SCHED_POLICY_FIFO;
+    struct evalx x;
     bool held_resv = !ps->full && j->wait == SCHED_WAIT_RESERVED;
     /* Incremental passes reclaim only for jobs never looked at before; the
      * rest wait for the next full pass. */
     bool may_preempt = ps->full || j->wait == SCHED_WAIT_NEW;
     int64_t held_est = j->est;
     j->est = 0;
-    if (ps->blocked_head != SCHED_NONE) {
-        j->wait = SCHED_WAIT_PRIORITY;
-        j->other = s->jobs[ps->blocked_head].id;
+    if (eval_gate(s, ps, ji, &x))
         return 0;
-    }
-    if (!static_fit(s, j, NULL)) {
-        j->wait = SCHED_WAIT_NEVER;
-        return 0;
-    }
-    int no = job_options(s, j, o);
-    if (no == 0) {
-        j->wait = SCHED_WAIT_NEVER;
-        return 0;
-    }
-    int ub = user_blocks(s, j, o[0].units);
-    if (ub) {
-        j->wait = (uint8_t)ub;
-        if (fifo)
-            ps->blocked_head = ji;
-        return 0;
-    }
-    bool any_in = false, any_borrow = false;
-    enum qclass first = QC_IN;
-    uint16_t bm = SCHED_NONE16;
-    for (int i = 0; i < no; i++) {
-        enum qclass c = quota_masks(s, j, &o[i], &in[i], &borrow[i], &bm);
-        if (first == QC_IN)
-            first = c;
-        if (fifo) {
-            in[i] |= borrow[i];
-            borrow[i] = 0;
-        }
-        any_in |= in[i] != 0;
-        any_borrow |= borrow[i] != 0;
-    }
-    if (!any_in && !any_borrow) {
-        set_quota_wait(j, first, bm);
-        if (fifo)
-            ps->blocked_head = ji;
-        return 0;
-    }
-    if (any_in) {
-        int rc = try_options(s, ps, ji, o, no, in);
+    if (x.any_in) {
+        int rc = try_options(s, ps, ji, x.o, x.no, x.in);
         if (rc != 0)
             return rc < 0 ? -1 : 0;
-        if (held_resv) {
-            j->wait = SCHED_WAIT_RESERVED;
-            j->est = held_est;
-        } else if (!fifo && may_preempt && s->quotas_on &&
-                   s->nborrowing > 0 &&
-                   (j->wait == SCHED_WAIT_RESOURCES ||
-                    j->wait == SCHED_WAIT_RESERVATION)) {
-            if (j->victims > 0) {
-                j->wait = SCHED_WAIT_PREEMPTING;
-                j->est = held_est;
-            } else {
-                for (int i = 0; i < no && j->victims == 0; i++) {
-                    if (in[i] &&
-                        preempt_plan(s, ji, &o[i], in[i], ps->now,
-                                     ps->out) < 0)
-                        return -1;
-                }
-            }
-        }
-        if (ps->full && !ps->no_resv && !fifo && j->kind == SJOB_WHOLE &&
-            s->nresv < s->cfg.max_reservations &&
-            (j->wait == SCHED_WAIT_RESOURCES ||
-             j->wait == SCHED_WAIT_RESERVATION)) {
-            if (resv_compute(s, ji, in[0], ps->now) < 0)
-                return -1;
-        }
-        if ((fifo || s->cfg.max_reservations == 0) && !any_borrow &&
-            (j->wait == SCHED_WAIT_RESOURCES ||
-             j->wait == SCHED_WAIT_RESERVATION))
-            ps->blocked_head = ji;
+        if (eval_blocked(s, ps, ji, &x, held_resv, may_preempt, held_est) < 0)
+            return -1;
     }
-    if (any_borrow) {
+    if (x.any_borrow) {
         /* Nothing can start any more (resources only shrink in a pass):
          * phase 2 would only find that out again. */
         if (nothing_can_start(s, ps)) {
-            if (!any_in)
+            if (!x.any_in)
                 j->wait = SCHED_WAIT_RESOURCES;
         } else {
             s->scratch[ps->ndeferred++] = ji;

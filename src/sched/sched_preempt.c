@@ -56,8 +56,15 @@ static bool victim_ok(const struct sched *s, const struct sjob *j,
     if (v->state != SCHED_JOB_RUNNING || v->run_model != m ||
         v->project == j->project)
         return false;
+    /* A project above its guarantee borrows: from its own team's other
+     * projects (reclaimable by them even while the team as a whole is
+     * within its guarantee) or, when the team is above its guarantee too,
+     * from other teams. */
+    bool same_team = s->projects[v->project].team ==
+                     s->projects[j->project].team;
     return quota_project_borrowing(s, v->project, m) &&
-           quota_team_borrowing(s, s->projects[v->project].team, m);
+           (same_team ||
+            quota_team_borrowing(s, s->projects[v->project].team, m));
 }
 
 /* Per-node plan: the fewest victims among e[0..n) (sorted by GPUs desc,

@@ -31,6 +31,7 @@
 #define MASTER_PORT_BASE 29500
 #define MASTER_PORT_SPAN 500
 #define LIVENESS_CHECK_MS 500
+#define FULL_PASS_MS 1000
 
 struct cluster {
     struct sched *sched;
@@ -38,6 +39,7 @@ struct cluster {
     bool schedule_pending; /* a pass is due before the loop sleeps */
     bool rebuild;          /* rebuild the engine before the next pass */
     bool wake_registered;  /* a commit_after for agent polls is queued */
+    int64_t last_pass_ms;
     int64_t liveness_timer;
     uint64_t *cpu_queue;   /* pending jobs without GPUs, in id order */
     int ncpu;
@@ -252,7 +254,13 @@ static int build(struct shoald *d, struct sh_error *err)
 {
     struct cluster *c = d->cluster;
     sched_destroy(c->sched);
-    c->sched = sched_create(NULL, err);
+    struct sched_config cfg;
+    sched_config_init(&cfg);
+    /* Full passes (order, fair share, reservations, preemption, every
+     * reason) at most once a second; incremental ones between. */
+    cfg.full_pass_interval_ms = FULL_PASS_MS;
+    cfg.preempt_grace_ms = (int64_t)d->cfg.kill_grace_s * 1000;
+    c->sched = sched_create(&cfg, err);
     if (!c->sched)
         return -1;
     c->ncpu = 0;
@@ -309,6 +317,10 @@ static int64_t liveness_check(struct loop *loop, void *arg)
     }
     api_agent_expire_polls(d, false);
     slices_reslice_tick(d);
+    /* A pass now and then even without events: the engine runs its full
+     * pass (preemption, reservations, reasons) when one is due. */
+    if (now - d->cluster->last_pass_ms >= FULL_PASS_MS)
+        shoald_schedule_soon(d);
     return LIVENESS_CHECK_MS;
 }
 
@@ -728,7 +740,8 @@ void cluster_before_sleep(struct shoald *d)
     if (!c->schedule_pending)
         return;
     c->schedule_pending = false;
-    if (sched_run(c->sched, shoald_now_ms(d), false, &c->dec, &err) < 0) {
+    c->last_pass_ms = shoald_now_ms(d);
+    if (sched_run(c->sched, c->last_pass_ms, false, &c->dec, &err) < 0) {
         sh_log(LOG_ERR, "cluster", "scheduling pass failed: %s", err.msg);
         c->rebuild = true;
         return;
