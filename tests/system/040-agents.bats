@@ -193,3 +193,28 @@ PY
     run shoal submit --nodes 3 --gpus 1 -- true
     [ "$status" -ne 0 ]
 }
+
+@test "agt-012 a job runs as its submitting Unix user when the agent is root" {
+    [ "$(id -u)" -eq 0 ] || skip "the agent must run as root to switch users"
+    id -u nobody >/dev/null 2>&1 || skip "no user nobody on this machine"
+    shoal_cluster_start 1 1
+    token=$(shoal user create nobody | tail -n1)
+    id=$(SHOAL_TOKEN=$token "$SHOAL_CLI" submit --workdir /tmp -- sh -c 'id -un; pwd; echo $HOME')
+    wait_job_state "$id" completed
+    run shoal logs "$id"
+    [ "${lines[0]}" = nobody ]
+    [ "${lines[1]}" = /tmp ]
+}
+
+@test "agt-013 a job's memory request is enforced by its cgroup" {
+    [ "$(id -u)" -eq 0 ] || skip "cgroups need root"
+    shoal_cluster_start 1 1
+    grep -q "cgroup v" "$SHOAL_TEST_DIR/node1.log" || skip "no usable cgroups here"
+    id=$(submit --mem 64M -- python3 -c 'x = b"x" * (512 << 20); print("survived")')
+    wait_job_state "$id" failed 30
+    [ "$(job_field "$id" .exit_signal)" = 9 ]
+    run shoal logs "$id"
+    [[ "$output" != *survived* ]]
+    ok=$(submit --mem 256M -- python3 -c 'x = b"x" * (64 << 20); print("fine")')
+    wait_job_state "$ok" completed 30
+}
