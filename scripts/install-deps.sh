@@ -21,6 +21,7 @@ bats
 jq
 bc
 curl
+openssl
 iproute2
 sqlite3
 python3
