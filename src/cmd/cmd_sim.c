@@ -75,85 +75,88 @@ static int duration_ms(const char *opt, const char *v, int64_t *out)
     return 0;
 }
 
-static int parse_opts(int argc, char **argv, struct opts *o)
+static const struct option longs[] = {
+    {"cluster", required_argument, NULL, 'c'},
+    {"trace", required_argument, NULL, 't'},
+    {"trace-format", required_argument, NULL, 'f'},
+    {"policy", required_argument, NULL, 'p'},
+    {"json", no_argument, NULL, 'j'},
+    {"exact-limits", no_argument, NULL, 'e'},
+    {"default-limit", required_argument, NULL, 'd'},
+    {"reservations", required_argument, NULL, 'r'},
+    {"full-pass", required_argument, NULL, 'F'},
+    {"grace", required_argument, NULL, 'g'},
+    {"convert", no_argument, NULL, 'C'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+/* One option: 0, 2 on a usage error (reported), -1 for --help. */
+static int apply_opt(int c, const char *arg, struct opts *o)
 {
-    static const struct option longs[] = {
-        {"cluster", required_argument, NULL, 'c'},
-        {"trace", required_argument, NULL, 't'},
-        {"trace-format", required_argument, NULL, 'f'},
-        {"policy", required_argument, NULL, 'p'},
-        {"json", no_argument, NULL, 'j'},
-        {"exact-limits", no_argument, NULL, 'e'},
-        {"default-limit", required_argument, NULL, 'd'},
-        {"reservations", required_argument, NULL, 'r'},
-        {"full-pass", required_argument, NULL, 'F'},
-        {"grace", required_argument, NULL, 'g'},
-        {"convert", no_argument, NULL, 'C'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     struct sh_error err;
     int64_t v;
+    struct sched_config *sc = &o->sim.sched;
+    switch (c) {
+    case 'c':
+        o->cluster = arg;
+        return 0;
+    case 't':
+        o->trace = arg;
+        return 0;
+    case 'f':
+        return sim_format_parse(arg, &o->format, &err) < 0
+                   ? fail(2, "%s", err.msg) : 0;
+    case 'p':
+        if (strcmp(arg, "default") != 0 && strcmp(arg, "fifo") != 0)
+            return fail(2, "--policy must be default or fifo, not '%s'", arg);
+        sc->policy = arg[0] == 'f' ? SCHED_POLICY_FIFO
+                                   : SCHED_POLICY_DEFAULT;
+        return 0;
+    case 'j':
+        o->json = true;
+        return 0;
+    case 'e':
+        o->sim.exact_limits = true;
+        return 0;
+    case 'C':
+        o->convert = true;
+        return 0;
+    case 'd':
+        return duration_ms("--default-limit", arg,
+                           &sc->default_time_limit_ms);
+    case 'F':
+        return duration_ms("--full-pass", arg, &sc->full_pass_interval_ms);
+    case 'g':
+        if (duration_ms("--grace", arg, &o->sim.grace_ms))
+            return 2;
+        sc->preempt_grace_ms = o->sim.grace_ms;
+        return 0;
+    case 'r':
+        if (parse_int64("--reservations", arg, 0, 64, &v, &err) < 0)
+            return fail(2, "%s", err.msg);
+        sc->max_reservations = (int)v;
+        return 0;
+    case 'h':
+        fputs(usage, stdout);
+        return -1;
+    default:
+        return 2;
+    }
+}
+
+static int parse_opts(int argc, char **argv, struct opts *o)
+{
     int c;
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
-        switch (c) {
-        case 'c':
-            o->cluster = optarg;
-            break;
-        case 't':
-            o->trace = optarg;
-            break;
-        case 'f':
-            if (sim_format_parse(optarg, &o->format, &err) < 0)
-                return fail(2, "%s", err.msg);
-            break;
-        case 'p':
-            if (strcmp(optarg, "default") == 0)
-                o->sim.sched.policy = SCHED_POLICY_DEFAULT;
-            else if (strcmp(optarg, "fifo") == 0)
-                o->sim.sched.policy = SCHED_POLICY_FIFO;
-            else
-                return fail(2, "--policy must be default or fifo, not '%s'",
-                            optarg);
-            break;
-        case 'j':
-            o->json = true;
-            break;
-        case 'e':
-            o->sim.exact_limits = true;
-            break;
-        case 'C':
-            o->convert = true;
-            break;
-        case 'd':
-            if (duration_ms("--default-limit", optarg,
-                            &o->sim.sched.default_time_limit_ms))
-                return 2;
-            break;
-        case 'F':
-            if (duration_ms("--full-pass", optarg,
-                            &o->sim.sched.full_pass_interval_ms))
-                return 2;
-            break;
-        case 'g':
-            if (duration_ms("--grace", optarg, &o->sim.grace_ms))
-                return 2;
-            o->sim.sched.preempt_grace_ms = o->sim.grace_ms;
-            break;
-        case 'r':
-            if (parse_int64("--reservations", optarg, 0, 64, &v, &err) < 0)
-                return fail(2, "%s", err.msg);
-            o->sim.sched.max_reservations = (int)v;
-            break;
-        case 'h':
-            fputs(usage, stdout);
-            return -1;
-        default:
+        if (c == '?' || c == ':')
             return fail(2, "sim: unknown or incomplete option '%s' (see "
                         "shoal sim --help)", argv[optind - 1]);
-        }
+        int rc = apply_opt(c, optarg, o);
+        if (rc != 0)
+            return rc;
     }
     if (optind < argc)
         return fail(2, "sim: unexpected argument '%s'", argv[optind]);

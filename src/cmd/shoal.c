@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cmd/cmd.h"
+#include "cmd/cmd_sim.h"
 
 struct command {
     const char *name;
@@ -21,6 +22,8 @@ static const struct command commands[] = {
     {"logs", cmd_logs, "print a job's output (-f to follow)"},
     {"nodes", cmd_nodes, "list nodes and their GPUs"},
     {"node", cmd_node, "drain or resume a node"},
+    {"history", cmd_history, "jobs that ran; --trace for shoal sim"},
+    {"sim", cmd_sim, "replay a job trace against a cluster shape"},
     {"slice", cmd_slice, "GPU slices from presets: presets, apply, show"},
     {"usage", cmd_usage, "GPU-hours, jobs, waits and utilization per user, "
                          "project, team or GPU model"},

@@ -18,6 +18,8 @@ void api_jobs_cancel(struct shoald *d, struct api_req *req);
 
 void api_jobs_logs(struct shoald *d, struct api_req *req);
 
+void api_history(struct shoald *d, struct api_req *req);
+
 void api_nodes_list(struct shoald *d, struct api_req *req);
 void api_nodes_show(struct shoald *d, struct api_req *req);
 void api_nodes_drain(struct shoald *d, struct api_req *req);

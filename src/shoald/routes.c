@@ -14,6 +14,7 @@ const struct api_route api_routes[] = {
     {"POST", "/v1/jobs/{}/cancel", api_jobs_cancel, API_ACCESS_USER},
     {"GET", "/v1/jobs/{}/logs", api_jobs_logs, API_ACCESS_USER},
     {"GET", "/v1/usage", api_usage, API_ACCESS_USER},
+    {"GET", "/v1/history", api_history, API_ACCESS_USER},
     {"GET", "/v1/nodes", api_nodes_list, API_ACCESS_USER},
     {"GET", "/v1/nodes/{}", api_nodes_show, API_ACCESS_USER},
     {"DELETE", "/v1/nodes/{}", api_nodes_delete, API_ACCESS_ADMIN},

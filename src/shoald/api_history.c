@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* /v1/history: jobs that ran and ended in a time window, from the store, as
+ * JSON or as a trace in the simulator's CSV format (doc/design/sim.md), so
+ * an operator can replay the real workload against another cluster shape
+ * with `shoal sim`. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/model/job.h"
+#include "lib/util/clock.h"
+#include "lib/util/parse.h"
+#include "lib/util/strbuf.h"
+#include "shoald/api_handlers.h"
+#include "shoald/policy.h"
+#include "store/store.h"
+
+#define HISTORY_MAX_BYTES (256u << 20)
+
+struct history {
+    struct shoald *d;
+    const struct api_caller *caller;
+    int64_t from, until;
+    bool trace;
+    struct strbuf csv;
+    json_t *jobs;
+    bool too_big;
+};
+
+static bool ran_and_ended(const char *state)
+{
+    return strcmp(state, "completed") == 0 || strcmp(state, "failed") == 0 ||
+           strcmp(state, "timeout") == 0 || strcmp(state, "preempted") == 0 ||
+           strcmp(state, "node_fail") == 0 || strcmp(state, "cancelled") == 0;
+}
+
+static int history_job(const struct store_job_row *row, const json_t *rec,
+                       void *arg, struct sh_error *err)
+{
+    struct history *h = arg;
+    (void)err;
+    if (!row->end_ms || row->end_ms < h->from ||
+        (h->until && row->end_ms >= h->until) || !ran_and_ended(row->state))
+        return 0;
+    struct job view;
+    memset(&view, 0, sizeof(view));
+    view.spec.user = (char *)row->user;
+    view.spec.project = (char *)row->project;
+    if (!policy_can_view(h->d, h->caller, &view))
+        return 0;
+    const json_t *spec = json_object_get(rec, "spec");
+    if (!h->trace) {
+        json_t *o = json_pack("{s:I, s:s, s:s, s:s, s:I, s:I, s:I, s:f, s:O}",
+                              "id", (json_int_t)row->id, "state", row->state,
+                              "user", row->user, "project", row->project,
+                              "submit_ms", (json_int_t)row->submit_ms,
+                              "start_ms", (json_int_t)row->start_ms, "end_ms",
+                              (json_int_t)row->end_ms, "gpu_seconds",
+                              row->gpu_seconds, "spec", spec);
+        json_array_append_new(h->jobs, o);
+        return 0;
+    }
+    int64_t nodes = json_integer_value(json_object_get(spec, "nodes"));
+    int64_t gpus = json_integer_value(json_object_get(spec, "gpus"));
+    const char *gpu_type = json_string_value(json_object_get(spec,
+                                                             "gpu_type"));
+    const char *slice = json_string_value(json_object_get(spec, "slice"));
+    int64_t limit = json_integer_value(json_object_get(spec, "time_limit"));
+    char lim[32] = "";
+    if (limit > 0)
+        snprintf(lim, sizeof(lim), "%lld", (long long)limit);
+    if (strbuf_appendf(&h->csv, "%llu,%.3f,%.3f,%lld,%lld,%s,%s,%s,%s,%s,%s\n",
+                       (unsigned long long)row->id,
+                       (double)row->submit_ms / 1000.0,
+                       (double)(row->end_ms - row->start_ms) / 1000.0,
+                       (long long)(nodes * gpus), (long long)nodes, row->user,
+                       row->project, gpu_type ? gpu_type : "",
+                       json_string_value(json_object_get(spec, "priority")),
+                       lim, slice ? slice : "") < 0)
+        h->too_big = true;
+    return 0;
+}
+
+static int parse_bound(const char *field, const char *s, int64_t now,
+                       int64_t *out, struct sh_error *err)
+{
+    int64_t secs;
+    if (clock_parse_date(field, s, out, NULL) == 0)
+        return 0;
+    if (parse_duration(field, s, &secs, NULL) == 0) {
+        *out = now - secs * 1000;
+        return 0;
+    }
+    return sh_errorf(err, SH_EINVAL,
+                     "%s: '%.64s' is neither a date (YYYY-MM-DD) nor a "
+                     "duration (7d, 12h)",
+                     field, s);
+}
+
+void api_history(struct shoald *d, struct api_req *req)
+{
+    struct sh_error err;
+    struct history h = {.d = d, .caller = api_caller(req)};
+    int64_t now = shoald_now_ms(d);
+    const char *since = api_query(req, "since");
+    const char *until = api_query(req, "until");
+    const char *format = api_query(req, "format");
+    h.from = now - INT64_C(30) * 24 * 3600 * 1000;
+    if ((since && parse_bound("since", since, now, &h.from, &err) < 0) ||
+        (until && parse_bound("until", until, now, &h.until, &err) < 0)) {
+        api_reply_error(req, &err);
+        return;
+    }
+    if (format && strcmp(format, "trace") && strcmp(format, "json")) {
+        api_errorf(req, SH_EINVAL, "format must be json or trace");
+        return;
+    }
+    h.trace = format && strcmp(format, "trace") == 0;
+    strbuf_init(&h.csv, HISTORY_MAX_BYTES);
+    h.jobs = json_array();
+    strbuf_appends(&h.csv, "id,submit,duration,gpus,nodes,user,project,"
+                           "gpu_type,priority,time_limit,slice\n");
+    /* Jobs that ran and ended in the window. */
+    int rc = store_scan_jobs(d->store, h.from, 0, history_job, &h, &err);
+    if (rc < 0 || h.too_big) {
+        if (h.too_big)
+            sh_errorf(&err, SH_ETOOLARGE,
+                      "the history is larger than %u MiB: ask for a shorter "
+                      "window",
+                      HISTORY_MAX_BYTES >> 20);
+        api_reply_error(req, &err);
+    } else if (h.trace) {
+        size_t len = h.csv.len;
+        api_reply_text(req, 200, "text/csv", strbuf_take(&h.csv), len);
+    } else {
+        api_reply_json(req, 200, json_pack("{s:O}", "jobs", h.jobs));
+    }
+    strbuf_fini(&h.csv);
+    json_decref(h.jobs);
+}
