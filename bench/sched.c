@@ -174,6 +174,133 @@ static void run(struct sched *s, int64_t now, bool full,
         die("run", &err);
 }
 
+/* The running jobs, for ends and the rebuild. */
+struct runset {
+    uint64_t *id;
+    size_t n;
+    size_t cap;
+};
+
+static void keep_starts(struct runset *rs, const struct sched_decisions *d)
+{
+    for (size_t i = 0; i < d->nstarts; i++) {
+        if (rs->n == rs->cap) {
+            rs->cap = rs->cap ? rs->cap * 2 : 4096;
+            rs->id = realloc(rs->id, rs->cap * sizeof(*rs->id));
+            if (!rs->id)
+                die("out of memory", NULL);
+        }
+        rs->id[rs->n++] = d->starts[i].job;
+    }
+}
+
+static struct sched *build(const struct sched_config *cfg, uint64_t seed,
+                           int pending, int64_t now)
+{
+    struct rng r = {seed};
+    struct sh_error err;
+    struct sched *s = sched_create(cfg, &err);
+    if (!s)
+        die("create", &err);
+    add_nodes(s);
+    add_tenants(s);
+    for (int i = 1; i <= pending; i++) {
+        struct sched_job_desc d;
+        make_job(&r, (uint64_t)i, now, pending, &d);
+        if (sched_job_add(s, &d, &err) < 0)
+            die("add", &err);
+    }
+    return s;
+}
+
+struct incr {
+    int rounds, nfull;
+    double total, max, full_total;
+    size_t starts, visited;
+};
+
+/* One GPU frees (a one-GPU job ends), the engine places the next job: the
+ * incremental path. Every 60 s of engine time a run is a full pass; those
+ * are counted apart. */
+static void incremental(struct sched *s, struct runset *rs, int64_t *now,
+                        struct rng *r, struct sched_decisions *dec,
+                        struct incr *in)
+{
+    struct sh_error err;
+    for (int k = 0; k < in->rounds && rs->n > 0; k++) {
+        size_t pick = rnd(r, (uint32_t)rs->n);
+        struct sched_place pl[2];
+        for (int tries = 0; tries < 64; tries++) {
+            if (sched_job_placement(s, rs->id[pick], pl, 2) == 1)
+                break;
+            pick = rnd(r, (uint32_t)rs->n);
+        }
+        *now += 1000;
+        if (sched_job_end(s, rs->id[pick], *now, &err) < 0)
+            die("end", &err);
+        rs->id[pick] = rs->id[--rs->n];
+        int64_t t1 = clock_mono_us();
+        run(s, *now, false, dec);
+        double ms = ms_since(t1);
+        if (dec->full_pass) {
+            in->nfull++;
+            in->full_total += ms;
+        } else {
+            in->total += ms;
+            if (ms > in->max)
+                in->max = ms;
+            in->starts += dec->nstarts;
+            in->visited += dec->visited;
+        }
+        keep_starts(rs, dec);
+    }
+}
+
+/* Rebuild from scratch: nodes, tenants, running jobs with their
+ * placements, then every pending job again. */
+static struct sched *rebuild(const struct sched *s,
+                             const struct sched_config *cfg, uint64_t seed,
+                             int pending, int64_t now, size_t *recovered,
+                             size_t *readded)
+{
+    struct rng r2 = {seed};
+    struct sh_error err;
+    struct sched *s2 = sched_create(cfg, &err);
+    struct sched_place *pl = malloc(sizeof(*pl) * 16 * GPUS);
+    if (!s2 || !pl)
+        die("rebuild", &err);
+    add_nodes(s2);
+    add_tenants(s2);
+    *recovered = *readded = 0;
+    for (int i = 1; i <= pending; i++) {
+        struct sched_job_desc d;
+        struct sched_job_status js;
+        make_job(&r2, (uint64_t)i, now, pending, &d);
+        if (sched_job_status(s, d.id, &js, NULL) < 0)
+            continue;
+        if (js.state == SCHED_JOB_PENDING) {
+            if (sched_job_add(s2, &d, &err) < 0)
+                die("re-add", &err);
+            (*readded)++;
+            continue;
+        }
+        int np = sched_job_placement(s, d.id, pl, 16 * GPUS);
+        if (sched_job_recover(s2, &d, js.start_ms, pl, np, &err) < 0)
+            die("recover", &err);
+        (*recovered)++;
+    }
+    free(pl);
+    return s2;
+}
+
+static double timed_run(struct sched *s, int64_t now,
+                        struct sched_decisions *dec)
+{
+    int64_t t0 = clock_mono_us();
+    run(s, now, true, dec);
+    return ms_since(t0);
+}
+
 int main(int argc, char **argv)
 {
     int pending = 100000;
@@ -186,139 +313,55 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc)
             seed = strtoull(argv[++i], NULL, 10);
     }
-    struct rng r = {seed};
     struct sched_config cfg;
-    struct sh_error err;
     sched_config_init(&cfg);
     int64_t now = INT64_C(1700000000000);
     long rss0 = rss_kib();
-
     int64_t t0 = clock_mono_us();
-    struct sched *s = sched_create(&cfg, &err);
-    if (!s)
-        die("create", &err);
-    add_nodes(s);
-    add_tenants(s);
-    for (int i = 1; i <= pending; i++) {
-        struct sched_job_desc d;
-        make_job(&r, (uint64_t)i, now, pending, &d);
-        if (sched_job_add(s, &d, &err) < 0)
-            die("add", &err);
-    }
+    struct sched *s = build(&cfg, seed, pending, now);
     double build_ms = ms_since(t0);
     long rss_built = rss_kib();
 
     struct sched_decisions dec;
+    struct runset rs = {0};
+    struct rng r = {seed + 1};
     sched_decisions_init(&dec);
-    t0 = clock_mono_us();
-    run(s, now, true, &dec);
-    double cold_ms = ms_since(t0);
+    double cold_ms = timed_run(s, now, &dec);
     size_t cold_starts = dec.nstarts;
-
-    /* Keep the running jobs (for ends and the rebuild). */
+    keep_starts(&rs, &dec);
+    now += 1000;
+    double full_ms = timed_run(s, now, &dec);
+    keep_starts(&rs, &dec);
+    struct incr in = {.rounds = 2000};
+    incremental(s, &rs, &now, &r, &dec, &in);
+    now += 1000;
+    double full2_ms = timed_run(s, now, &dec);
+    keep_starts(&rs, &dec);
     struct sched_stats st;
     sched_stats_get(s, &st);
-    uint64_t *running = malloc(sizeof(*running) * (st.running + 4096));
-    size_t nrun = 0;
-    for (size_t i = 0; i < dec.nstarts; i++)
-        running[nrun++] = dec.starts[i].job;
 
-    now += 1000;
+    size_t recovered, readded;
     t0 = clock_mono_us();
-    run(s, now, true, &dec);
-    double full_ms = ms_since(t0);
-    for (size_t i = 0; i < dec.nstarts; i++)
-        running[nrun++] = dec.starts[i].job;
-
-    /* One GPU frees, the engine places the next job: incremental runs. */
-    int rounds = 2000, nfull = 0;
-    double inc_total = 0, inc_max = 0, full_total = 0;
-    size_t inc_starts = 0, inc_visited = 0;
-    for (int k = 0; k < rounds && nrun > 0; k++) {
-        size_t pick = rnd(&r, (uint32_t)nrun);
-        struct sched_place pl[2];
-        /* Prefer a one-GPU job: "one GPU frees". */
-        for (int tries = 0; tries < 64; tries++) {
-            if (sched_job_placement(s, running[pick], pl, 2) == 1)
-                break;
-            pick = rnd(&r, (uint32_t)nrun);
-        }
-        now += 1000;
-        if (sched_job_end(s, running[pick], now, &err) < 0)
-            die("end", &err);
-        running[pick] = running[--nrun];
-        int64_t t1 = clock_mono_us();
-        run(s, now, false, &dec);
-        double ms = ms_since(t1);
-        if (dec.full_pass) {
-            /* The periodic full pass (every 60 s of engine time). */
-            nfull++;
-            full_total += ms;
-        } else {
-            inc_total += ms;
-            if (ms > inc_max)
-                inc_max = ms;
-            inc_starts += dec.nstarts;
-            inc_visited += dec.visited;
-        }
-        for (size_t i = 0; i < dec.nstarts; i++)
-            running[nrun++] = dec.starts[i].job;
-    }
-
-    now += 1000;
-    t0 = clock_mono_us();
-    run(s, now, true, &dec);
-    double full2_ms = ms_since(t0);
-    for (size_t i = 0; i < dec.nstarts; i++)
-        running[nrun++] = dec.starts[i].job;
-    sched_stats_get(s, &st);
-
-    /* Rebuild from scratch: nodes, tenants, running jobs with their
-     * placements, then every pending job again. */
-    struct rng r2 = {seed};
-    t0 = clock_mono_us();
-    struct sched *s2 = sched_create(&cfg, &err);
-    add_nodes(s2);
-    add_tenants(s2);
-    struct sched_place *pl = malloc(sizeof(*pl) * 16 * GPUS);
-    size_t recovered = 0, readded = 0;
-    for (int i = 1; i <= pending; i++) {
-        struct sched_job_desc d;
-        struct sched_job_status js;
-        make_job(&r2, (uint64_t)i, now, pending, &d);
-        if (sched_job_status(s, d.id, &js, NULL) < 0)
-            continue;
-        if (js.state == SCHED_JOB_PENDING) {
-            if (sched_job_add(s2, &d, &err) < 0)
-                die("re-add", &err);
-            readded++;
-            continue;
-        }
-        int np = sched_job_placement(s, d.id, pl, 16 * GPUS);
-        if (sched_job_recover(s2, &d, js.start_ms, pl, np, &err) < 0)
-            die("recover", &err);
-        recovered++;
-    }
+    struct sched *s2 = rebuild(s, &cfg, seed, pending, now, &recovered,
+                               &readded);
     double rebuild_ms = ms_since(t0);
-    t0 = clock_mono_us();
-    run(s2, now, true, &dec);
-    double rebuilt_pass_ms = ms_since(t0);
+    double rebuilt_pass_ms = timed_run(s2, now, &dec);
 
+    int ninc = in.rounds - in.nfull;
     printf("bench-sched: %d nodes x %d GPUs (%d switch groups), %d pending "
-           "jobs, %d projects\n", NODES, GPUS, (NODES + 31) / 32, pending,
-           PROJECTS);
+           "jobs, %d projects%s\n", NODES, GPUS, (NODES + 31) / 32, pending,
+           PROJECTS, random_submit ? ", random submit order" : "");
     printf("  build engine (nodes, quotas, %d jobs)  %9.2f ms\n", pending,
            build_ms);
     printf("  full pass, empty cluster              %9.2f ms  (%zu starts)\n",
            cold_ms, cold_starts);
     printf("  full pass, full cluster               %9.2f ms\n", full_ms);
-    int ninc = rounds - nfull;
     printf("  one GPU freed -> next job (incr.)     %9.4f ms avg, %.4f ms "
            "max over %d (%.2f starts, %.1f jobs looked at per run)\n",
-           inc_total / ninc, inc_max, ninc, (double)inc_starts / ninc,
-           (double)inc_visited / ninc);
+           in.total / ninc, in.max, ninc, (double)in.starts / ninc,
+           (double)in.visited / ninc);
     printf("  periodic full passes among those      %9.2f ms avg (%d)\n",
-           nfull ? full_total / nfull : 0.0, nfull);
+           in.nfull ? in.full_total / in.nfull : 0.0, in.nfull);
     printf("  full pass after those                 %9.2f ms\n", full2_ms);
     printf("  rebuild from scratch                  %9.2f ms  (%zu running "
            "recovered, %zu pending)\n", rebuild_ms, recovered, readded);
@@ -330,8 +373,7 @@ int main(int argc, char **argv)
     printf("  peak RSS %ld KiB (engine with %d jobs: ~%ld bytes/job)\n",
            rss_kib(), pending,
            (rss_built - rss0) * 1024 / (pending ? pending : 1));
-    free(pl);
-    free(running);
+    free(rs.id);
     sched_decisions_fini(&dec);
     sched_destroy(s2);
     sched_destroy(s);

@@ -17,8 +17,77 @@ static int popcount64(uint64_t x)
     return __builtin_popcountll(x);
 }
 
-/* Every placement entry names a GPU or slice this job holds, once; gangs
- * have their shape. */
+/* A running job: every placement entry names a GPU or slice it holds,
+ * of one model; its units add up; a gang has its shape. */
+static int check_running(const struct sched *s, uint32_t ji,
+                         struct sh_error *err)
+{
+    const struct sjob *j = &s->jobs[ji];
+    int rc = -1;
+    uint32_t units = 0;
+    uint32_t nodes[JOB_NODES_MAX];
+    uint32_t per[JOB_NODES_MAX];
+    int nn = 0;
+    if (j->prev >= s->nrunning || s->running[j->prev] != ji)
+        FAIL("job %llu: running slot wrong", (unsigned long long)j->id);
+    for (int i = 0; i < j->nplace; i++) {
+        const struct splace *p = &j->place[i];
+        const struct snode *nd = &s->nodes[p->node];
+        if (!nd->present || p->gpu >= nd->ngpus)
+            FAIL("job %llu: placement on a missing GPU",
+                 (unsigned long long)j->id);
+        const struct sgpu *gp = &nd->gpus[p->gpu];
+        if (gp->model != j->run_model)
+            FAIL("job %llu: GPUs of several models",
+                 (unsigned long long)j->id);
+        if (p->slice < 0 && (gp->job != ji || (gp->flags & SGPU_SLICED)))
+            FAIL("job %llu: GPU %s/%d not held by it",
+                 (unsigned long long)j->id, s->node_names.names[p->node],
+                 p->gpu);
+        if (p->slice >= 0 && (p->slice >= gp->nslices ||
+                              gp->slices[p->slice].job != ji))
+            FAIL("job %llu: slice %s/%d/%d not held by it",
+                 (unsigned long long)j->id, s->node_names.names[p->node],
+                 p->gpu, p->slice);
+        units += p->slice < 0 ? SCHED_UNITS_PER_GPU
+                              : gp->slices[p->slice].units;
+        int k;
+        for (k = 0; k < nn && nodes[k] != p->node; k++)
+            ;
+        if (k == nn) {
+            if (nn == JOB_NODES_MAX)
+                FAIL("job %llu: too many nodes", (unsigned long long)j->id);
+            nodes[nn] = p->node;
+            per[nn++] = 0;
+        }
+        per[k]++;
+    }
+    if (units != j->units)
+        FAIL("job %llu: holds %u units, accounts %u",
+             (unsigned long long)j->id, units, j->units);
+    uint32_t total = 0;
+    for (int k = 0; k < nn; k++) {
+        total += per[k];
+        if (per[k] != per[0] ||
+            (j->kind == SJOB_WHOLE && j->nodes >= 1 && per[k] != j->gpus))
+            FAIL("job %llu: %u GPUs on a node, asked %u",
+                 (unsigned long long)j->id, per[k], j->gpus);
+    }
+    if (j->kind == SJOB_WHOLE && j->nodes >= 1 && nn != j->nodes)
+        FAIL("job %llu: gang on %d nodes, asked %u",
+             (unsigned long long)j->id, nn, j->nodes);
+    if (j->kind == SJOB_WHOLE && j->nodes == 0 && total != j->gpus)
+        FAIL("job %llu: %u GPUs, asked %u", (unsigned long long)j->id, total,
+             j->gpus);
+    if (j->kind != SJOB_WHOLE && j->nplace != 1)
+        FAIL("job %llu: a slice job with %u places",
+             (unsigned long long)j->id, j->nplace);
+    rc = 0;
+out:
+    return rc;
+}
+
+/* Jobs: the id map, placements, counts, and the by-end index. */
 static int check_jobs(const struct sched *s, struct sh_error *err)
 {
     int rc = -1;
@@ -38,75 +107,8 @@ static int check_jobs(const struct sched *s, struct sh_error *err)
             continue;
         }
         running++;
-        if (j->prev >= s->nrunning || s->running[j->prev] != ji)
-            FAIL("job %llu: running slot wrong", (unsigned long long)j->id);
-        uint32_t units = 0;
-        uint32_t nodes[JOB_NODES_MAX];
-        uint32_t per[JOB_NODES_MAX];
-        int nn = 0;
-        for (int i = 0; i < j->nplace; i++) {
-            const struct splace *p = &j->place[i];
-            const struct snode *nd = &s->nodes[p->node];
-            if (!nd->present || p->gpu >= nd->ngpus)
-                FAIL("job %llu: placement on a missing GPU",
-                     (unsigned long long)j->id);
-            const struct sgpu *gp = &nd->gpus[p->gpu];
-            if (gp->model != j->run_model)
-                FAIL("job %llu: GPUs of several models",
-                     (unsigned long long)j->id);
-            if (p->slice < 0) {
-                if (gp->job != ji || (gp->flags & SGPU_SLICED))
-                    FAIL("job %llu: GPU %s/%d not held by it",
-                         (unsigned long long)j->id,
-                         s->node_names.names[p->node], p->gpu);
-                units += SCHED_UNITS_PER_GPU;
-            } else {
-                if (p->slice >= gp->nslices ||
-                    gp->slices[p->slice].job != ji)
-                    FAIL("job %llu: slice %s/%d/%d not held by it",
-                         (unsigned long long)j->id,
-                         s->node_names.names[p->node], p->gpu, p->slice);
-                units += gp->slices[p->slice].units;
-            }
-            int k;
-            for (k = 0; k < nn && nodes[k] != p->node; k++)
-                ;
-            if (k == nn) {
-                if (nn == JOB_NODES_MAX)
-                    FAIL("job %llu: too many nodes",
-                         (unsigned long long)j->id);
-                nodes[nn] = p->node;
-                per[nn++] = 0;
-            }
-            per[k]++;
-        }
-        if (units != j->units)
-            FAIL("job %llu: holds %u units, accounts %u",
-                 (unsigned long long)j->id, units, j->units);
-        if (j->kind == SJOB_WHOLE && j->nodes >= 1) {
-            if (nn != j->nodes)
-                FAIL("job %llu: gang on %d nodes, asked %u",
-                     (unsigned long long)j->id, nn, j->nodes);
-            for (int k = 0; k < nn; k++) {
-                if (per[k] != j->gpus)
-                    FAIL("job %llu: %u GPUs on a node, asked %u",
-                         (unsigned long long)j->id, per[k], j->gpus);
-            }
-        } else if (j->kind == SJOB_WHOLE) {
-            uint32_t total = 0;
-            for (int k = 0; k < nn; k++) {
-                total += per[k];
-                if (per[k] != per[0])
-                    FAIL("job %llu: uneven gang",
-                         (unsigned long long)j->id);
-            }
-            if (total != j->gpus)
-                FAIL("job %llu: %u GPUs, asked %u",
-                     (unsigned long long)j->id, total, j->gpus);
-        } else if (j->nplace != 1) {
-            FAIL("job %llu: a slice job with %u places",
-                 (unsigned long long)j->id, j->nplace);
-        }
+        if (check_running(s, ji, err) < 0)
+            return -1;
     }
     if (running != s->nrunning || pending != s->npending)
         FAIL("counts: %u running (kept %u), %u pending (kept %u)", running,

@@ -801,14 +801,12 @@ static int eval_job(struct sched *s, struct pass *ps, uint32_t ji)
             return -1;
     }
     if (x.any_borrow) {
-        /* Nothing can start any more (resources only shrink in a pass):
-         * phase 2 would only find that out again. */
-        if (nothing_can_start(s, ps)) {
-            if (!x.any_in)
-                j->wait = SCHED_WAIT_RESOURCES;
-        } else {
+        /* Its reason unless phase 2 finds better; no phase 2 at all once
+         * nothing can start (resources only shrink in a pass). */
+        if (!x.any_in)
+            j->wait = SCHED_WAIT_RESOURCES;
+        if (!nothing_can_start(s, ps))
             s->scratch[ps->ndeferred++] = ji;
-        }
     }
     return 0;
 }
@@ -977,6 +975,8 @@ static int phase2(struct sched *s, struct pass *ps)
     ps->phase = 2;
     if (!ps->early) {
         for (uint32_t i = 0; i < ps->ndeferred; i++) {
+            if (nothing_can_start(s, ps))
+                break;   /* the rest keep "resources" from phase 1 */
             uint32_t ji = s->scratch[i];
             if (s->jobs[ji].state != SCHED_JOB_PENDING)
                 continue;

@@ -167,59 +167,53 @@ static int apply(struct sched *s, uint32_t ji, const uint32_t *victims,
     return 1;
 }
 
-static int plan_whole(struct sched *s, uint32_t ji, uint16_t m,
-                      const struct sopt *o, int64_t now,
-                      struct sched_decisions *out)
+/* Every (victim, node) pair of model m for job ji: how many of the
+ * victim's GPUs are on that node. *e is allocated (free it). */
+static int collect(struct sched *s, uint32_t ji, uint16_t m,
+                   struct ventry **out, size_t *nout)
 {
-    struct sjob *j = &s->jobs[ji];
-    uint32_t nn, g;
-    size_t pass = s->full_passes + s->incr_passes;
-    if (!job_shape(s, j, m, &nn, &g))
-        return 0;
-    if (s->pfail_pass[m] == pass && nn >= s->pfail_nodes[m] &&
-        g >= s->pfail_gpus[m])
-        return 0;
+    const struct sjob *j = &s->jobs[ji];
     size_t ne = 0, cap = 0;
     struct ventry *e = NULL;
-    int rc = 0;
     for (uint32_t i = 0; i < s->nrunning; i++) {
         const struct sjob *v = &s->jobs[s->running[i]];
         if (!victim_ok(s, j, v, m))
             continue;
         for (int k = 0; k < v->nplace; k++) {
-            if (v->place[k].slice >= 0 ||
-                !s->nodes[v->place[k].node].indexed)
+            const struct splace *p = &v->place[k];
+            if (p->slice >= 0 || !s->nodes[p->node].indexed)
                 continue;
             if (ne > 0 && e[ne - 1].job == s->running[i] &&
-                e[ne - 1].node == v->place[k].node) {
-                e[ne - 1].gpus++;
+                e[ne - 1].node == p->node) {
+                e[ne - 1].gpus++;   /* placements are grouped by node */
                 continue;
             }
             if (ne == cap) {
                 cap = cap ? cap * 2 : 64;
-                void *p = realloc(e, cap * sizeof(*e));
-                if (!p) {
+                void *np = realloc(e, cap * sizeof(*e));
+                if (!np) {
                     free(e);
                     return -1;
                 }
-                e = p;
+                e = np;
             }
-            e[ne++] = (struct ventry){v->place[k].node, s->running[i], 1};
+            e[ne++] = (struct ventry){p->node, s->running[i], 1};
         }
     }
-    if (ne == 0)
-        goto fail;
-    qsort_r(e, ne, sizeof(*e), ventry_cmp, s);
-    /* One plan per node that has victims (free-only nodes would have
-     * placed the job already, unless reservations stopped it). */
-    struct nplan *plans = calloc(ne, sizeof(*plans));
-    int *vpick = calloc(ne, sizeof(*vpick));
-    uint32_t *victims = calloc(ne, sizeof(*victims));
+    *out = e;
+    *nout = ne;
+    return 0;
+}
+
+/* One plan per node that has victims (e sorted by node): the victims that
+ * would free enough GPUs there. Nodes already free enough need none and
+ * are not listed (they would have placed the job, unless reservations
+ * stopped it). Returns the number of plans. */
+static size_t node_plans(const struct sched *s, uint32_t ji, uint16_t m,
+                         uint32_t g, const struct ventry *e, size_t ne,
+                         struct nplan *plans, int *vpick)
+{
     size_t np = 0, nvp = 0;
-    if (!plans || !vpick || !victims) {
-        rc = -1;
-        goto done;
-    }
     for (size_t a = 0; a < ne;) {
         size_t b = a;
         while (b < ne && e[b].node == e[a].node)
@@ -249,16 +243,13 @@ static int plan_whole(struct sched *s, uint32_t ji, uint16_t m,
         }
         a = b;
     }
-    /* Nodes already free enough count as plans of zero victims. */
-    uint32_t zero = 0;
-    for (uint32_t k = g; k <= (uint32_t)s->models[m].maxper; k++)
-        zero += s->models[m].cnt[k];
-    if (np + zero < nn)
-        goto done_fail;
-    qsort(plans, np, sizeof(*plans), nplan_cmp);
-    uint32_t want = nn > zero ? nn - zero : 0;
-    if (want == 0)
-        goto done_fail;   /* it fits without victims: reservations block */
+    return np;
+}
+
+/* The victims of the first want plans, each once. */
+static int union_victims(const struct ventry *e, const struct nplan *plans,
+                         uint32_t want, const int *vpick, uint32_t *victims)
+{
     int nv = 0;
     for (uint32_t i = 0; i < want; i++) {
         for (int k = 0; k < plans[i].count; k++) {
@@ -270,24 +261,55 @@ static int plan_whole(struct sched *s, uint32_t ji, uint16_t m,
                 victims[nv++] = v;
         }
     }
+    return nv;
+}
+
+static int plan_whole(struct sched *s, uint32_t ji, uint16_t m,
+                      const struct sopt *o, int64_t now,
+                      struct sched_decisions *out)
+{
+    struct sjob *j = &s->jobs[ji];
+    uint32_t nn, g;
+    size_t pass = s->full_passes + s->incr_passes;
+    if (!job_shape(s, j, m, &nn, &g))
+        return 0;
+    if (s->pfail_pass[m] == pass && nn >= s->pfail_nodes[m] &&
+        g >= s->pfail_gpus[m])
+        return 0;
+    struct ventry *e = NULL;
+    size_t ne = 0;
+    if (collect(s, ji, m, &e, &ne) < 0)
+        return -1;
+    struct nplan *plans = calloc(ne + 1, sizeof(*plans));
+    int *vpick = calloc(ne + 1, sizeof(*vpick));
+    uint32_t *victims = calloc(ne + 1, sizeof(*victims));
+    int rc = -1;
+    if (!plans || !vpick || !victims)
+        goto done;
+    qsort_r(e, ne, sizeof(*e), ventry_cmp, s);
+    size_t np = node_plans(s, ji, m, g, e, ne, plans, vpick);
+    /* Nodes already free enough count as plans of zero victims. */
+    uint32_t zero = 0;
+    for (uint32_t k = g; k <= (uint32_t)s->models[m].maxper; k++)
+        zero += s->models[m].cnt[k];
+    uint32_t want = nn > zero ? nn - zero : 0;
+    rc = 0;
+    if (np + zero < nn || want == 0) {
+        /* Not enough victims, or it fits without: reservations block. */
+        s->pfail_pass[m] = pass;
+        s->pfail_nodes[m] = nn;
+        s->pfail_gpus[m] = g;
+        goto done;
+    }
+    qsort(plans, np, sizeof(*plans), nplan_cmp);
+    int nv = union_victims(e, plans, want, vpick, victims);
     rc = apply(s, ji, victims, nv, m, o->units, now, out);
-    goto done;
-done_fail:
-    s->pfail_pass[m] = pass;
-    s->pfail_nodes[m] = nn;
-    s->pfail_gpus[m] = g;
 done:
     free(plans);
     free(vpick);
     free(victims);
     free(e);
     return rc;
-fail:
-    s->pfail_pass[m] = pass;
-    s->pfail_nodes[m] = nn;
-    s->pfail_gpus[m] = g;
-    free(e);
-    return 0;
 }
 
 static int plan_slice(struct sched *s, uint32_t ji, const struct sopt *o,

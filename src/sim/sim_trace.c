@@ -433,18 +433,13 @@ static int name_field(struct reader *r, struct sh_error *err,
     return 0;
 }
 
-static int row_field(struct reader *r, struct sim_job *j, enum role role,
-                     const char *col, const char *v, double *app_hours,
-                     struct sh_error *err)
+/* The numeric columns: id, times, counts. */
+static int num_field(struct reader *r, struct sim_job *j, enum role role,
+                     const char *col, const char *v, struct sh_error *err)
 {
     int64_t x;
     struct sh_error e2;
-    if (!*v && role != R_ID && role != R_SUBMIT && role != R_DURATION &&
-        role != R_GPUS && role != R_TIMESTAMP && role != R_APPLICATION)
-        return 0;   /* optional and empty */
     switch (role) {
-    case R_IGNORE:
-        return 0;
     case R_ID:
         if (parse_int64(col, v, 0, INT64_MAX, &x, &e2) < 0)
             return rowerr(r, err, col, "'%s' is not a job id", v);
@@ -455,12 +450,12 @@ static int row_field(struct reader *r, struct sim_job *j, enum role role,
     case R_TIME_LIMIT:
         if (seconds_ms(v, &x) < 0)
             return rowerr(r, err, col, "'%s' is not a number of seconds", v);
+        if (role == R_TIME_LIMIT && x == 0)
+            return rowerr(r, err, col, "'%s': a time limit must be > 0", v);
         if (role == R_SUBMIT)
             j->submit_ms = x;
         else if (role == R_DURATION)
             j->duration_ms = x;
-        else if (x == 0)
-            return rowerr(r, err, col, "'%s': a time limit must be > 0", v);
         else
             j->limit_ms = x;
         return 0;
@@ -477,48 +472,68 @@ static int row_field(struct reader *r, struct sim_job *j, enum role role,
                           v);
         j->nodes = (int32_t)x;
         return 0;
-    case R_USER:
-        return name_field(r, err, col, v, &j->user);
-    case R_PROJECT:
-        return name_field(r, err, col, v, &j->project);
-    case R_GPU_TYPE: {
-        uint32_t id;
-        if (name_field(r, err, col, v, &id) < 0)
-            return -1;
-        j->gpu_type = (int32_t)id;
-        return 0;
-    }
-    case R_SLICE: {
-        uint32_t id;
-        if (strlen(v) >= JOB_SLICE_MAX || strchr(v, ' '))
-            return rowerr(r, err, col, "'%s' is not a slice profile", v);
-        if (names_intern(&r->t->names, v, &id) < 0)
-            return sh_errorf(err, SH_ETOOLARGE, "too many names");
-        j->slice = (int32_t)id;
-        return 0;
-    }
-    case R_PRIORITY: {
-        enum job_priority p;
-        if (job_priority_from_name(v, &p) < 0)
-            return rowerr(r, err, col, "'%s' is not high, normal or low", v);
-        j->prio = (uint8_t)p;
-        return 0;
-    }
     case R_TIMESTAMP:
         if (timestamp_s(v, &x) < 0)
             return rowerr(r, err, col, "'%s' is not 'YYYY-MM-DD HH:MM:SS'",
                           v);
         r->stamps[r->t->njobs] = x;
         return 0;
-    case R_APPLICATION: {
+    default:
+        return 0;
+    }
+}
+
+/* The text columns: names, the slice profile, the priority. */
+static int text_field(struct reader *r, struct sim_job *j, enum role role,
+                      const char *col, const char *v, double *app_hours,
+                      struct sh_error *err)
+{
+    uint32_t id;
+    enum job_priority p;
+    switch (role) {
+    case R_USER:
+        return name_field(r, err, col, v, &j->user);
+    case R_PROJECT:
+        return name_field(r, err, col, v, &j->project);
+    case R_GPU_TYPE:
+        if (name_field(r, err, col, v, &id) < 0)
+            return -1;
+        j->gpu_type = (int32_t)id;
+        return 0;
+    case R_SLICE:
+        if (strlen(v) >= JOB_SLICE_MAX || strchr(v, ' '))
+            return rowerr(r, err, col, "'%s' is not a slice profile", v);
+        if (names_intern(&r->t->names, v, &id) < 0)
+            return sh_errorf(err, SH_ETOOLARGE, "too many names");
+        j->slice = (int32_t)id;
+        return 0;
+    case R_PRIORITY:
+        if (job_priority_from_name(v, &p) < 0)
+            return rowerr(r, err, col, "'%s' is not high, normal or low", v);
+        j->prio = (uint8_t)p;
+        return 0;
+    case R_APPLICATION:
         if (pollux_gpu_hours(v, app_hours) < 0)
             return rowerr(r, err, col, "unknown application '%s' (cifar10, "
                           "ncf, deepspeech2, bert, yolov3, imagenet)", v);
         return name_field(r, err, col, v, &j->project);
-    }
     default:
         return 0;
     }
+}
+
+static int row_field(struct reader *r, struct sim_job *j, enum role role,
+                     const char *col, const char *v, double *app_hours,
+                     struct sh_error *err)
+{
+    bool required = role == R_ID || role == R_SUBMIT || role == R_DURATION ||
+                    role == R_GPUS || role == R_TIMESTAMP ||
+                    role == R_APPLICATION;
+    if (role == R_IGNORE || (!*v && !required))
+        return 0;   /* ignored, or optional and empty */
+    if (num_field(r, j, role, col, v, err) < 0)
+        return -1;
+    return text_field(r, j, role, col, v, app_hours, err);
 }
 
 static int row(struct reader *r, char **f, int n, struct sh_error *err)
