@@ -286,7 +286,8 @@ static int plan_whole(struct sched *s, uint32_t ji, uint16_t m,
     int rc = -1;
     if (!plans || !vpick || !victims)
         goto done;
-    qsort_r(e, ne, sizeof(*e), ventry_cmp, s);
+    if (ne > 0)
+        qsort_r(e, ne, sizeof(*e), ventry_cmp, s);
     size_t np = node_plans(s, ji, m, g, e, ne, plans, vpick);
     /* Nodes already free enough count as plans of zero victims. */
     uint32_t zero = 0;

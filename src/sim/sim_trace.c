@@ -673,7 +673,8 @@ static int read_all(struct reader *r, enum sim_format format,
     }
     if (unique_ids(t, r->in.name, err) < 0)
         return -1;
-    qsort(t->jobs, t->njobs, sizeof(*t->jobs), job_cmp);
+    if (t->njobs > 0)
+        qsort(t->jobs, t->njobs, sizeof(*t->jobs), job_cmp);
     return 0;
 }
 

@@ -257,3 +257,11 @@ Test(sim_cluster, a_file_of_terms)
     cr_assert_eq(c.pools[1].nslices, 7);
     sim_cluster_fini(&c);
 }
+
+Test(sim_trace, a_header_alone_is_an_empty_trace)
+{
+    struct sim_trace t;
+    parse_ok("id,submit,duration,gpus\n", &t);
+    cr_assert_eq(t.njobs, 0);
+    sim_trace_fini(&t);
+}
