@@ -459,11 +459,21 @@ bool gang_choose(struct sched *s, const uint32_t *elig,
                  const uint64_t *usable, uint32_t ne, uint32_t nn,
                  uint32_t g, struct sfound *f);
 
-/* Whether a GPU's reservation mark still belongs to a waiting job. */
-static inline bool resv_live(const struct sched *s, const struct sgpu *gp)
+/* Whether job a comes before job b in the queue order (sched_pass.c):
+ * priority class, fair-share score plus age, submit time, id. */
+bool sched_before(const struct sched *s, const struct sjob *a,
+                  const struct sjob *b);
+
+/* Whether a GPU's reservation holds against job x (an index): it belongs to
+ * a job still waiting for it that comes before x in the order. A job ahead
+ * of the holder (say a new high-priority job between full passes) may use
+ * the GPU. */
+static inline bool resv_live(const struct sched *s, const struct sgpu *gp,
+                             uint32_t x)
 {
     const struct sjob *j = &s->jobs[gp->resv_job];
-    return j->state == SCHED_JOB_PENDING && j->wait == SCHED_WAIT_RESERVED;
+    return j->state == SCHED_JOB_PENDING && j->wait == SCHED_WAIT_RESERVED &&
+           gp->resv_job != x && sched_before(s, j, &s->jobs[x]);
 }
 
 /* sched_resv.c */

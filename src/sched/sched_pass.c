@@ -130,6 +130,25 @@ static void cursor_load(const struct sched *s, const struct pass *ps,
                          age_score(s, ps->now, j->submit);
 }
 
+bool sched_before(const struct sched *s, const struct sjob *a,
+                  const struct sjob *b)
+{
+    bool fifo = s->cfg.policy == SCHED_POLICY_FIFO;
+    if (!fifo && a->prio != b->prio)
+        return a->prio < b->prio;
+    if (!fifo) {
+        int64_t sa = s->projects[a->project].key +
+                     age_score(s, s->last_now, a->submit);
+        int64_t sb = s->projects[b->project].key +
+                     age_score(s, s->last_now, b->submit);
+        if (sa != sb)
+            return sa > sb;
+    }
+    if (a->submit != b->submit)
+        return a->submit < b->submit;
+    return a->id < b->id;
+}
+
 static bool cursor_before(const struct sched *s, const struct cursor *a,
                           const struct cursor *b)
 {
@@ -582,7 +601,7 @@ static bool try_place(struct sched *s, struct pass *ps, uint32_t ji,
                 nd = &s->nodes[s->found2.nodes[i]];
                 for (uint64_t b = s->found2.masks[i]; b; b &= b - 1) {
                     const struct sgpu *gp = &nd->gpus[__builtin_ctzll(b)];
-                    if (gp->resv_epoch == s->epoch && gp->resv_job != ji) {
+                    if (gp->resv_epoch == s->epoch && resv_live(s, gp, ji)) {
                         who = gp->resv_job;
                         break;
                     }

@@ -87,8 +87,8 @@ uint64_t node_usable(const struct sched *s, const struct snode *nd,
     for (uint64_t b = u; b; b &= b - 1) {
         int g = __builtin_ctzll(b);
         const struct sgpu *gp = &nd->gpus[g];
-        if (gp->resv_epoch == s->epoch && gp->resv_job != self &&
-            end > gp->resv_time && resv_live(s, gp))
+        if (gp->resv_epoch == s->epoch && end > gp->resv_time &&
+            resv_live(s, gp, self))
             u &= ~(UINT64_C(1) << g);
     }
     return u;

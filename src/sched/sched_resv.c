@@ -30,27 +30,28 @@ static uint64_t model_bits(const struct snode *nd, uint16_t m)
     return 0;
 }
 
-/* GPUs of the node that a reservation already holds. */
-static uint64_t reserved_bits(const struct sched *s, const struct snode *nd)
+/* GPUs of the node that a reservation (of a job before ji) holds. */
+static uint64_t reserved_bits(const struct sched *s, const struct snode *nd,
+                              uint32_t ji)
 {
     uint64_t r = 0;
     if (nd->resv_epoch != s->epoch)
         return 0;
     for (int g = 0; g < nd->ngpus; g++) {
         const struct sgpu *gp = &nd->gpus[g];
-        if (gp->resv_epoch == s->epoch && resv_live(s, gp))
+        if (gp->resv_epoch == s->epoch && resv_live(s, gp, ji))
             r |= UINT64_C(1) << g;
     }
     return r;
 }
 
-static void shadow_load(struct sched *s, uint32_t n)
+static void shadow_load(struct sched *s, uint32_t n, uint32_t ji)
 {
     struct snode *nd = &s->nodes[n];
     if (nd->shadow_stamp == s->stamp)
         return;
     nd->shadow_stamp = s->stamp;
-    nd->shadow = nd->indexed ? nd->free & ~reserved_bits(s, nd) : 0;
+    nd->shadow = nd->indexed ? nd->free & ~reserved_bits(s, nd, ji) : 0;
 }
 
 struct rmodel {
@@ -135,7 +136,7 @@ int resv_compute(struct sched *s, uint32_t ji, uint64_t mask, int64_t now)
     for (uint32_t n = 0; n < s->node_names.n; n++) {
         if (!s->nodes[n].indexed)
             continue;
-        shadow_load(s, n);
+        shadow_load(s, n, ji);
         for (int i = 0; i < nrm; i++) {
             uint64_t u = s->nodes[n].shadow & model_bits(&s->nodes[n],
                                                          rm[i].m);
@@ -154,11 +155,11 @@ int resv_compute(struct sched *s, uint32_t ji, uint64_t mask, int64_t now)
             uint64_t bit = UINT64_C(1) << p->gpu;
             if (p->slice >= 0 || !nd->indexed || !(nd->whole & bit))
                 continue;
-            shadow_load(s, p->node);
+            shadow_load(s, p->node, ji);
             if (nd->shadow & bit)
                 continue;
             if (nd->gpus[p->gpu].resv_epoch == s->epoch &&
-                resv_live(s, &nd->gpus[p->gpu]))
+                resv_live(s, &nd->gpus[p->gpu], ji))
                 continue;
             for (int i = 0; i < nrm; i++) {
                 uint64_t mb = model_bits(nd, rm[i].m);

@@ -587,8 +587,14 @@ static int do_running(struct scn *c, char **w, int n)
     struct jobdef *k = job_keep(c, &jd);
     if (!k)
         return failf(c, "too many jobs");
-    if (sched_job_recover(c->s, &k->d, start * 1000, p, np, &err) < 0)
+    const char *want = arg(w, n, "error");
+    if (sched_job_recover(c->s, &k->d, start * 1000, p, np, &err) < 0) {
+        if (want && strstr(err.msg, want))
+            return 0;
         return failf(c, "recover: %s", err.msg);
+    }
+    if (want)
+        return failf(c, "recover: expected an error");
     return 0;
 }
 

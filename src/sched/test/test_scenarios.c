@@ -96,3 +96,28 @@ Test(sched_scenario, freed_gpus_go_down_the_order_incrementally)
 {
     run("incremental.scn");
 }
+
+Test(sched_scenario, team_guarantee_and_reclaim_across_teams)
+{
+    run("quota_team.scn");
+}
+
+Test(sched_scenario, several_reservations_do_not_overlap)
+{
+    run("reservations.scn");
+}
+
+Test(sched_scenario, restart_recovery_keeps_placements)
+{
+    run("recover.scn");
+}
+
+Test(sched_scenario, priority_classes_come_first)
+{
+    run("priority_classes.scn");
+}
+
+Test(sched_scenario, memory_jobs_unschedulable_gpus_and_slice_limits)
+{
+    run("slices_more.scn");
+}
