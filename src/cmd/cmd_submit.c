@@ -417,9 +417,14 @@ int cmd_submit(int argc, char **argv)
     }
     struct client *c = cmd_connect();
     json_t *job = cmd_call(c, "POST", "/v1/jobs", s.job);
-    if (s.json_out)
-        cmd_print_json(job);
-    else {
+    if (s.json_out) {
+        /* The submission answers with the id; show the whole job. */
+        char path[64];
+        snprintf(path, sizeof(path), "/v1/jobs/%lld",
+                 (long long)json_integer_value(json_object_get(job, "id")));
+        json_decref(job);
+        cmd_print_json(cmd_call(c, "GET", path, NULL));
+    } else {
         printf("%lld\n", (long long)json_integer_value(json_object_get(job,
                                                                        "id")));
         json_decref(job);

@@ -500,8 +500,11 @@ void sched_queue_insert(struct sched *s, uint32_t j)
     }
     job->prev = q->tail;
     job->next = SCHED_NONE;
-    if (s->cfg.policy != SCHED_POLICY_FIFO)
+    if (s->cfg.policy != SCHED_POLICY_FIFO) {
         s->projects[job->project].npending++;
+        s->projects[job->project].qmask |=
+            UINT32_C(1) << (job->prio * SCHED_CLASSES + sched_job_class(job));
+    }
     if (q->tail == SCHED_NONE)
         q->head = j;
     else
@@ -573,8 +576,13 @@ void sched_queue_unlink(struct sched *s, uint32_t j)
         s->jobs[job->next].prev = job->prev;
     job->next = job->prev = SCHED_NONE;
     q->count--;
-    if (s->cfg.policy != SCHED_POLICY_FIFO)
+    if (s->cfg.policy != SCHED_POLICY_FIFO) {
         s->projects[job->project].npending--;
+        if (q->count == 0)
+            s->projects[job->project].qmask &=
+                ~(UINT32_C(1) << (job->prio * SCHED_CLASSES +
+                                  sched_job_class(job)));
+    }
     if (q->count == 0 && q->unsorted) {
         q->unsorted = false;
         s->nunsorted--;
@@ -797,8 +805,14 @@ void sched_pending_count(struct sched *s, uint32_t j, int sign)
     if (job->lb > 0)
         s->pend_shape[job->lb][job->ncls] += (uint32_t)sign;
     s->pend_lb[job->lb] += (uint32_t)sign;
-    if (job->lb > 0 && job->limit > 0)
-        s->pend_dur[sched_dur_bucket(job->limit)] += (uint32_t)sign;
+    if (job->lb > 0 && job->limit > 0) {
+        uint32_t b = sched_dur_bucket(job->limit);
+        s->pend_dur[b] += (uint32_t)sign;
+        if (s->pend_dur[b])
+            bits_set(s->pend_dur_bits, b);
+        else
+            bits_clear(s->pend_dur_bits, b);
+    }
     else if (job->lb > 0)
         s->pend_default += (uint32_t)sign;
     if (job->kind == SJOB_FLEX)

@@ -400,6 +400,10 @@ static int check_queues(const struct sched *s, struct sh_error *err)
         }
         if (c != q->count || prev != q->tail)
             FAIL("queue count or tail wrong");
+        if (s->cfg.policy != SCHED_POLICY_FIFO &&
+            ((s->projects[qi / SCHED_NQUEUES].qmask >> qc) & 1) != (c > 0))
+            FAIL("queue mask of project %s wrong",
+                 s->project_names.names[qi / SCHED_NQUEUES]);
         seen += c;
     }
     if (seen != s->npending)

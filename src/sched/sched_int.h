@@ -202,6 +202,7 @@ struct sproject {
     int64_t key;              /* fair-share score of the last full pass */
     struct squeue queues[JOB_PRIO_COUNT][SCHED_CLASSES];
     uint32_t npending;        /* jobs in those queues */
+    uint32_t qmask;           /* bit prio*SCHED_CLASSES+class: non-empty */
 };
 
 struct suser {
@@ -339,6 +340,7 @@ struct sched {
     /* ... and jobs that may take whole GPUs by their run time (time limit
      * or the default), in quarter-octave buckets of milliseconds. */
     uint32_t pend_dur[SCHED_DUR_BUCKETS];   /* with a time limit */
+    uint64_t pend_dur_bits[SCHED_DUR_BUCKETS / 64];   /* non-empty ones */
     uint32_t pend_default;            /* ... without: the default */
     /* ... and by (fewest GPUs per node, class of the fewest nodes). */
     uint32_t pend_shape[SCHED_KMAX + 1][SCHED_NCLS];

@@ -202,14 +202,11 @@ static int merge_init(struct sched *s, struct pass *ps)
         return 0;
     }
     for (uint32_t p = 0; p < s->project_names.n; p++) {
-        if (s->projects[p].npending == 0)
-            continue;
-        for (int c = 0; c < SCHED_NQUEUES; c++) {
+        for (uint32_t qm = s->projects[p].qmask; qm; qm &= qm - 1) {
+            int c = __builtin_ctz(qm);
             uint32_t h = s->projects[p]
                              .queues[c / SCHED_CLASSES][c % SCHED_CLASSES]
                              .head;
-            if (h == SCHED_NONE)
-                continue;
             struct cursor *cu = &ps->heap[ps->nheap++];
             cu->job = h;
             cu->project = p;
@@ -249,9 +246,13 @@ static int64_t min_pending_run(struct sched *s)
 {
     if (s->minrun_version == s->pend_version + 1)
         return s->minrun;
-    uint32_t b = 0;
-    while (b < SCHED_DUR_BUCKETS && s->pend_dur[b] == 0)
-        b++;
+    uint32_t b = SCHED_DUR_BUCKETS;
+    for (uint32_t w = 0; w < SCHED_DUR_BUCKETS / 64; w++) {
+        if (s->pend_dur_bits[w]) {
+            b = w * 64 + (uint32_t)__builtin_ctzll(s->pend_dur_bits[w]);
+            break;
+        }
+    }
     int64_t d = b < SCHED_DUR_BUCKETS ? sched_dur_floor(b) : INT64_MAX;
     if (s->pend_default > 0 && s->cfg.default_time_limit_ms < d)
         d = s->cfg.default_time_limit_ms;
@@ -926,6 +927,7 @@ static void pass_begin(struct sched *s, struct pass *ps)
         /* The largest node per model changed: recount pending demand. */
         memset(s->pend_lb, 0, sizeof(s->pend_lb));
         memset(s->pend_dur, 0, sizeof(s->pend_dur));
+        memset(s->pend_dur_bits, 0, sizeof(s->pend_dur_bits));
         memset(s->pend_shape, 0, sizeof(s->pend_shape));
         s->pend_default = 0;
         s->pend_flex = 0;

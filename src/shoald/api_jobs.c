@@ -46,7 +46,17 @@ void api_jobs_submit(struct shoald *d, struct api_req *req)
         api_reply_error(req, &err);
         return;
     }
-    api_reply_json(req, 201, job_to_json(job));
+    /* A short acknowledgement: the whole job is one GET away, and at tens
+     * of thousands of submissions a second the full view is a sixth of the
+     * controller's work. */
+    char iso[32];
+    clock_format_iso(job->submit_ms, iso, sizeof(iso));
+    api_reply_json(req, 201,
+                   json_pack("{s:I, s:s, s:s, s:s, s:s}", "id",
+                             (json_int_t)job->id, "state",
+                             job_state_name(job->state), "user",
+                             job->spec.user, "project", job->spec.project,
+                             "submit_time", iso));
 }
 
 /* Parse "pending,running" (or "active") into a state mask. */
