@@ -277,23 +277,6 @@ static int by_key(const struct usage_row *a, const struct usage_row *b)
     return strcmp(a->key, b->key);
 }
 
-/* A time bound: a date ("2026-11-01", ISO) or a duration back from now. */
-static int parse_bound(const char *field, const char *s, int64_t now,
-                       int64_t *out, struct sh_error *err)
-{
-    int64_t secs;
-    if (clock_parse_date(field, s, out, NULL) == 0)
-        return 0;
-    if (parse_duration(field, s, &secs, NULL) == 0) {
-        *out = now - secs * 1000;
-        return 0;
-    }
-    return sh_errorf(err, SH_EINVAL,
-                     "%s: '%.64s' is neither a date (YYYY-MM-DD) nor a "
-                     "duration (7d, 12h)",
-                     field, s);
-}
-
 void api_usage(struct shoald *d, struct api_req *req)
 {
     struct sh_error err;
@@ -315,8 +298,8 @@ void api_usage(struct shoald *d, struct api_req *req)
     }
     u.by = (enum usage_by)found;
     u.from = u.now - INT64_C(30) * 24 * 3600 * 1000;
-    if ((since && parse_bound("since", since, u.now, &u.from, &err) < 0) ||
-        (until && parse_bound("until", until, u.now, &u.until, &err) < 0)) {
+    if ((since && clock_parse_when("since", since, u.now, &u.from, &err) < 0) ||
+        (until && clock_parse_when("until", until, u.now, &u.until, &err) < 0)) {
         api_reply_error(req, &err);
         return;
     }

@@ -81,22 +81,6 @@ static int history_job(const struct store_job_row *row, const json_t *rec,
     return 0;
 }
 
-static int parse_bound(const char *field, const char *s, int64_t now,
-                       int64_t *out, struct sh_error *err)
-{
-    int64_t secs;
-    if (clock_parse_date(field, s, out, NULL) == 0)
-        return 0;
-    if (parse_duration(field, s, &secs, NULL) == 0) {
-        *out = now - secs * 1000;
-        return 0;
-    }
-    return sh_errorf(err, SH_EINVAL,
-                     "%s: '%.64s' is neither a date (YYYY-MM-DD) nor a "
-                     "duration (7d, 12h)",
-                     field, s);
-}
-
 void api_history(struct shoald *d, struct api_req *req)
 {
     struct sh_error err;
@@ -106,8 +90,8 @@ void api_history(struct shoald *d, struct api_req *req)
     const char *until = api_query(req, "until");
     const char *format = api_query(req, "format");
     h.from = now - INT64_C(30) * 24 * 3600 * 1000;
-    if ((since && parse_bound("since", since, now, &h.from, &err) < 0) ||
-        (until && parse_bound("until", until, now, &h.until, &err) < 0)) {
+    if ((since && clock_parse_when("since", since, now, &h.from, &err) < 0) ||
+        (until && clock_parse_when("until", until, now, &h.until, &err) < 0)) {
         api_reply_error(req, &err);
         return;
     }

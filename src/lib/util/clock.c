@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Clocks and timestamp formatting (see clock.h). */
 #include "lib/util/clock.h"
+#include "lib/util/parse.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -72,4 +73,20 @@ int clock_parse_date(const char *field, const char *s, int64_t *ms,
         return sh_errorf(err, SH_EINVAL, "%s: '%s' is before 1970", field, s);
     *ms = (int64_t)t * 1000;
     return 0;
+}
+
+int clock_parse_when(const char *field, const char *s, int64_t now_ms,
+                     int64_t *ms, struct sh_error *err)
+{
+    int64_t secs;
+    if (clock_parse_date(field, s, ms, NULL) == 0)
+        return 0;
+    if (parse_duration(field, s, &secs, NULL) == 0) {
+        *ms = now_ms - secs * 1000;
+        return 0;
+    }
+    return sh_errorf(err, SH_EINVAL,
+                     "%s: '%.64s' is neither a date (YYYY-MM-DD) nor a "
+                     "duration back from now (7d, 12h)",
+                     field, s);
 }

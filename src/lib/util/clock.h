@@ -30,4 +30,9 @@ void clock_format_local(int64_t ms, char *buf, size_t size);
 int clock_parse_date(const char *field, const char *s, int64_t *ms,
                      struct sh_error *err);
 
+/* A point in time as people write it: a date (clock_parse_date) or a
+ * duration back from now_ms ("7d", "12h"; see parse_duration). */
+int clock_parse_when(const char *field, const char *s, int64_t now_ms,
+                     int64_t *ms, struct sh_error *err);
+
 #endif
