@@ -626,6 +626,11 @@ error:
     return NULL;
 }
 
+uint64_t api_requests(const struct api *api)
+{
+    return api->requests;
+}
+
 int api_suspended(const struct api *api)
 {
     return api->suspended;

@@ -64,6 +64,9 @@ struct api *api_create(struct shoald *d, const struct api_route *routes,
 void api_destroy(struct api *api);
 int api_port(const struct api *api);
 
+/* API requests handled so far. */
+uint64_t api_requests(const struct api *api);
+
 /* How many connections are suspended (held or waiting for a commit). */
 int api_suspended(const struct api *api);
 

@@ -143,3 +143,13 @@ CASES
     api GET '/v1/jobs?limit=0'
     [ "$status_code" = 400 ]
 }
+
+@test "api-009 /metrics exposes counts in the Prometheus text format" {
+    api POST /v1/jobs '{"command":["true"]}'
+    run curl -sf "$SHOAL_URL/metrics"
+    [ "$status" -eq 0 ]
+    echo "$output" | grep -qx 'shoal_jobs{state="pending"} 1'
+    echo "$output" | grep -q '^# TYPE shoal_commits_total counter$'
+    # Every sample line is "name{labels} value" or "name value".
+    ! echo "$output" | grep -v '^#' | grep -vE '^[a-z_]+(\{[a-z_]+="[a-z_]+"\})? [0-9.e+-]+$'
+}
