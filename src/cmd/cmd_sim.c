@@ -39,6 +39,10 @@ static const char usage[] =
     "                        0 = no backfill)\n"
     "  --full-pass DUR       full scheduling pass interval (default 60s)\n"
     "  --grace DUR           preemption grace period (default 30s)\n"
+    "  --tenants FILE        teams, projects and users with quotas (lines\n"
+    "                        'project vision team=research guaranteed=8\n"
+    "                        limit=H100-80GB:16', 'team ...', 'user ...\n"
+    "                        max_gpus=4 max_jobs=2')\n"
     "  --convert             print the trace in the shoal CSV format and stop\n"
     "  -h, --help            this help\n";
 
@@ -62,8 +66,32 @@ struct opts {
     enum sim_format format;
     bool json;
     bool convert;
+    const char *tenants;
     struct sim_options sim;
 };
+
+#define TENANTS_MAX (1 << 20)   /* bytes of a --tenants file */
+
+/* The whole --tenants file (caller frees), or NULL after an error. */
+static char *read_small(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    char *buf = f ? malloc(TENANTS_MAX + 1) : NULL;
+    size_t n = buf ? fread(buf, 1, TENANTS_MAX + 1, f) : 0;
+    if (f)
+        fclose(f);
+    if (!f) {
+        fail(1, "cannot open %s", path);
+        return NULL;
+    }
+    if (!buf || n > TENANTS_MAX) {
+        free(buf);
+        fail(1, "%s is larger than %d bytes", path, TENANTS_MAX);
+        return NULL;
+    }
+    buf[n] = '\0';
+    return buf;
+}
 
 static int duration_ms(const char *opt, const char *v, int64_t *out)
 {
@@ -87,6 +115,7 @@ static const struct option longs[] = {
     {"full-pass", required_argument, NULL, 'F'},
     {"grace", required_argument, NULL, 'g'},
     {"convert", no_argument, NULL, 'C'},
+    {"tenants", required_argument, NULL, 'T'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -121,6 +150,9 @@ static int apply_opt(int c, const char *arg, struct opts *o)
         return 0;
     case 'C':
         o->convert = true;
+        return 0;
+    case 'T':
+        o->tenants = arg;
         return 0;
     case 'd':
         return duration_ms("--default-limit", arg,
@@ -193,6 +225,7 @@ int cmd_sim(int argc, char **argv)
     struct sim_cluster c;
     struct sim_result r;
     struct sh_error err;
+    char *tenants = NULL;
     int rc;
     memset(&o, 0, sizeof(o));
     memset(&c, 0, sizeof(c));
@@ -212,6 +245,15 @@ int cmd_sim(int argc, char **argv)
         rc = fail(1, "%s", err.msg);
         goto out;
     }
+    if (o.tenants) {
+        tenants = read_small(o.tenants);
+        if (!tenants) {
+            rc = 1;
+            goto out;
+        }
+        o.sim.tenants = tenants;
+        o.sim.tenants_name = o.tenants;
+    }
     if (sim_run(&c, &t, &o.sim, &r, &err) < 0) {
         rc = fail(1, "%s", err.msg);
         goto out;
@@ -221,6 +263,7 @@ int cmd_sim(int argc, char **argv)
     else
         sim_report_text(stdout, &r, &c);
 out:
+    free(tenants);
     sim_result_fini(&r);
     sim_cluster_fini(&c);
     sim_trace_fini(&t);

@@ -131,9 +131,17 @@ struct sim_options {
     struct sched_config sched;    /* policy, backfill, weights, ... */
     int64_t grace_ms;             /* preempted jobs stop after it */
     bool exact_limits;            /* no time limit: use the duration */
+    const char *tenants;          /* sim_tenants_apply() text, or NULL */
+    const char *tenants_name;     /* its file name, for messages */
 };
 
 void sim_options_init(struct sim_options *o);
+
+/* Teams, projects and users with quotas and limits (sim_tenants.c's
+ * format) applied to an engine. text and file borrowed for the call.
+ * SH_EINVAL naming the file and line. */
+int sim_tenants_apply(const char *text, const char *file, struct sched *s,
+                      struct sh_error *err);
 
 struct sim_project {
     const char *name;     /* borrowed from the trace */

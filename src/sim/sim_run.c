@@ -372,6 +372,11 @@ int sim_run(const struct sim_cluster *c, const struct sim_trace *t,
     x.s = sched_create(&o->sched, err);
     if (!x.s || sim_cluster_apply(c, x.s, err) < 0)
         goto out;
+    if (o->tenants &&
+        sim_tenants_apply(o->tenants, o->tenants_name ? o->tenants_name
+                                                      : "tenants",
+                          x.s, err) < 0)
+        goto out;
     int64_t t0 = clock_mono_us();
     if (loop(&x, err) < 0)
         goto out;

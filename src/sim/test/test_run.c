@@ -19,18 +19,26 @@ struct fixture {
     struct sim_result r;
 };
 
-static void replay(struct fixture *f, const char *cluster, const char *trace,
-                   enum sched_policy policy, bool exact)
+static void replay_with(struct fixture *f, const char *cluster,
+                        const char *trace, enum sched_policy policy,
+                        bool exact, const char *tenants)
 {
     struct sh_error err = {0};
     struct sim_options o;
     sim_options_init(&o);
     o.sched.policy = policy;
     o.exact_limits = exact;
+    o.tenants = tenants;
     cr_assert(sim_trace_parse(trace, "t.csv", SIM_FORMAT_AUTO, &f->t,
                               &err) == 0, "%s", err.msg);
     cr_assert(sim_cluster_parse(cluster, &f->c, &err) == 0, "%s", err.msg);
     cr_assert(sim_run(&f->c, &f->t, &o, &f->r, &err) == 0, "%s", err.msg);
+}
+
+static void replay(struct fixture *f, const char *cluster, const char *trace,
+                   enum sched_policy policy, bool exact)
+{
+    replay_with(f, cluster, trace, policy, exact, NULL);
 }
 
 static void done(struct fixture *f)
@@ -294,4 +302,52 @@ Test(sim_run, same_trace_same_result)
     free(text);
     done(&a);
     done(&b);
+}
+
+/* Quotas in a replay: "other" borrows the node; "own" reclaims it at 10.
+ * Job 1 stops after the 30 s grace (at 40) and is requeued; job 2 runs
+ * 40-90; job 1 reruns 90-190. GPU time 4*40 + 4*50 + 4*100 = 760 over
+ * 4 GPUs x 190 s: the node was never idle. */
+Test(sim_run, quotas_reclaim_and_requeue)
+{
+    struct fixture f;
+    memset(&f, 0, sizeof(f));
+    replay_with(&f, "1x4xH100-80GB",
+                "id,submit,duration,gpus,project\n"
+                "1,0,100,4,other\n"
+                "2,10,50,4,own\n",
+                SCHED_POLICY_DEFAULT, false,
+                "# the owner's guarantee covers the node\n"
+                "project own guaranteed=4 limit=4\n"
+                "project other guaranteed=0 limit=4\n");
+    cr_assert_eq(f.r.preemptions, 1);
+    cr_assert_eq(f.r.jobs, 2);
+    const struct sim_outcome *o1 = &f.r.outcomes[0], *o2 = &f.r.outcomes[1];
+    cr_assert_eq(o1->first_start_ms, 0);
+    cr_assert_eq(o1->start_ms, 90000);
+    cr_assert_eq(o1->end_ms, 190000);
+    cr_assert_eq(o1->attempts, 2);
+    cr_assert_eq(o2->start_ms, 40000);
+    cr_assert_eq(o2->end_ms, 90000);
+    cr_assert_float_eq(f.r.utilization, 1.0, 1e-9);
+    cr_assert_float_eq(f.r.wait_avg_s, (50 + 30) / 2.0, 1e-9);
+    done(&f);
+}
+
+Test(sim_run, tenants_errors_name_the_line)
+{
+    struct sched *s = sched_create(NULL, NULL);
+    struct sh_error err = {0};
+    cr_assert(sim_tenants_apply("project a guaranteed=2\nteem b\n", "q.txt",
+                                s, &err) < 0);
+    cr_assert(strstr(err.msg, "q.txt:2: unknown directive"), "%s", err.msg);
+    cr_assert(sim_tenants_apply("project a guaranteed=x\n", "q.txt", s,
+                                &err) < 0);
+    cr_assert(strstr(err.msg, "q.txt:1: not a GPU amount: 'x'"), "%s",
+              err.msg);
+    cr_assert(sim_tenants_apply("project a guaranteed=4 limit=2\n", "q.txt",
+                                s, &err) < 0);
+    cr_assert(strstr(err.msg, "q.txt:1: limit must be >= guaranteed"), "%s",
+              err.msg);
+    sched_destroy(s);
 }
