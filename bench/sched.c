@@ -58,8 +58,9 @@ static void die(const char *what, const struct sh_error *err)
 
 static const char *node_model(int n)
 {
-    return n < NODES / 2 ? models[0] : n < NODES * 8 / 10 ? models[1]
-                                                         : models[2];
+    return n < NODES / 2        ? models[0]
+           : n < NODES * 8 / 10 ? models[1]
+                                : models[2];
 }
 
 static void add_nodes(struct sched *s)
@@ -89,8 +90,10 @@ static void add_nodes(struct sched *s)
         }
         snprintf(name, sizeof(name), "gpu%04d", n);
         snprintf(group, sizeof(group), "sw%02d", n / 32);
-        struct sched_node_desc d = {.name = name, .group = group,
-                                    .state = SCHED_NODE_UP, .ngpus = GPUS,
+        struct sched_node_desc d = {.name = name,
+                                    .group = group,
+                                    .state = SCHED_NODE_UP,
+                                    .ngpus = GPUS,
                                     .gpus = g};
         struct sh_error err;
         if (sched_node_set(s, &d, &err) < 0)
@@ -108,14 +111,12 @@ static void add_tenants(struct sched *s)
         if (sched_team_set(s, team, &q, 1, &err) < 0)
             die("team", &err);
         for (int p = t * 5; p < t * 5 + 5; p++) {
-            snprintf(project_names[p], sizeof(project_names[p]), "proj%02d",
-                     p);
+            snprintf(project_names[p], sizeof(project_names[p]), "proj%02d", p);
             struct sched_quota pq[2] = {
                 {NULL, SCHED_GPUS(160), SCHED_GPUS(600)},
                 {models[0], SCHED_GPUS(80), SCHED_GPUS(400)},
             };
-            if (sched_project_set(s, project_names[p], team, pq, 2,
-                                  &err) < 0)
+            if (sched_project_set(s, project_names[p], team, pq, 2, &err) < 0)
                 die("project", &err);
         }
     }
@@ -133,8 +134,9 @@ static void make_job(struct rng *r, uint64_t id, int64_t now, int pending,
     d->user = user_names[rnd(r, USERS)];
     d->project = project_names[rnd(r, PROJECTS)];
     uint32_t pr = rnd(r, 10);
-    d->priority = pr == 0 ? JOB_PRIO_HIGH : pr == 9 ? JOB_PRIO_LOW
-                                                    : JOB_PRIO_NORMAL;
+    d->priority = pr == 0   ? JOB_PRIO_HIGH
+                  : pr == 9 ? JOB_PRIO_LOW
+                            : JOB_PRIO_NORMAL;
     d->submit_ms = now - INT64_C(86400000) +
                    (int64_t)id * INT64_C(86400000) / (pending + 1);
     if (random_submit)
@@ -152,7 +154,7 @@ static void make_job(struct rng *r, uint64_t id, int64_t now, int pending,
         d->gpus = 8;
     else if (shape < 95) {
         d->gpus = 8;
-        d->nodes = 2 << rnd(r, 4);   /* 2, 4, 8, 16 */
+        d->nodes = 2 << rnd(r, 4); /* 2, 4, 8, 16 */
     } else {
         d->gpus = 1;
         d->slice = "1g.10gb";
@@ -342,15 +344,16 @@ int main(int argc, char **argv)
 
     size_t recovered, readded;
     t0 = clock_mono_us();
-    struct sched *s2 = rebuild(s, &cfg, seed, pending, now, &recovered,
-                               &readded);
+    struct sched *s2 =
+        rebuild(s, &cfg, seed, pending, now, &recovered, &readded);
     double rebuild_ms = ms_since(t0);
     double rebuilt_pass_ms = timed_run(s2, now, &dec);
 
     int ninc = in.rounds - in.nfull;
     printf("bench-sched: %d nodes x %d GPUs (%d switch groups), %d pending "
-           "jobs, %d projects%s\n", NODES, GPUS, (NODES + 31) / 32, pending,
-           PROJECTS, random_submit ? ", random submit order" : "");
+           "jobs, %d projects%s\n",
+           NODES, GPUS, (NODES + 31) / 32, pending, PROJECTS,
+           random_submit ? ", random submit order" : "");
     printf("  build engine (nodes, quotas, %d jobs)  %9.2f ms\n", pending,
            build_ms);
     printf("  full pass, empty cluster              %9.2f ms  (%zu starts)\n",
@@ -364,7 +367,8 @@ int main(int argc, char **argv)
            in.nfull ? in.full_total / in.nfull : 0.0, in.nfull);
     printf("  full pass after those                 %9.2f ms\n", full2_ms);
     printf("  rebuild from scratch                  %9.2f ms  (%zu running "
-           "recovered, %zu pending)\n", rebuild_ms, recovered, readded);
+           "recovered, %zu pending)\n",
+           rebuild_ms, recovered, readded);
     printf("  first pass of the rebuilt engine      %9.2f ms\n",
            rebuilt_pass_ms);
     printf("  state: %zu running, %zu pending, %lld of %lld units free\n",

@@ -70,7 +70,7 @@ struct opts {
     struct sim_options sim;
 };
 
-#define TENANTS_MAX (1 << 20)   /* bytes of a --tenants file */
+#define TENANTS_MAX (1 << 20) /* bytes of a --tenants file */
 
 /* The whole --tenants file (caller frees), or NULL after an error. */
 static char *read_small(const char *path)
@@ -135,12 +135,12 @@ static int apply_opt(int c, const char *arg, struct opts *o)
         return 0;
     case 'f':
         return sim_format_parse(arg, &o->format, &err) < 0
-                   ? fail(2, "%s", err.msg) : 0;
+                   ? fail(2, "%s", err.msg)
+                   : 0;
     case 'p':
         if (strcmp(arg, "default") != 0 && strcmp(arg, "fifo") != 0)
             return fail(2, "--policy must be default or fifo, not '%s'", arg);
-        sc->policy = arg[0] == 'f' ? SCHED_POLICY_FIFO
-                                   : SCHED_POLICY_DEFAULT;
+        sc->policy = arg[0] == 'f' ? SCHED_POLICY_FIFO : SCHED_POLICY_DEFAULT;
         return 0;
     case 'j':
         o->json = true;
@@ -155,8 +155,7 @@ static int apply_opt(int c, const char *arg, struct opts *o)
         o->tenants = arg;
         return 0;
     case 'd':
-        return duration_ms("--default-limit", arg,
-                           &sc->default_time_limit_ms);
+        return duration_ms("--default-limit", arg, &sc->default_time_limit_ms);
     case 'F':
         return duration_ms("--full-pass", arg, &sc->full_pass_interval_ms);
     case 'g':
@@ -184,8 +183,10 @@ static int parse_opts(int argc, char **argv, struct opts *o)
     opterr = 0;
     while ((c = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
         if (c == '?' || c == ':')
-            return fail(2, "sim: unknown or incomplete option '%s' (see "
-                        "shoal sim --help)", argv[optind - 1]);
+            return fail(2,
+                        "sim: unknown or incomplete option '%s' (see "
+                        "shoal sim --help)",
+                        argv[optind - 1]);
         int rc = apply_opt(c, optarg, o);
         if (rc != 0)
             return rc;
@@ -194,10 +195,10 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         return fail(2, "sim: unexpected argument '%s'", argv[optind]);
     if (!o->trace)
         return fail(2, "sim: --trace FILE is required (see shoal sim "
-                    "--help)");
+                       "--help)");
     if (!o->cluster && !o->convert)
         return fail(2, "sim: --cluster SPEC is required (see shoal sim "
-                    "--help)");
+                       "--help)");
     return 0;
 }
 

@@ -74,8 +74,7 @@ int sched_grow(void **p, uint32_t *cap, uint32_t need, size_t size)
     return 0;
 }
 
-struct sched *sched_create(const struct sched_config *cfg,
-                           struct sh_error *err)
+struct sched *sched_create(const struct sched_config *cfg, struct sh_error *err)
 {
     struct sched_config def;
     if (!cfg) {
@@ -92,7 +91,7 @@ struct sched *sched_create(const struct sched_config *cfg,
     s->fifo.head = s->fifo.tail = SCHED_NONE;
     s->dirty = true;
     s->memopts_dirty = true;
-    s->epoch = 1;   /* GPUs start with epoch 0: no reservation */
+    s->epoch = 1; /* GPUs start with epoch 0: no reservation */
     s->resv_ids = calloc(65, sizeof(*s->resv_ids));
     if (!s->resv_ids)
         goto nomem;
@@ -182,9 +181,9 @@ int sched_model_intern(struct sched *s, const char *name, uint16_t *id)
     if (sched_grow(&p, &cap, s->model_names.n + 1, sizeof(*s->models)) < 0)
         return -1;
     s->models = p;
-    uint64_t *rows = calloc((size_t)(SCHED_KMAX + 1) * (s->nwords ? s->nwords
-                                                                 : 1),
-                            sizeof(uint64_t));
+    uint64_t *rows =
+        calloc((size_t)(SCHED_KMAX + 1) * (s->nwords ? s->nwords : 1),
+               sizeof(uint64_t));
     if (!rows)
         return -1;
     if (strtab_intern(&s->model_names, name, &nid) < 0) {
@@ -210,8 +209,7 @@ int sched_profile_intern(struct sched *s, const char *name, uint16_t *id)
     uint32_t cap = s->profile_names.n;
     uint32_t nid;
     void *p = s->profiles;
-    if (sched_grow(&p, &cap, s->profile_names.n + 1,
-                   sizeof(*s->profiles)) < 0)
+    if (sched_grow(&p, &cap, s->profile_names.n + 1, sizeof(*s->profiles)) < 0)
         return -1;
     s->profiles = p;
     uint64_t *bits = calloc(s->nwords ? s->nwords : 1, sizeof(uint64_t));
@@ -255,8 +253,7 @@ int sched_project_intern(struct sched *s, const char *name, uint32_t *id)
     }
     uint32_t cap = s->project_names.n;
     void *p = s->projects;
-    if (sched_grow(&p, &cap, s->project_names.n + 1,
-                   sizeof(*s->projects)) < 0)
+    if (sched_grow(&p, &cap, s->project_names.n + 1, sizeof(*s->projects)) < 0)
         return -1;
     s->projects = p;
     if (strtab_intern(&s->project_names, name, id) < 0)
@@ -315,19 +312,20 @@ static int quota_build(struct sched *s, const struct sched_quota *q, int n,
             return sh_errorf(err, SH_EINVAL,
                              "limit must be >= guaranteed or unlimited");
         if (q[i].model && !name_ok(q[i].model))
-            return sh_errorf(err, SH_EINVAL, "quota model name must be "
-                             "1..%d bytes", SCHED_NAME_MAX);
+            return sh_errorf(err, SH_EINVAL,
+                             "quota model name must be "
+                             "1..%d bytes",
+                             SCHED_NAME_MAX);
         for (int k = 0; k < i; k++) {
             bool same = (!q[i].model && !q[k].model) ||
                         (q[i].model && q[k].model &&
                          strcmp(q[i].model, q[k].model) == 0);
             if (same)
-                return sh_errorf(err, SH_EINVAL,
-                                 "two quota entries for %s",
+                return sh_errorf(err, SH_EINVAL, "two quota entries for %s",
                                  q[i].model ? q[i].model : "any model");
         }
-        if (q[i].model && strtab_find(&s->model_names, q[i].model) ==
-                              SCHED_NONE)
+        if (q[i].model &&
+            strtab_find(&s->model_names, q[i].model) == SCHED_NONE)
             new_models++;
     }
     if (s->model_names.n + new_models > SCHED_MODELS_MAX)
@@ -383,8 +381,7 @@ static void usage_move(struct susage *team, const struct susage *p, int sign)
 }
 
 int sched_project_set(struct sched *s, const char *project, const char *team,
-                      const struct sched_quota *q, int n,
-                      struct sh_error *err)
+                      const struct sched_quota *q, int n, struct sh_error *err)
 {
     struct squota built;
     uint32_t id;
@@ -551,9 +548,8 @@ int sched_queues_sort(struct sched *s)
         return -1;
     for (uint32_t p = 0; p < s->project_names.n; p++) {
         for (int c = 0; c < SCHED_NQUEUES; c++) {
-            struct squeue *q = &s->projects[p]
-                                    .queues[c / SCHED_CLASSES]
-                                           [c % SCHED_CLASSES];
+            struct squeue *q =
+                &s->projects[p].queues[c / SCHED_CLASSES][c % SCHED_CLASSES];
             if (q->unsorted && queue_sort(s, q) < 0)
                 return -1;
         }
@@ -580,8 +576,8 @@ void sched_queue_unlink(struct sched *s, uint32_t j)
         s->projects[job->project].npending--;
         if (q->count == 0)
             s->projects[job->project].qmask &=
-                ~(UINT32_C(1) << (job->prio * SCHED_CLASSES +
-                                  sched_job_class(job)));
+                ~(UINT32_C(1)
+                  << (job->prio * SCHED_CLASSES + sched_job_class(job)));
     }
     if (q->count == 0 && q->unsorted) {
         q->unsorted = false;
@@ -599,28 +595,31 @@ static int desc_validate(const struct sched *s, const struct sched_job_desc *d,
         return sh_errorf(err, SH_EINVAL, "project must be 1..%d bytes",
                          SCHED_NAME_MAX);
     if ((unsigned)d->priority >= JOB_PRIO_COUNT)
-        return sh_errorf(err, SH_EINVAL, "priority must be high, normal or "
+        return sh_errorf(err, SH_EINVAL,
+                         "priority must be high, normal or "
                          "low");
     if (d->gpu_type && !name_ok(d->gpu_type))
         return sh_errorf(err, SH_EINVAL, "gpu_type must be 1..%d bytes",
                          SCHED_NAME_MAX);
-    if (d->slice && (!*d->slice || strnlen(d->slice, GPU_PROFILE_MAX) >=
-                                       GPU_PROFILE_MAX))
+    if (d->slice &&
+        (!*d->slice || strnlen(d->slice, GPU_PROFILE_MAX) >= GPU_PROFILE_MAX))
         return sh_errorf(err, SH_EINVAL, "slice must be 1..%d bytes",
                          GPU_PROFILE_MAX - 1);
     if (d->time_limit_ms < 0)
         return sh_errorf(err, SH_EINVAL, "time_limit must be >= 0");
     if (d->nodes < 0 || d->nodes > JOB_NODES_MAX)
-        return sh_errorf(err, SH_EINVAL, "nodes must be 0..%d",
-                         JOB_NODES_MAX);
+        return sh_errorf(err, SH_EINVAL, "nodes must be 0..%d", JOB_NODES_MAX);
     if (d->gpu_mem / (1024 * 1024) > UINT32_MAX)
         return sh_errorf(err, SH_EINVAL, "gpu_mem is too large");
     if (d->slice || d->flexible) {
         if (d->gpus != 1 || d->nodes > 1)
-            return sh_errorf(err, SH_EINVAL, "a %s job takes 1 GPU on 1 "
-                             "node", d->slice ? "slice" : "memory");
+            return sh_errorf(err, SH_EINVAL,
+                             "a %s job takes 1 GPU on 1 "
+                             "node",
+                             d->slice ? "slice" : "memory");
         if (d->slice && d->flexible)
-            return sh_errorf(err, SH_EINVAL, "slice and flexible memory "
+            return sh_errorf(err, SH_EINVAL,
+                             "slice and flexible memory "
                              "exclude each other");
         if (d->flexible && d->gpu_mem == 0)
             return sh_errorf(err, SH_EINVAL, "a memory job needs gpu_mem");
@@ -642,8 +641,8 @@ static int desc_validate(const struct sched *s, const struct sched_job_desc *d,
 static int job_alloc(struct sched *s, const struct sched_job_desc *d,
                      uint32_t *out, struct sh_error *err)
 {
-    if (d->gpu_type && strtab_find(&s->model_names, d->gpu_type) ==
-                           SCHED_NONE &&
+    if (d->gpu_type &&
+        strtab_find(&s->model_names, d->gpu_type) == SCHED_NONE &&
         s->model_names.n >= SCHED_MODELS_MAX)
         return sh_errorf(err, SH_ETOOLARGE, "at most %d GPU models",
                          SCHED_MODELS_MAX);
@@ -685,8 +684,7 @@ static int job_alloc(struct sched *s, const struct sched_job_desc *d,
     job->profile = profile;
     job->run_model = SCHED_NONE16;
     job->prio = (uint8_t)d->priority;
-    job->mem_mib = (uint32_t)((d->gpu_mem + (1024 * 1024) - 1) /
-                              (1024 * 1024));
+    job->mem_mib = (uint32_t)((d->gpu_mem + (1024 * 1024) - 1) / (1024 * 1024));
     job->kind = d->slice ? SJOB_SLICE : d->flexible ? SJOB_FLEX : SJOB_WHOLE;
     job->gpus = (uint32_t)d->gpus;
     job->nodes = (uint16_t)(job->kind == SJOB_WHOLE ? d->nodes : 1);
@@ -719,8 +717,8 @@ int sched_job_add(struct sched *s, const struct sched_job_desc *d,
         return -1;
     if (s->nfresh == s->fresh_cap) {
         void *p = s->fresh;
-        if (sched_grow(&p, &s->fresh_cap, s->nfresh + 1,
-                       sizeof(*s->fresh)) < 0) {
+        if (sched_grow(&p, &s->fresh_cap, s->nfresh + 1, sizeof(*s->fresh)) <
+            0) {
             job_free(s, j);
             return sh_errorf(err, SH_EINTERNAL, "out of memory");
         }
@@ -729,7 +727,7 @@ int sched_job_add(struct sched *s, const struct sched_job_desc *d,
     s->fresh[s->nfresh++] = d->id;
     s->jobs[j].state = SCHED_JOB_PENDING;
     s->jobs[j].wait = SCHED_WAIT_NEW;
-    sched_pending_count(s, j, +1);   /* sets lb, which picks the queue */
+    sched_pending_count(s, j, +1); /* sets lb, which picks the queue */
     sched_queue_insert(s, j);
     s->npending++;
     return 0;
@@ -748,8 +746,8 @@ uint8_t sched_job_lb(const struct sched *s, const struct sjob *j)
     uint32_t lb = j->nodes >= 1 ? j->gpus : UINT32_MAX;
     for (uint32_t m = 0; m < s->model_names.n && j->nodes == 0; m++) {
         uint32_t nn, g;
-        if (s->models[m].nnodes > 0 && job_shape(s, j, (uint16_t)m, &nn, &g)
-            && g < lb)
+        if (s->models[m].nnodes > 0 && job_shape(s, j, (uint16_t)m, &nn, &g) &&
+            g < lb)
             lb = g;
     }
     if (lb == UINT32_MAX)
@@ -812,8 +810,7 @@ void sched_pending_count(struct sched *s, uint32_t j, int sign)
             bits_set(s->pend_dur_bits, b);
         else
             bits_clear(s->pend_dur_bits, b);
-    }
-    else if (job->lb > 0)
+    } else if (job->lb > 0)
         s->pend_default += (uint32_t)sign;
     if (job->kind == SJOB_FLEX)
         s->pend_flex += (uint32_t)sign;
@@ -840,8 +837,8 @@ int sched_running_reserve(struct sched *s, uint32_t more)
                    sizeof(*s->running)) < 0)
         return -1;
     s->running = a;
-    if (sched_grow(&b, &s->by_end_cap, s->nrunning + more,
-                   sizeof(*s->by_end)) < 0)
+    if (sched_grow(&b, &s->by_end_cap, s->nrunning + more, sizeof(*s->by_end)) <
+        0)
         return -1;
     s->by_end = b;
     return 0;
@@ -952,15 +949,17 @@ int sched_job_end(struct sched *s, uint64_t id, int64_t now,
         return sh_errorf(err, SH_ENOTFOUND, "job %llu is not known",
                          (unsigned long long)id);
     if (s->jobs[j].state == SCHED_JOB_PENDING)
-        return sh_errorf(err, SH_ECONFLICT, "job %llu is pending, not "
-                         "running", (unsigned long long)id);
+        return sh_errorf(err, SH_ECONFLICT,
+                         "job %llu is pending, not "
+                         "running",
+                         (unsigned long long)id);
     job_stop(s, j, now);
     return 0;
 }
 
 int sched_job_recover(struct sched *s, const struct sched_job_desc *d,
-                      int64_t start_ms, const struct sched_place *places,
-                      int n, struct sh_error *err)
+                      int64_t start_ms, const struct sched_place *places, int n,
+                      struct sh_error *err)
 {
     uint32_t j;
     struct splace *p = NULL;
@@ -975,13 +974,15 @@ int sched_job_recover(struct sched *s, const struct sched_job_desc *d,
     if (!p)
         return sh_errorf(err, SH_EINTERNAL, "out of memory");
     for (int i = 0; i < n; i++) {
-        uint32_t nd = places[i].node ? strtab_find(&s->node_names,
-                                                   places[i].node)
-                                     : SCHED_NONE;
+        uint32_t nd = places[i].node
+                          ? strtab_find(&s->node_names, places[i].node)
+                          : SCHED_NONE;
         if (nd == SCHED_NONE || !s->nodes[nd].present) {
             free(p);
-            return sh_errorf(err, SH_ENOTFOUND, "job %llu: node %s is not "
-                             "known", (unsigned long long)d->id,
+            return sh_errorf(err, SH_ENOTFOUND,
+                             "job %llu: node %s is not "
+                             "known",
+                             (unsigned long long)d->id,
                              places[i].node ? places[i].node : "(null)");
         }
         p[i].node = nd;
@@ -990,10 +991,11 @@ int sched_job_recover(struct sched *s, const struct sched_job_desc *d,
         if (places[i].gpu < 0 || places[i].gpu >= s->nodes[nd].ngpus ||
             places[i].slice >= GPU_SLICES_MAX || places[i].slice < -1) {
             free(p);
-            return sh_errorf(err, SH_EINVAL, "job %llu: no GPU %d slice %d "
-                             "on node %s", (unsigned long long)d->id,
-                             places[i].gpu, places[i].slice,
-                             places[i].node);
+            return sh_errorf(err, SH_EINVAL,
+                             "job %llu: no GPU %d slice %d "
+                             "on node %s",
+                             (unsigned long long)d->id, places[i].gpu,
+                             places[i].slice, places[i].node);
         }
     }
     if (job_alloc(s, d, &j, err) < 0) {
@@ -1003,8 +1005,10 @@ int sched_job_recover(struct sched *s, const struct sched_job_desc *d,
     if (node_hold(s, j, p, n) < 0) {
         free(p);
         job_free(s, j);
-        return sh_errorf(err, SH_ECONFLICT, "job %llu: its GPUs or slices "
-                         "are not free", (unsigned long long)d->id);
+        return sh_errorf(err, SH_ECONFLICT,
+                         "job %llu: its GPUs or slices "
+                         "are not free",
+                         (unsigned long long)d->id);
     }
     if (sched_running_reserve(s, 1) < 0) {
         node_release(s, j);

@@ -41,14 +41,14 @@
 
 /* 840 = 2^3 * 3 * 5 * 7: a GPU split in 2..8 parts is a whole number. */
 #define SCHED_UNITS_PER_GPU 840
-#define SCHED_GPUS(n) ((int64_t)(n) * SCHED_UNITS_PER_GPU)
+#define SCHED_GPUS(n) ((int64_t)(n)*SCHED_UNITS_PER_GPU)
 /* A limit that does not limit. */
 #define SCHED_UNLIMITED INT64_C(-1)
 /* Deliberate limits of the engine (checked, with errors naming them). */
-#define SCHED_MODELS_MAX 64     /* distinct GPU models (a bit mask) */
-#define SCHED_PROFILES_MAX 255  /* distinct slice profiles */
-#define SCHED_NAME_MAX 64       /* node, project, team, user, group names */
-#define SCHED_QUOTAS_MAX 16     /* quota entries per project or team */
+#define SCHED_MODELS_MAX 64    /* distinct GPU models (a bit mask) */
+#define SCHED_PROFILES_MAX 255 /* distinct slice profiles */
+#define SCHED_NAME_MAX 64      /* node, project, team, user, group names */
+#define SCHED_QUOTAS_MAX 16    /* quota entries per project or team */
 
 struct sched;
 
@@ -63,9 +63,9 @@ struct sched_config {
     enum sched_policy policy;
     /* Queue order within a priority class: score = fair_weight x (fair
      * share - usage share, in [-1, 1]) + age_weight x (age in days). */
-    int64_t fair_weight;          /* default 1000 */
-    int64_t age_weight;           /* default 10 */
-    int64_t usage_half_life_ms;   /* usage decay; default 7 days */
+    int64_t fair_weight;        /* default 1000 */
+    int64_t age_weight;         /* default 10 */
+    int64_t usage_half_life_ms; /* usage decay; default 7 days */
     /* Backfill: reservations for the first blocked jobs (1 = EASY). 0
      * disables backfill (nothing passes a blocked job). Default 1. */
     int max_reservations;
@@ -87,7 +87,7 @@ struct sched_config {
      * jobs (= unlimited). */
     int64_t user_max_units;
     int user_max_jobs;
-    int64_t user_max_time_ms;     /* 0 = unlimited */
+    int64_t user_max_time_ms; /* 0 = unlimited */
 };
 
 /* Fill cfg with the documented defaults. */
@@ -117,18 +117,18 @@ enum sched_node_state {
  * profile "1g.10gb") or time-slices (GPU_SLICE_SHARED, profile "shared/4").
  * Each slice's share_num/share_den must give a whole number of units. */
 struct sched_gpu_desc {
-    const char *model;       /* "H100-80GB"; required */
-    uint64_t mem_bytes;      /* whole-GPU memory */
-    int nvlink_group;        /* GPUs with one group id share NVLink; -1 */
-    bool unfenced;           /* time-sliced without MPS: one project only */
-    bool unschedulable;      /* waiting to be re-sliced: nothing new */
+    const char *model;  /* "H100-80GB"; required */
+    uint64_t mem_bytes; /* whole-GPU memory */
+    int nvlink_group;   /* GPUs with one group id share NVLink; -1 */
+    bool unfenced;      /* time-sliced without MPS: one project only */
+    bool unschedulable; /* waiting to be re-sliced: nothing new */
     int nslices;
     const struct gpu_slice *slices;
 };
 
 struct sched_node_desc {
-    const char *name;        /* the controller's node name */
-    const char *group;       /* topology group (e.g. the "switch" label) */
+    const char *name;  /* the controller's node name */
+    const char *group; /* topology group (e.g. the "switch" label) */
     enum sched_node_state state;
     int ngpus;
     const struct sched_gpu_desc *gpus;
@@ -151,8 +151,7 @@ int sched_node_set_state(struct sched *s, const char *name,
                          enum sched_node_state state, struct sh_error *err);
 
 /* Forget a node. SH_ECONFLICT while jobs hold GPUs on it. */
-int sched_node_remove(struct sched *s, const char *name,
-                      struct sh_error *err);
+int sched_node_remove(struct sched *s, const char *name, struct sh_error *err);
 
 /* ------------------------------------------------------------- tenants */
 
@@ -176,8 +175,7 @@ int sched_team_set(struct sched *s, const char *team,
  * project and no team has any entry, quotas are off: nothing borrows and
  * nothing is preempted. */
 int sched_project_set(struct sched *s, const char *project, const char *team,
-                      const struct sched_quota *q, int n,
-                      struct sh_error *err);
+                      const struct sched_quota *q, int n, struct sh_error *err);
 
 /* Per-user limits: running units (SCHED_UNLIMITED = none), running jobs
  * (0 = none), longest time limit in ms (0 = none). */
@@ -202,17 +200,17 @@ int sched_usage_seed(struct sched *s, const char *project, double unit_ms,
  *    flexible = true: the smallest slice or whole GPU with that memory. */
 struct sched_job_desc {
     uint64_t id;
-    const char *user;        /* required */
-    const char *project;     /* required */
+    const char *user;    /* required */
+    const char *project; /* required */
     enum job_priority priority;
     int nodes;
     int gpus;
-    const char *gpu_type;    /* NULL = any model */
-    const char *slice;       /* NULL = whole GPUs */
-    uint64_t gpu_mem;        /* bytes; 0 = any */
-    bool flexible;           /* see "a minimum memory" above */
+    const char *gpu_type; /* NULL = any model */
+    const char *slice;    /* NULL = whole GPUs */
+    uint64_t gpu_mem;     /* bytes; 0 = any */
+    bool flexible;        /* see "a minimum memory" above */
     int64_t submit_ms;
-    int64_t time_limit_ms;   /* 0 = none */
+    int64_t time_limit_ms; /* 0 = none */
 };
 
 /* Whether the job could ever run on the cluster as it is now described
@@ -236,17 +234,17 @@ int sched_job_add(struct sched *s, const struct sched_job_desc *d,
 
 /* One GPU (slice < 0) or one slice of a job's placement. */
 struct sched_place {
-    const char *node;  /* borrowed from the engine until the node goes */
-    int gpu;           /* index within the node */
-    int slice;         /* index within the GPU; -1 for a whole GPU */
+    const char *node; /* borrowed from the engine until the node goes */
+    int gpu;          /* index within the node */
+    int slice;        /* index within the GPU; -1 for a whole GPU */
 };
 
 /* Add a job already running (restart recovery) with its placement (n
  * entries, borrowed). The GPUs/slices must exist and be free: SH_ECONFLICT
  * otherwise. Limits and quotas are not checked (it already runs). */
 int sched_job_recover(struct sched *s, const struct sched_job_desc *d,
-                      int64_t start_ms, const struct sched_place *places,
-                      int n, struct sh_error *err);
+                      int64_t start_ms, const struct sched_place *places, int n,
+                      struct sh_error *err);
 
 /* A pending job was cancelled/removed, or a running job's record is
  * dropped. For a running job prefer sched_job_end(). SH_ENOTFOUND. */
@@ -265,14 +263,14 @@ enum sched_preempt_reason {
 
 struct sched_start {
     uint64_t job;
-    size_t first;   /* index of its first entry in places[] */
-    int nplaces;    /* GPUs or slices, grouped by node in node order */
+    size_t first; /* index of its first entry in places[] */
+    int nplaces;  /* GPUs or slices, grouped by node in node order */
     int nnodes;
 };
 
 struct sched_preempt {
-    uint64_t job;       /* the job to stop */
-    uint64_t for_job;   /* the pending job that needs its GPUs */
+    uint64_t job;     /* the job to stop */
+    uint64_t for_job; /* the pending job that needs its GPUs */
     enum sched_preempt_reason reason;
 };
 
@@ -287,8 +285,8 @@ struct sched_decisions {
     struct sched_preempt *preempts;
     size_t npreempts;
     size_t preempts_cap;
-    bool full_pass;     /* this run recomputed every pending job */
-    size_t visited;     /* pending jobs looked at */
+    bool full_pass; /* this run recomputed every pending job */
+    size_t visited; /* pending jobs looked at */
 };
 
 void sched_decisions_init(struct sched_decisions *d);
@@ -310,7 +308,7 @@ int sched_run(struct sched *s, int64_t now, bool full,
 enum sched_job_state {
     SCHED_JOB_PENDING = 0,
     SCHED_JOB_RUNNING,
-    SCHED_JOB_PREEMPTING,  /* running, told to stop */
+    SCHED_JOB_PREEMPTING, /* running, told to stop */
 };
 
 /* Why a pending job waits. Kept as a code plus numbers; text on demand. */
@@ -330,10 +328,10 @@ enum sched_wait {
 
 struct sched_job_status {
     enum sched_job_state state;
-    enum sched_wait wait;     /* pending only */
-    int64_t est_start_ms;     /* pending: 0 when unknown */
-    int64_t start_ms;         /* running */
-    uint64_t other_job;       /* the reservation holder / preempting-for */
+    enum sched_wait wait; /* pending only */
+    int64_t est_start_ms; /* pending: 0 when unknown */
+    int64_t start_ms;     /* running */
+    uint64_t other_job;   /* the reservation holder / preempting-for */
 };
 
 /* Status of a job. SH_ENOTFOUND when the engine does not know it. */
@@ -359,7 +357,7 @@ struct sched_stats {
     size_t gpus;
     size_t pending;
     size_t running;
-    int64_t free_units;     /* schedulable and free, whole and sliced */
+    int64_t free_units; /* schedulable and free, whole and sliced */
     int64_t used_units;
     size_t full_passes;
     size_t incremental_passes;

@@ -9,8 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define FAIL(...) do { sh_errorf(err, SH_EINTERNAL, __VA_ARGS__); goto out; } \
-    while (0)
+#define FAIL(...)                                                              \
+    do {                                                                       \
+        sh_errorf(err, SH_EINTERNAL, __VA_ARGS__);                             \
+        goto out;                                                              \
+    } while (0)
 
 static int popcount64(uint64_t x)
 {
@@ -38,19 +41,18 @@ static int check_running(const struct sched *s, uint32_t ji,
                  (unsigned long long)j->id);
         const struct sgpu *gp = &nd->gpus[p->gpu];
         if (gp->model != j->run_model)
-            FAIL("job %llu: GPUs of several models",
-                 (unsigned long long)j->id);
+            FAIL("job %llu: GPUs of several models", (unsigned long long)j->id);
         if (p->slice < 0 && (gp->job != ji || (gp->flags & SGPU_SLICED)))
             FAIL("job %llu: GPU %s/%d not held by it",
                  (unsigned long long)j->id, s->node_names.names[p->node],
                  p->gpu);
-        if (p->slice >= 0 && (p->slice >= gp->nslices ||
-                              gp->slices[p->slice].job != ji))
+        if (p->slice >= 0 &&
+            (p->slice >= gp->nslices || gp->slices[p->slice].job != ji))
             FAIL("job %llu: slice %s/%d/%d not held by it",
                  (unsigned long long)j->id, s->node_names.names[p->node],
                  p->gpu, p->slice);
-        units += p->slice < 0 ? SCHED_UNITS_PER_GPU
-                              : gp->slices[p->slice].units;
+        units +=
+            p->slice < 0 ? SCHED_UNITS_PER_GPU : gp->slices[p->slice].units;
         int k;
         for (k = 0; k < nn && nodes[k] != p->node; k++)
             ;
@@ -63,8 +65,8 @@ static int check_running(const struct sched *s, uint32_t ji,
         per[k]++;
     }
     if (units != j->units)
-        FAIL("job %llu: holds %u units, accounts %u",
-             (unsigned long long)j->id, units, j->units);
+        FAIL("job %llu: holds %u units, accounts %u", (unsigned long long)j->id,
+             units, j->units);
     uint32_t total = 0;
     for (int k = 0; k < nn; k++) {
         total += per[k];
@@ -74,14 +76,14 @@ static int check_running(const struct sched *s, uint32_t ji,
                  (unsigned long long)j->id, per[k], j->gpus);
     }
     if (j->kind == SJOB_WHOLE && j->nodes >= 1 && nn != j->nodes)
-        FAIL("job %llu: gang on %d nodes, asked %u",
-             (unsigned long long)j->id, nn, j->nodes);
+        FAIL("job %llu: gang on %d nodes, asked %u", (unsigned long long)j->id,
+             nn, j->nodes);
     if (j->kind == SJOB_WHOLE && j->nodes == 0 && total != j->gpus)
         FAIL("job %llu: %u GPUs, asked %u", (unsigned long long)j->id, total,
              j->gpus);
     if (j->kind != SJOB_WHOLE && j->nplace != 1)
-        FAIL("job %llu: a slice job with %u places",
-             (unsigned long long)j->id, j->nplace);
+        FAIL("job %llu: a slice job with %u places", (unsigned long long)j->id,
+             j->nplace);
     rc = 0;
 out:
     return rc;
@@ -179,8 +181,8 @@ static int check_gpus(const struct sched *s, struct sh_error *err)
             }
         }
         if (held != nd->nheld)
-            FAIL("node %s: %u held, counted %u", s->node_names.names[n],
-                 held, nd->nheld);
+            FAIL("node %s: %u held, counted %u", s->node_names.names[n], held,
+                 nd->nheld);
         if (whole != nd->whole || freem != nd->free)
             FAIL("node %s: free mask stale", s->node_names.names[n]);
     }
@@ -196,8 +198,8 @@ static int check_index(const struct sched *s, struct sh_error *err)
     uint32_t *cnt = calloc((size_t)(SCHED_KMAX + 1) *
                                (s->model_names.n ? s->model_names.n : 1),
                            sizeof(*cnt));
-    int64_t *pfree = calloc(s->profile_names.n ? s->profile_names.n : 1,
-                            sizeof(*pfree));
+    int64_t *pfree =
+        calloc(s->profile_names.n ? s->profile_names.n : 1, sizeof(*pfree));
     if (!cnt || !pfree)
         FAIL("out of memory");
     for (uint32_t n = 0; n < s->node_names.n; n++) {
@@ -213,8 +215,7 @@ static int check_index(const struct sched *s, struct sh_error *err)
             for (uint32_t x = 1; x <= SCHED_KMAX; x++) {
                 if (bits_test(r + (size_t)x * s->nwords, n) != (x == k))
                     FAIL("node %s: index row %u wrong for %s",
-                         s->node_names.names[n], x,
-                         s->model_names.names[m]);
+                         s->node_names.names[n], x, s->model_names.names[m]);
             }
             if (k > 0)
                 cnt[(size_t)m * (SCHED_KMAX + 1) + k]++;
@@ -231,8 +232,7 @@ static int check_index(const struct sched *s, struct sh_error *err)
                     const struct sslice *sl = &gp->slices[k];
                     if (sl->job == SCHED_NONE &&
                         (sl->profile == p ||
-                         (p == s->shared_any &&
-                          sl->kind == GPU_SLICE_SHARED)))
+                         (p == s->shared_any && sl->kind == GPU_SLICE_SHARED)))
                         f++;
                 }
             }
@@ -303,8 +303,8 @@ static int check_usage(const struct sched *s, struct sh_error *err)
         if (j->state == SJOB_FREE)
             continue;
         uint32_t t = s->projects[j->project].team;
-        struct susage *x[2] = {&pu[j->project], t != SCHED_NONE ? &tu[t]
-                                                                : NULL};
+        struct susage *x[2] = {&pu[j->project],
+                               t != SCHED_NONE ? &tu[t] : NULL};
         for (int i = 0; i < 2; i++) {
             if (!x[i])
                 continue;
@@ -329,13 +329,11 @@ static int check_usage(const struct sched *s, struct sh_error *err)
     for (uint32_t p = 0; p < np; p++) {
         const char *d = usage_diff(&pu[p], &s->projects[p].u);
         if (d)
-            FAIL("project %s: %s units drifted", s->project_names.names[p],
-                 d);
+            FAIL("project %s: %s units drifted", s->project_names.names[p], d);
         if (pu[p].used_total != s->projects[p].running_units)
             FAIL("project %s: running units drifted",
                  s->project_names.names[p]);
-        if (!quota_within(&s->projects[p].q, &pu[p]) &&
-            !s->projects[p].over_ok)
+        if (!quota_within(&s->projects[p].q, &pu[p]) && !s->projects[p].over_ok)
             FAIL("project %s: above its limit", s->project_names.names[p]);
     }
     for (uint32_t t = 0; t < nt; t++) {
@@ -371,10 +369,11 @@ static int check_queues(const struct sched *s, struct sh_error *err)
                       : s->project_names.n * SCHED_NQUEUES;
     for (uint32_t qi = 0; qi < nq; qi++) {
         uint32_t qc = qi % SCHED_NQUEUES;
-        const struct squeue *q = s->cfg.policy == SCHED_POLICY_FIFO
-            ? &s->fifo
-            : &s->projects[qi / SCHED_NQUEUES]
-                   .queues[qc / SCHED_CLASSES][qc % SCHED_CLASSES];
+        const struct squeue *q =
+            s->cfg.policy == SCHED_POLICY_FIFO
+                ? &s->fifo
+                : &s->projects[qi / SCHED_NQUEUES]
+                       .queues[qc / SCHED_CLASSES][qc % SCHED_CLASSES];
         uint32_t c = 0, prev = SCHED_NONE;
         for (uint32_t j = q->head; j != SCHED_NONE; j = s->jobs[j].next) {
             const struct sjob *x = &s->jobs[j];
@@ -386,8 +385,7 @@ static int check_queues(const struct sched *s, struct sh_error *err)
                  x->prio != qc / SCHED_CLASSES ||
                  sched_job_class(x) != qc % SCHED_CLASSES ||
                  x->lb != sched_job_lb(s, x)))
-                FAIL("job %llu in the wrong queue",
-                     (unsigned long long)x->id);
+                FAIL("job %llu in the wrong queue", (unsigned long long)x->id);
             if (prev != SCHED_NONE && !q->unsorted) {
                 const struct sjob *y = &s->jobs[prev];
                 if (y->submit > x->submit ||

@@ -17,17 +17,17 @@
 
 #define SCHED_NONE UINT32_MAX
 #define SCHED_NONE16 UINT16_MAX
-#define SCHED_KMAX GPU_PER_NODE_MAX   /* free GPUs per node, 0..64 */
+#define SCHED_KMAX GPU_PER_NODE_MAX /* free GPUs per node, 0..64 */
 #define SCHED_MEMO_MAX 32
 /* Pending queues per project and priority class, by size: jobs needing 1,
  * 2, 3-4, 5-8 and 9+ GPUs per node, and slice/memory jobs; a pass offering
  * a few free GPUs skips the classes that cannot use them. */
 #define SCHED_CLASSES 6
 #define SCHED_CLASS_SLICE 5
-#define SCHED_NQUEUES (JOB_PRIO_COUNT * SCHED_CLASSES)   /* per project */
+#define SCHED_NQUEUES (JOB_PRIO_COUNT * SCHED_CLASSES) /* per project */
 #define SCHED_DUR_BUCKETS 256
 #define SCHED_BLOCK_MAX 16
-#define SCHED_NCLS 5          /* node-count classes: 1, 2, 3-4, 5-8, 9+ */
+#define SCHED_NCLS 5 /* node-count classes: 1, 2, 3-4, 5-8, 9+ */
 
 /* ------------------------------------------------------------ helpers */
 
@@ -36,8 +36,8 @@ struct sched_strtab {
     char **names;
     uint32_t n;
     uint32_t cap;
-    uint32_t *slots;      /* open addressing; SCHED_NONE = empty */
-    uint32_t nslots;      /* power of two */
+    uint32_t *slots; /* open addressing; SCHED_NONE = empty */
+    uint32_t nslots; /* power of two */
 };
 
 int strtab_intern(struct sched_strtab *t, const char *name, uint32_t *id);
@@ -47,8 +47,8 @@ void strtab_fini(struct sched_strtab *t);
 /* Job id -> job index, linear probing with backward-shift deletion. */
 struct sched_idmap {
     uint64_t *keys;
-    uint32_t *vals;       /* SCHED_NONE = empty */
-    uint32_t cap;         /* power of two */
+    uint32_t *vals; /* SCHED_NONE = empty */
+    uint32_t cap;   /* power of two */
     uint32_t n;
 };
 
@@ -82,21 +82,21 @@ enum {
 
 struct sslice {
     uint16_t profile;
-    uint8_t kind;         /* enum gpu_slice_kind */
-    uint32_t units;       /* share of the GPU in units */
+    uint8_t kind;   /* enum gpu_slice_kind */
+    uint32_t units; /* share of the GPU in units */
     uint64_t mem;
-    uint32_t job;         /* holder, or SCHED_NONE */
+    uint32_t job; /* holder, or SCHED_NONE */
 };
 
 struct sgpu {
     uint16_t model;
-    int16_t nvl;          /* NVLink group, -1 */
+    int16_t nvl; /* NVLink group, -1 */
     uint8_t flags;
     uint8_t nslices;
-    uint16_t slice_free;  /* mask of free slices */
-    uint32_t job;         /* whole-GPU holder, or SCHED_NONE */
-    uint32_t fence_project;  /* unfenced: project holding slices */
-    uint16_t fence_count;    /* slices held on it */
+    uint16_t slice_free;    /* mask of free slices */
+    uint32_t job;           /* whole-GPU holder, or SCHED_NONE */
+    uint32_t fence_project; /* unfenced: project holding slices */
+    uint16_t fence_count;   /* slices held on it */
     uint64_t mem;
     struct sslice *slices;
     /* Reservation made by the last full pass (epoch). */
@@ -107,58 +107,58 @@ struct sgpu {
 
 struct snode_model {
     uint16_t model;
-    uint8_t k;            /* row it is indexed under; 0 = not indexed */
-    uint64_t mask;        /* whole GPUs of this model (schedulable or not) */
+    uint8_t k;     /* row it is indexed under; 0 = not indexed */
+    uint64_t mask; /* whole GPUs of this model (schedulable or not) */
 };
 
 struct snode_pf {
     uint16_t profile;
-    uint16_t free;        /* free schedulable slices of it */
+    uint16_t free; /* free schedulable slices of it */
 };
 
 struct snode {
-    uint32_t group;       /* topology group id, SCHED_NONE = none */
-    uint8_t state;        /* enum sched_node_state */
+    uint32_t group; /* topology group id, SCHED_NONE = none */
+    uint8_t state;  /* enum sched_node_state */
     bool present;
     uint8_t ngpus;
     uint8_t nmodels;
     uint8_t nnvl;
     uint8_t npf;
-    bool indexed;         /* in the availability indexes (up) */
+    bool indexed; /* in the availability indexes (up) */
     struct sgpu *gpus;
-    uint64_t whole;       /* whole and schedulable GPUs */
-    uint64_t free;        /* whole, schedulable and not held */
+    uint64_t whole; /* whole and schedulable GPUs */
+    uint64_t free;  /* whole, schedulable and not held */
     struct snode_model *models;
-    uint64_t *nvl;        /* NVLink group masks (singletons for -1) */
+    uint64_t *nvl; /* NVLink group masks (singletons for -1) */
     struct snode_pf *pf;
-    uint32_t nheld;       /* GPUs and slices held by jobs */
-    uint32_t resv_epoch;  /* some GPU here is reserved in this epoch */
+    uint32_t nheld;      /* GPUs and slices held by jobs */
+    uint32_t resv_epoch; /* some GPU here is reserved in this epoch */
     /* Reservation shadow (the future, as running jobs end). */
     uint64_t shadow;
     uint32_t shadow_stamp;
 };
 
 struct smodel {
-    uint64_t mem;             /* largest memory seen for the model */
-    int maxper;               /* most GPUs of it on one present node */
-    uint32_t nnodes;          /* present nodes with it */
-    uint32_t atleast[SCHED_KMAX + 1];   /* present nodes with >= k of it */
-    int64_t free_gpus;        /* free whole GPUs on indexed nodes */
-    uint64_t *by_free;        /* (SCHED_KMAX + 1) rows of node bitsets */
+    uint64_t mem;                     /* largest memory seen for the model */
+    int maxper;                       /* most GPUs of it on one present node */
+    uint32_t nnodes;                  /* present nodes with it */
+    uint32_t atleast[SCHED_KMAX + 1]; /* present nodes with >= k of it */
+    int64_t free_gpus;                /* free whole GPUs on indexed nodes */
+    uint64_t *by_free; /* (SCHED_KMAX + 1) rows of node bitsets */
     uint32_t cnt[SCHED_KMAX + 1];
 };
 
 struct sprofile {
-    uint64_t mem_min;         /* smallest slice memory seen (0 = none) */
-    int64_t units_max;        /* largest share seen, in units */
-    uint32_t nexist;          /* slices of it on present nodes */
-    int64_t free;             /* free slices on indexed nodes */
-    uint64_t *nodes;          /* indexed nodes with a free slice of it */
+    uint64_t mem_min;  /* smallest slice memory seen (0 = none) */
+    int64_t units_max; /* largest share seen, in units */
+    uint32_t nexist;   /* slices of it on present nodes */
+    int64_t free;      /* free slices on indexed nodes */
+    uint64_t *nodes;   /* indexed nodes with a free slice of it */
 };
 
 /* Quota entries of a project or team, by model id, plus "any". */
 struct squota {
-    uint64_t has;             /* models with an entry */
+    uint64_t has; /* models with an entry */
     bool has_any;
     int64_t g[SCHED_MODELS_MAX];
     int64_t l[SCHED_MODELS_MAX];
@@ -170,9 +170,9 @@ struct squota {
 struct susage {
     int64_t used[SCHED_MODELS_MAX];
     int64_t used_total;
-    int64_t claim[SCHED_MODELS_MAX];  /* pledged to pending preemptors */
+    int64_t claim[SCHED_MODELS_MAX]; /* pledged to pending preemptors */
     int64_t claim_total;
-    int64_t stopping[SCHED_MODELS_MAX];  /* held by preempting jobs */
+    int64_t stopping[SCHED_MODELS_MAX]; /* held by preempting jobs */
     int64_t stopping_total;
 };
 
@@ -180,60 +180,60 @@ struct squeue {
     uint32_t head;
     uint32_t tail;
     uint32_t count;
-    bool unsorted;        /* an out-of-order insert; sorted before a pass */
+    bool unsorted; /* an out-of-order insert; sorted before a pass */
 };
 
 struct steam {
     struct squota q;
     struct susage u;
-    bool over_ok;             /* above a limit lowered under its usage */
+    bool over_ok; /* above a limit lowered under its usage */
 };
 
 struct sproject {
-    uint32_t team;            /* SCHED_NONE = none */
-    bool set;                 /* configured with sched_project_set() */
-    bool over_ok;             /* above a limit lowered under its usage */
-    bool borrowing;           /* above its guarantee somewhere */
+    uint32_t team;  /* SCHED_NONE = none */
+    bool set;       /* configured with sched_project_set() */
+    bool over_ok;   /* above a limit lowered under its usage */
+    bool borrowing; /* above its guarantee somewhere */
     struct squota q;
     struct susage u;
-    double usage;             /* decayed unit-ms, as of usage_t */
+    double usage; /* decayed unit-ms, as of usage_t */
     int64_t usage_t;
     int64_t running_units;
-    int64_t key;              /* fair-share score of the last full pass */
+    int64_t key; /* fair-share score of the last full pass */
     struct squeue queues[JOB_PRIO_COUNT][SCHED_CLASSES];
-    uint32_t npending;        /* jobs in those queues */
-    uint32_t qmask;           /* bit prio*SCHED_CLASSES+class: non-empty */
+    uint32_t npending; /* jobs in those queues */
+    uint32_t qmask;    /* bit prio*SCHED_CLASSES+class: non-empty */
 };
 
 struct suser {
-    int64_t max_units;        /* SCHED_UNLIMITED = none */
-    int max_jobs;             /* 0 = none */
-    int64_t max_time_ms;      /* 0 = none */
-    bool own;                 /* set with sched_user_set() */
+    int64_t max_units;   /* SCHED_UNLIMITED = none */
+    int max_jobs;        /* 0 = none */
+    int64_t max_time_ms; /* 0 = none */
+    bool own;            /* set with sched_user_set() */
     int64_t used_units;
     int running;
-    bool over_ok;             /* above a limit lowered under its usage */
+    bool over_ok; /* above a limit lowered under its usage */
 };
 
 enum sjob_kind {
     SJOB_WHOLE = 0,
     SJOB_SLICE,
-    SJOB_FLEX,            /* smallest slice or whole GPU with gpu_mem */
+    SJOB_FLEX, /* smallest slice or whole GPU with gpu_mem */
 };
 
 struct splace {
     uint32_t node;
     uint8_t gpu;
-    int8_t slice;         /* -1 whole */
+    int8_t slice; /* -1 whole */
 };
 
 struct sjob {
     uint64_t id;
     int64_t submit;
-    int64_t limit;        /* ms; 0 none */
-    int64_t start;        /* running: start time */
-    int64_t est;          /* pending: estimated start; running: end */
-    uint64_t other;       /* reason's other job / preempting-for job */
+    int64_t limit;  /* ms; 0 none */
+    int64_t start;  /* running: start time */
+    int64_t est;    /* pending: estimated start; running: end */
+    uint64_t other; /* reason's other job / preempting-for job */
     uint32_t user;
     uint32_t project;
     uint32_t next;        /* pending: queue link; free list link */
@@ -245,16 +245,16 @@ struct sjob {
     uint32_t wait_arg;    /* reason detail (model id, ...) */
     uint16_t nodes;       /* 0 = auto */
     uint16_t nplace;
-    uint16_t model;       /* constraint, SCHED_NONE16 = any */
-    uint16_t profile;     /* slice profile, SCHED_NONE16 */
+    uint16_t model;   /* constraint, SCHED_NONE16 = any */
+    uint16_t profile; /* slice profile, SCHED_NONE16 */
     uint16_t run_model;
-    uint16_t victims;     /* preempting jobs this job waits for */
+    uint16_t victims; /* preempting jobs this job waits for */
     uint8_t prio;
-    uint8_t state;        /* enum sched_job_state; 0xff = free slot */
-    uint8_t kind;         /* enum sjob_kind */
-    uint8_t wait;         /* enum sched_wait */
-    uint8_t lb;           /* pending: fewest GPUs it needs on a node */
-    uint8_t ncls;         /* pending: class of its fewest nodes */
+    uint8_t state; /* enum sched_job_state; 0xff = free slot */
+    uint8_t kind;  /* enum sjob_kind */
+    uint8_t wait;  /* enum sched_wait */
+    uint8_t lb;    /* pending: fewest GPUs it needs on a node */
+    uint8_t ncls;  /* pending: class of its fewest nodes */
 };
 
 #define SJOB_FREE 0xff
@@ -263,31 +263,31 @@ struct sjob {
  * (free resources only shrink during a pass). */
 struct smemo {
     uint8_t kind;
-    uint8_t wait;         /* RESOURCES or RESERVATION */
+    uint8_t wait; /* RESOURCES or RESERVATION */
     uint16_t profile;
-    uint64_t mask;        /* models tried */
-    uint32_t nodes;       /* shape (resolved per model for auto jobs) */
+    uint64_t mask;  /* models tried */
+    uint32_t nodes; /* shape (resolved per model for auto jobs) */
     uint32_t gpus;
     uint32_t total;
-    uint32_t project;     /* slices: fences depend on it */
+    uint32_t project; /* slices: fences depend on it */
     uint32_t mem_mib;
-    int64_t end;          /* the job's estimated end */
+    int64_t end; /* the job's estimated end */
     uint64_t other;
 };
 
 /* One way to place a job: a kind, a profile and the models it may use. */
 struct sopt {
-    uint8_t kind;         /* SJOB_WHOLE or SJOB_SLICE */
+    uint8_t kind; /* SJOB_WHOLE or SJOB_SLICE */
     uint16_t profile;
     uint64_t mask;
-    int64_t units;        /* units it will hold (max for slices) */
+    int64_t units; /* units it will hold (max for slices) */
 };
 
 /* A found placement: per node a mask of whole GPUs, or one slice. */
 struct sfound {
     uint16_t model;
     int nnodes;
-    int slice_gpu;        /* slice jobs: the GPU and slice; else -1 */
+    int slice_gpu; /* slice jobs: the GPU and slice; else -1 */
     int slice;
     uint32_t nodes[JOB_NODES_MAX];
     uint64_t masks[JOB_NODES_MAX];
@@ -296,71 +296,71 @@ struct sfound {
 struct sched {
     struct sched_config cfg;
     /* names */
-    struct sched_strtab node_names;   /* id == node index */
+    struct sched_strtab node_names; /* id == node index */
     struct sched_strtab group_names;
     struct sched_strtab model_names;
     struct sched_strtab profile_names;
     struct sched_strtab project_names;
     struct sched_strtab team_names;
     struct sched_strtab user_names;
-    uint16_t shared_any;              /* the "shared" pseudo-profile */
+    uint16_t shared_any; /* the "shared" pseudo-profile */
     /* nodes and indexes */
-    struct snode *nodes;              /* node_names.n entries */
+    struct snode *nodes; /* node_names.n entries */
     uint32_t nodes_cap;
-    uint32_t nwords;                  /* words per node bitset */
-    uint64_t **group_bits;            /* per group: its nodes */
+    uint32_t nwords;       /* words per node bitset */
+    uint64_t **group_bits; /* per group: its nodes */
     uint32_t ngroup_bits;
-    struct smodel *models;            /* model_names.n entries */
-    struct sprofile *profiles;        /* profile_names.n entries */
-    int64_t free_whole;               /* free whole GPUs, all models */
-    int64_t free_slices;              /* free slices, all profiles */
-    int64_t total_units;              /* schedulable units on up nodes */
+    struct smodel *models;     /* model_names.n entries */
+    struct sprofile *profiles; /* profile_names.n entries */
+    int64_t free_whole;        /* free whole GPUs, all models */
+    int64_t free_slices;       /* free slices, all profiles */
+    int64_t total_units;       /* schedulable units on up nodes */
     /* tenants */
     struct steam *teams;
     struct sproject *projects;
     struct suser *users;
     bool quotas_on;
-    uint32_t nborrowing;              /* projects above their guarantee */
+    uint32_t nborrowing; /* projects above their guarantee */
     /* jobs */
     struct sjob *jobs;
     uint32_t jobs_cap;
-    uint32_t free_job;                /* free list head */
+    uint32_t free_job; /* free list head */
     struct sched_idmap ids;
-    uint32_t *running;                /* running and preempting jobs */
+    uint32_t *running; /* running and preempting jobs */
     uint32_t nrunning;
     uint32_t running_cap;
-    uint32_t *by_end;                 /* the same, by (estimated end, id) */
+    uint32_t *by_end; /* the same, by (estimated end, id) */
     uint32_t by_end_cap;
     uint32_t npending;
-    uint32_t nunsorted;               /* queues marked unsorted */
+    uint32_t nunsorted; /* queues marked unsorted */
     /* Pending demand, for stopping an incremental pass early: jobs by the
      * fewest GPUs they need on one node (0: slice-only jobs). */
     uint32_t pend_lb[SCHED_KMAX + 1];
-    uint32_t pend_flex;               /* memory jobs (slice or whole) */
+    uint32_t pend_flex; /* memory jobs (slice or whole) */
     /* ... and jobs that may take whole GPUs by their run time (time limit
      * or the default), in quarter-octave buckets of milliseconds. */
-    uint32_t pend_dur[SCHED_DUR_BUCKETS];   /* with a time limit */
-    uint64_t pend_dur_bits[SCHED_DUR_BUCKETS / 64];   /* non-empty ones */
-    uint32_t pend_default;            /* ... without: the default */
+    uint32_t pend_dur[SCHED_DUR_BUCKETS];           /* with a time limit */
+    uint64_t pend_dur_bits[SCHED_DUR_BUCKETS / 64]; /* non-empty ones */
+    uint32_t pend_default; /* ... without: the default */
     /* ... and by (fewest GPUs per node, class of the fewest nodes). */
     uint32_t pend_shape[SCHED_KMAX + 1][SCHED_NCLS];
-    uint64_t pend_version;            /* bumped by any change above */
-    uint64_t minrun_version;          /* min_pending_run() cache ... */
-    int64_t minrun;                   /* ... valid for that version */
-    bool lb_stale;                    /* nodes changed: recount */
-    uint64_t *fresh;                  /* ids added since the last pass */
+    uint64_t pend_version;   /* bumped by any change above */
+    uint64_t minrun_version; /* min_pending_run() cache ... */
+    int64_t minrun;          /* ... valid for that version */
+    bool lb_stale;           /* nodes changed: recount */
+    uint64_t *fresh;         /* ids added since the last pass */
     uint32_t nfresh;
     uint32_t fresh_cap;
-    struct squeue fifo;               /* the FIFO policy's one queue */
+    struct squeue fifo; /* the FIFO policy's one queue */
     /* passes */
-    bool dirty;                       /* next run must be full */
+    bool dirty; /* next run must be full */
     bool ran;
     int64_t last_now;
     int64_t last_full;
-    uint32_t epoch;                   /* reservations' epoch (full pass) */
-    uint32_t stamp;                   /* shadow stamp */
+    uint32_t epoch; /* reservations' epoch (full pass) */
+    uint32_t stamp; /* shadow stamp */
     int nresv;
-    uint64_t *resv_ids;               /* jobs holding reservations */
+    uint64_t *resv_ids; /* jobs holding reservations */
     /* Preemption plans that failed this pass, per model: any gang at
      * least this large fails too. pfail_pass tags the pass. */
     uint32_t pfail_nodes[SCHED_MODELS_MAX];
@@ -374,7 +374,7 @@ struct sched {
     int nmemopts;
     bool memopts_dirty;
     /* scratch */
-    uint32_t *scratch;                /* deferred jobs, sorted running */
+    uint32_t *scratch; /* deferred jobs, sorted running */
     size_t scratch_cap;
     uint32_t *scratch2;
     size_t scratch2_cap;
@@ -406,8 +406,11 @@ static inline uint32_t sched_job_class(const struct sjob *j)
 {
     if (j->kind != SJOB_WHOLE)
         return SCHED_CLASS_SLICE;
-    return j->lb <= 1 ? 0 : j->lb == 2 ? 1 : j->lb <= 4 ? 2 : j->lb <= 8 ? 3
-                                                                        : 4;
+    return j->lb <= 1   ? 0
+           : j->lb == 2 ? 1
+           : j->lb <= 4 ? 2
+           : j->lb <= 8 ? 3
+                        : 4;
 }
 uint32_t sched_dur_bucket(int64_t ms);
 int64_t sched_dur_floor(uint32_t bucket);
@@ -429,8 +432,8 @@ enum qclass quota_class(const struct sched *s, uint32_t project, uint16_t m,
                         int64_t units);
 void quota_account(struct sched *s, uint32_t j, int sign);
 void quota_stopping(struct sched *s, uint32_t j, int sign);
-void quota_claim(struct sched *s, uint32_t project, uint16_t m,
-                 int64_t units, int sign);
+void quota_claim(struct sched *s, uint32_t project, uint16_t m, int64_t units,
+                 int sign);
 void quota_refresh_on(struct sched *s);
 bool quota_project_borrowing(const struct sched *s, uint32_t p, uint16_t m);
 bool quota_team_borrowing(const struct sched *s, uint32_t t, uint16_t m);
@@ -450,16 +453,15 @@ bool place_whole(struct sched *s, const struct sjob *j, uint64_t mask,
 bool place_slice(struct sched *s, const struct sjob *j, uint16_t profile,
                  uint64_t mask, struct sfound *f);
 uint64_t nvl_pick(const struct snode *nd, uint64_t usable, uint32_t g);
-uint64_t node_usable(const struct sched *s, const struct snode *nd,
-                     uint16_t m, int64_t end, uint32_t self);
+uint64_t node_usable(const struct sched *s, const struct snode *nd, uint16_t m,
+                     int64_t end, uint32_t self);
 uint64_t model_mask_for(const struct sched *s, const struct sjob *j);
 bool static_fit(const struct sched *s, const struct sjob *j,
                 struct sh_error *err);
 int sched_memopts_build(struct sched *s);
 
-bool gang_choose(struct sched *s, const uint32_t *elig,
-                 const uint64_t *usable, uint32_t ne, uint32_t nn,
-                 uint32_t g, struct sfound *f);
+bool gang_choose(struct sched *s, const uint32_t *elig, const uint64_t *usable,
+                 uint32_t ne, uint32_t nn, uint32_t g, struct sfound *f);
 
 /* Whether job a comes before job b in the queue order (sched_pass.c):
  * priority class, fair-share score plus age, submit time, id. */
@@ -483,8 +485,7 @@ int resv_compute(struct sched *s, uint32_t j, uint64_t mask, int64_t now);
 
 /* sched_preempt.c */
 int preempt_plan(struct sched *s, uint32_t j, const struct sopt *o,
-                 uint64_t in_mask, int64_t now,
-                 struct sched_decisions *out);
+                 uint64_t in_mask, int64_t now, struct sched_decisions *out);
 
 /* sched_pass.c */
 int decisions_add_preempt(struct sched_decisions *d, uint64_t job,

@@ -39,7 +39,7 @@ int sched_ensure_words(struct sched *s, uint32_t nnodes)
     uint32_t words = (nnodes + 63) / 64;
     if (words <= s->nwords && s->nwords > 0)
         return 0;
-    words = words < 4 ? 4 : words * 2;  /* amortise */
+    words = words < 4 ? 4 : words * 2; /* amortise */
     uint32_t old = s->nwords ? s->nwords : 1;
     uint32_t nm = s->model_names.n, np = s->profile_names.n;
     uint32_t ng = s->ngroup_bits, total = nm + np + ng, i = 0;
@@ -48,13 +48,12 @@ int sched_ensure_words(struct sched *s, uint32_t nnodes)
     if (!fresh)
         return -1;
     for (; i < total; i++) {
-        const uint64_t *src = i < nm ? s->models[i].by_free
-                            : i < nm + np ? s->profiles[i - nm].nodes
-                                          : s->group_bits[i - nm - np];
+        const uint64_t *src = i < nm        ? s->models[i].by_free
+                              : i < nm + np ? s->profiles[i - nm].nodes
+                                            : s->group_bits[i - nm - np];
         uint32_t rows = i < nm ? SCHED_KMAX + 1 : 1;
-        fresh[i] = rows_widen(src, rows, i < nm + np ? old
-                                         : (s->nwords ? s->nwords : 1),
-                              words);
+        fresh[i] = rows_widen(
+            src, rows, i < nm + np ? old : (s->nwords ? s->nwords : 1), words);
         if (!fresh[i])
             break;
     }
@@ -65,9 +64,9 @@ int sched_ensure_words(struct sched *s, uint32_t nnodes)
         return -1;
     }
     for (i = 0; i < total; i++) {
-        uint64_t **dst = i < nm ? &s->models[i].by_free
-                       : i < nm + np ? &s->profiles[i - nm].nodes
-                                     : &s->group_bits[i - nm - np];
+        uint64_t **dst = i < nm        ? &s->models[i].by_free
+                         : i < nm + np ? &s->profiles[i - nm].nodes
+                                       : &s->group_bits[i - nm - np];
         free(*dst);
         *dst = fresh[i];
     }
@@ -353,53 +352,64 @@ void node_recount_models(struct sched *s)
 
 /* ----------------------------------------------------------- node set */
 
-static int desc_validate(const struct sched *s,
-                         const struct sched_node_desc *d,
+static int desc_validate(const struct sched *s, const struct sched_node_desc *d,
                          struct sh_error *err)
 {
-    if (!d->name || !*d->name || strnlen(d->name, SCHED_NAME_MAX + 1) >
-                                     SCHED_NAME_MAX)
+    if (!d->name || !*d->name ||
+        strnlen(d->name, SCHED_NAME_MAX + 1) > SCHED_NAME_MAX)
         return sh_errorf(err, SH_EINVAL, "node name must be 1..%d bytes",
                          SCHED_NAME_MAX);
-    if (d->group && (!*d->group || strnlen(d->group, SCHED_NAME_MAX + 1) >
-                                       SCHED_NAME_MAX))
-        return sh_errorf(err, SH_EINVAL, "node %s: group must be 1..%d "
-                         "bytes", d->name, SCHED_NAME_MAX);
+    if (d->group &&
+        (!*d->group || strnlen(d->group, SCHED_NAME_MAX + 1) > SCHED_NAME_MAX))
+        return sh_errorf(err, SH_EINVAL,
+                         "node %s: group must be 1..%d "
+                         "bytes",
+                         d->name, SCHED_NAME_MAX);
     if ((unsigned)d->state > SCHED_NODE_DRAINED)
         return sh_errorf(err, SH_EINVAL, "node %s: bad state", d->name);
     if (d->ngpus < 0 || d->ngpus > GPU_PER_NODE_MAX ||
         (d->ngpus > 0 && !d->gpus))
-        return sh_errorf(err, SH_EINVAL, "node %s: gpus must be 0..%d",
-                         d->name, GPU_PER_NODE_MAX);
+        return sh_errorf(err, SH_EINVAL, "node %s: gpus must be 0..%d", d->name,
+                         GPU_PER_NODE_MAX);
     int new_models = 0, new_profiles = 0;
     for (int g = 0; g < d->ngpus; g++) {
         const struct sched_gpu_desc *gd = &d->gpus[g];
         if (!gd->model || !*gd->model ||
             strnlen(gd->model, SCHED_NAME_MAX + 1) > SCHED_NAME_MAX)
-            return sh_errorf(err, SH_EINVAL, "node %s gpu %d: model must "
-                             "be 1..%d bytes", d->name, g, SCHED_NAME_MAX);
+            return sh_errorf(err, SH_EINVAL,
+                             "node %s gpu %d: model must "
+                             "be 1..%d bytes",
+                             d->name, g, SCHED_NAME_MAX);
         if (strtab_find(&s->model_names, gd->model) == SCHED_NONE)
             new_models++;
         if (gd->nslices < 0 || gd->nslices > GPU_SLICES_MAX ||
             (gd->nslices > 0 && !gd->slices))
-            return sh_errorf(err, SH_EINVAL, "node %s gpu %d: slices must "
-                             "be 0..%d", d->name, g, GPU_SLICES_MAX);
+            return sh_errorf(err, SH_EINVAL,
+                             "node %s gpu %d: slices must "
+                             "be 0..%d",
+                             d->name, g, GPU_SLICES_MAX);
         for (int k = 0; k < gd->nslices; k++) {
             const struct gpu_slice *sl = &gd->slices[k];
-            if (!sl->profile[0] || strnlen(sl->profile, GPU_PROFILE_MAX) >=
-                                       GPU_PROFILE_MAX)
-                return sh_errorf(err, SH_EINVAL, "node %s gpu %d slice %d: "
-                                 "no profile", d->name, g, k);
+            if (!sl->profile[0] ||
+                strnlen(sl->profile, GPU_PROFILE_MAX) >= GPU_PROFILE_MAX)
+                return sh_errorf(err, SH_EINVAL,
+                                 "node %s gpu %d slice %d: "
+                                 "no profile",
+                                 d->name, g, k);
             if (sl->kind != GPU_SLICE_MIG && sl->kind != GPU_SLICE_SHARED)
-                return sh_errorf(err, SH_EINVAL, "node %s gpu %d slice %d: "
-                                 "bad kind", d->name, g, k);
+                return sh_errorf(err, SH_EINVAL,
+                                 "node %s gpu %d slice %d: "
+                                 "bad kind",
+                                 d->name, g, k);
             if (sl->share_num < 1 || sl->share_den < 1 ||
                 sl->share_num > sl->share_den ||
                 (SCHED_UNITS_PER_GPU * sl->share_num) % sl->share_den)
-                return sh_errorf(err, SH_EINVAL, "node %s gpu %d slice %d: "
+                return sh_errorf(err, SH_EINVAL,
+                                 "node %s gpu %d slice %d: "
                                  "share %d/%d must be a whole number of "
-                                 "1/%d GPU", d->name, g, k, sl->share_num,
-                                 sl->share_den, SCHED_UNITS_PER_GPU);
+                                 "1/%d GPU",
+                                 d->name, g, k, sl->share_num, sl->share_den,
+                                 SCHED_UNITS_PER_GPU);
             if (strtab_find(&s->profile_names, sl->profile) == SCHED_NONE)
                 new_profiles++;
         }
@@ -424,15 +434,18 @@ static int held_check(const struct sched *s, uint32_t n,
         if (!held)
             continue;
         if (g >= d->ngpus)
-            return sh_errorf(err, SH_ECONFLICT, "node %s: GPU %d is in use "
-                             "and cannot go away", d->name, g);
+            return sh_errorf(err, SH_ECONFLICT,
+                             "node %s: GPU %d is in use "
+                             "and cannot go away",
+                             d->name, g);
         const struct sched_gpu_desc *gd = &d->gpus[g];
         if (strcmp(s->model_names.names[gp->model], gd->model) != 0 ||
             (gp->job != SCHED_NONE && gd->nslices > 0) ||
             (gp->fence_count > 0 && gd->nslices == 0))
-            return sh_errorf(err, SH_ECONFLICT, "node %s: GPU %d is in use "
-                             "and cannot change model or slicing", d->name,
-                             g);
+            return sh_errorf(err, SH_ECONFLICT,
+                             "node %s: GPU %d is in use "
+                             "and cannot change model or slicing",
+                             d->name, g);
         for (int k = 0; k < gp->nslices; k++) {
             const struct sslice *sl = &gp->slices[k];
             if (sl->job == SCHED_NONE)
@@ -442,9 +455,10 @@ static int held_check(const struct sched *s, uint32_t n,
                        gd->slices[k].profile) != 0 ||
                 (SCHED_UNITS_PER_GPU * gd->slices[k].share_num /
                  gd->slices[k].share_den) != (int)sl->units)
-                return sh_errorf(err, SH_ECONFLICT, "node %s: GPU %d slice "
-                                 "%d is in use and cannot change", d->name,
-                                 g, k);
+                return sh_errorf(err, SH_ECONFLICT,
+                                 "node %s: GPU %d slice "
+                                 "%d is in use and cannot change",
+                                 d->name, g, k);
         }
     }
     return 0;
@@ -461,8 +475,8 @@ static void gpus_free(struct sgpu *gpus, int n)
 static int gpus_build(struct sched *s, const struct sched_node_desc *d,
                       const struct snode *old, struct sgpu **out)
 {
-    struct sgpu *gpus = calloc(d->ngpus > 0 ? (size_t)d->ngpus : 1,
-                               sizeof(*gpus));
+    struct sgpu *gpus =
+        calloc(d->ngpus > 0 ? (size_t)d->ngpus : 1, sizeof(*gpus));
     if (!gpus)
         return -1;
     for (int g = 0; g < d->ngpus; g++) {
@@ -492,8 +506,8 @@ static int gpus_build(struct sched *s, const struct sched_node_desc *d,
             if (sched_profile_intern(s, sl->profile, &ss->profile) < 0)
                 goto fail;
             ss->kind = (uint8_t)sl->kind;
-            ss->units = (uint32_t)(SCHED_UNITS_PER_GPU * sl->share_num /
-                                   sl->share_den);
+            ss->units =
+                (uint32_t)(SCHED_UNITS_PER_GPU * sl->share_num / sl->share_den);
             ss->mem = sl->mem_bytes;
             ss->job = og && k < og->nslices ? og->slices[k].job : SCHED_NONE;
             if (ss->job == SCHED_NONE)
@@ -599,8 +613,8 @@ static int group_intern(struct sched *s, const char *name, uint32_t *id)
 int sched_node_set(struct sched *s, const struct sched_node_desc *d,
                    struct sh_error *err)
 {
-    uint32_t n = d && d->name ? strtab_find(&s->node_names, d->name)
-                              : SCHED_NONE;
+    uint32_t n =
+        d && d->name ? strtab_find(&s->node_names, d->name) : SCHED_NONE;
     struct sgpu *gpus = NULL;
     uint32_t group = SCHED_NONE;
     if (!d)
@@ -689,8 +703,7 @@ int sched_node_set_state(struct sched *s, const char *name,
     return 0;
 }
 
-int sched_node_remove(struct sched *s, const char *name,
-                      struct sh_error *err)
+int sched_node_remove(struct sched *s, const char *name, struct sh_error *err)
 {
     uint32_t n = name ? strtab_find(&s->node_names, name) : SCHED_NONE;
     if (n == SCHED_NONE || !s->nodes[n].present)
@@ -698,8 +711,10 @@ int sched_node_remove(struct sched *s, const char *name,
                          name ? name : "(null)");
     struct snode *nd = &s->nodes[n];
     if (nd->nheld > 0)
-        return sh_errorf(err, SH_ECONFLICT, "node %s: jobs hold %u GPUs or "
-                         "slices on it", name, nd->nheld);
+        return sh_errorf(err, SH_ECONFLICT,
+                         "node %s: jobs hold %u GPUs or "
+                         "slices on it",
+                         name, nd->nheld);
     node_index_remove(s, n);
     node_totals(s, n, -1);
     if (nd->group != SCHED_NONE)

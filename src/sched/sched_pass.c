@@ -34,7 +34,7 @@ struct cursor {
     uint32_t job;
     uint32_t project;
     uint8_t prio;
-    uint8_t cls;          /* size class (sched_job_class) */
+    uint8_t cls; /* size class (sched_job_class) */
     int64_t score;
 };
 
@@ -42,7 +42,7 @@ struct pass {
     int64_t now;
     bool full;
     int phase;
-    uint32_t blocked_head;    /* FIFO / no backfill: nothing passes it */
+    uint32_t blocked_head; /* FIFO / no backfill: nothing passes it */
     uint32_t ndeferred;
     struct cursor *heap;
     uint32_t nheap;
@@ -50,12 +50,12 @@ struct pass {
     int nmemo;
     int memo_next;
     struct sched_decisions *out;
-    bool claim_released;      /* the evaluated job's claim is given back */
-    bool early;               /* stop when nothing more can start */
-    uint32_t maxfree;         /* max_free() cache ... */
-    int64_t maxfree_key;      /* ... valid for this free_whole + 1 */
-    bool no_resv;             /* make no reservation (out of order) */
-    uint64_t present;         /* models on present nodes */
+    bool claim_released; /* the evaluated job's claim is given back */
+    bool early;          /* stop when nothing more can start */
+    uint32_t maxfree;    /* max_free() cache ... */
+    int64_t maxfree_key; /* ... valid for this free_whole + 1 */
+    bool no_resv;        /* make no reservation (out of order) */
+    uint64_t present;    /* models on present nodes */
     /* Shapes that failed for every model: no n nodes with g usable GPUs
      * for a job ending at end or later (INT64_MIN: at any time). */
     struct {
@@ -63,8 +63,8 @@ struct pass {
         int64_t end;
     } blk[SCHED_BLOCK_MAX];
     int nblk;
-    int64_t wd_key;           /* whole_done() cache: valid for this ... */
-    bool wd;                  /* ... (free_whole, nblk) */
+    int64_t wd_key; /* whole_done() cache: valid for this ... */
+    bool wd;        /* ... (free_whole, nblk) */
 };
 
 /* ----------------------------------------------------------- decisions */
@@ -124,10 +124,10 @@ static void cursor_load(const struct sched *s, const struct pass *ps,
                         struct cursor *c)
 {
     const struct sjob *j = &s->jobs[c->job];
-    c->score = s->cfg.policy == SCHED_POLICY_FIFO
-                   ? 0
-                   : s->projects[c->project].key +
-                         age_score(s, ps->now, j->submit);
+    c->score =
+        s->cfg.policy == SCHED_POLICY_FIFO
+            ? 0
+            : s->projects[c->project].key + age_score(s, ps->now, j->submit);
 }
 
 bool sched_before(const struct sched *s, const struct sjob *a,
@@ -137,10 +137,10 @@ bool sched_before(const struct sched *s, const struct sjob *a,
     if (!fifo && a->prio != b->prio)
         return a->prio < b->prio;
     if (!fifo) {
-        int64_t sa = s->projects[a->project].key +
-                     age_score(s, s->last_now, a->submit);
-        int64_t sb = s->projects[b->project].key +
-                     age_score(s, s->last_now, b->submit);
+        int64_t sa =
+            s->projects[a->project].key + age_score(s, s->last_now, a->submit);
+        int64_t sb =
+            s->projects[b->project].key + age_score(s, s->last_now, b->submit);
         if (sa != sb)
             return sa > sb;
     }
@@ -268,8 +268,8 @@ static const uint32_t ncls_lb[SCHED_NCLS] = {1, 2, 3, 5, 9};
  * no larger failed already (for every model, reservations aside or with
  * an end no later). Sound because free resources only shrink during a
  * pass. */
-static bool shape_cant(struct sched *s, struct pass *ps, uint32_t n,
-                       uint32_t k, int64_t d)
+static bool shape_cant(struct sched *s, struct pass *ps, uint32_t n, uint32_t k,
+                       int64_t d)
 {
     if (s->free_whole == 0 || k > max_free(s, ps))
         return true;
@@ -299,8 +299,7 @@ static bool whole_done(struct sched *s, struct pass *ps)
         if (s->pend_lb[k] == 0)
             continue;
         for (int c = 0; c < SCHED_NCLS && done; c++) {
-            if (s->pend_shape[k][c] > 0 &&
-                !shape_cant(s, ps, ncls_lb[c], k, d))
+            if (s->pend_shape[k][c] > 0 && !shape_cant(s, ps, ncls_lb[c], k, d))
                 done = false;
         }
     }
@@ -327,8 +326,7 @@ static uint64_t free_models(const struct sched *s)
  * projects with no guarantee left on a model with free GPUs. Resources
  * and guarantees only shrink during a pass, so a skipped queue stays
  * skippable. */
-static bool queue_skip(struct sched *s, struct pass *ps,
-                       const struct cursor *c)
+static bool queue_skip(struct sched *s, struct pass *ps, const struct cursor *c)
 {
     if (!ps->early || s->cfg.policy != SCHED_POLICY_DEFAULT)
         return false;
@@ -399,9 +397,8 @@ static void eff_shape(const struct sched *s, const struct sjob *j,
 
 static const struct smemo *memo_find(const struct sched *s,
                                      const struct pass *ps,
-                                     const struct sjob *j,
-                                     const struct sopt *o, uint64_t mask,
-                                     int64_t end)
+                                     const struct sjob *j, const struct sopt *o,
+                                     uint64_t mask, int64_t end)
 {
     uint32_t n = 0, g = 0;
     if (o->kind == SJOB_WHOLE)
@@ -428,8 +425,8 @@ static const struct smemo *memo_find(const struct sched *s,
 }
 
 static void memo_add(const struct sched *s, struct pass *ps,
-                     const struct sjob *j, const struct sopt *o,
-                     uint64_t mask, int64_t end)
+                     const struct sjob *j, const struct sopt *o, uint64_t mask,
+                     int64_t end)
 {
     struct smemo *m;
     uint32_t n = 0, g = 0;
@@ -460,7 +457,7 @@ static void memo_add(const struct sched *s, struct pass *ps,
     int k;
     for (k = 0; k < ps->nblk; k++) {
         if (ps->blk[k].g <= g && ps->blk[k].n <= n && ps->blk[k].end <= bend)
-            return;   /* a stronger one is known */
+            return; /* a stronger one is known */
     }
     k = ps->nblk < SCHED_BLOCK_MAX ? ps->nblk++ : SCHED_BLOCK_MAX - 1;
     ps->blk[k].n = n;
@@ -481,8 +478,7 @@ static int start_apply(struct sched *s, struct pass *ps, uint32_t ji,
     void *a = d->starts, *b = d->places;
     if (!p || grow(&a, &d->starts_cap, d->nstarts + 1, sizeof(*d->starts)) ||
         (d->starts = a, 0) ||
-        grow(&b, &d->places_cap, d->nplaces + (size_t)np,
-             sizeof(*d->places)) ||
+        grow(&b, &d->places_cap, d->nplaces + (size_t)np, sizeof(*d->places)) ||
         (d->places = b, 0) || sched_running_reserve(s, 1) < 0) {
         free(p);
         return -1;
@@ -495,8 +491,8 @@ static int start_apply(struct sched *s, struct pass *ps, uint32_t ji,
             continue;
         }
         for (uint64_t m = f->masks[i]; m; m &= m - 1)
-            p[k++] = (struct splace){f->nodes[i],
-                                     (uint8_t)__builtin_ctzll(m), -1};
+            p[k++] =
+                (struct splace){f->nodes[i], (uint8_t)__builtin_ctzll(m), -1};
     }
     struct sjob *j = &s->jobs[ji];
     sched_queue_unlink(s, ji);
@@ -538,8 +534,7 @@ static int start_apply(struct sched *s, struct pass *ps, uint32_t ji,
 
 /* ---------------------------------------------------------- evaluation */
 
-static int job_options(struct sched *s, const struct sjob *j,
-                       struct sopt *o)
+static int job_options(struct sched *s, const struct sjob *j, struct sopt *o)
 {
     if (j->kind == SJOB_WHOLE) {
         o[0].kind = SJOB_WHOLE;
@@ -548,8 +543,8 @@ static int job_options(struct sched *s, const struct sjob *j,
         o[0].units = (int64_t)job_total(j) * SCHED_UNITS_PER_GPU;
         return 1;
     }
-    uint64_t all = j->model != SCHED_NONE16 ? UINT64_C(1) << j->model
-                                            : ~UINT64_C(0);
+    uint64_t all =
+        j->model != SCHED_NONE16 ? UINT64_C(1) << j->model : ~UINT64_C(0);
     if (j->kind == SJOB_SLICE) {
         o[0].kind = SJOB_SLICE;
         o[0].profile = j->profile;
@@ -597,8 +592,7 @@ static bool try_place(struct sched *s, struct pass *ps, uint32_t ji,
             /* It fits, but only on GPUs reserved for another job. */
             const struct snode *nd = &s->nodes[s->found2.nodes[0]];
             uint32_t who = SCHED_NONE;
-            for (int i = 0; i < s->found2.nnodes && who == SCHED_NONE;
-                 i++) {
+            for (int i = 0; i < s->found2.nnodes && who == SCHED_NONE; i++) {
                 nd = &s->nodes[s->found2.nodes[i]];
                 for (uint64_t b = s->found2.masks[i]; b; b &= b - 1) {
                     const struct sgpu *gp = &nd->gpus[__builtin_ctzll(b)];
@@ -637,8 +631,7 @@ static int user_blocks(const struct sched *s, const struct sjob *j,
     const struct suser *u = &s->users[j->user];
     if (u->max_jobs > 0 && u->running + 1 > u->max_jobs)
         return SCHED_WAIT_USER_JOBS;
-    if (u->max_units != SCHED_UNLIMITED && u->used_units + units >
-                                               u->max_units)
+    if (u->max_units != SCHED_UNLIMITED && u->used_units + units > u->max_units)
         return SCHED_WAIT_USER_GPUS;
     return 0;
 }
@@ -670,8 +663,8 @@ static enum qclass quota_masks(const struct sched *s, const struct sjob *j,
 
 static void set_quota_wait(struct sjob *j, enum qclass c, uint16_t m)
 {
-    j->wait = c == QC_TEAM_LIMIT ? SCHED_WAIT_QUOTA_TEAM
-                                 : SCHED_WAIT_QUOTA_PROJECT;
+    j->wait =
+        c == QC_TEAM_LIMIT ? SCHED_WAIT_QUOTA_TEAM : SCHED_WAIT_QUOTA_PROJECT;
     j->wait_arg = m;
 }
 
@@ -695,9 +688,9 @@ static int try_options(struct sched *s, struct pass *ps, uint32_t ji,
 static bool nothing_can_start(struct sched *s, struct pass *ps)
 {
     if (ps->blocked_head != SCHED_NONE)
-        return true;   /* FIFO or no backfill: nothing passes it */
-    bool slices_done = s->free_slices == 0 ||
-                       (s->pend_lb[0] == 0 && s->pend_flex == 0);
+        return true; /* FIFO or no backfill: nothing passes it */
+    bool slices_done =
+        s->free_slices == 0 || (s->pend_lb[0] == 0 && s->pend_flex == 0);
     return slices_done && whole_done(s, ps);
 }
 
@@ -741,8 +734,8 @@ static int eval_gate(struct sched *s, struct pass *ps, uint32_t ji,
     uint16_t bm = SCHED_NONE16;
     x->any_in = x->any_borrow = false;
     for (int i = 0; i < x->no; i++) {
-        enum qclass c = quota_masks(s, j, &x->o[i], &x->in[i],
-                                    &x->borrow[i], &bm);
+        enum qclass c =
+            quota_masks(s, j, &x->o[i], &x->in[i], &x->borrow[i], &bm);
         if (first == QC_IN)
             first = c;
         if (fifo) {
@@ -763,15 +756,14 @@ static int eval_gate(struct sched *s, struct pass *ps, uint32_t ji,
 
 static bool waits_for_gpus(const struct sjob *j)
 {
-    return j->wait == SCHED_WAIT_RESOURCES ||
-           j->wait == SCHED_WAIT_RESERVATION;
+    return j->wait == SCHED_WAIT_RESOURCES || j->wait == SCHED_WAIT_RESERVATION;
 }
 
 /* An in-quota job that could not start: keep its reservation, reclaim
  * borrowed GPUs, get a reservation, or block the queue (FIFO). */
 static int eval_blocked(struct sched *s, struct pass *ps, uint32_t ji,
-                        const struct evalx *x, bool held_resv,
-                        bool may_preempt, int64_t held_est)
+                        const struct evalx *x, bool held_resv, bool may_preempt,
+                        int64_t held_est)
 {
     struct sjob *j = &s->jobs[ji];
     bool fifo = s->cfg.policy == SCHED_POLICY_FIFO;
@@ -853,7 +845,7 @@ static int eval_borrower(struct sched *s, struct pass *ps, uint32_t ji)
         any |= borrow[i] != 0;
     }
     if (had_in && !any)
-        return 0;   /* an in-quota job: phase 1 dealt with it */
+        return 0; /* an in-quota job: phase 1 dealt with it */
     if (!any) {
         if (wait == SCHED_WAIT_NEW || wait == SCHED_WAIT_RESOURCES)
             set_quota_wait(j, first, bm);
@@ -997,7 +989,7 @@ static int phase2(struct sched *s, struct pass *ps)
     if (!ps->early) {
         for (uint32_t i = 0; i < ps->ndeferred; i++) {
             if (nothing_can_start(s, ps))
-                break;   /* the rest keep "resources" from phase 1 */
+                break; /* the rest keep "resources" from phase 1 */
             uint32_t ji = s->scratch[i];
             if (s->jobs[ji].state != SCHED_JOB_PENDING)
                 continue;
@@ -1056,7 +1048,8 @@ int sched_run(struct sched *s, int64_t now, bool full,
         now = s->last_now;
     ps.now = now;
     ps.out = out;
-    ps.full = full || s->dirty || !s->ran || s->cfg.full_pass_interval_ms == 0 ||
+    ps.full = full || s->dirty || !s->ran ||
+              s->cfg.full_pass_interval_ms == 0 ||
               now - s->last_full >= s->cfg.full_pass_interval_ms;
     /* Incremental passes, and full ones when not every pending job needs
      * a fresh reason, stop as soon as nothing more can start. */
@@ -1068,8 +1061,8 @@ int sched_run(struct sched *s, int64_t now, bool full,
     s->ran = true;
     pass_begin(s, &ps);
     out->full_pass = ps.full;
-    if (sched_queues_sort(s) < 0 || merge_init(s, &ps) < 0 || phase1(s, &ps) < 0 || phase2(s, &ps) < 0 ||
-        fresh_reasons(s, &ps) < 0)
+    if (sched_queues_sort(s) < 0 || merge_init(s, &ps) < 0 ||
+        phase1(s, &ps) < 0 || phase2(s, &ps) < 0 || fresh_reasons(s, &ps) < 0)
         goto nomem;
     rc = 0;
     goto out;

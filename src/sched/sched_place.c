@@ -78,8 +78,8 @@ static uint64_t node_model_mask(const struct snode *nd, uint16_t m)
     return 0;
 }
 
-uint64_t node_usable(const struct sched *s, const struct snode *nd,
-                     uint16_t m, int64_t end, uint32_t self)
+uint64_t node_usable(const struct sched *s, const struct snode *nd, uint16_t m,
+                     int64_t end, uint32_t self)
 {
     uint64_t u = nd->free & node_model_mask(nd, m);
     if (nd->resv_epoch != s->epoch || end < 0)
@@ -132,8 +132,7 @@ uint64_t nvl_pick(const struct snode *nd, uint64_t usable, uint32_t g)
         if (gi < 0)
             break;
         used_groups |= UINT64_C(1) << gi;
-        pick |= low_bits(usable & nd->nvl[gi],
-                         g - (uint32_t)popcount64(pick));
+        pick |= low_bits(usable & nd->nvl[gi], g - (uint32_t)popcount64(pick));
     }
     return pick;
 }
@@ -166,11 +165,10 @@ static uint32_t single_node(const struct sched *s, const struct sjob *j,
     return SCHED_NONE;
 }
 
-bool gang_choose(struct sched *s, const uint32_t *elig,
-                 const uint64_t *usable, uint32_t ne, uint32_t nn,
-                 uint32_t g, struct sfound *f)
+bool gang_choose(struct sched *s, const uint32_t *elig, const uint64_t *usable,
+                 uint32_t ne, uint32_t nn, uint32_t g, struct sfound *f)
 {
-    uint32_t ngroups = s->group_names.n + 1;   /* last: no group */
+    uint32_t ngroups = s->group_names.n + 1; /* last: no group */
     uint32_t *per_group = calloc(ngroups, sizeof(*per_group));
     uint8_t *taken = calloc(ne ? ne : 1, 1);
     bool ok = false;
@@ -323,9 +321,8 @@ bool place_slice(struct sched *s, const struct sjob *j, uint16_t profile,
                     const struct sslice *sl = &gp->slices[k];
                     if (!((gp->slice_free >> k) & 1) || sl->mem < mem)
                         continue;
-                    if (profile == s->shared_any
-                            ? sl->kind != GPU_SLICE_SHARED
-                            : sl->profile != profile)
+                    if (profile == s->shared_any ? sl->kind != GPU_SLICE_SHARED
+                                                 : sl->profile != profile)
                         continue;
                     best_score = score;
                     f->model = gp->model;
@@ -348,12 +345,12 @@ static int memopt_cmp(const void *a, const void *b, void *arg)
 {
     const struct sched *s = arg;
     const struct sopt *x = a, *y = b;
-    uint64_t mx = x->kind == SJOB_SLICE ? s->profiles[x->profile].mem_min
-                                        : s->models[__builtin_ctzll(x->mask)]
-                                              .mem;
-    uint64_t my = y->kind == SJOB_SLICE ? s->profiles[y->profile].mem_min
-                                        : s->models[__builtin_ctzll(y->mask)]
-                                              .mem;
+    uint64_t mx = x->kind == SJOB_SLICE
+                      ? s->profiles[x->profile].mem_min
+                      : s->models[__builtin_ctzll(x->mask)].mem;
+    uint64_t my = y->kind == SJOB_SLICE
+                      ? s->profiles[y->profile].mem_min
+                      : s->models[__builtin_ctzll(y->mask)].mem;
     if (mx != my)
         return mx < my ? -1 : 1;
     if (x->kind != y->kind)
@@ -451,9 +448,10 @@ static bool fit_whole(const struct sched *s, const struct sjob *j,
     if (err)
         list_names(&s->model_names, &present, names, sizeof(names));
     if (j->model != SCHED_NONE16 && !((present >> j->model) & 1)) {
-        sh_errorf(err, SH_EINVAL, "unknown GPU model '%s' (the cluster has "
-                  "%s)", s->model_names.names[j->model],
-                  present ? names : "no GPUs");
+        sh_errorf(err, SH_EINVAL,
+                  "unknown GPU model '%s' (the cluster has "
+                  "%s)",
+                  s->model_names.names[j->model], present ? names : "no GPUs");
         return false;
     }
     uint64_t mask = model_mask_for(s, j);
@@ -461,8 +459,10 @@ static bool fit_whole(const struct sched *s, const struct sjob *j,
         if (present == 0)
             sh_errorf(err, SH_EINVAL, "the cluster has no GPUs");
         else
-            sh_errorf(err, SH_EINVAL, "no GPU model has %u MiB of memory "
-                      "(the cluster has %s)", j->mem_mib, names);
+            sh_errorf(err, SH_EINVAL,
+                      "no GPU model has %u MiB of memory "
+                      "(the cluster has %s)",
+                      j->mem_mib, names);
         return false;
     }
     int best_per = 0;
@@ -475,8 +475,8 @@ static bool fit_whole(const struct sched *s, const struct sjob *j,
             best_per = s->models[m].maxper;
             per_model = m;
         }
-        uint32_t have = j->gpus <= SCHED_KMAX ? s->models[m].atleast[j->gpus]
-                                              : 0;
+        uint32_t have =
+            j->gpus <= SCHED_KMAX ? s->models[m].atleast[j->gpus] : 0;
         if (have > best_nodes || b == mask) {
             best_nodes = have;
             nodes_model = m;
@@ -487,17 +487,21 @@ static bool fit_whole(const struct sched *s, const struct sjob *j,
             return true;
     }
     if (j->nodes >= 1 && (int)j->gpus > best_per)
-        sh_errorf(err, SH_EINVAL, "needs %u GPUs per node but the largest "
-                  "node has %d %s", j->gpus, best_per,
-                  s->model_names.names[per_model]);
+        sh_errorf(err, SH_EINVAL,
+                  "needs %u GPUs per node but the largest "
+                  "node has %d %s",
+                  j->gpus, best_per, s->model_names.names[per_model]);
     else if (j->nodes >= 1)
-        sh_errorf(err, SH_EINVAL, "needs %u nodes with %u %s GPUs but the "
-                  "cluster has %u such nodes", j->nodes, j->gpus,
-                  s->model_names.names[nodes_model], best_nodes);
+        sh_errorf(err, SH_EINVAL,
+                  "needs %u nodes with %u %s GPUs but the "
+                  "cluster has %u such nodes",
+                  j->nodes, j->gpus, s->model_names.names[nodes_model],
+                  best_nodes);
     else if (err)
-        sh_errorf(err, SH_EINVAL, "needs %u GPUs but the cluster has %llu "
-                  "%s GPUs", j->gpus,
-                  (unsigned long long)model_total(s, per_model),
+        sh_errorf(err, SH_EINVAL,
+                  "needs %u GPUs but the cluster has %llu "
+                  "%s GPUs",
+                  j->gpus, (unsigned long long)model_total(s, per_model),
                   s->model_names.names[per_model]);
     return false;
 }
@@ -522,8 +526,10 @@ bool static_fit(const struct sched *s, const struct sjob *j,
                 have[0] |= UINT64_C(1) << p;
         }
         list_names(&s->profile_names, have, names, sizeof(names));
-        sh_errorf(err, SH_EINVAL, "unknown slice profile '%s' (the cluster "
-                  "has %s)", s->profile_names.names[j->profile],
+        sh_errorf(err, SH_EINVAL,
+                  "unknown slice profile '%s' (the cluster "
+                  "has %s)",
+                  s->profile_names.names[j->profile],
                   have[0] ? names : "no slices");
         return false;
     }
@@ -538,8 +544,9 @@ bool static_fit(const struct sched *s, const struct sjob *j,
         if (s->models[m].mem > most)
             most = s->models[m].mem;
     }
-    sh_errorf(err, SH_EINVAL, "no GPU or slice has %u MiB of memory (the "
-              "largest has %llu MiB)", j->mem_mib,
-              (unsigned long long)(most / (1024 * 1024)));
+    sh_errorf(err, SH_EINVAL,
+              "no GPU or slice has %u MiB of memory (the "
+              "largest has %llu MiB)",
+              j->mem_mib, (unsigned long long)(most / (1024 * 1024)));
     return false;
 }

@@ -22,7 +22,7 @@
 struct ventry {
     uint32_t node;
     uint32_t job;
-    uint32_t gpus;       /* GPUs of the victim on this node */
+    uint32_t gpus; /* GPUs of the victim on this node */
 };
 
 /* Preference among victims: lower priority (higher class number) first,
@@ -60,8 +60,8 @@ static bool victim_ok(const struct sched *s, const struct sjob *j,
      * projects (reclaimable by them even while the team as a whole is
      * within its guarantee) or, when the team is above its guarantee too,
      * from other teams. */
-    bool same_team = s->projects[v->project].team ==
-                     s->projects[j->project].team;
+    bool same_team =
+        s->projects[v->project].team == s->projects[j->project].team;
     return quota_project_borrowing(s, v->project, m) &&
            (same_team ||
             quota_team_borrowing(s, s->projects[v->project].team, m));
@@ -118,9 +118,9 @@ static int node_plan(const struct sched *s, const struct ventry *e, int n,
 struct nplan {
     uint32_t node;
     int count;
-    uint8_t worst_prio;      /* highest class among victims (lowest no.) */
-    int64_t oldest;          /* earliest start among victims */
-    int first;               /* victims in vpick[first..first+count) */
+    uint8_t worst_prio; /* highest class among victims (lowest no.) */
+    int64_t oldest;     /* earliest start among victims */
+    int first;          /* victims in vpick[first..first+count) */
 };
 
 static int nplan_cmp(const void *a, const void *b)
@@ -135,8 +135,8 @@ static int nplan_cmp(const void *a, const void *b)
     return x->node < y->node ? -1 : x->node > y->node;
 }
 
-static int apply(struct sched *s, uint32_t ji, const uint32_t *victims,
-                 int nv, uint16_t m, int64_t units, int64_t now,
+static int apply(struct sched *s, uint32_t ji, const uint32_t *victims, int nv,
+                 uint16_t m, int64_t units, int64_t now,
                  struct sched_decisions *out)
 {
     struct sjob *j = &s->jobs[ji];
@@ -185,7 +185,7 @@ static int collect(struct sched *s, uint32_t ji, uint16_t m,
                 continue;
             if (ne > 0 && e[ne - 1].job == s->running[i] &&
                 e[ne - 1].node == p->node) {
-                e[ne - 1].gpus++;   /* placements are grouped by node */
+                e[ne - 1].gpus++; /* placements are grouped by node */
                 continue;
             }
             if (ne == cap) {
@@ -219,12 +219,11 @@ static size_t node_plans(const struct sched *s, uint32_t ji, uint16_t m,
         while (b < ne && e[b].node == e[a].node)
             b++;
         const struct snode *nd = &s->nodes[e[a].node];
-        uint32_t freen = (uint32_t)__builtin_popcountll(
-            node_usable(s, nd, m, -1, ji));
+        uint32_t freen =
+            (uint32_t)__builtin_popcountll(node_usable(s, nd, m, -1, ji));
         uint32_t need = g > freen ? g - freen : 0;
         int pick[64];
-        int c = need == 0 ? 0 : node_plan(s, &e[a], (int)(b - a), need,
-                                          pick);
+        int c = need == 0 ? 0 : node_plan(s, &e[a], (int)(b - a), need, pick);
         if (c > 0) {
             struct nplan *pl = &plans[np++];
             pl->node = e[a].node;
@@ -341,13 +340,11 @@ static int plan_slice(struct sched *s, uint32_t ji, const struct sopt *o,
     }
     if (best == SCHED_NONE)
         return 0;
-    return apply(s, ji, &best, 1, s->jobs[best].run_model, o->units, now,
-                 out);
+    return apply(s, ji, &best, 1, s->jobs[best].run_model, o->units, now, out);
 }
 
 int preempt_plan(struct sched *s, uint32_t ji, const struct sopt *o,
-                 uint64_t in_mask, int64_t now,
-                 struct sched_decisions *out)
+                 uint64_t in_mask, int64_t now, struct sched_decisions *out)
 {
     if (o->kind == SJOB_SLICE)
         return plan_slice(s, ji, o, in_mask, now, out);

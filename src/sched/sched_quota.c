@@ -22,8 +22,8 @@
 
 #include <math.h>
 
-static bool limit_ok(const struct squota *q, const struct susage *u,
-                     uint16_t m, int64_t units)
+static bool limit_ok(const struct squota *q, const struct susage *u, uint16_t m,
+                     int64_t units)
 {
     if (m != SCHED_NONE16 && (q->has >> m & 1) && q->l[m] != SCHED_UNLIMITED &&
         u->used[m] + units > q->l[m])
@@ -169,8 +169,8 @@ void quota_stopping(struct sched *s, uint32_t j, int sign)
     borrowing_update(s, job->project);
 }
 
-void quota_claim(struct sched *s, uint32_t project, uint16_t m,
-                 int64_t units, int sign)
+void quota_claim(struct sched *s, uint32_t project, uint16_t m, int64_t units,
+                 int sign)
 {
     struct sproject *p = &s->projects[project];
     p->u.claim[m] += units * sign;
@@ -192,8 +192,7 @@ void usage_advance(struct sched *s, uint32_t pid, int64_t now)
     double hl = (double)s->cfg.usage_half_life_ms;
     double f = exp2(-(double)dt / hl);
     /* Integral of running_units decaying over [usage_t, now]. */
-    p->usage = p->usage * f +
-               (double)p->running_units * hl / M_LN2 * (1.0 - f);
+    p->usage = p->usage * f + (double)p->running_units * hl / M_LN2 * (1.0 - f);
     p->usage_t = now;
 }
 
@@ -227,7 +226,6 @@ void usage_keys(struct sched *s, int64_t now)
         p->key = s->cfg.fair_weight * distance_ppm;
     }
 }
-
 
 /* Whether a project could still start a job of at least units within its
  * (or its team's) guarantee on one of the given models. Always true when
@@ -263,8 +261,8 @@ bool quota_within(const struct squota *q, const struct susage *u)
 
 bool quota_user_within(const struct suser *u)
 {
-    return (u->max_units == SCHED_UNLIMITED || u->used_units <= u->max_units)
-           && (u->max_jobs == 0 || u->running <= u->max_jobs);
+    return (u->max_units == SCHED_UNLIMITED || u->used_units <= u->max_units) &&
+           (u->max_jobs == 0 || u->running <= u->max_jobs);
 }
 
 /* After a limit changed or running jobs were recovered: whoever is above a

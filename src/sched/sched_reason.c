@@ -40,15 +40,14 @@ static const char *gpus_str(int64_t units, char *buf, size_t size)
     if (units == SCHED_UNLIMITED)
         snprintf(buf, size, "unlimited");
     else if (units % SCHED_UNITS_PER_GPU == 0)
-        snprintf(buf, size, "%lld",
-                 (long long)(units / SCHED_UNITS_PER_GPU));
+        snprintf(buf, size, "%lld", (long long)(units / SCHED_UNITS_PER_GPU));
     else
         snprintf(buf, size, "%.2f", (double)units / SCHED_UNITS_PER_GPU);
     return buf;
 }
 
-static void quota_text(const struct sched *s, const struct sjob *j,
-                       char *buf, size_t size)
+static void quota_text(const struct sched *s, const struct sjob *j, char *buf,
+                       size_t size)
 {
     bool team = j->wait == SCHED_WAIT_QUOTA_TEAM;
     const struct sproject *p = &s->projects[j->project];
@@ -65,8 +64,8 @@ static void quota_text(const struct sched *s, const struct sjob *j,
         who = s->project_names.names[j->project];
     }
     uint16_t m = (uint16_t)j->wait_arg;
-    bool per_model = m != SCHED_NONE16 && m < s->model_names.n &&
-                     ((q->has >> m) & 1);
+    bool per_model =
+        m != SCHED_NONE16 && m < s->model_names.n && ((q->has >> m) & 1);
     int64_t used = per_model ? u->used[m] : u->used_total;
     int64_t g = per_model ? q->g[m] : q->has_any ? q->g_any : 0;
     int64_t l = per_model ? q->l[m] : q->has_any ? q->l_any : SCHED_UNLIMITED;
@@ -81,24 +80,25 @@ static void quota_text(const struct sched *s, const struct sjob *j,
     const char *model = per_model ? s->model_names.names[m] : "GPUs";
     int64_t within = used < g ? used : g;
     if (l == SCHED_UNLIMITED || used >= l)
-        snprintf(buf, size, "quota: %s %s %s/%s %s guaranteed, limit %s "
-                 "reached", team ? "team" : "project", who,
-                 gpus_str(within, a, sizeof(a)), gpus_str(g, b, sizeof(b)),
-                 model, gpus_str(l, c, sizeof(c)));
+        snprintf(buf, size,
+                 "quota: %s %s %s/%s %s guaranteed, limit %s "
+                 "reached",
+                 team ? "team" : "project", who, gpus_str(within, a, sizeof(a)),
+                 gpus_str(g, b, sizeof(b)), model, gpus_str(l, c, sizeof(c)));
     else
-        snprintf(buf, size, "quota: %s %s %s/%s %s guaranteed, uses %s of "
-                 "limit %s", team ? "team" : "project", who,
-                 gpus_str(within, a, sizeof(a)), gpus_str(g, b, sizeof(b)),
-                 model, gpus_str(used, d, sizeof(d)),
+        snprintf(buf, size,
+                 "quota: %s %s %s/%s %s guaranteed, uses %s of "
+                 "limit %s",
+                 team ? "team" : "project", who, gpus_str(within, a, sizeof(a)),
+                 gpus_str(g, b, sizeof(b)), model, gpus_str(used, d, sizeof(d)),
                  gpus_str(l, c, sizeof(c)));
 }
 
 static void resources_text(const struct sched *s, const struct sjob *j,
                            char *buf, size_t size)
 {
-    const char *model = j->model != SCHED_NONE16
-                            ? s->model_names.names[j->model]
-                            : NULL;
+    const char *model =
+        j->model != SCHED_NONE16 ? s->model_names.names[j->model] : NULL;
     /* No constraint, but the cluster has one model: name it. */
     uint32_t present = 0, only = 0;
     for (uint32_t m = 0; m < s->model_names.n && !model; m++) {
@@ -114,8 +114,10 @@ static void resources_text(const struct sched *s, const struct sjob *j,
         snprintf(buf, size, "resources: needs a %s slice%s%s", p,
                  model ? " of " : "", model ? model : "");
     } else if (j->kind == SJOB_FLEX) {
-        snprintf(buf, size, "resources: needs a GPU or slice with %u MiB "
-                 "of memory", j->mem_mib);
+        snprintf(buf, size,
+                 "resources: needs a GPU or slice with %u MiB "
+                 "of memory",
+                 j->mem_mib);
     } else if (j->nodes == 0) {
         snprintf(buf, size, "resources: needs %u %s", j->gpus,
                  model ? model : "GPUs");
@@ -154,8 +156,8 @@ const char *sched_job_reason(const struct sched *s, uint64_t id, char *buf,
                  gpus_str(u->max_units, b, sizeof(b)));
         break;
     case SCHED_WAIT_USER_JOBS:
-        snprintf(buf, size, "limit: user %s runs %d/%d jobs", user,
-                 u->running, u->max_jobs);
+        snprintf(buf, size, "limit: user %s runs %d/%d jobs", user, u->running,
+                 u->max_jobs);
         break;
     case SCHED_WAIT_RESOURCES:
         resources_text(s, j, buf, size);
@@ -164,15 +166,19 @@ const char *sched_job_reason(const struct sched *s, uint64_t id, char *buf,
         snprintf(buf, size, "reservation: waiting for its reserved start");
         break;
     case SCHED_WAIT_RESERVATION:
-        snprintf(buf, size, "reservation: waiting for job %llu's "
-                 "reservation", (unsigned long long)j->other);
+        snprintf(buf, size,
+                 "reservation: waiting for job %llu's "
+                 "reservation",
+                 (unsigned long long)j->other);
         break;
     case SCHED_WAIT_PRIORITY:
         snprintf(buf, size, "priority: behind higher-priority jobs");
         break;
     case SCHED_WAIT_PREEMPTING:
-        snprintf(buf, size, "preemption: waiting for %u preempted job%s to "
-                 "stop", j->victims, j->victims == 1 ? "" : "s");
+        snprintf(buf, size,
+                 "preemption: waiting for %u preempted job%s to "
+                 "stop",
+                 j->victims, j->victims == 1 ? "" : "s");
         break;
     case SCHED_WAIT_NEVER: {
         struct sh_error err = {0};
@@ -208,9 +214,9 @@ static int temp_job(const struct sched *s, const struct sched_job_desc *d,
     j->kind = d->slice ? SJOB_SLICE : d->flexible ? SJOB_FLEX : SJOB_WHOLE;
     j->gpus = d->gpus > 0 ? (uint32_t)d->gpus : 0;
     j->nodes = (uint16_t)(j->kind == SJOB_WHOLE && d->nodes > 0 ? d->nodes
-                          : j->kind == SJOB_WHOLE ? 0 : 1);
-    j->mem_mib = (uint32_t)((d->gpu_mem + (1024 * 1024) - 1) /
-                            (1024 * 1024));
+                          : j->kind == SJOB_WHOLE               ? 0
+                                                                : 1);
+    j->mem_mib = (uint32_t)((d->gpu_mem + (1024 * 1024) - 1) / (1024 * 1024));
     j->limit = d->time_limit_ms;
     return 0;
 }
@@ -220,7 +226,8 @@ int sched_job_check(const struct sched *s, const struct sched_job_desc *d,
 {
     struct sjob j;
     if (d->slice && d->flexible)
-        return sh_errorf(err, SH_EINVAL, "slice and flexible memory exclude "
+        return sh_errorf(err, SH_EINVAL,
+                         "slice and flexible memory exclude "
                          "each other");
     if ((d->slice || d->flexible) && (d->gpus != 1 || d->nodes > 1))
         return sh_errorf(err, SH_EINVAL, "a %s job takes 1 GPU on 1 node",
@@ -228,8 +235,7 @@ int sched_job_check(const struct sched *s, const struct sched_job_desc *d,
     if (!d->slice && !d->flexible && d->gpus < 1)
         return sh_errorf(err, SH_EINVAL, "gpus must be >= 1");
     if (d->nodes < 0 || d->nodes > JOB_NODES_MAX)
-        return sh_errorf(err, SH_EINVAL, "nodes must be 0..%d",
-                         JOB_NODES_MAX);
+        return sh_errorf(err, SH_EINVAL, "nodes must be 0..%d", JOB_NODES_MAX);
     if (temp_job(s, d, &j, err) < 0)
         return -1;
     return static_fit(s, &j, err) ? 0 : -1;
@@ -267,53 +273,55 @@ static int64_t limit_of_job(const struct sched *s, const struct squota *q,
 }
 
 int sched_job_check_limits(const struct sched *s,
-                           const struct sched_job_desc *d,
-                           struct sh_error *err)
+                           const struct sched_job_desc *d, struct sh_error *err)
 {
     char a[24], b[24];
-    uint32_t uid = d->user ? strtab_find(&s->user_names, d->user)
-                           : SCHED_NONE;
-    int64_t max_time = uid != SCHED_NONE ? s->users[uid].max_time_ms
-                                         : s->cfg.user_max_time_ms;
-    int64_t max_units = uid != SCHED_NONE ? s->users[uid].max_units
-                                          : s->cfg.user_max_units;
-    if (max_time > 0 && (d->time_limit_ms == 0 ||
-                         d->time_limit_ms > max_time))
-        return sh_errorf(err, SH_EQUOTA, "time limit must be at most %lld "
-                         "s for user %s", (long long)(max_time / 1000),
-                         d->user ? d->user : "?");
+    uint32_t uid = d->user ? strtab_find(&s->user_names, d->user) : SCHED_NONE;
+    int64_t max_time =
+        uid != SCHED_NONE ? s->users[uid].max_time_ms : s->cfg.user_max_time_ms;
+    int64_t max_units =
+        uid != SCHED_NONE ? s->users[uid].max_units : s->cfg.user_max_units;
+    if (max_time > 0 && (d->time_limit_ms == 0 || d->time_limit_ms > max_time))
+        return sh_errorf(err, SH_EQUOTA,
+                         "time limit must be at most %lld "
+                         "s for user %s",
+                         (long long)(max_time / 1000), d->user ? d->user : "?");
     int64_t units;
     if (d->slice) {
         uint32_t p = strtab_find(&s->profile_names, d->slice);
         units = p != SCHED_NONE ? s->profiles[p].units_max : 0;
     } else {
         int n = d->nodes > 0 ? d->nodes : 1;
-        units = (int64_t)n * (d->gpus > 0 ? d->gpus : 1) *
-                SCHED_UNITS_PER_GPU;
+        units = (int64_t)n * (d->gpus > 0 ? d->gpus : 1) * SCHED_UNITS_PER_GPU;
     }
     if (max_units != SCHED_UNLIMITED && units > max_units)
-        return sh_errorf(err, SH_EQUOTA, "needs %s GPUs but user %s may run "
-                         "%s", gpus_str(units, a, sizeof(a)),
-                         d->user ? d->user : "?",
+        return sh_errorf(err, SH_EQUOTA,
+                         "needs %s GPUs but user %s may run "
+                         "%s",
+                         gpus_str(units, a, sizeof(a)), d->user ? d->user : "?",
                          gpus_str(max_units, b, sizeof(b)));
-    uint32_t pid = d->project ? strtab_find(&s->project_names, d->project)
-                              : SCHED_NONE;
+    uint32_t pid =
+        d->project ? strtab_find(&s->project_names, d->project) : SCHED_NONE;
     if (pid == SCHED_NONE || !s->quotas_on)
         return 0;
-    uint32_t m = d->gpu_type ? strtab_find(&s->model_names, d->gpu_type)
-                             : SCHED_NONE;
+    uint32_t m =
+        d->gpu_type ? strtab_find(&s->model_names, d->gpu_type) : SCHED_NONE;
     uint16_t m16 = m == SCHED_NONE ? SCHED_NONE16 : (uint16_t)m;
     const struct sproject *p = &s->projects[pid];
     int64_t l = limit_of_job(s, &p->q, m16);
     if (l != SCHED_UNLIMITED && units > l)
-        return sh_errorf(err, SH_EQUOTA, "needs %s GPUs but project %s's "
-                         "limit is %s", gpus_str(units, a, sizeof(a)),
-                         d->project, gpus_str(l, b, sizeof(b)));
+        return sh_errorf(err, SH_EQUOTA,
+                         "needs %s GPUs but project %s's "
+                         "limit is %s",
+                         gpus_str(units, a, sizeof(a)), d->project,
+                         gpus_str(l, b, sizeof(b)));
     if (p->team != SCHED_NONE) {
         l = limit_of_job(s, &s->teams[p->team].q, m16);
         if (l != SCHED_UNLIMITED && units > l)
-            return sh_errorf(err, SH_EQUOTA, "needs %s GPUs but team %s's "
-                             "limit is %s", gpus_str(units, a, sizeof(a)),
+            return sh_errorf(err, SH_EQUOTA,
+                             "needs %s GPUs but team %s's "
+                             "limit is %s",
+                             gpus_str(units, a, sizeof(a)),
                              s->team_names.names[p->team],
                              gpus_str(l, b, sizeof(b)));
     }

@@ -57,7 +57,7 @@ static void shadow_load(struct sched *s, uint32_t n, uint32_t ji)
 struct rmodel {
     uint16_t m;
     uint32_t nn, g;
-    uint32_t cnt;     /* nodes whose shadow holds g GPUs of m */
+    uint32_t cnt; /* nodes whose shadow holds g GPUs of m */
 };
 
 static bool fits(const struct rmodel *rm, int nrm)
@@ -138,13 +138,12 @@ int resv_compute(struct sched *s, uint32_t ji, uint64_t mask, int64_t now)
             continue;
         shadow_load(s, n, ji);
         for (int i = 0; i < nrm; i++) {
-            uint64_t u = s->nodes[n].shadow & model_bits(&s->nodes[n],
-                                                         rm[i].m);
+            uint64_t u = s->nodes[n].shadow & model_bits(&s->nodes[n], rm[i].m);
             if ((uint32_t)popcount64(u) >= rm[i].g)
                 rm[i].cnt++;
         }
     }
-    const uint32_t *order = s->by_end;   /* running jobs by end */
+    const uint32_t *order = s->by_end; /* running jobs by end */
     int64_t t = now;
     bool ok = fits(rm, nrm);
     for (uint32_t r = 0; r < s->nrunning && !ok; r++) {
@@ -174,7 +173,7 @@ int resv_compute(struct sched *s, uint32_t ji, uint64_t mask, int64_t now)
         ok = fits(rm, nrm);
     }
     if (!ok)
-        return 0;   /* not even when everything ends: nodes are down */
+        return 0; /* not even when everything ends: nodes are down */
     for (int i = 0; i < nrm; i++) {
         if (rm[i].cnt >= rm[i].nn)
             return mark(s, ji, &rm[i], t);

@@ -11,7 +11,7 @@
 
 static uint32_t hash_str(const char *s)
 {
-    uint32_t h = 2166136261u;   /* FNV-1a */
+    uint32_t h = 2166136261u; /* FNV-1a */
     for (; *s; s++) {
         h ^= (unsigned char)*s;
         h *= 16777619u;

@@ -22,32 +22,32 @@
 #include "lib/util/error.h"
 #include "sched/sched.h"
 
-#define SIM_LINE_MAX 4096        /* bytes in one trace line */
-#define SIM_JOBS_MAX 10000000    /* jobs in one trace */
-#define SIM_NAMES_MAX 1000000    /* distinct users/projects/models */
+#define SIM_LINE_MAX 4096     /* bytes in one trace line */
+#define SIM_JOBS_MAX 10000000 /* jobs in one trace */
+#define SIM_NAMES_MAX 1000000 /* distinct users/projects/models */
 
 /* ------------------------------------------------------------- traces */
 
 enum sim_format {
-    SIM_FORMAT_AUTO = 0,   /* by the header; the contract otherwise */
-    SIM_FORMAT_SHOAL,      /* the contract: id,submit,duration,gpus,... */
-    SIM_FORMAT_PHILLY,     /* timestamp,duration,num_gpus,gpu_time,cluster */
-    SIM_FORMAT_TIRESIAS,   /* job_id,num_gpu,submit_time,...,duration,... */
-    SIM_FORMAT_POLLUX,     /* name,time,application,num_replicas,batch */
+    SIM_FORMAT_AUTO = 0, /* by the header; the contract otherwise */
+    SIM_FORMAT_SHOAL,    /* the contract: id,submit,duration,gpus,... */
+    SIM_FORMAT_PHILLY,   /* timestamp,duration,num_gpus,gpu_time,cluster */
+    SIM_FORMAT_TIRESIAS, /* job_id,num_gpu,submit_time,...,duration,... */
+    SIM_FORMAT_POLLUX,   /* name,time,application,num_replicas,batch */
 };
 
 struct sim_job {
-    uint64_t id;           /* the trace's id */
+    uint64_t id; /* the trace's id */
     int64_t submit_ms;
-    int64_t duration_ms;   /* run time when it runs undisturbed */
-    int64_t limit_ms;      /* time limit; 0 = none */
-    int32_t gpus;          /* in total (1 for a slice job) */
-    int32_t nodes;         /* 0 = the engine chooses */
-    uint32_t user;         /* names[] index */
-    uint32_t project;      /* names[] index */
-    int32_t gpu_type;      /* names[] index, -1 = any */
-    int32_t slice;         /* names[] index, -1 = whole GPUs */
-    uint8_t prio;          /* enum job_priority */
+    int64_t duration_ms; /* run time when it runs undisturbed */
+    int64_t limit_ms;    /* time limit; 0 = none */
+    int32_t gpus;        /* in total (1 for a slice job) */
+    int32_t nodes;       /* 0 = the engine chooses */
+    uint32_t user;       /* names[] index */
+    uint32_t project;    /* names[] index */
+    int32_t gpu_type;    /* names[] index, -1 = any */
+    int32_t slice;       /* names[] index, -1 = whole GPUs */
+    uint8_t prio;        /* enum job_priority */
 };
 
 /* Interned strings of a trace. */
@@ -55,12 +55,12 @@ struct sim_names {
     char **s;
     uint32_t n;
     uint32_t cap;
-    uint32_t *slots;       /* open addressing, UINT32_MAX = empty */
+    uint32_t *slots; /* open addressing, UINT32_MAX = empty */
     uint32_t nslots;
 };
 
 struct sim_trace {
-    struct sim_job *jobs;  /* sorted by (submit, trace order) */
+    struct sim_job *jobs; /* sorted by (submit, trace order) */
     size_t njobs;
     size_t cap;
     struct sim_names names;
@@ -78,9 +78,8 @@ int sim_trace_read(FILE *f, const char *name, enum sim_format format,
                    struct sim_trace *t, struct sh_error *err);
 
 /* The same from a string, for tests. */
-int sim_trace_parse(const char *text, const char *name,
-                    enum sim_format format, struct sim_trace *t,
-                    struct sh_error *err);
+int sim_trace_parse(const char *text, const char *name, enum sim_format format,
+                    struct sim_trace *t, struct sh_error *err);
 
 void sim_trace_fini(struct sim_trace *t);
 
@@ -92,20 +91,20 @@ int sim_trace_write(FILE *f, const struct sim_trace *t);
 /* One group of identical nodes. */
 struct sim_pool {
     int nodes;
-    int gpus;              /* per node */
+    int gpus; /* per node */
     char model[GPU_MODEL_MAX];
-    uint64_t mem_bytes;    /* per GPU, from the model name ("-80GB") */
-    int group_size;        /* nodes per topology group; 0 = one group */
-    char preset[48];       /* slicing preset; "" = whole GPUs */
-    int nslices;           /* per GPU, from the preset */
+    uint64_t mem_bytes; /* per GPU, from the model name ("-80GB") */
+    int group_size;     /* nodes per topology group; 0 = one group */
+    char preset[48];    /* slicing preset; "" = whole GPUs */
+    int nslices;        /* per GPU, from the preset */
     struct gpu_slice slices[GPU_SLICES_MAX];
 };
 
 struct sim_cluster {
     struct sim_pool *pools;
     int npools;
-    int nodes;             /* in total */
-    int gpus;              /* in total */
+    int nodes; /* in total */
+    int gpus;  /* in total */
 };
 
 /* Parse "NxGxMODEL[@GROUP][:PRESET]" terms joined by '+', or, when spec
@@ -128,11 +127,11 @@ int64_t sim_cluster_units(const struct sim_cluster *c, const char *node,
 /* --------------------------------------------------------------- runs */
 
 struct sim_options {
-    struct sched_config sched;    /* policy, backfill, weights, ... */
-    int64_t grace_ms;             /* preempted jobs stop after it */
-    bool exact_limits;            /* no time limit: use the duration */
-    const char *tenants;          /* sim_tenants_apply() text, or NULL */
-    const char *tenants_name;     /* its file name, for messages */
+    struct sched_config sched; /* policy, backfill, weights, ... */
+    int64_t grace_ms;          /* preempted jobs stop after it */
+    bool exact_limits;         /* no time limit: use the duration */
+    const char *tenants;       /* sim_tenants_apply() text, or NULL */
+    const char *tenants_name;  /* its file name, for messages */
 };
 
 void sim_options_init(struct sim_options *o);
@@ -144,40 +143,40 @@ int sim_tenants_apply(const char *text, const char *file, struct sched *s,
                       struct sh_error *err);
 
 struct sim_project {
-    const char *name;     /* borrowed from the trace */
+    const char *name; /* borrowed from the trace */
     size_t jobs;
     double jct_sum_s;
-    double gpu_s;         /* GPU-seconds used (all attempts) */
-    double speed_sum;     /* sum of duration / JCT over its jobs */
+    double gpu_s;     /* GPU-seconds used (all attempts) */
+    double speed_sum; /* sum of duration / JCT over its jobs */
 };
 
 /* What became of one job (trace order after sorting). */
 struct sim_outcome {
-    int64_t first_start_ms;   /* -1 when it never started */
-    int64_t start_ms;         /* its last attempt */
-    int64_t end_ms;           /* -1 when it never finished */
+    int64_t first_start_ms; /* -1 when it never started */
+    int64_t start_ms;       /* its last attempt */
+    int64_t end_ms;         /* -1 when it never finished */
     uint32_t attempts;
 };
 
 struct sim_result {
-    size_t jobs;            /* completed */
-    size_t rejected;        /* can never fit the cluster */
-    size_t unfinished;      /* still pending or running at the end */
-    size_t timeouts;        /* ran into their time limit */
+    size_t jobs;       /* completed */
+    size_t rejected;   /* can never fit the cluster */
+    size_t unfinished; /* still pending or running at the end */
+    size_t timeouts;   /* ran into their time limit */
     size_t preemptions;
     size_t events;
-    double wall_s;          /* time the replay took */
+    double wall_s; /* time the replay took */
     double makespan_s;
     double jct_avg_s, jct_p50_s, jct_p95_s, jct_p99_s;
     double wait_avg_s, wait_p99_s;
-    double utilization;     /* GPU-time used / (GPUs x makespan) */
-    double jain;            /* over projects' mean duration/JCT */
+    double utilization; /* GPU-time used / (GPUs x makespan) */
+    double jain;        /* over projects' mean duration/JCT */
     int gpus;
     int nodes;
     enum sched_policy policy;
-    struct sim_project *projects;   /* by trace name index order */
+    struct sim_project *projects; /* by trace name index order */
     size_t nprojects;
-    struct sim_outcome *outcomes;   /* one per trace job */
+    struct sim_outcome *outcomes; /* one per trace job */
     size_t noutcomes;
 };
 

@@ -13,7 +13,7 @@
 
 #include "lib/model/preset.h"
 
-#define SPEC_MAX 65536          /* bytes of a spec or spec file */
+#define SPEC_MAX 65536 /* bytes of a spec or spec file */
 #define POOLS_MAX 4096
 #define CLUSTER_NODES_MAX 1000000
 
@@ -39,8 +39,8 @@ static int pool_preset(struct sim_pool *p, const char *preset,
 {
     struct preset_layout l;
     if (preset_expand(p->model, preset, &l, err) < 0)
-        return sh_error_prefix(err, "cluster %dx%dx%s:%s: ", p->nodes,
-                               p->gpus, p->model, preset);
+        return sh_error_prefix(err, "cluster %dx%dx%s:%s: ", p->nodes, p->gpus,
+                               p->model, preset);
     snprintf(p->preset, sizeof(p->preset), "%s", preset);
     p->nslices = l.nslices;
     for (int k = 0; k < l.nslices; k++) {
@@ -79,35 +79,44 @@ static int parse_term(const char *term, struct sim_pool *p,
     const char *s = term;
     memset(p, 0, sizeof(*p));
     if (parse_count(&s, CLUSTER_NODES_MAX, &p->nodes) < 0 || p->nodes < 1 ||
-        *s++ != 'x' ||
-        parse_count(&s, GPU_PER_NODE_MAX, &p->gpus) < 0 || p->gpus < 1 ||
-        *s++ != 'x')
-        return sh_errorf(err, SH_EINVAL, "cluster term '%s' must be "
+        *s++ != 'x' || parse_count(&s, GPU_PER_NODE_MAX, &p->gpus) < 0 ||
+        p->gpus < 1 || *s++ != 'x')
+        return sh_errorf(err, SH_EINVAL,
+                         "cluster term '%s' must be "
                          "NODESxGPUSxMODEL[@GROUP][:PRESET] with 1..%d GPUs "
-                         "per node", term, GPU_PER_NODE_MAX);
+                         "per node",
+                         term, GPU_PER_NODE_MAX);
     size_t n = strcspn(s, "@:");
     if (n == 0 || n >= sizeof(p->model))
-        return sh_errorf(err, SH_EINVAL, "cluster term '%s': the GPU model "
-                         "must be 1..%zu bytes", term, sizeof(p->model) - 1);
+        return sh_errorf(err, SH_EINVAL,
+                         "cluster term '%s': the GPU model "
+                         "must be 1..%zu bytes",
+                         term, sizeof(p->model) - 1);
     memcpy(p->model, s, n);
     p->model[n] = '\0';
     if (!job_ident_valid(p->model))
-        return sh_errorf(err, SH_EINVAL, "cluster term '%s': '%s' is not a "
-                         "GPU model name", term, p->model);
+        return sh_errorf(err, SH_EINVAL,
+                         "cluster term '%s': '%s' is not a "
+                         "GPU model name",
+                         term, p->model);
     p->mem_bytes = model_mem(p->model);
     s += n;
     if (*s == '@') {
         s++;
         if (parse_count(&s, CLUSTER_NODES_MAX, &p->group_size) < 0 ||
             p->group_size < 1)
-            return sh_errorf(err, SH_EINVAL, "cluster term '%s': @GROUP "
-                             "must be a node count >= 1", term);
+            return sh_errorf(err, SH_EINVAL,
+                             "cluster term '%s': @GROUP "
+                             "must be a node count >= 1",
+                             term);
     }
     if (*s == ':')
         return pool_preset(p, s + 1, err);
     if (*s)
-        return sh_errorf(err, SH_EINVAL, "cluster term '%s': unexpected "
-                         "'%s'", term, s);
+        return sh_errorf(err, SH_EINVAL,
+                         "cluster term '%s': unexpected "
+                         "'%s'",
+                         term, s);
     return 0;
 }
 
@@ -168,8 +177,10 @@ int sim_cluster_parse(const char *spec, struct sim_cluster *c,
         size_t n = fread(text, 1, SPEC_MAX + 1, f);
         fclose(f);
         if (n > SPEC_MAX) {
-            sh_errorf(err, SH_ETOOLARGE, "cluster file %s is larger than %d "
-                      "bytes", spec, SPEC_MAX);
+            sh_errorf(err, SH_ETOOLARGE,
+                      "cluster file %s is larger than %d "
+                      "bytes",
+                      spec, SPEC_MAX);
             goto out;
         }
         text[n] = '\0';
@@ -185,8 +196,10 @@ int sim_cluster_parse(const char *spec, struct sim_cluster *c,
     if (add_terms(text, c, err) < 0)
         goto out;
     if (c->npools == 0) {
-        sh_errorf(err, SH_EINVAL, "cluster '%s' has no nodes (want e.g. "
-                  "16x8xH100-80GB)", spec);
+        sh_errorf(err, SH_EINVAL,
+                  "cluster '%s' has no nodes (want e.g. "
+                  "16x8xH100-80GB)",
+                  spec);
         goto out;
     }
     rc = 0;
@@ -224,10 +237,10 @@ int sim_cluster_apply(const struct sim_cluster *c, struct sched *s,
             snprintf(group, sizeof(group), "g%d-%d", pi,
                      p->group_size ? n / p->group_size : 0);
             struct sched_node_desc d = {.name = name,
-                                        .group = p->group_size ? group
-                                                               : NULL,
+                                        .group = p->group_size ? group : NULL,
                                         .state = SCHED_NODE_UP,
-                                        .ngpus = p->gpus, .gpus = g};
+                                        .ngpus = p->gpus,
+                                        .gpus = g};
             if (sched_node_set(s, &d, err) < 0)
                 return -1;
         }

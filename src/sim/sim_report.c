@@ -53,8 +53,7 @@ void sim_report_text(FILE *f, const struct sim_result *r,
             dur(r->jct_avg_s, a, sizeof(a)), dur(r->jct_p50_s, b, sizeof(b)),
             dur(r->jct_p95_s, d, sizeof(d)), dur(r->jct_p99_s, e, sizeof(e)));
     fprintf(f, "  queueing delay    avg %s, p99 %s\n",
-            dur(r->wait_avg_s, a, sizeof(a)),
-            dur(r->wait_p99_s, b, sizeof(b)));
+            dur(r->wait_avg_s, a, sizeof(a)), dur(r->wait_p99_s, b, sizeof(b)));
     fprintf(f, "  GPU utilization   %.1f%%\n", r->utilization * 100);
     fprintf(f, "  Jain's fairness   %.3f over projects (mean duration/JCT)\n",
             r->jain);
@@ -97,8 +96,8 @@ int sim_report_json(FILE *f, const struct sim_result *r)
     rc |= set(o, "timeouts", json_integer((json_int_t)r->timeouts));
     rc |= set(o, "nodes", json_integer(r->nodes));
     rc |= set(o, "gpus", json_integer(r->gpus));
-    rc |= set(o, "policy", json_string(r->policy == SCHED_POLICY_FIFO
-                                           ? "fifo" : "default"));
+    rc |= set(o, "policy",
+              json_string(r->policy == SCHED_POLICY_FIFO ? "fifo" : "default"));
     rc |= set(o, "makespan_s", json_real(r->makespan_s));
     rc |= set(o, "jct_avg_s", json_real(r->jct_avg_s));
     rc |= set(o, "jct_p50_s", json_real(r->jct_p50_s));
@@ -123,8 +122,9 @@ int sim_report_json(FILE *f, const struct sim_result *r)
     }
     rc |= set(o, "projects", pj);
     if (rc == 0)
-        rc = json_dumpf(o, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
-                                  JSON_REAL_PRECISION(10));
+        rc = json_dumpf(o, f,
+                        JSON_INDENT(2) | JSON_PRESERVE_ORDER |
+                            JSON_REAL_PRECISION(10));
     if (rc == 0)
         fputc('\n', f);
     json_decref(o);

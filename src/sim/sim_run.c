@@ -40,8 +40,8 @@ static bool ev_before(const struct ev *a, const struct ev *b)
     return a->t != b->t ? a->t < b->t : a->seq < b->seq;
 }
 
-static int heap_push(struct heap *h, int64_t t, uint32_t job,
-                     uint32_t attempt, uint8_t kind)
+static int heap_push(struct heap *h, int64_t t, uint32_t job, uint32_t attempt,
+                     uint8_t kind)
 {
     if (h->n == h->cap) {
         size_t cap = h->cap ? h->cap * 2 : 1024;
@@ -89,12 +89,12 @@ static struct ev heap_pop(struct heap *h)
 }
 
 struct jstate {
-    int64_t first_start;  /* -1 until it starts */
-    int64_t start;        /* current attempt */
+    int64_t first_start; /* -1 until it starts */
+    int64_t start;       /* current attempt */
     int64_t end;
-    int64_t run_ms;       /* all attempts */
-    double gpu_ms;        /* GPU-milliseconds, all attempts */
-    int64_t units;        /* current attempt */
+    int64_t run_ms; /* all attempts */
+    double gpu_ms;  /* GPU-milliseconds, all attempts */
+    int64_t units;  /* current attempt */
     uint32_t attempt;
     uint8_t state;
     bool timeout;
@@ -111,8 +111,7 @@ struct run {
     struct sim_result *r;
 };
 
-static void job_desc(const struct run *x, size_t i,
-                     struct sched_job_desc *d)
+static void job_desc(const struct run *x, size_t i, struct sched_job_desc *d)
 {
     const struct sim_job *j = &x->t->jobs[i];
     memset(d, 0, sizeof(*d));
@@ -153,8 +152,8 @@ static int attempt_end(struct run *x, uint32_t i, int64_t now,
     if (sched_job_end(x->s, (uint64_t)i + 1, now, err) < 0)
         return -1;
     st->run_ms += now - st->start;
-    st->gpu_ms += (double)(now - st->start) * (double)st->units /
-                  SCHED_UNITS_PER_GPU;
+    st->gpu_ms +=
+        (double)(now - st->start) * (double)st->units / SCHED_UNITS_PER_GPU;
     return 0;
 }
 
@@ -162,7 +161,7 @@ static int event(struct run *x, const struct ev *e, struct sh_error *err)
 {
     struct jstate *st = &x->js[e->job];
     if (st->state != JS_RUNNING || st->attempt != e->attempt)
-        return 0;   /* stale: the attempt ended another way */
+        return 0; /* stale: the attempt ended another way */
     x->r->events++;
     if (attempt_end(x, e->job, e->t, err) < 0)
         return -1;
@@ -194,8 +193,7 @@ static int decisions(struct run *x, int64_t now, struct sh_error *err)
         st->units = 0;
         for (int p = 0; p < s->nplaces; p++) {
             const struct sched_place *pl = &dec->places[s->first + (size_t)p];
-            st->units += sim_cluster_units(x->c, pl->node, pl->gpu,
-                                           pl->slice);
+            st->units += sim_cluster_units(x->c, pl->node, pl->gpu, pl->slice);
         }
         int64_t run = j->duration_ms;
         st->timeout = j->limit_ms > 0 && j->limit_ms < run;
@@ -297,9 +295,8 @@ static int metrics(struct run *x, struct sh_error *err)
         p->jct_sum_s += c;
         /* How close to an undisturbed run: duration / JCT, 1 when the
          * job never waited. */
-        p->speed_sum += c > 0 ? fmin(1.0, (double)j->duration_ms / 1000.0 /
-                                               c)
-                              : 1.0;
+        p->speed_sum +=
+            c > 0 ? fmin(1.0, (double)j->duration_ms / 1000.0 / c) : 1.0;
     }
     r->jobs = k;
     r->makespan_s = (double)(last - first) / 1000.0;
@@ -314,8 +311,7 @@ static int metrics(struct run *x, struct sh_error *err)
         r->wait_p99_s = pct(wait, k, 99);
     }
     if (r->makespan_s > 0 && x->c->gpus > 0)
-        r->utilization = gpu_ms / 1000.0 /
-                         ((double)x->c->gpus * r->makespan_s);
+        r->utilization = gpu_ms / 1000.0 / ((double)x->c->gpus * r->makespan_s);
     /* Jain's index over projects of their mean duration/JCT. */
     double s1 = 0, s2 = 0;
     size_t np = 0;
@@ -373,9 +369,9 @@ int sim_run(const struct sim_cluster *c, const struct sim_trace *t,
     if (!x.s || sim_cluster_apply(c, x.s, err) < 0)
         goto out;
     if (o->tenants &&
-        sim_tenants_apply(o->tenants, o->tenants_name ? o->tenants_name
-                                                      : "tenants",
-                          x.s, err) < 0)
+        sim_tenants_apply(o->tenants,
+                          o->tenants_name ? o->tenants_name : "tenants", x.s,
+                          err) < 0)
         goto out;
     int64_t t0 = clock_mono_us();
     if (loop(&x, err) < 0)

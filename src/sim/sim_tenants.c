@@ -21,12 +21,11 @@ struct tline {
     int line;
 };
 
-static int terr(const struct tline *l, struct sh_error *err,
-                const char *what, const char *value)
+static int terr(const struct tline *l, struct sh_error *err, const char *what,
+                const char *value)
 {
-    return sh_errorf(err, SH_EINVAL, "%s:%d: %s%s%s%s", l->file, l->line,
-                     what, value ? " '" : "", value ? value : "",
-                     value ? "'" : "");
+    return sh_errorf(err, SH_EINVAL, "%s:%d: %s%s%s%s", l->file, l->line, what,
+                     value ? " '" : "", value ? value : "", value ? "'" : "");
 }
 
 static const char *arg(char **w, int n, const char *key)
@@ -88,8 +87,7 @@ static int quotas(const struct tline *l, const char *g, const char *lim,
             }
             int64_t v;
             if (amount(colon ? colon + 1 : t, &v) < 0)
-                return terr(l, err, "not a GPU amount:", colon ? colon + 1
-                                                               : t);
+                return terr(l, err, "not a GPU amount:", colon ? colon + 1 : t);
             if (which == 0)
                 q[k].guaranteed = v;
             else
@@ -99,8 +97,8 @@ static int quotas(const struct tline *l, const char *g, const char *lim,
     return 0;
 }
 
-static int directive(struct sched *s, const struct tline *l, char **w,
-                     int n, struct sh_error *err)
+static int directive(struct sched *s, const struct tline *l, char **w, int n,
+                     struct sh_error *err)
 {
     struct sched_quota q[SCHED_QUOTAS_MAX];
     char names[SCHED_QUOTAS_MAX][64];
@@ -115,20 +113,18 @@ static int directive(struct sched *s, const struct tline *l, char **w,
             char *end;
             j = strtol(arg(w, n, "max_jobs"), &end, 10);
             if (*end || j < 0 || j > 1000000)
-                return terr(l, err, "not a job count:",
-                            arg(w, n, "max_jobs"));
+                return terr(l, err, "not a job count:", arg(w, n, "max_jobs"));
         }
         rc = sched_user_set(s, w[1], g, (int)j, 0, err);
     } else if (strcmp(w[0], "team") == 0 || strcmp(w[0], "project") == 0) {
         if (quotas(l, arg(w, n, "guaranteed"), arg(w, n, "limit"), q, &nq,
                    names, err) < 0)
             return -1;
-        rc = w[0][0] == 't' ? sched_team_set(s, w[1], q, nq, err)
-                            : sched_project_set(s, w[1], arg(w, n, "team"),
-                                                q, nq, err);
+        rc = w[0][0] == 't'
+                 ? sched_team_set(s, w[1], q, nq, err)
+                 : sched_project_set(s, w[1], arg(w, n, "team"), q, nq, err);
     } else {
-        return terr(l, err, "unknown directive (team, project, user):",
-                    w[0]);
+        return terr(l, err, "unknown directive (team, project, user):", w[0]);
     }
     if (rc < 0)
         return sh_error_prefix(err, "%s:%d: ", l->file, l->line);

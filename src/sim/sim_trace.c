@@ -27,9 +27,21 @@
 #define FIELDS_MAX 32
 
 enum role {
-    R_IGNORE = 0, R_ID, R_SUBMIT, R_DURATION, R_GPUS, R_NODES, R_USER,
-    R_PROJECT, R_GPU_TYPE, R_PRIORITY, R_TIME_LIMIT, R_SLICE, R_TIMESTAMP,
-    R_APPLICATION, R_COUNT,
+    R_IGNORE = 0,
+    R_ID,
+    R_SUBMIT,
+    R_DURATION,
+    R_GPUS,
+    R_NODES,
+    R_USER,
+    R_PROJECT,
+    R_GPU_TYPE,
+    R_PRIORITY,
+    R_TIME_LIMIT,
+    R_SLICE,
+    R_TIMESTAMP,
+    R_APPLICATION,
+    R_COUNT,
 };
 
 struct column {
@@ -39,28 +51,37 @@ struct column {
 };
 
 static const struct column shoal_cols[] = {
-    {"id", R_ID, true}, {"submit", R_SUBMIT, true},
-    {"duration", R_DURATION, true}, {"gpus", R_GPUS, true},
-    {"nodes", R_NODES, false}, {"user", R_USER, false},
-    {"project", R_PROJECT, false}, {"gpu_type", R_GPU_TYPE, false},
-    {"priority", R_PRIORITY, false}, {"time_limit", R_TIME_LIMIT, false},
-    {"slice", R_SLICE, false}, {NULL, 0, false},
+    {"id", R_ID, true},
+    {"submit", R_SUBMIT, true},
+    {"duration", R_DURATION, true},
+    {"gpus", R_GPUS, true},
+    {"nodes", R_NODES, false},
+    {"user", R_USER, false},
+    {"project", R_PROJECT, false},
+    {"gpu_type", R_GPU_TYPE, false},
+    {"priority", R_PRIORITY, false},
+    {"time_limit", R_TIME_LIMIT, false},
+    {"slice", R_SLICE, false},
+    {NULL, 0, false},
 };
 static const struct column philly_cols[] = {
     {"timestamp", R_TIMESTAMP, true}, {"duration", R_DURATION, true},
-    {"num_gpus", R_GPUS, true}, {"gpu_time", R_IGNORE, false},
-    {"cluster", R_PROJECT, false}, {NULL, 0, false},
+    {"num_gpus", R_GPUS, true},       {"gpu_time", R_IGNORE, false},
+    {"cluster", R_PROJECT, false},    {NULL, 0, false},
 };
 static const struct column tiresias_cols[] = {
-    {"job_id", R_ID, true}, {"num_gpu", R_GPUS, true},
+    {"job_id", R_ID, true},          {"num_gpu", R_GPUS, true},
     {"submit_time", R_SUBMIT, true}, {"iterations", R_IGNORE, false},
     {"model_name", R_IGNORE, false}, {"duration", R_DURATION, true},
-    {"interval", R_IGNORE, false}, {NULL, 0, false},
+    {"interval", R_IGNORE, false},   {NULL, 0, false},
 };
 static const struct column pollux_cols[] = {
-    {"name", R_IGNORE, false}, {"time", R_SUBMIT, true},
-    {"application", R_APPLICATION, true}, {"num_replicas", R_GPUS, true},
-    {"batch_size", R_IGNORE, false}, {NULL, 0, false},
+    {"name", R_IGNORE, false},
+    {"time", R_SUBMIT, true},
+    {"application", R_APPLICATION, true},
+    {"num_replicas", R_GPUS, true},
+    {"batch_size", R_IGNORE, false},
+    {NULL, 0, false},
 };
 
 static const struct column *format_cols(enum sim_format f)
@@ -89,8 +110,10 @@ int sim_format_parse(const char *name, enum sim_format *out,
             return 0;
         }
     }
-    return sh_errorf(err, SH_EINVAL, "trace format must be auto, shoal, "
-                     "philly, tiresias or pollux, not '%s'", name);
+    return sh_errorf(err, SH_EINVAL,
+                     "trace format must be auto, shoal, "
+                     "philly, tiresias or pollux, not '%s'",
+                     name);
 }
 
 /* ---------------------------------------------------------------- names */
@@ -304,8 +327,8 @@ static int timestamp_s(const char *s, int64_t *out)
     if (sscanf(s, "%4d-%2d-%2d %2d:%2d:%2d%c", &y, &mo, &d, &h, &mi, &se,
                &tail) != 6)
         return -1;
-    if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 ||
-        se > 60 || h < 0 || mi < 0 || se < 0)
+    if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60 ||
+        h < 0 || mi < 0 || se < 0)
         return -1;
     /* Days from the civil date (Howard Hinnant's algorithm). */
     int64_t yy = y - (mo <= 2);
@@ -325,8 +348,8 @@ static int pollux_gpu_hours(const char *app, double *h)
     static const struct {
         const char *app;
         double h;
-    } t[] = {{"cifar10", 0.25}, {"ncf", 0.25}, {"deepspeech2", 3.2},
-             {"bert", 3.2}, {"yolov3", 32}, {"imagenet", 320}};
+    } t[] = {{"cifar10", 0.25}, {"ncf", 0.25},  {"deepspeech2", 3.2},
+             {"bert", 3.2},     {"yolov3", 32}, {"imagenet", 320}};
     for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
         if (strcmp(app, t[i].app) == 0) {
             *h = t[i].h;
@@ -345,7 +368,7 @@ struct reader {
     int ncols;
     enum role role[FIELDS_MAX];
     const char *colname[FIELDS_MAX];
-    int64_t *stamps;       /* philly: timestamps, seconds */
+    int64_t *stamps; /* philly: timestamps, seconds */
     uint32_t default_name;
 };
 
@@ -361,8 +384,8 @@ static int rowerr(struct reader *r, struct sh_error *err, const char *col,
     vsnprintf(what, sizeof(what), fmt, ap);
     va_end(ap);
     if (col)
-        return sh_errorf(err, SH_EINVAL, "%s:%zu: column '%s': %s",
-                         r->in.name, r->in.line, col, what);
+        return sh_errorf(err, SH_EINVAL, "%s:%zu: column '%s': %s", r->in.name,
+                         r->in.line, col, what);
     return sh_errorf(err, SH_EINVAL, "%s:%zu: %s", r->in.name, r->in.line,
                      what);
 }
@@ -396,16 +419,18 @@ static int header(struct reader *r, char **f, int n, enum sim_format format,
             size_t off = 0;
             for (int x = 0; r->cols[x].name; x++)
                 off += (size_t)snprintf(known + off, sizeof(known) - off,
-                                        "%s%s", x ? ", " : "",
-                                        r->cols[x].name);
-            return sh_errorf(err, SH_EINVAL, "%s:1: unknown column '%s' "
-                             "(%s traces have: %s)", r->in.name, f[i],
-                             format_names[format], known);
+                                        "%s%s", x ? ", " : "", r->cols[x].name);
+            return sh_errorf(err, SH_EINVAL,
+                             "%s:1: unknown column '%s' "
+                             "(%s traces have: %s)",
+                             r->in.name, f[i], format_names[format], known);
         }
         for (int j = 0; j < i; j++) {
             if (strcmp(f[j], f[i]) == 0)
-                return sh_errorf(err, SH_EINVAL, "%s:1: column '%s' "
-                                 "appears twice", r->in.name, f[i]);
+                return sh_errorf(err, SH_EINVAL,
+                                 "%s:1: column '%s' "
+                                 "appears twice",
+                                 r->in.name, f[i]);
         }
         r->role[i] = r->cols[k].role;
         r->colname[i] = r->cols[k].name;
@@ -421,12 +446,14 @@ static int header(struct reader *r, char **f, int n, enum sim_format format,
     return 0;
 }
 
-static int name_field(struct reader *r, struct sh_error *err,
-                      const char *col, const char *v, uint32_t *out)
+static int name_field(struct reader *r, struct sh_error *err, const char *col,
+                      const char *v, uint32_t *out)
 {
     if (!job_ident_valid(v))
-        return rowerr(r, err, col, "'%s' is not a valid name (1..64 of "
-                      "A-Z a-z 0-9 . _ -)", v);
+        return rowerr(r, err, col,
+                      "'%s' is not a valid name (1..64 of "
+                      "A-Z a-z 0-9 . _ -)",
+                      v);
     if (names_intern(&r->t->names, v, out) < 0)
         return sh_errorf(err, SH_ETOOLARGE, "%s:%zu: too many names",
                          r->in.name, r->in.line);
@@ -462,20 +489,17 @@ static int num_field(struct reader *r, struct sim_job *j, enum role role,
     case R_GPUS:
         if (parse_int64(col, v, 0, JOB_NODES_MAX * JOB_GPUS_PER_NODE_MAX, &x,
                         &e2) < 0)
-            return rowerr(r, err, col, "'%s' is not a GPU count (0..65536)",
-                          v);
+            return rowerr(r, err, col, "'%s' is not a GPU count (0..65536)", v);
         j->gpus = (int32_t)x;
         return 0;
     case R_NODES:
         if (parse_int64(col, v, 1, JOB_NODES_MAX, &x, &e2) < 0)
-            return rowerr(r, err, col, "'%s' is not a node count (1..1024)",
-                          v);
+            return rowerr(r, err, col, "'%s' is not a node count (1..1024)", v);
         j->nodes = (int32_t)x;
         return 0;
     case R_TIMESTAMP:
         if (timestamp_s(v, &x) < 0)
-            return rowerr(r, err, col, "'%s' is not 'YYYY-MM-DD HH:MM:SS'",
-                          v);
+            return rowerr(r, err, col, "'%s' is not 'YYYY-MM-DD HH:MM:SS'", v);
         r->stamps[r->t->njobs] = x;
         return 0;
     default:
@@ -514,8 +538,10 @@ static int text_field(struct reader *r, struct sim_job *j, enum role role,
         return 0;
     case R_APPLICATION:
         if (pollux_gpu_hours(v, app_hours) < 0)
-            return rowerr(r, err, col, "unknown application '%s' (cifar10, "
-                          "ncf, deepspeech2, bert, yolov3, imagenet)", v);
+            return rowerr(r, err, col,
+                          "unknown application '%s' (cifar10, "
+                          "ncf, deepspeech2, bert, yolov3, imagenet)",
+                          v);
         return name_field(r, err, col, v, &j->project);
     default:
         return 0;
@@ -530,7 +556,7 @@ static int row_field(struct reader *r, struct sim_job *j, enum role role,
                     role == R_GPUS || role == R_TIMESTAMP ||
                     role == R_APPLICATION;
     if (role == R_IGNORE || (!*v && !required))
-        return 0;   /* ignored, or optional and empty */
+        return 0; /* ignored, or optional and empty */
     if (num_field(r, j, role, col, v, err) < 0)
         return -1;
     return text_field(r, j, role, col, v, app_hours, err);
@@ -569,8 +595,8 @@ static int row(struct reader *r, char **f, int n, struct sh_error *err)
     bool have_user = false;
     double app_hours = 0;
     for (int i = 0; i < n; i++) {
-        if (row_field(r, j, r->role[i], r->colname[i], f[i], &app_hours,
-                      err) < 0)
+        if (row_field(r, j, r->role[i], r->colname[i], f[i], &app_hours, err) <
+            0)
             return -1;
         have_user |= r->role[i] == R_USER && *f[i];
     }
@@ -578,15 +604,18 @@ static int row(struct reader *r, char **f, int n, struct sh_error *err)
         j->user = j->project;
     if (j->slice >= 0) {
         if (j->gpus > 1 || (j->nodes > 1))
-            return rowerr(r, err, "slice", "a slice job takes 1 GPU on 1 "
+            return rowerr(r, err, "slice",
+                          "a slice job takes 1 GPU on 1 "
                           "node");
         j->gpus = 1;
         j->nodes = 1;
     } else if (j->gpus < 1) {
         return rowerr(r, err, "gpus", "must be >= 1 (or give a slice)");
     } else if (j->nodes > 0 && j->gpus % j->nodes) {
-        return rowerr(r, err, "gpus", "%d GPUs do not split evenly over %d "
-                      "nodes", j->gpus, j->nodes);
+        return rowerr(r, err, "gpus",
+                      "%d GPUs do not split evenly over %d "
+                      "nodes",
+                      j->gpus, j->nodes);
     }
     if (app_hours > 0)
         j->duration_ms = (int64_t)(app_hours * 3600e3 / j->gpus);
@@ -620,8 +649,10 @@ static int unique_ids(struct sim_trace *t, const char *name,
     qsort(ids, t->njobs, sizeof(*ids), u64_cmp);
     for (size_t i = 1; i < t->njobs; i++) {
         if (ids[i] == ids[i - 1]) {
-            rc = sh_errorf(err, SH_EINVAL, "%s: job id %llu appears more "
-                           "than once", name, (unsigned long long)ids[i]);
+            rc = sh_errorf(err, SH_EINVAL,
+                           "%s: job id %llu appears more "
+                           "than once",
+                           name, (unsigned long long)ids[i]);
             break;
         }
     }
@@ -641,9 +672,10 @@ static int read_all(struct reader *r, enum sim_format format,
         return sh_errorf(err, SH_EINTERNAL, "out of memory");
     while ((rc = next_line(&r->in, buf, sizeof(buf) - 1)) != 0) {
         if (rc < 0)
-            return sh_errorf(err, SH_ETOOLARGE, "%s:%zu: line longer than "
-                             "%d bytes", r->in.name, r->in.line + 1,
-                             SIM_LINE_MAX);
+            return sh_errorf(err, SH_ETOOLARGE,
+                             "%s:%zu: line longer than "
+                             "%d bytes",
+                             r->in.name, r->in.line + 1, SIM_LINE_MAX);
         if (!*trim(buf))
             continue;
         int n = split_csv(buf, f, FIELDS_MAX);
@@ -698,9 +730,8 @@ int sim_trace_read(FILE *f, const char *name, enum sim_format format,
     return read_common(&in, format, t, err);
 }
 
-int sim_trace_parse(const char *text, const char *name,
-                    enum sim_format format, struct sim_trace *t,
-                    struct sh_error *err)
+int sim_trace_parse(const char *text, const char *name, enum sim_format format,
+                    struct sim_trace *t, struct sh_error *err)
 {
     struct input in = {.text = text, .name = name};
     return read_common(&in, format, t, err);
@@ -737,8 +768,7 @@ int sim_trace_write(FILE *f, const struct sim_trace *t)
         fprintf(f, ",%d,", j->gpus);
         if (j->nodes > 0)
             fprintf(f, "%d", j->nodes);
-        fprintf(f, ",%s,%s,%s,%s,", t->names.s[j->user],
-                t->names.s[j->project],
+        fprintf(f, ",%s,%s,%s,%s,", t->names.s[j->user], t->names.s[j->project],
                 j->gpu_type >= 0 ? t->names.s[j->gpu_type] : "",
                 job_priority_name((enum job_priority)j->prio));
         if (j->limit_ms > 0)

@@ -50,7 +50,7 @@ struct scn {
     bool ran;
     struct jobdef *jobs;
     int njobs;
-    struct nodecopy *copies;   /* the GPU layouts the scenario gave */
+    struct nodecopy *copies; /* the GPU layouts the scenario gave */
     int ncopies;
 };
 
@@ -200,8 +200,10 @@ static int do_node(struct scn *c, char **w, int n)
              t = strtok_r(NULL, ",", &save))
             gpus[i++].nvlink_group = small(t);
     }
-    struct sched_node_desc d = {.name = w[1], .group = arg(w, n, "group"),
-                                .state = SCHED_NODE_UP, .ngpus = ng,
+    struct sched_node_desc d = {.name = w[1],
+                                .group = arg(w, n, "group"),
+                                .state = SCHED_NODE_UP,
+                                .ngpus = ng,
                                 .gpus = gpus};
     const char *st = arg(w, n, "state");
     if (st) {
@@ -305,8 +307,8 @@ static int node_with_copy(struct scn *c, char **w, int n)
         return -1;
     struct nodecopy *nc = copy_find(c, w[1]);
     if (!nc) {
-        void *p = realloc(c->copies,
-                          sizeof(*c->copies) * (size_t)(c->ncopies + 1));
+        void *p =
+            realloc(c->copies, sizeof(*c->copies) * (size_t)(c->ncopies + 1));
         if (!p)
             return failf(c, "out of memory");
         c->copies = p;
@@ -409,9 +411,9 @@ static int do_tenant(struct scn *c, char **w, int n, bool team)
     if (quota_list(c, arg(w, n, "guaranteed"), arg(w, n, "limit"), q, &nq,
                    names) < 0)
         return -1;
-    int rc = team ? sched_team_set(c->s, w[1], q, nq, &err)
-                  : sched_project_set(c->s, w[1], arg(w, n, "team"), q, nq,
-                                      &err);
+    int rc =
+        team ? sched_team_set(c->s, w[1], q, nq, &err)
+             : sched_project_set(c->s, w[1], arg(w, n, "team"), q, nq, &err);
     if (rc < 0)
         return failf(c, "%s: %s", w[0], err.msg);
     return 0;
@@ -537,9 +539,8 @@ static int do_job(struct scn *c, char **w, int n)
 }
 
 /* on=n1:0,1,2,3;n2:0,1 or on=n1:3/2 (GPU 3, slice 2) */
-static int places_parse(struct scn *c, const char *on,
-                        struct sched_place *p, int max, int *np,
-                        char names[][64])
+static int places_parse(struct scn *c, const char *on, struct sched_place *p,
+                        int max, int *np, char names[][64])
 {
     char buf[1024];
     int n = 0, nn = 0;
@@ -677,8 +678,8 @@ static int do_usage(struct scn *c, char **w, int n)
         return failf(c, "bad GPU hours '%s'", w[2]);
     if (arg(w, n, "at") && secs(c, arg(w, n, "at"), &t) < 0)
         return -1;
-    if (sched_usage_seed(c->s, w[1], h * SCHED_UNITS_PER_GPU * 3600e3,
-                         t * 1000, &err) < 0)
+    if (sched_usage_seed(c->s, w[1], h * SCHED_UNITS_PER_GPU * 3600e3, t * 1000,
+                         &err) < 0)
         return failf(c, "usage: %s", err.msg);
     return 0;
 }
@@ -725,13 +726,12 @@ static void placement_text(struct scn *c, const struct sched_start *st,
         int wr;
         if (p->slice >= 0)
             wr = snprintf(buf + off, size - off, "%s%s%s%d/%d",
-                          same ? "," : (last ? ";" : ""),
-                          same ? "" : p->node, same ? "" : ":", p->gpu,
-                          p->slice);
+                          same ? "," : (last ? ";" : ""), same ? "" : p->node,
+                          same ? "" : ":", p->gpu, p->slice);
         else
             wr = snprintf(buf + off, size - off, "%s%s%s%d",
-                          same ? "," : (last ? ";" : ""),
-                          same ? "" : p->node, same ? "" : ":", p->gpu);
+                          same ? "," : (last ? ";" : ""), same ? "" : p->node,
+                          same ? "" : ":", p->gpu);
         off += (size_t)wr;
         last = p->node;
     }
@@ -772,8 +772,8 @@ static int expect_preempt(struct scn *c, char **w, int n, bool want)
     int64_t id, f = -1;
     if (n < 3 || num(c, "id", w[2], 0, INT64_MAX, &id) < 0)
         return failf(c, "expect preempt ID [for=ID]");
-    if (arg(w, n, "for") && num(c, "for", arg(w, n, "for"), 0, INT64_MAX,
-                                &f) < 0)
+    if (arg(w, n, "for") &&
+        num(c, "for", arg(w, n, "for"), 0, INT64_MAX, &f) < 0)
         return -1;
     for (size_t i = 0; i < c->dec.npreempts; i++) {
         if (c->dec.preempts[i].job != (uint64_t)id)
@@ -781,10 +781,9 @@ static int expect_preempt(struct scn *c, char **w, int n, bool want)
         if (!want)
             return failf(c, "job %lld was preempted", (long long)id);
         if (f >= 0 && c->dec.preempts[i].for_job != (uint64_t)f)
-            return failf(c, "job %lld preempted for %llu, expected %lld",
-                         (long long)id,
-                         (unsigned long long)c->dec.preempts[i].for_job,
-                         (long long)f);
+            return failf(
+                c, "job %lld preempted for %llu, expected %lld", (long long)id,
+                (unsigned long long)c->dec.preempts[i].for_job, (long long)f);
         return 0;
     }
     if (want)
@@ -802,8 +801,8 @@ static int expect_reason(struct scn *c, char **w, int n)
     bool part = w[3][0] == '~';
     const char *want = part ? w[3] + 1 : w[3];
     if (part ? !strstr(buf, want) : strcmp(buf, want) != 0)
-        return failf(c, "job %lld reason '%s', expected %s'%s'",
-                     (long long)id, buf, part ? "a part " : "", want);
+        return failf(c, "job %lld reason '%s', expected %s'%s'", (long long)id,
+                     buf, part ? "a part " : "", want);
     return 0;
 }
 
@@ -886,8 +885,8 @@ static int do_expect(struct scn *c, char **w, int n)
         return expect_est(c, w, n);
     if (strcmp(w[1], "full") == 0) {
         if (c->dec.full_pass != (n < 3 || strcmp(w[2], "no") != 0))
-            return failf(c, "the run was %s", c->dec.full_pass
-                                                  ? "full" : "incremental");
+            return failf(c, "the run was %s",
+                         c->dec.full_pass ? "full" : "incremental");
         return 0;
     }
     return failf(c, "unknown expectation '%s'", w[1]);
@@ -989,7 +988,7 @@ int scn_run_text(const char *name, const char *text, char *msg, size_t size)
     c.msg = msg;
     c.size = size;
     sched_config_init(&c.cfg);
-    c.cfg.full_pass_interval_ms = 0;   /* every run is full unless set */
+    c.cfg.full_pass_interval_ms = 0; /* every run is full unless set */
     sched_decisions_init(&c.dec);
     c.jobs = calloc(MAXJOBS, sizeof(*c.jobs));
     msg[0] = '\0';
@@ -1020,8 +1019,8 @@ int scn_run_text(const char *name, const char *text, char *msg, size_t size)
         if (rc == 0 && c.s) {
             struct sh_error err;
             if (sched_check_invariants(c.s, &err) < 0)
-                rc = failf(&c, "invariant broken after '%s': %s", w[0],
-                           err.msg);
+                rc =
+                    failf(&c, "invariant broken after '%s': %s", w[0], err.msg);
         }
     }
     sched_decisions_fini(&c.dec);

@@ -66,8 +66,10 @@ static void random_cluster(struct sched *s, struct rng *r, bool slices)
         }
         snprintf(name, sizeof(name), "n%02d", n);
         snprintf(group, sizeof(group), "sw%d", n / 4);
-        struct sched_node_desc d = {.name = name, .group = group,
-                                    .state = SCHED_NODE_UP, .ngpus = ng,
+        struct sched_node_desc d = {.name = name,
+                                    .group = group,
+                                    .state = SCHED_NODE_UP,
+                                    .ngpus = ng,
                                     .gpus = g};
         struct sh_error err;
         cr_assert(sched_node_set(s, &d, &err) == 0, "%s", err.msg);
@@ -180,8 +182,9 @@ static void random_run(uint64_t seed, int steps, bool incremental,
                                     SCHED_GPUS(rnd(&r, 12))};
             if (q.limit < q.guaranteed)
                 q.limit = q.guaranteed;
-            cr_assert(sched_project_set(s, name, teams[rnd(&r, 3)], &q, 1,
-                                        &err) == 0, "%s", err.msg);
+            cr_assert(
+                sched_project_set(s, name, teams[rnd(&r, 3)], &q, 1, &err) == 0,
+                "%s", err.msg);
         } else if (what < 4 && npend < 4000) {
             struct sched_job_desc d;
             random_job(&r, next_id, now, &d, true);
@@ -189,15 +192,13 @@ static void random_run(uint64_t seed, int steps, bool incremental,
                 pending[npend++] = next_id;
             next_id++;
         } else if (what < 7) {
-            cr_assert(sched_run(s, now, false, &dec, &err) == 0, "%s",
-                      err.msg);
+            cr_assert(sched_run(s, now, false, &dec, &err) == 0, "%s", err.msg);
             if (log)
                 record(log, &dec);
             for (size_t i = 0; i < dec.nstarts && nrun < 4000; i++)
                 running[nrun++] = dec.starts[i].job;
             for (size_t i = 0; i < dec.npreempts; i++)
-                cr_assert(sched_job_end(s, dec.preempts[i].job, now,
-                                        &err) == 0,
+                cr_assert(sched_job_end(s, dec.preempts[i].job, now, &err) == 0,
                           "%s", err.msg);
         } else if (what < 9 && nrun > 0) {
             int k = (int)rnd(&r, (uint32_t)nrun);
@@ -232,8 +233,8 @@ Test(sched_props, same_input_gives_same_decisions)
         random_run(seed, 300, seed % 2 == 0, &a);
         random_run(seed, 300, seed % 2 == 0, &b);
         cr_assert(a.len > 0);
-        cr_assert_str_eq(strbuf_str(&a), strbuf_str(&b),
-                         "seed %llu differs", (unsigned long long)seed);
+        cr_assert_str_eq(strbuf_str(&a), strbuf_str(&b), "seed %llu differs",
+                         (unsigned long long)seed);
         strbuf_fini(&a);
         strbuf_fini(&b);
     }
@@ -278,8 +279,8 @@ static void backfill_run(uint64_t seed, bool incremental)
             end_at[id] = now + limit[id];
             cr_assert(first_est[id] == 0 || now <= first_est[id],
                       "seed %llu: job %d reserved for %lld started %lld",
-                      (unsigned long long)seed, id,
-                      (long long)first_est[id], (long long)now);
+                      (unsigned long long)seed, id, (long long)first_est[id],
+                      (long long)now);
         }
         for (int i = 1; i <= njobs; i++) {
             struct sched_job_status st;

@@ -20,8 +20,8 @@ struct fixture {
 };
 
 static void replay_with(struct fixture *f, const char *cluster,
-                        const char *trace, enum sched_policy policy,
-                        bool exact, const char *tenants)
+                        const char *trace, enum sched_policy policy, bool exact,
+                        const char *tenants)
 {
     struct sh_error err = {0};
     struct sim_options o;
@@ -29,8 +29,9 @@ static void replay_with(struct fixture *f, const char *cluster,
     o.sched.policy = policy;
     o.exact_limits = exact;
     o.tenants = tenants;
-    cr_assert(sim_trace_parse(trace, "t.csv", SIM_FORMAT_AUTO, &f->t,
-                              &err) == 0, "%s", err.msg);
+    cr_assert(sim_trace_parse(trace, "t.csv", SIM_FORMAT_AUTO, &f->t, &err) ==
+                  0,
+              "%s", err.msg);
     cr_assert(sim_cluster_parse(cluster, &f->c, &err) == 0, "%s", err.msg);
     cr_assert(sim_run(&f->c, &f->t, &o, &f->r, &err) == 0, "%s", err.msg);
 }
@@ -63,14 +64,13 @@ static int64_t start_of(const struct fixture *f, uint64_t id)
  * (10). Jobs 3 and 4 would fit earlier next to job 1 but may not pass job
  * 2: they start when it ends (15). At 20 job 5 takes the node, job 6
  * waits for it (21). */
-static const char *fifo_trace =
-    "id,submit,duration,gpus\n"
-    "1,0,10,2\n"
-    "2,1,5,4\n"
-    "3,2,3,1\n"
-    "4,3,2,2\n"
-    "5,20,1,4\n"
-    "6,20,1,1\n";
+static const char *fifo_trace = "id,submit,duration,gpus\n"
+                                "1,0,10,2\n"
+                                "2,1,5,4\n"
+                                "3,2,3,1\n"
+                                "4,3,2,2\n"
+                                "5,20,1,4\n"
+                                "6,20,1,1\n";
 
 Test(sim_run, fifo_on_one_node_is_textbook_fifo)
 {
@@ -155,8 +155,7 @@ Test(sim_run, fifo_matches_the_reference_on_random_traces)
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            fprintf(m, "%d,%llu,%llu,%llu\n", i,
-                    (unsigned long long)(x % 400),
+            fprintf(m, "%d,%llu,%llu,%llu\n", i, (unsigned long long)(x % 400),
                     (unsigned long long)(1 + (x >> 20) % 60),
                     (unsigned long long)(1 + (x >> 40) % 8));
         }
@@ -186,11 +185,10 @@ Test(sim_run, fifo_matches_the_reference_on_random_traces)
  *   Projects: a has jobs 1 and 3 (JCT avg 105, 230 of 280 GPU-s), b has
  *   job 2 (140, 50 of 280).
  *   Jain over mean duration/JCT: a (1 + 30/110)/2, b 50/140. */
-static const char *tiny =
-    "id,submit,duration,gpus,project\n"
-    "1,0,100,2,a\n"
-    "2,10,50,1,b\n"
-    "3,20,30,1,a\n";
+static const char *tiny = "id,submit,duration,gpus,project\n"
+                          "1,0,100,2,a\n"
+                          "2,10,50,1,b\n"
+                          "3,20,30,1,a\n";
 
 Test(sim_run, metrics_of_a_tiny_trace_by_hand)
 {
@@ -239,9 +237,9 @@ Test(sim_run, json_report_has_the_contract_fields)
     json_error_t je;
     json_t *o = json_loads(buf, 0, &je);
     cr_assert(o, "%s", je.text);
-    static const char *keys[] = {"jobs", "makespan_s", "jct_avg_s",
-                                 "jct_p50_s", "jct_p95_s", "jct_p99_s",
-                                 "wait_avg_s", "wait_p99_s", "utilization",
+    static const char *keys[] = {"jobs",          "makespan_s",  "jct_avg_s",
+                                 "jct_p50_s",     "jct_p95_s",   "jct_p99_s",
+                                 "wait_avg_s",    "wait_p99_s",  "utilization",
                                  "jain_fairness", "preemptions", "projects"};
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
         cr_assert(json_object_get(o, keys[i]), "no %s", keys[i]);
@@ -275,8 +273,8 @@ Test(sim_run, slices_gangs_and_rejections)
     cr_assert_eq(start_of(&f, 1), 0);
     cr_assert_eq(start_of(&f, 3), 0);
     /* The slice is 1/7 of a GPU for 100 s. */
-    cr_assert_float_eq(f.r.utilization,
-                       (16 * 100 + 100.0 / 7) / (17 * 100.0), 1e-9);
+    cr_assert_float_eq(f.r.utilization, (16 * 100 + 100.0 / 7) / (17 * 100.0),
+                       1e-9);
     done(&f);
 }
 
@@ -338,15 +336,14 @@ Test(sim_run, tenants_errors_name_the_line)
 {
     struct sched *s = sched_create(NULL, NULL);
     struct sh_error err = {0};
-    cr_assert(sim_tenants_apply("project a guaranteed=2\nteem b\n", "q.txt",
-                                s, &err) < 0);
-    cr_assert(strstr(err.msg, "q.txt:2: unknown directive"), "%s", err.msg);
-    cr_assert(sim_tenants_apply("project a guaranteed=x\n", "q.txt", s,
+    cr_assert(sim_tenants_apply("project a guaranteed=2\nteem b\n", "q.txt", s,
                                 &err) < 0);
-    cr_assert(strstr(err.msg, "q.txt:1: not a GPU amount: 'x'"), "%s",
-              err.msg);
-    cr_assert(sim_tenants_apply("project a guaranteed=4 limit=2\n", "q.txt",
-                                s, &err) < 0);
+    cr_assert(strstr(err.msg, "q.txt:2: unknown directive"), "%s", err.msg);
+    cr_assert(sim_tenants_apply("project a guaranteed=x\n", "q.txt", s, &err) <
+              0);
+    cr_assert(strstr(err.msg, "q.txt:1: not a GPU amount: 'x'"), "%s", err.msg);
+    cr_assert(sim_tenants_apply("project a guaranteed=4 limit=2\n", "q.txt", s,
+                                &err) < 0);
     cr_assert(strstr(err.msg, "q.txt:1: limit must be >= guaranteed"), "%s",
               err.msg);
     sched_destroy(s);

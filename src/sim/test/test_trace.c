@@ -99,8 +99,9 @@ Test(sim_trace, bad_values_name_line_and_column)
 Test(sim_trace, long_lines_are_refused)
 {
     static char buf[SIM_LINE_MAX * 2];
-    int n = snprintf(buf, sizeof(buf), "id,submit,duration,gpus,user\n"
-                                       "1,0,1,1,");
+    int n = snprintf(buf, sizeof(buf),
+                     "id,submit,duration,gpus,user\n"
+                     "1,0,1,1,");
     memset(buf + n, 'a', SIM_LINE_MAX + 10);
     buf[n + SIM_LINE_MAX + 10] = '\0';
     parse_fails(buf, "t.csv:2: line longer than 4096 bytes");
@@ -161,8 +162,8 @@ Test(sim_trace, tiresias_and_pollux_files)
     snprintf(path, sizeof(path), "%s/pollux_workload-6.csv", TRACES_DIR);
     f = fopen(path, "r");
     cr_assert(f);
-    cr_assert(sim_trace_read(f, path, SIM_FORMAT_POLLUX, &t, &err) == 0,
-              "%s", err.msg);
+    cr_assert(sim_trace_read(f, path, SIM_FORMAT_POLLUX, &t, &err) == 0, "%s",
+              err.msg);
     fclose(f);
     cr_assert_eq(t.njobs, 160);
     /* cifar10 is a 0.25 GPU-hour job: 6 replicas run 150 s. */
@@ -180,7 +181,8 @@ Test(sim_trace, a_format_forced_on_the_wrong_header)
                              SIM_FORMAT_PHILLY, &t, &err);
     cr_assert(rc < 0);
     cr_assert(strstr(err.msg, "unknown column 'id' (philly traces have: "
-                              "timestamp, duration"), "%s", err.msg);
+                              "timestamp, duration"),
+              "%s", err.msg);
     sim_trace_fini(&t);
 }
 
@@ -212,8 +214,8 @@ Test(sim_cluster, terms_groups_and_presets)
 {
     struct sim_cluster c;
     struct sh_error err = {0};
-    int rc = sim_cluster_parse("16x8xH100-80GB@4+2x8xH100-80GB:all-1g.10gb",
-                               &c, &err);
+    int rc = sim_cluster_parse("16x8xH100-80GB@4+2x8xH100-80GB:all-1g.10gb", &c,
+                               &err);
     cr_assert(rc == 0, "%s", err.msg);
     cr_assert_eq(c.npools, 2);
     cr_assert_eq(c.nodes, 18);
