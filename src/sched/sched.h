@@ -298,8 +298,10 @@ void sched_decisions_fini(struct sched_decisions *d);
  * after any change to nodes, tenants or config, or when
  * full_pass_interval_ms passed; otherwise an incremental pass offers the
  * free resources down the current order and stops when nothing more can
- * start. out is emptied and refilled. -1 only when memory is short (the
- * engine is then unchanged except for pending reasons). */
+ * start. out (borrowed for the call; its arrays are reused) is emptied
+ * and refilled. -1 with SH_EINTERNAL only when memory is short: the starts
+ * and preemptions already in out were applied to the engine; persist them
+ * or rebuild the engine. */
 int sched_run(struct sched *s, int64_t now, bool full,
               struct sched_decisions *out, struct sh_error *err);
 
