@@ -15,7 +15,7 @@
 #include "sim/sim.h"
 
 static const char usage[] =
-    "usage: shoal sim --cluster SPEC --trace FILE [options]\n"
+    "Usage: shoal sim --cluster SPEC --trace FILE [options]\n"
     "\n"
     "Replay a job trace against a cluster shape with the real scheduling\n"
     "engine in simulated time; report job completion times, queueing delay,\n"

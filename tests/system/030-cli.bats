@@ -13,7 +13,7 @@ teardown() { shoal_cluster_stop; }
     run shoal --help
     [ "$status" -eq 0 ]
     [[ "$output" == *submit* ]]
-    for c in up submit queue show cancel logs nodes node; do
+    for c in up submit queue show cancel logs nodes node usage slice history sim team project user; do
         run shoal "$c" --help
         echo "$c: $output"
         [ "$status" -eq 0 ]
