@@ -81,10 +81,10 @@ int main(int argc, char **argv)
     }
     long jobs = argc > 3 ? strtol(argv[3], NULL, 10) : 50000;
     int nconn = argc > 4 ? (int)strtol(argv[4], NULL, 10) : 32;
-    const char *body = argc > 5
-                           ? argv[5]
-                           : "{\"command\":[\"python\",\"train.py\","
-                             "\"--epochs\",\"3\"],\"gpus\":1,\"name\":\"bench\"}";
+    const char *body =
+        argc > 5 ? argv[5]
+                 : "{\"command\":[\"python\",\"train.py\","
+                   "\"--epochs\",\"3\"],\"gpus\":1,\"name\":\"bench\"}";
     char req[8192];
     int reqlen = snprintf(req, sizeof(req),
                           "POST /v1/jobs HTTP/1.1\r\nHost: %s\r\n"
@@ -113,7 +113,9 @@ int main(int argc, char **argv)
     while (done < jobs) {
         int n = epoll_wait(ep, evs, 256, 10000);
         if (n <= 0) {
-            fprintf(stderr, "timed out waiting for answers (%ld of %ld answered)\n", done, jobs);
+            fprintf(stderr,
+                    "timed out waiting for answers (%ld of %ld answered)\n",
+                    done, jobs);
             return 1;
         }
         for (int i = 0; i < n; i++) {

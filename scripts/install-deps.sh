@@ -7,6 +7,7 @@ set -eu
 
 PACKAGES="
 build-essential
+clang-format
 meson
 ninja-build
 pkg-config

@@ -31,21 +31,21 @@ struct runs;
 struct link;
 
 struct agent_config {
-    const char *controller;      /* URL */
-    char join_token[256];        /* "" when joining is not possible */
-    const char *name;            /* node name */
-    const char *address;         /* NULL: the address that reaches the
-                                    controller */
+    const char *controller; /* URL */
+    char join_token[256];   /* "" when joining is not possible */
+    const char *name;       /* node name */
+    const char *address;    /* NULL: the address that reaches the
+                               controller */
     const char *state_dir;
-    const char *nvml_lib;        /* NULL: libnvidia-ml.so.1 */
-    bool allow_no_gpus;          /* join with zero GPUs when NVML is missing */
+    const char *nvml_lib; /* NULL: libnvidia-ml.so.1 */
+    bool allow_no_gpus;   /* join with zero GPUs when NVML is missing */
     struct node_label labels[NODE_LABELS_MAX];
     int nlabels;
-    int cpus;                    /* 0: detect */
-    uint64_t mem;                /* 0: detect */
+    int cpus;     /* 0: detect */
+    uint64_t mem; /* 0: detect */
     int heartbeat_ms;
     bool stop_jobs_on_exit;
-    char self_exe[PATH_MAX];     /* this program, to start shims */
+    char self_exe[PATH_MAX]; /* this program, to start shims */
 };
 
 struct agent {
@@ -53,16 +53,16 @@ struct agent {
     struct loop *loop;
     struct link *link;
     struct runs *runs;
-    struct gpu_backend *gpu;     /* NULL: no GPUs */
+    struct gpu_backend *gpu; /* NULL: no GPUs */
     struct gpu_info *gpus;
     int ngpus;
-    struct cgroup_ctx *cg;       /* NULL: no enforcement (logged once) */
-    char cg_parent[160];         /* "shoal/<node>" */
+    struct cgroup_ctx *cg; /* NULL: no enforcement (logged once) */
+    char cg_parent[160];   /* "shoal/<node>" */
     int cpus;
     uint64_t mem;
     char address[NODE_ADDR_MAX];
-    bool mps;                    /* nvidia-cuda-mps-control is installed */
-    json_t *slice_errors;        /* slicing failures to report */
+    bool mps;             /* nvidia-cuda-mps-control is installed */
+    json_t *slice_errors; /* slicing failures to report */
     bool stopping;
 };
 

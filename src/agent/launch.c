@@ -9,7 +9,8 @@
 #include "lib/model/job.h"
 #include "lib/util/strbuf.h"
 
-#define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+#define DEFAULT_PATH                                                           \
+    "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 void launch_cgroup_key(uint64_t id, int attempt, char *buf, size_t size)
 {
@@ -21,8 +22,7 @@ static int join(const json_t *arr, struct strbuf *sb)
 {
     size_t i;
     json_t *v;
-    json_array_foreach(arr, i, v)
-    {
+    json_array_foreach (arr, i, v) {
         if (!json_is_string(v) ||
             strbuf_appendf(sb, "%s%s", i ? "," : "", json_string_value(v)) < 0)
             return -1;
@@ -72,21 +72,26 @@ static int contract_env(json_t *env, const json_t *work, const json_t *spec,
         join(json_object_get(work, "nodes"), &nodes) < 0)
         goto out;
     static const char *const keys[] = {
-        "SHOAL_JOB_ID",   "SHOAL_ATTEMPT",  "SHOAL_JOB_NAME",
-        "SHOAL_PROJECT",  "SHOAL_USER",     "SHOAL_NODELIST",
-        "SHOAL_NNODES",   "SHOAL_NODE_RANK", "SHOAL_GPUS_PER_NODE",
-        "SHOAL_TASKS_PER_NODE", "CUDA_VISIBLE_DEVICES",
-        "NVIDIA_VISIBLE_DEVICES", "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE",
-        "NODE_RANK", "LOCAL_WORLD_SIZE", "RANK", "LOCAL_RANK", NULL};
+        "SHOAL_JOB_ID",         "SHOAL_ATTEMPT",
+        "SHOAL_JOB_NAME",       "SHOAL_PROJECT",
+        "SHOAL_USER",           "SHOAL_NODELIST",
+        "SHOAL_NNODES",         "SHOAL_NODE_RANK",
+        "SHOAL_GPUS_PER_NODE",  "SHOAL_TASKS_PER_NODE",
+        "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES",
+        "MASTER_ADDR",          "MASTER_PORT",
+        "WORLD_SIZE",           "NODE_RANK",
+        "LOCAL_WORLD_SIZE",     "RANK",
+        "LOCAL_RANK",           NULL};
     for (int i = 0; keys[i]; i++)
         env_unset(env, keys[i]);
     const char *name = json_string_value(json_object_get(spec, "name"));
     rc = 0;
-    rc |= add_env_int(env, "SHOAL_JOB_ID",
-                      (long long)json_integer_value(json_object_get(work, "id")));
-    rc |= add_env_int(env, "SHOAL_ATTEMPT",
-                      (long long)json_integer_value(
-                          json_object_get(work, "attempt")));
+    rc |=
+        add_env_int(env, "SHOAL_JOB_ID",
+                    (long long)json_integer_value(json_object_get(work, "id")));
+    rc |= add_env_int(
+        env, "SHOAL_ATTEMPT",
+        (long long)json_integer_value(json_object_get(work, "attempt")));
     if (name)
         rc |= add_env(env, "SHOAL_JOB_NAME", name);
     rc |= add_env(env, "SHOAL_PROJECT",
@@ -105,9 +110,9 @@ static int contract_env(json_t *env, const json_t *work, const json_t *spec,
                   gpus.len ? strbuf_str(&gpus) : "void");
     rc |= add_env(env, "MASTER_ADDR",
                   json_string_value(json_object_get(work, "master_addr")));
-    rc |= add_env_int(env, "MASTER_PORT",
-                      (long long)json_integer_value(
-                          json_object_get(work, "master_port")));
+    rc |= add_env_int(
+        env, "MASTER_PORT",
+        (long long)json_integer_value(json_object_get(work, "master_port")));
     rc |= add_env_int(env, "WORLD_SIZE", (long long)nnodes * tpn);
     rc |= add_env_int(env, "NODE_RANK", node_rank);
     rc |= add_env_int(env, "LOCAL_WORLD_SIZE", tpn);
@@ -173,7 +178,7 @@ json_t *launch_from_work(const json_t *work, const struct launch_ctx *ctx,
     /* The job's own variables, then the contract's (which win). */
     const char *key;
     json_t *v;
-    json_object_foreach(json_object_get(spec, "env"), key, v)
+    json_object_foreach (json_object_get(spec, "env"), key, v)
         add_env(env, key, json_string_value(v));
     if (contract_env(env, work, spec, node_rank, nnodes, tpn) < 0 ||
         mps_env(env, work, ctx) < 0)
@@ -184,7 +189,7 @@ json_t *launch_from_work(const json_t *work, const struct launch_ctx *ctx,
         json_array_append_new(argv, json_string(path));
     }
     size_t i;
-    json_array_foreach(json_object_get(spec, "command"), i, v)
+    json_array_foreach (json_object_get(spec, "command"), i, v)
         json_array_append(argv, v);
     if (json_array_size(argv) == 0) {
         sh_errorf(err, SH_EINVAL, "nothing to run");

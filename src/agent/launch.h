@@ -16,13 +16,13 @@
 #include "lib/util/error.h"
 
 struct launch_ctx {
-    const char *node;         /* this node's name */
-    const char *run_dir;      /* the run's folder (the script goes there) */
-    bool as_root;             /* the agent runs as root: switch to the user */
-    const char *cg_parent;    /* cgroup parent, NULL without cgroups */
+    const char *node;      /* this node's name */
+    const char *run_dir;   /* the run's folder (the script goes there) */
+    bool as_root;          /* the agent runs as root: switch to the user */
+    const char *cg_parent; /* cgroup parent, NULL without cgroups */
     const struct gpu_info *gpus; /* this node's GPUs (for time-slices) */
     int ngpus;
-    bool mps;                 /* MPS fences time-slices on this node */
+    bool mps; /* MPS fences time-slices on this node */
 };
 
 /* Build the launch description from a work entry (see api_agent.c):

@@ -29,8 +29,8 @@
 
 struct link {
     struct agent *a;
-    struct client *client;       /* the loop thread's connection */
-    char token[256];             /* the node's own token; "" before joining */
+    struct client *client; /* the loop thread's connection */
+    char token[256];       /* the node's own token; "" before joining */
     bool heartbeat_due;
     bool connected;
     bool need_register;
@@ -39,9 +39,9 @@ struct link {
     pthread_t thread;
     bool thread_started;
     bool quit;
-    json_t *mailbox;             /* newest work, or NULL */
-    struct client *poll_client;  /* the thread's connection, to abort it */
-    bool poll_lost_node;         /* the controller forgot us */
+    json_t *mailbox;            /* newest work, or NULL */
+    struct client *poll_client; /* the thread's connection, to abort it */
+    bool poll_lost_node;        /* the controller forgot us */
     char poll_token[256];
     int efd;
 };
@@ -206,12 +206,11 @@ static json_t *register_body(struct link *l)
     struct agent *a = l->a;
     json_t *labels = labels_to_json(a->cfg.labels, a->cfg.nlabels);
     /* "o" steals labels, gpus and the run list */
-    return json_pack("{s:s, s:s, s:i, s:I, s:o, s:o, s:o, s:s, s:b}", "name",
-                     a->cfg.name, "address", a->address, "cpus", a->cpus,
-                     "memory", (json_int_t)a->mem, "labels", labels, "gpus",
-                     gpus_to_json(a->gpus, a->ngpus), "running",
-                     runs_alive_json(a->runs), "version", SHOAL_VERSION, "mps",
-                     a->mps);
+    return json_pack(
+        "{s:s, s:s, s:i, s:I, s:o, s:o, s:o, s:s, s:b}", "name", a->cfg.name,
+        "address", a->address, "cpus", a->cpus, "memory", (json_int_t)a->mem,
+        "labels", labels, "gpus", gpus_to_json(a->gpus, a->ngpus), "running",
+        runs_alive_json(a->runs), "version", SHOAL_VERSION, "mps", a->mps);
 }
 
 int link_register(struct link *l, struct sh_error *err)
@@ -249,8 +248,8 @@ int link_register(struct link *l, struct sh_error *err)
         }
     }
     const char *token = json_string_value(json_object_get(ans, "token"));
-    if (token && (save_token(l, token, err) < 0 ||
-                  use_token(l, token, err) < 0)) {
+    if (token &&
+        (save_token(l, token, err) < 0 || use_token(l, token, err) < 0)) {
         rc = -1;
         goto out;
     }
@@ -262,8 +261,8 @@ int link_register(struct link *l, struct sh_error *err)
     /* Runs first; slicing may re-register, so not from inside a
      * registration. */
     runs_reconcile(l->a->runs, json_object_get(ans, "work"));
-    slicing_apply(l->a, json_object_get(json_object_get(ans, "work"),
-                                        "slices"));
+    slicing_apply(l->a,
+                  json_object_get(json_object_get(ans, "work"), "slices"));
     sh_log(LOG_NOTICE, "link", "registered with %s as %s (address %s, %d GPUs)",
            l->a->cfg.controller, l->a->cfg.name, l->a->address, l->a->ngpus);
 out:
@@ -294,8 +293,7 @@ static json_t *samples(struct agent *a)
     for (int i = 0; i < a->ngpus; i++)
         json_array_append_new(arr, json_pack("{s:i, s:i, s:I}", "index",
                                              a->gpus[i].index, "utilization",
-                                             a->gpus[i].util_pct,
-                                             "memory_used",
+                                             a->gpus[i].util_pct, "memory_used",
                                              (json_int_t)a->gpus[i].mem_used));
     return arr;
 }
@@ -461,8 +459,7 @@ int link_start_poll(struct link *l, struct sh_error *err)
 {
     int rc = pthread_create(&l->thread, NULL, poll_main, l);
     if (rc != 0)
-        return sh_errorf(err, SH_EINTERNAL, "pthread_create: %s",
-                         strerror(rc));
+        return sh_errorf(err, SH_EINTERNAL, "pthread_create: %s", strerror(rc));
     l->thread_started = true;
     return 0;
 }

@@ -178,8 +178,9 @@ static int parse_args(int argc, char **argv, struct agent_config *cfg)
         return -1;
     }
     if (!cfg->controller || !cfg->state_dir) {
-        fprintf(stderr, "shoal-agent: --controller and --state are required\n"
-                        "%s",
+        fprintf(stderr,
+                "shoal-agent: --controller and --state are required\n"
+                "%s",
                 usage);
         return -1;
     }
@@ -324,8 +325,8 @@ static int setup_loop(struct agent *a, struct sh_error *err)
     if (sfd < 0)
         return sh_errorf(err, SH_EINTERNAL, "signalfd: %s", strerror(errno));
     if (loop_add_fd(a->loop, sfd, EPOLLIN, on_signal, a, err) < 0 ||
-        loop_add_fd(a->loop, link_work_fd(a->link), EPOLLIN, on_work, a,
-                    err) < 0)
+        loop_add_fd(a->loop, link_work_fd(a->link), EPOLLIN, on_work, a, err) <
+            0)
         return -1;
     loop_add_timer(a->loop, TICK_MS, on_tick, a);
     loop_add_timer(a->loop, a->cfg.heartbeat_ms, on_heartbeat, a);
@@ -399,8 +400,8 @@ int main(int argc, char **argv)
                 a.cfg.name);
         return 2;
     }
-    ssize_t n = readlink("/proc/self/exe", a.cfg.self_exe,
-                         sizeof(a.cfg.self_exe) - 1);
+    ssize_t n =
+        readlink("/proc/self/exe", a.cfg.self_exe, sizeof(a.cfg.self_exe) - 1);
     if (n <= 0) {
         fprintf(stderr, "shoal-agent: cannot find itself: %s\n",
                 strerror(errno));

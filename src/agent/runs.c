@@ -38,7 +38,7 @@ enum run_phase {
 static const char *const phase_names[] = {"running", "stopping", "exited"};
 
 struct run {
-    char key[48];              /* "<id>.<attempt>" */
+    char key[48]; /* "<id>.<attempt>" */
     uint64_t id;
     int attempt;
     char dir[PATH_MAX];
@@ -49,19 +49,19 @@ struct run {
     int pidfd;
     pid_t pgid;
     int64_t started_ms;
-    int64_t deadline_ms;       /* 0: no time limit */
+    int64_t deadline_ms; /* 0: no time limit */
     int64_t exited_ms;
     int64_t kill_at_ms;
     int grace_s;
-    char stop_reason[32];      /* why we stopped it; "" when we did not */
+    char stop_reason[32]; /* why we stopped it; "" when we did not */
     int exit_code;
     int exit_signal;
     char error[256];
-    uint64_t cpu_ns;           /* from the job cgroup at exit */
+    uint64_t cpu_ns; /* from the job cgroup at exit */
     uint64_t mem_peak;
     bool reported;
     int64_t reported_ms;
-    uint64_t sent[2];          /* stdout, stderr bytes the controller has */
+    uint64_t sent[2]; /* stdout, stderr bytes the controller has */
     bool wanted;
     struct runs *runs;
     UT_hash_handle hh;
@@ -167,8 +167,7 @@ static void run_save(struct run *r)
         "grace_s", r->grace_s, "stop_reason", r->stop_reason, "exit_code",
         r->exit_code, "exit_signal", r->exit_signal, "error", r->error,
         "reported", r->reported, "reported_ms", (json_int_t)r->reported_ms,
-        "sent_out", (json_int_t)r->sent[0], "sent_err",
-        (json_int_t)r->sent[1]);
+        "sent_out", (json_int_t)r->sent[0], "sent_err", (json_int_t)r->sent[1]);
     if (o) {
         json_object_set_new(o, "cpu_ns", json_integer((json_int_t)r->cpu_ns));
         json_object_set_new(o, "mem_peak",
@@ -290,10 +289,9 @@ static void run_exited(struct run *r)
         waitpid(r->shim_pid, NULL, WNOHANG); /* reap when it is our child */
     json_t *st = read_json(r->dir, "status.json");
     if (st) {
-        r->exit_code = (int)json_integer_value(json_object_get(st,
-                                                               "exit_code"));
-        r->exit_signal = (int)json_integer_value(json_object_get(st,
-                                                                 "signal"));
+        r->exit_code =
+            (int)json_integer_value(json_object_get(st, "exit_code"));
+        r->exit_signal = (int)json_integer_value(json_object_get(st, "signal"));
         const char *e = json_string_value(json_object_get(st, "error"));
         snprintf(r->error, sizeof(r->error), "%s", e ? e : "");
         json_decref(st);
@@ -361,10 +359,10 @@ static int prepare(struct run *r, const json_t *work, struct sh_error *err)
     bool cg = false;
     if (a->cg) {
         struct cgroup_limits lim = {
-            .cpu_millis = json_integer_value(json_object_get(spec, "cpus")) *
-                          1000,
-            .mem_bytes = (uint64_t)json_integer_value(
-                json_object_get(spec, "mem")),
+            .cpu_millis =
+                json_integer_value(json_object_get(spec, "cpus")) * 1000,
+            .mem_bytes =
+                (uint64_t)json_integer_value(json_object_get(spec, "mem")),
         };
         struct sh_error cerr;
         if (cgroup_job_create(a->cg, r->cg_key, &lim, &cerr) == 0)
@@ -481,17 +479,16 @@ static void run_never_started(struct runs *rs, const json_t *work)
 void runs_reconcile(struct runs *rs, const json_t *work)
 {
     struct run *r, *tmp;
-    HASH_ITER(hh, rs->by_key, r, tmp)
+    HASH_ITER (hh, rs->by_key, r, tmp)
         r->wanted = false;
     size_t i;
     json_t *e;
-    json_array_foreach(json_object_get(work, "jobs"), i, e)
-    {
+    json_array_foreach (json_object_get(work, "jobs"), i, e) {
         char key[48];
-        snprintf(key, sizeof(key), "%llu.%d",
-                 (unsigned long long)json_integer_value(json_object_get(e,
-                                                                        "id")),
-                 (int)json_integer_value(json_object_get(e, "attempt")));
+        snprintf(
+            key, sizeof(key), "%llu.%d",
+            (unsigned long long)json_integer_value(json_object_get(e, "id")),
+            (int)json_integer_value(json_object_get(e, "attempt")));
         const char *action = json_string_value(json_object_get(e, "action"));
         HASH_FIND_STR(rs->by_key, key, r);
         if (!r) {
@@ -503,14 +500,13 @@ void runs_reconcile(struct runs *rs, const json_t *work)
         }
         r->wanted = true;
         if (action && strcmp(action, "stop") == 0) {
-            const char *why = json_string_value(json_object_get(e,
-                                                                "stop_reason"));
+            const char *why =
+                json_string_value(json_object_get(e, "stop_reason"));
             int grace = (int)json_integer_value(json_object_get(e, "grace_s"));
             run_stop(r, why ? why : "stopped", grace > 0 ? grace : r->grace_s);
         }
     }
-    HASH_ITER(hh, rs->by_key, r, tmp)
-    {
+    HASH_ITER (hh, rs->by_key, r, tmp) {
         if (!r->wanted && r->phase == RUN_RUNNING)
             run_stop(r, "not wanted by the controller", r->grace_s);
     }
@@ -548,16 +544,17 @@ json_t *runs_events_json(struct runs *rs, int *count)
          * not for ever when the controller will not take it. */
         if (!logs_sent(r) && now - r->exited_ms < REPORT_WAIT_LOGS_MS)
             continue;
-        json_t *ev = json_pack("{s:I, s:i, s:s, s:i, s:i}", "id",
-                               (json_int_t)r->id, "attempt", r->attempt,
-                               "event", "exited", "exit_code", r->exit_code,
-                               "signal", r->exit_signal);
+        json_t *ev =
+            json_pack("{s:I, s:i, s:s, s:i, s:i}", "id", (json_int_t)r->id,
+                      "attempt", r->attempt, "event", "exited", "exit_code",
+                      r->exit_code, "signal", r->exit_signal);
         if (ev && r->stop_reason[0])
             json_object_set_new(ev, "reason", json_string(r->stop_reason));
         if (ev && r->error[0])
             json_object_set_new(ev, "error", json_string(r->error));
         if (ev && r->cpu_ns)
-            json_object_set_new(ev, "cpu_ns", json_integer((json_int_t)r->cpu_ns));
+            json_object_set_new(ev, "cpu_ns",
+                                json_integer((json_int_t)r->cpu_ns));
         if (ev && r->mem_peak)
             json_object_set_new(ev, "mem_peak",
                                 json_integer((json_int_t)r->mem_peak));
@@ -571,14 +568,13 @@ void runs_events_acked(struct runs *rs, const json_t *events)
 {
     size_t i;
     json_t *e;
-    json_array_foreach(events, i, e)
-    {
+    json_array_foreach (events, i, e) {
         char key[48];
         struct run *r;
-        snprintf(key, sizeof(key), "%llu.%d",
-                 (unsigned long long)json_integer_value(json_object_get(e,
-                                                                        "id")),
-                 (int)json_integer_value(json_object_get(e, "attempt")));
+        snprintf(
+            key, sizeof(key), "%llu.%d",
+            (unsigned long long)json_integer_value(json_object_get(e, "id")),
+            (int)json_integer_value(json_object_get(e, "attempt")));
         HASH_FIND_STR(rs->by_key, key, r);
         if (r && r->phase == RUN_EXITED) {
             r->reported = true;
@@ -609,8 +605,7 @@ bool runs_gpu_in_use(const struct runs *rs, const struct gpu_info *g)
         size_t i;
         json_t *u;
         bool uses = false;
-        json_array_foreach(json_object_get(work, "gpus"), i, u)
-        {
+        json_array_foreach (json_object_get(work, "gpus"), i, u) {
             const char *uuid = json_string_value(u);
             uses |= uuid && strcmp(uuid, g->uuid) == 0;
             for (int s = 0; uuid && s < g->nslices; s++)
@@ -654,8 +649,8 @@ static long push_output(struct run *r, size_t budget)
         int fd = open(path, O_RDONLY | O_CLOEXEC);
         if (!buf)
             buf = malloc(LOG_CHUNK_MAX);
-        ssize_t n = (fd >= 0 && buf) ? pread(fd, buf, want, (off_t)r->sent[s])
-                                     : -1;
+        ssize_t n =
+            (fd >= 0 && buf) ? pread(fd, buf, want, (off_t)r->sent[s]) : -1;
         if (fd >= 0)
             close(fd);
         if (n <= 0)
@@ -684,8 +679,7 @@ void runs_tick(struct runs *rs)
     size_t budget = LOG_TICK_BUDGET;
     bool link_ok = true;
     struct run *r, *tmp;
-    HASH_ITER(hh, rs->by_key, r, tmp)
-    {
+    HASH_ITER (hh, rs->by_key, r, tmp) {
         if (r->phase == RUN_RUNNING && r->deadline_ms && now >= r->deadline_ms)
             run_stop(r, "timeout", r->grace_s);
         if (r->phase == RUN_STOPPING && now >= r->kill_at_ms)
@@ -798,7 +792,7 @@ void runs_destroy(struct runs *rs)
     if (!rs)
         return;
     struct run *r, *tmp;
-    HASH_ITER(hh, rs->by_key, r, tmp)
+    HASH_ITER (hh, rs->by_key, r, tmp)
         run_free(rs, r);
     free(rs);
 }

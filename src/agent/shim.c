@@ -27,9 +27,9 @@ struct shim {
     const char *dir;
     json_t *launch;
     char **argv;
-    char **env;   /* NULL-terminated; RANK/LOCAL_RANK slots at the end */
+    char **env; /* NULL-terminated; RANK/LOCAL_RANK slots at the end */
     int nenv;
-    int nbase;    /* env[0..nbase) are borrowed from launch; the rest owned */
+    int nbase; /* env[0..nbase) are borrowed from launch; the rest owned */
     int tasks;
     int node_rank;
     bool switch_user;
@@ -133,8 +133,8 @@ static int load(struct shim *s)
         s->env[s->nenv++] = (char *)json_string_value(json_array_get(env, i));
     s->nbase = s->nenv;
     s->tasks = (int)json_integer_value(json_object_get(s->launch, "tasks"));
-    s->node_rank = (int)json_integer_value(json_object_get(s->launch,
-                                                           "node_rank"));
+    s->node_rank =
+        (int)json_integer_value(json_object_get(s->launch, "node_rank"));
     if (s->tasks < 1 || s->tasks > SHIM_TASKS_MAX)
         s->tasks = 1;
     return 0;
@@ -185,8 +185,8 @@ static int open_output(struct shim *s, const char *name)
 
 static int write_script(struct shim *s)
 {
-    const char *script = json_string_value(json_object_get(s->launch,
-                                                           "script"));
+    const char *script =
+        json_string_value(json_object_get(s->launch, "script"));
     if (!script)
         return 1;
     char path[4300];
@@ -201,8 +201,8 @@ static int write_script(struct shim *s)
     }
     if (s->switch_user && fchown(fd, s->uid, s->gid) < 0) {
         close(fd);
-        return fail_start(s, "cannot give the script %s to its user: %s",
-                          path, strerror(errno));
+        return fail_start(s, "cannot give the script %s to its user: %s", path,
+                          strerror(errno));
     }
     close(fd);
     /* The user must reach the script: the run folder is theirs too. */
@@ -214,10 +214,10 @@ static int write_script(struct shim *s)
 
 static void setup_cgroup(struct shim *s)
 {
-    const char *parent = json_string_value(json_object_get(s->launch,
-                                                           "cgroup_parent"));
-    const char *key = json_string_value(json_object_get(s->launch,
-                                                        "cgroup_key"));
+    const char *parent =
+        json_string_value(json_object_get(s->launch, "cgroup_parent"));
+    const char *key =
+        json_string_value(json_object_get(s->launch, "cgroup_key"));
     struct sh_error err;
     if (!parent || !key)
         return;

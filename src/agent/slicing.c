@@ -102,8 +102,8 @@ static bool apply_one(struct agent *a, json_t *map, int idx, const char *uuid,
     }
     snprintf(g->preset, sizeof(g->preset), "%s", preset);
     json_object_set_new(map, g->uuid, json_string(preset));
-    sh_log(LOG_NOTICE, "slicing", "gpu %d now %s with %d slice(s)", idx,
-           preset, g->nslices);
+    sh_log(LOG_NOTICE, "slicing", "gpu %d now %s with %d slice(s)", idx, preset,
+           g->nslices);
     return true;
 }
 
@@ -115,8 +115,7 @@ bool slicing_apply(struct agent *a, const json_t *slices)
     json_t *map = layouts_load(a);
     size_t i;
     json_t *s;
-    json_array_foreach(slices, i, s)
-    {
+    json_array_foreach (slices, i, s) {
         int gpu = (int)json_integer_value(json_object_get(s, "gpu"));
         const char *uuid = json_string_value(json_object_get(s, "uuid"));
         const char *preset = json_string_value(json_object_get(s, "preset"));
@@ -136,7 +135,6 @@ void work_apply(struct agent *a, const json_t *work)
         struct sh_error err;
         /* Report the new slices: a registration carries every GPU. */
         if (link_register(a->link, &err) < 0)
-            sh_log(LOG_WARNING, "slicing", "reporting new slices: %s",
-                   err.msg);
+            sh_log(LOG_WARNING, "slicing", "reporting new slices: %s", err.msg);
     }
 }

@@ -76,8 +76,8 @@ int cmd_history(int argc, char **argv)
         char *out = NULL;
         size_t len = 0;
         struct sh_error err;
-        if (client_call_raw(cl, "GET", path, NULL, 0, &out, &len, NULL,
-                            &err) < 0)
+        if (client_call_raw(cl, "GET", path, NULL, 0, &out, &len, NULL, &err) <
+            0)
             die("%s", err.msg);
         fwrite(out, 1, len, stdout);
         free(out);
@@ -89,22 +89,20 @@ int cmd_history(int argc, char **argv)
     if (json_out) {
         cmd_print_json(json_incref(jobs));
     } else {
-        static const char *const hdr[] = {"ID",    "USER",  "PROJECT", "STATE",
-                                          "GPUS",  "START", "RUNTIME"};
+        static const char *const hdr[] = {"ID",   "USER",  "PROJECT", "STATE",
+                                          "GPUS", "START", "RUNTIME"};
         struct table *t = table_create(7, hdr);
         size_t i;
         json_t *j;
-        json_array_foreach(jobs, i, j)
-        {
+        json_array_foreach (jobs, i, j) {
             const json_t *spec = json_object_get(j, "spec");
             char id[24], gpus[24], start[32], rt[32];
             snprintf(id, sizeof(id), "%lld",
                      (long long)json_integer_value(json_object_get(j, "id")));
-            snprintf(gpus, sizeof(gpus), "%lld",
-                     (long long)(json_integer_value(json_object_get(spec,
-                                                                    "nodes")) *
-                                 json_integer_value(json_object_get(spec,
-                                                                    "gpus"))));
+            snprintf(
+                gpus, sizeof(gpus), "%lld",
+                (long long)(json_integer_value(json_object_get(spec, "nodes")) *
+                            json_integer_value(json_object_get(spec, "gpus"))));
             long long s = json_integer_value(json_object_get(j, "start_ms"));
             long long e = json_integer_value(json_object_get(j, "end_ms"));
             clock_format_local(s, start, sizeof(start));

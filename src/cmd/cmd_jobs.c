@@ -23,9 +23,8 @@ static const char queue_usage[] =
     "  -p, --project NAME one project's jobs\n"
     "      --json         a JSON array of jobs\n";
 
-static const char show_usage[] =
-    "Usage: shoal show JOB [--json]\n"
-    "Show everything about one job.\n";
+static const char show_usage[] = "Usage: shoal show JOB [--json]\n"
+                                 "Show everything about one job.\n";
 
 static const char cancel_usage[] =
     "Usage: shoal cancel JOB...\n"
@@ -86,8 +85,7 @@ static void format_where(const json_t *j, char *buf, size_t size)
     json_t *pl = json_object_get(j, "placement");
     size_t i;
     json_t *a;
-    json_array_foreach(pl, i, a)
-    {
+    json_array_foreach (pl, i, a) {
         o += (size_t)snprintf(buf + o, o < size ? size - o : 0, "%s%s",
                               i ? "," : "", str(a, "node"));
         if (o >= size)
@@ -103,14 +101,13 @@ static void format_where(const json_t *j, char *buf, size_t size)
 
 static void print_queue(json_t *jobs)
 {
-    static const char *const hdr[] = {"ID",    "NAME", "USER",  "PROJECT",
-                                      "STATE", "GPUS", "TIME",  "NODES/REASON"};
+    static const char *const hdr[] = {"ID",    "NAME", "USER", "PROJECT",
+                                      "STATE", "GPUS", "TIME", "NODES/REASON"};
     struct table *t = table_create(8, hdr);
     size_t i;
     json_t *j;
     long long now = clock_wall_ms();
-    json_array_foreach(jobs, i, j)
-    {
+    json_array_foreach (jobs, i, j) {
         char id[24], shape[48], tm[32], where[300];
         snprintf(id, sizeof(id), "%lld", num(j, "id"));
         format_shape(j, shape, sizeof(shape));
@@ -121,9 +118,14 @@ static void print_queue(json_t *jobs)
         long long to = end ? end : now;
         format_duration((to - from) / 1000, tm, sizeof(tm));
         format_where(j, where, sizeof(where));
-        const char *row[] = {id,          str(j, "name"),  str(j, "user"),
-                             str(j, "project"), str(j, "state"), shape,
-                             tm,          where};
+        const char *row[] = {id,
+                             str(j, "name"),
+                             str(j, "user"),
+                             str(j, "project"),
+                             str(j, "state"),
+                             shape,
+                             tm,
+                             where};
         table_add(t, row);
     }
     table_print(t);
@@ -228,8 +230,8 @@ static void print_job(const json_t *j)
     show_line("reason:", str(j, "reason"));
     show_line("priority:", str(j, "priority"));
     format_shape(j, buf, sizeof(buf));
-    snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), " GPU(s) on %lld node(s)",
-             num(j, "nodes"));
+    snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf),
+             " GPU(s) on %lld node(s)", num(j, "nodes"));
     show_line("shape:", buf);
     show_line("gpu type:", str(j, "gpu_type"));
     if (num(j, "time_limit")) {
@@ -264,20 +266,19 @@ static void print_job(const json_t *j)
     size_t i, o = 0;
     json_t *v;
     buf[0] = '\0';
-    json_array_foreach(json_object_get(j, "command"), i, v)
+    json_array_foreach (json_object_get(j, "command"), i, v)
         o += (size_t)snprintf(buf + o, o < sizeof(buf) ? sizeof(buf) - o : 0,
                               "%s%s", i ? " " : "", json_string_value(v));
     show_line("command:", json_object_get(j, "script") ? "(script)" : buf);
     show_line("workdir:", str(j, "workdir"));
-    json_array_foreach(json_object_get(j, "placement"), i, v)
-    {
+    json_array_foreach (json_object_get(j, "placement"), i, v) {
         size_t k;
         json_t *g;
         o = (size_t)snprintf(buf, sizeof(buf), "%s:", str(v, "node"));
-        json_array_foreach(json_object_get(v, "gpus"), k, g)
-            o += (size_t)snprintf(buf + o,
-                                  o < sizeof(buf) ? sizeof(buf) - o : 0,
-                                  " %s", json_string_value(g));
+        json_array_foreach (json_object_get(v, "gpus"), k, g)
+            o +=
+                (size_t)snprintf(buf + o, o < sizeof(buf) ? sizeof(buf) - o : 0,
+                                 " %s", json_string_value(g));
         show_line(i ? "" : "placement:", buf);
     }
     if (num(j, "requeues")) {

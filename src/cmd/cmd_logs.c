@@ -48,15 +48,17 @@ int cmd_logs(int argc, char **argv)
     }
     if (optind != argc - 1)
         die("which job? (shoal logs [-f] JOB)");
-    long long id = cmd_parse_int("job id", argv[optind], 1, (long long)INT64_MAX);
+    long long id =
+        cmd_parse_int("job id", argv[optind], 1, (long long)INT64_MAX);
     struct client *cl = cmd_connect();
     /* A follow may wait up to the server's long-poll time per call. */
     client_set_timeout(cl, 60000);
     long long offset = 0;
     for (;;) {
         char path[160];
-        snprintf(path, sizeof(path), "/v1/jobs/%lld/logs?offset=%lld&stream=%s%s",
-                 id, offset, stream, follow ? "&wait=20" : "");
+        snprintf(path, sizeof(path),
+                 "/v1/jobs/%lld/logs?offset=%lld&stream=%s%s", id, offset,
+                 stream, follow ? "&wait=20" : "");
         json_t *ans = cmd_call(cl, "GET", path, NULL);
         const char *data = json_string_value(json_object_get(ans, "data"));
         size_t len = json_string_length(json_object_get(ans, "data"));

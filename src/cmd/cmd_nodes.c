@@ -29,12 +29,12 @@ static void print_nodes(const json_t *nodes)
     struct table *t = table_create(8, hdr);
     size_t i;
     json_t *n;
-    json_array_foreach(nodes, i, n)
-    {
+    json_array_foreach (nodes, i, n) {
         json_t *gpus = json_object_get(n, "gpus");
         char g[48], model[64] = "-", cpus[16], mem[16], jobs[16], labels[256];
         long long busy = json_integer_value(json_object_get(n, "gpus_busy"));
-        snprintf(g, sizeof(g), "%lld/%zu", (long long)json_array_size(gpus) - busy,
+        snprintf(g, sizeof(g), "%lld/%zu",
+                 (long long)json_array_size(gpus) - busy,
                  json_array_size(gpus));
         if (json_array_size(gpus))
             snprintf(model, sizeof(model), "%s",
@@ -43,19 +43,20 @@ static void print_nodes(const json_t *nodes)
                  (long long)json_integer_value(json_object_get(n, "cpus")));
         format_size((uint64_t)json_integer_value(json_object_get(n, "memory")),
                     mem, sizeof(mem));
-        snprintf(jobs, sizeof(jobs), "%lld",
-                 (long long)json_integer_value(json_object_get(n, "running_jobs")));
+        snprintf(
+            jobs, sizeof(jobs), "%lld",
+            (long long)json_integer_value(json_object_get(n, "running_jobs")));
         size_t o = 0;
         const char *key;
         json_t *v;
         labels[0] = '\0';
-        json_object_foreach(json_object_get(n, "labels"), key, v)
-            o += (size_t)snprintf(labels + o,
-                                  o < sizeof(labels) ? sizeof(labels) - o : 0,
-                                  "%s%s=%s", o ? "," : "", key,
-                                  json_string_value(v));
-        const char *row[] = {str(n, "name"), str(n, "state"), g, model,
-                             cpus, mem, jobs, labels[0] ? labels : "-"};
+        json_object_foreach (json_object_get(n, "labels"), key, v)
+            o += (size_t)snprintf(
+                labels + o, o < sizeof(labels) ? sizeof(labels) - o : 0,
+                "%s%s=%s", o ? "," : "", key, json_string_value(v));
+        const char *row[] = {
+            str(n, "name"), str(n, "state"),         g, model, cpus, mem,
+            jobs,           labels[0] ? labels : "-"};
         table_add(t, row);
     }
     table_print(t);

@@ -70,15 +70,12 @@ static int presets(int argc, char **argv)
         struct table *t = table_create(4, hdr);
         size_t i;
         json_t *p;
-        json_array_foreach(list, i, p)
-        {
+        json_array_foreach (list, i, p) {
             char sl[256];
             summarize(json_object_get(p, "slices"), sl, sizeof(sl));
-            const char *row[] = {str(p, "model"), str(p, "name"),
-                                 json_is_true(json_object_get(p, "mig"))
-                                     ? "on"
-                                     : "off",
-                                 sl};
+            const char *row[] = {
+                str(p, "model"), str(p, "name"),
+                json_is_true(json_object_get(p, "mig")) ? "on" : "off", sl};
             table_add(t, row);
         }
         table_print(t);
@@ -113,8 +110,8 @@ static int apply(int argc, char **argv)
             memcpy(num, p, k);
             num[k] = '\0';
             json_array_append_new(
-                gpus, json_integer(cmd_parse_int("GPU", num, 0,
-                                                 GPU_PER_NODE_MAX - 1)));
+                gpus, json_integer(
+                          cmd_parse_int("GPU", num, 0, GPU_PER_NODE_MAX - 1)));
             p += k + (comma ? 1 : 0);
         }
     }
@@ -125,8 +122,7 @@ static int apply(int argc, char **argv)
     json_t *ans = cmd_call(c, "POST", "/v1/slices/apply", body);
     size_t i;
     json_t *g;
-    json_array_foreach(json_object_get(ans, "gpus"), i, g)
-    {
+    json_array_foreach (json_object_get(ans, "gpus"), i, g) {
         const json_t *plan = json_object_get(g, "plan");
         if (!json_is_object(plan) || strcmp(str(plan, "preset"), argv[3]))
             continue;
@@ -160,8 +156,7 @@ static int show(int argc, char **argv)
         struct table *t = table_create(7, hdr);
         size_t i;
         json_t *g;
-        json_array_foreach(gpus, i, g)
-        {
+        json_array_foreach (gpus, i, g) {
             char idx[16], sl[256], jobs[16], plan[400] = "-";
             snprintf(idx, sizeof(idx), "%lld",
                      (long long)json_integer_value(json_object_get(g, "gpu")));
@@ -176,8 +171,9 @@ static int show(int argc, char **argv)
                 snprintf(plan, sizeof(plan), "%s %s: %s", str(p, "preset"),
                          str(p, "state"), w ? w : str(p, "reason"));
             }
-            const char *row[] = {str(g, "node"), idx, str(g, "model"),
-                                 str(g, "preset"), sl, jobs, plan};
+            const char *row[] = {
+                str(g, "node"), idx, str(g, "model"), str(g, "preset"), sl,
+                jobs,           plan};
             table_add(t, row);
         }
         table_print(t);

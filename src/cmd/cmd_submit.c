@@ -78,7 +78,7 @@ static const struct option opts[] = {
 };
 
 struct submit {
-    json_t *job;   /* the request being built */
+    json_t *job; /* the request being built */
     bool json_out;
     const char *where; /* "command line" or "SCRIPT:LINE" for errors */
 };
@@ -238,8 +238,9 @@ static int parse_opts(struct submit *s, int argc, char **argv, bool *dashdash)
         }
         if (c == '?' || c == ':') {
             const char *bad = argv[optind - 1];
-            fail(s, "'%s': unknown option or missing value (see shoal submit "
-                    "--help)",
+            fail(s,
+                 "'%s': unknown option or missing value (see shoal submit "
+                 "--help)",
                  bad);
         }
         apply(s, c, optarg);
@@ -324,8 +325,8 @@ static void apply_directives(struct submit *s, const char *path,
         char *t = line;
         while (*t == ' ' || *t == '\t')
             t++;
-        if (strncmp(t, "#SHOAL", 6) == 0 && (t[6] == ' ' || t[6] == '\t' ||
-                                              !t[6])) {
+        if (strncmp(t, "#SHOAL", 6) == 0 &&
+            (t[6] == ' ' || t[6] == '\t' || !t[6])) {
             char *words[65];
             words[0] = "submit";
             int n = split_words(t + 6, words + 1, 63);
@@ -361,8 +362,7 @@ static void merge_cli(json_t *job, json_t *cli)
         json_array_extend(dvol, cvol);
     const char *key;
     json_t *v;
-    json_object_foreach(cli, key, v)
-    {
+    json_object_foreach (cli, key, v) {
         if ((strcmp(key, "env") == 0 && denv) ||
             (strcmp(key, "volumes") == 0 && dvol))
             continue;
@@ -425,8 +425,8 @@ int cmd_submit(int argc, char **argv)
         json_decref(job);
         cmd_print_json(cmd_call(c, "GET", path, NULL));
     } else {
-        printf("%lld\n", (long long)json_integer_value(json_object_get(job,
-                                                                       "id")));
+        printf("%lld\n",
+               (long long)json_integer_value(json_object_get(job, "id")));
         json_decref(job);
     }
     json_decref(s.job);

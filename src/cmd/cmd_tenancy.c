@@ -629,7 +629,8 @@ static int project_set(int argc, char **argv)
             strcmp(p, "preempt") && strcmp(p, "default"))
             die("--idle-policy must be none, warn, cancel, preempt or default");
         json_object_set_new(body, "idle_policy",
-                            strcmp(p, "default") ? json_string(p) : json_null());
+                            strcmp(p, "default") ? json_string(p)
+                                                 : json_null());
     }
     path_of(path, sizeof(path), "projects", pos[0], NULL);
     json_t *ans = call("PATCH", path, body);

@@ -95,9 +95,9 @@ static void find_programs(struct up *u)
                                          "../sbin/shoald", NULL};
     static const char *const agent[] = {"shoal-agent", "../agent/shoal-agent",
                                         "../sbin/shoal-agent", NULL};
-    static const char *const simgpu[] = {
-        "libsimgpu.so", "../simgpu/libsimgpu.so", "../lib/shoal/libsimgpu.so",
-        NULL};
+    static const char *const simgpu[] = {"libsimgpu.so",
+                                         "../simgpu/libsimgpu.so",
+                                         "../lib/shoal/libsimgpu.so", NULL};
     if (!find_near(u, shoald, u->shoald))
         die("cannot find shoald next to %s/shoal", u->bindir);
     if (u->nodes > 0 && !find_near(u, agent, u->agent))
@@ -244,7 +244,8 @@ static void simgpu_config(const struct up *u, int i, char *path, size_t size)
     FILE *f = fopen(path, "w");
     if (!f)
         die("cannot write %s: %s", path, strerror(errno));
-    fprintf(f, "{\"count\": %d, \"model\": \"%s\", \"uuid_prefix\": \"node%d\"}\n",
+    fprintf(f,
+            "{\"count\": %d, \"model\": \"%s\", \"uuid_prefix\": \"node%d\"}\n",
             u->gpus, u->model, i + 1);
     fclose(f);
 }

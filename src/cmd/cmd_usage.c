@@ -101,11 +101,10 @@ int cmd_usage(int argc, char **argv)
         printf("%s,gpu_hours,jobs,wait_avg_s,gpu_utilization,cpu_hours,"
                "mem_gib_hours\n",
                by);
-        json_array_foreach(rows, i, r)
-        {
+        json_array_foreach (rows, i, r) {
             const json_t *u = json_object_get(r, "gpu_utilization");
-            printf("%s,%.3f,%lld,%.0f,", json_string_value(json_object_get(r,
-                                                                          "key")),
+            printf("%s,%.3f,%lld,%.0f,",
+                   json_string_value(json_object_get(r, "key")),
                    num(r, "gpu_hours"),
                    (long long)json_integer_value(json_object_get(r, "jobs")),
                    num(r, "wait_avg_s"));
@@ -115,11 +114,11 @@ int cmd_usage(int argc, char **argv)
                    num(r, "mem_gib_hours"));
         }
     } else {
-        const char *hdr[] = {by_header(by), "GPU-HOURS", "JOBS", "AVG-WAIT",
-                             "GPU-UTIL", "CPU-HOURS", "MEM-GIB-HOURS"};
+        const char *hdr[] = {by_header(by),  "GPU-HOURS", "JOBS",
+                             "AVG-WAIT",     "GPU-UTIL",  "CPU-HOURS",
+                             "MEM-GIB-HOURS"};
         struct table *t = table_create(7, hdr);
-        json_array_foreach(rows, i, r)
-        {
+        json_array_foreach (rows, i, r) {
             char gh[32], jobs[32], wait[32], util[32] = "-", ch[32], mh[32];
             snprintf(gh, sizeof(gh), "%.2f", num(r, "gpu_hours"));
             snprintf(jobs, sizeof(jobs), "%lld",
@@ -131,7 +130,12 @@ int cmd_usage(int argc, char **argv)
             snprintf(ch, sizeof(ch), "%.2f", num(r, "cpu_hours"));
             snprintf(mh, sizeof(mh), "%.2f", num(r, "mem_gib_hours"));
             const char *row[] = {json_string_value(json_object_get(r, "key")),
-                                 gh, jobs, wait, util, ch, mh};
+                                 gh,
+                                 jobs,
+                                 wait,
+                                 util,
+                                 ch,
+                                 mh};
             table_add(t, row);
         }
         printf("usage from %s to %s\n",

@@ -125,8 +125,8 @@ void table_add(struct table *t, const char *const *cells)
 {
     if (t->nrows == t->cap) {
         t->cap = t->cap ? t->cap * 2 : 16;
-        t->cells = realloc(t->cells, (size_t)t->cap * (size_t)t->ncols *
-                                         sizeof(char *));
+        t->cells = realloc(t->cells,
+                           (size_t)t->cap * (size_t)t->ncols * sizeof(char *));
         if (!t->cells)
             die("out of memory");
     }

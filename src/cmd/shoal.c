@@ -25,8 +25,9 @@ static const struct command commands[] = {
     {"history", cmd_history, "jobs that ran; --trace for shoal sim"},
     {"sim", cmd_sim, "replay a job trace against a cluster shape"},
     {"slice", cmd_slice, "GPU slices from presets: presets, apply, show"},
-    {"usage", cmd_usage, "GPU-hours, jobs, waits and utilization per user, "
-                         "project, team or GPU model"},
+    {"usage", cmd_usage,
+     "GPU-hours, jobs, waits and utilization per user, "
+     "project, team or GPU model"},
     {"team", cmd_team, "create, list, change and delete teams"},
     {"project", cmd_project, "projects: quotas, members and roles"},
     {"user", cmd_user, "users, tokens, limits, default projects"},

@@ -19,8 +19,7 @@
 #include "shoald/tenancy.h"
 #include "store/store.h"
 
-static const char *const policy_names[] = {"none", "warn", "cancel",
-                                           "preempt"};
+static const char *const policy_names[] = {"none", "warn", "cancel", "preempt"};
 
 const char *acct_idle_policy_name(enum acct_idle_policy p)
 {
@@ -42,8 +41,8 @@ int acct_idle_policy_from_name(const char *name, enum acct_idle_policy *out)
 static enum acct_idle_policy policy_for(struct shoald *d, const char *project)
 {
     enum acct_idle_policy p;
-    const char *name = d->tenancy ? tenancy_idle_policy(d->tenancy, project)
-                                  : NULL;
+    const char *name =
+        d->tenancy ? tenancy_idle_policy(d->tenancy, project) : NULL;
     if (name && acct_idle_policy_from_name(name, &p) == 0)
         return p;
     return d->cfg.idle_policy;
@@ -170,13 +169,13 @@ enum usage_by { BY_USER, BY_PROJECT, BY_TEAM, BY_MODEL };
 
 struct usage_row {
     char key[128];
-    double gpu_s;       /* GPU-seconds in the window */
-    double util_gpu_s;  /* GPU-seconds with known utilization */
-    double util_sum;    /* utilization % x GPU-seconds */
-    double cpu_s;       /* allocated CPU-seconds */
-    double mem_gib_s;   /* allocated memory GiB-seconds */
+    double gpu_s;      /* GPU-seconds in the window */
+    double util_gpu_s; /* GPU-seconds with known utilization */
+    double util_sum;   /* utilization % x GPU-seconds */
+    double cpu_s;      /* allocated CPU-seconds */
+    double mem_gib_s;  /* allocated memory GiB-seconds */
     int64_t jobs;
-    double wait_s;      /* summed queueing delay of the jobs counted */
+    double wait_s; /* summed queueing delay of the jobs counted */
     UT_hash_handle hh;
 };
 
@@ -221,8 +220,8 @@ static int usage_job(const struct store_job_row *row, const json_t *rec,
     memset(&view, 0, sizeof(view));
     view.id = row->id;
     view.spec.user = (char *)json_string_value(json_object_get(spec, "user"));
-    view.spec.project = (char *)json_string_value(json_object_get(spec,
-                                                                  "project"));
+    view.spec.project =
+        (char *)json_string_value(json_object_get(spec, "project"));
     if (!view.spec.user || !view.spec.project ||
         !policy_can_view(u->d, u->caller, &view))
         return 0;
@@ -253,14 +252,15 @@ static int usage_job(const struct store_job_row *row, const json_t *rec,
     double gpu_s = total_gpu_s * frac;
     double span_s = (double)(hi - lo) / 1000.0;
     r->gpu_s += gpu_s;
-    r->cpu_s += (double)json_integer_value(json_object_get(spec, "cpus")) *
-                span_s;
+    r->cpu_s +=
+        (double)json_integer_value(json_object_get(spec, "cpus")) * span_s;
     r->mem_gib_s += (double)json_integer_value(json_object_get(spec, "mem")) /
                     (1024.0 * 1024 * 1024) * span_s;
-    double util_ms = (double)json_integer_value(json_object_get(rec, "util_ms"));
+    double util_ms =
+        (double)json_integer_value(json_object_get(rec, "util_ms"));
     if (util_ms > 0) {
-        double avg = json_number_value(json_object_get(rec, "util_sum")) /
-                     util_ms;
+        double avg =
+            json_number_value(json_object_get(rec, "util_sum")) / util_ms;
         r->util_sum += avg * gpu_s;
         r->util_gpu_s += gpu_s;
     }
@@ -299,7 +299,8 @@ void api_usage(struct shoald *d, struct api_req *req)
     u.by = (enum usage_by)found;
     u.from = u.now - INT64_C(30) * 24 * 3600 * 1000;
     if ((since && clock_parse_when("since", since, u.now, &u.from, &err) < 0) ||
-        (until && clock_parse_when("until", until, u.now, &u.until, &err) < 0)) {
+        (until &&
+         clock_parse_when("until", until, u.now, &u.until, &err) < 0)) {
         api_reply_error(req, &err);
         return;
     }
@@ -311,21 +312,19 @@ void api_usage(struct shoald *d, struct api_req *req)
     HASH_SORT(u.rows, by_key);
     json_t *rows = json_array();
     struct usage_row *r, *tmp;
-    HASH_ITER(hh, u.rows, r, tmp)
-    {
+    HASH_ITER (hh, u.rows, r, tmp) {
         json_t *o = json_pack(
-            "{s:s, s:f, s:f, s:I, s:f, s:f, s:f}", "key", r->key,
-            "gpu_seconds", round(r->gpu_s * 1000) / 1000, "gpu_hours",
+            "{s:s, s:f, s:f, s:I, s:f, s:f, s:f}", "key", r->key, "gpu_seconds",
+            round(r->gpu_s * 1000) / 1000, "gpu_hours",
             round(r->gpu_s / 3600.0 * 1000) / 1000, "jobs", (json_int_t)r->jobs,
             "wait_avg_s", r->jobs ? round(r->wait_s / (double)r->jobs) : 0.0,
             "cpu_hours", round(r->cpu_s / 3600.0 * 1000) / 1000,
             "mem_gib_hours", round(r->mem_gib_s / 3600.0 * 1000) / 1000);
-        json_object_set_new(o, "gpu_utilization",
-                            r->util_gpu_s > 0
-                                ? json_real(round(r->util_sum / r->util_gpu_s *
-                                                  10) /
-                                            10)
-                                : json_null());
+        json_object_set_new(
+            o, "gpu_utilization",
+            r->util_gpu_s > 0
+                ? json_real(round(r->util_sum / r->util_gpu_s * 10) / 10)
+                : json_null());
         json_array_append_new(rows, o);
         HASH_DEL(u.rows, r);
         free(r);

@@ -36,7 +36,7 @@ struct api_req {
     struct api *api;
     struct MHD_Connection *conn;
     char method[8];
-    const char *url;                 /* borrowed from MHD for the request */
+    const char *url; /* borrowed from MHD for the request */
     char *params[API_MAX_PARAMS];
     int nparams;
     struct strbuf body;
@@ -62,7 +62,7 @@ struct api {
     char *tls_cert;
     char *tls_key;
     uint64_t requests;
-    int suspended;         /* connections suspended (held or waiting) */
+    int suspended; /* connections suspended (held or waiting) */
 };
 
 int api_status_for(enum sh_errc code)
@@ -185,8 +185,8 @@ json_t *api_body(struct api_req *req)
         return NULL;
     }
     json_error_t jerr;
-    req->json = json_loadb(req->body.data, req->body.len, JSON_REJECT_DUPLICATES,
-                           &jerr);
+    req->json = json_loadb(req->body.data, req->body.len,
+                           JSON_REJECT_DUPLICATES, &jerr);
     if (!req->json)
         api_errorf(req, SH_EINVAL, "malformed JSON at line %d column %d: %s",
                    jerr.line, jerr.column, jerr.text);
@@ -390,14 +390,13 @@ static enum MHD_Result queue_answer(struct api_req *req)
         return MHD_NO;
     req->resp = NULL; /* MHD owns it now */
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, req->ctype);
-    enum MHD_Result rc = MHD_queue_response(req->conn, (unsigned)req->status,
-                                            resp);
+    enum MHD_Result rc =
+        MHD_queue_response(req->conn, (unsigned)req->status, resp);
     MHD_destroy_response(resp);
     return rc;
 }
 
-static struct api_req *req_create(struct api *api,
-                                  struct MHD_Connection *conn,
+static struct api_req *req_create(struct api *api, struct MHD_Connection *conn,
                                   const char *method)
 {
     struct api_req *req = calloc(1, sizeof(*req));
@@ -470,8 +469,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
     return queue_answer(req);
 }
 
-static void on_completed(void *cls, struct MHD_Connection *conn,
-                         void **con_cls, enum MHD_RequestTerminationCode toe)
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
 {
     struct api_req *req = *con_cls;
     (void)cls;
@@ -598,11 +597,11 @@ struct api *api_create(struct shoald *d, const struct api_route *routes,
     }
     api->mhd = MHD_start_daemon(
         flags, 0, NULL, NULL, on_request, api, MHD_OPTION_EXTERNAL_LOGGER,
-        mhd_log, api, MHD_OPTION_SOCK_ADDR, &ss,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, api,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)API_MAX_CONNECTIONS,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)API_CONNECTION_TIMEOUT_S,
-        MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
+        mhd_log, api, MHD_OPTION_SOCK_ADDR, &ss, MHD_OPTION_NOTIFY_COMPLETED,
+        on_completed, api, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)API_MAX_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)API_CONNECTION_TIMEOUT_S, MHD_OPTION_LISTEN_BACKLOG_SIZE,
+        (unsigned)1024,
         api->tls_cert ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END,
         api->tls_cert, MHD_OPTION_HTTPS_MEM_KEY, api->tls_key, MHD_OPTION_END);
     if (!api->mhd) {

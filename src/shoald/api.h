@@ -25,26 +25,26 @@ struct api_req;
 
 /* Who is calling, from the bearer token. */
 enum api_role {
-    API_ANON = 0,  /* no token */
-    API_USER,      /* a user token */
-    API_AGENT,     /* a node agent's token */
-    API_JOIN,      /* the cluster join token (agents registering) */
+    API_ANON = 0, /* no token */
+    API_USER,     /* a user token */
+    API_AGENT,    /* a node agent's token */
+    API_JOIN,     /* the cluster join token (agents registering) */
 };
 
 struct api_caller {
     enum api_role role;
-    const char *user;  /* API_USER: the user name; borrowed from auth */
-    bool admin;        /* API_USER: cluster admin */
-    const char *node;  /* API_AGENT: the node name; borrowed from auth */
+    const char *user; /* API_USER: the user name; borrowed from auth */
+    bool admin;       /* API_USER: cluster admin */
+    const char *node; /* API_AGENT: the node name; borrowed from auth */
 };
 
 /* Who may call a route. */
 enum api_access {
-    API_ACCESS_PUBLIC,  /* anyone */
-    API_ACCESS_USER,    /* any user; the handler checks finer rules */
-    API_ACCESS_ADMIN,   /* cluster admins */
-    API_ACCESS_AGENT,   /* node agents */
-    API_ACCESS_JOIN,    /* the join token, or a node agent re-registering */
+    API_ACCESS_PUBLIC, /* anyone */
+    API_ACCESS_USER,   /* any user; the handler checks finer rules */
+    API_ACCESS_ADMIN,  /* cluster admins */
+    API_ACCESS_AGENT,  /* node agents */
+    API_ACCESS_JOIN,   /* the join token, or a node agent re-registering */
 };
 
 typedef void (*api_handler_f)(struct shoald *d, struct api_req *req);

@@ -70,8 +70,7 @@ static int count_stale(struct shoald *d, const char *node, const json_t *runs,
         return sh_errorf(err, SH_EINVAL, "running must be an array of runs");
     size_t i;
     json_t *r;
-    json_array_foreach(runs, i, r)
-    {
+    json_array_foreach (runs, i, r) {
         json_int_t id, attempt;
         if (json_unpack((json_t *)r, "{s:I, s:I}", "id", &id, "attempt",
                         &attempt) < 0 ||
@@ -106,18 +105,19 @@ static int parse_register(json_t *body, struct reg *r, struct sh_error *err)
                        "{s:s, s?s, s:i, s:I, s?o, s:o, s?o, s?s, s?b}", "name",
                        &r->name, "address", &r->address, "cpus", &r->cpus,
                        "memory", &r->mem, "labels", &r->labels, "gpus",
-                       &r->gpus, "running", &r->running, "version",
-                       &r->version, "mps", &r->mps) < 0)
+                       &r->gpus, "running", &r->running, "version", &r->version,
+                       "mps", &r->mps) < 0)
         return sh_errorf(err, SH_EINVAL, "register: %s", jerr.text);
     if (!job_ident_valid(r->name))
-        return sh_errorf(err, SH_EINVAL,
-                         "node name '%.64s' must be 1..%d letters, digits, '.', "
-                         "'_' or '-'",
-                         r->name, JOB_IDENT_MAX);
+        return sh_errorf(
+            err, SH_EINVAL,
+            "node name '%.64s' must be 1..%d letters, digits, '.', "
+            "'_' or '-'",
+            r->name, JOB_IDENT_MAX);
     if (r->cpus < 0 || r->cpus > 100000 || r->mem < 0)
         return sh_errorf(err, SH_EINVAL, "cpus or memory out of range");
-    if (r->address && (strlen(r->address) == 0 ||
-                       strlen(r->address) >= NODE_ADDR_MAX))
+    if (r->address &&
+        (strlen(r->address) == 0 || strlen(r->address) >= NODE_ADDR_MAX))
         return sh_errorf(err, SH_EINVAL, "address is empty or too long");
     return 0;
 }
@@ -178,8 +178,8 @@ void api_agent_register(struct shoald *d, struct api_req *req)
         goto fail;
     const struct api_caller *c = api_caller(req);
     if (c->role == API_AGENT && strcmp(c->node, r.name) != 0) {
-        api_errorf(req, SH_EFORBIDDEN,
-                   "this token belongs to node %s, not %s", c->node, r.name);
+        api_errorf(req, SH_EFORBIDDEN, "this token belongs to node %s, not %s",
+                   c->node, r.name);
         return;
     }
     struct node *n = node_from_reg(d, &r, api_peer(req), &err);
@@ -255,8 +255,7 @@ static int apply_samples(struct node *n, const json_t *gpus,
         return sh_errorf(err, SH_EINVAL, "gpus must be an array of samples");
     size_t i;
     json_t *s;
-    json_array_foreach(gpus, i, s)
-    {
+    json_array_foreach (gpus, i, s) {
         int index, util;
         json_int_t used;
         if (json_unpack((json_t *)s, "{s:i, s:i, s:I}", "index", &index,
@@ -281,11 +280,11 @@ static int apply_event(struct shoald *d, struct node *n, const json_t *ev,
     json_int_t id, attempt, cpu_ns = 0, mem_peak = 0;
     const char *what, *reason = NULL, *error = NULL;
     int code = -1, sig = 0;
-    if (json_unpack((json_t *)ev, "{s:I, s:I, s:s, s?i, s?i, s?s, s?s, s?I, s?I}",
-                    "id", &id, "attempt", &attempt, "event", &what,
-                    "exit_code", &code, "signal", &sig, "reason", &reason,
-                    "error", &error, "cpu_ns", &cpu_ns, "mem_peak",
-                    &mem_peak) < 0 ||
+    if (json_unpack((json_t *)ev,
+                    "{s:I, s:I, s:s, s?i, s?i, s?s, s?s, s?I, s?I}", "id", &id,
+                    "attempt", &attempt, "event", &what, "exit_code", &code,
+                    "signal", &sig, "reason", &reason, "error", &error,
+                    "cpu_ns", &cpu_ns, "mem_peak", &mem_peak) < 0 ||
         cpu_ns < 0 || mem_peak < 0)
         return sh_errorf(err, SH_EINVAL,
                          "an event needs id, attempt and event");
@@ -322,8 +321,8 @@ void api_agent_heartbeat(struct shoald *d, struct api_req *req)
         return;
     json_t *gpus = NULL, *running = NULL, *events = NULL, *serr = NULL;
     json_error_t jerr;
-    if (json_unpack_ex(body, &jerr, JSON_STRICT, "{s?o, s?o, s?o, s?o}",
-                       "gpus", &gpus, "running", &running, "events", &events,
+    if (json_unpack_ex(body, &jerr, JSON_STRICT, "{s?o, s?o, s?o, s?o}", "gpus",
+                       &gpus, "running", &running, "events", &events,
                        "slice_errors", &serr) < 0) {
         api_errorf(req, SH_EINVAL, "heartbeat: %s", jerr.text);
         return;
@@ -332,22 +331,20 @@ void api_agent_heartbeat(struct shoald *d, struct api_req *req)
     if (count_stale(d, n->name, running, &stale, &err) < 0 ||
         apply_samples(n, gpus, &err) < 0)
         goto fail;
-    if (events && (!json_is_array(events) ||
-                   json_array_size(events) > AGENT_RUNS_MAX)) {
+    if (events &&
+        (!json_is_array(events) || json_array_size(events) > AGENT_RUNS_MAX)) {
         api_errorf(req, SH_EINVAL, "events must be an array");
         return;
     }
     size_t i;
     json_t *ev;
-    json_array_foreach(events, i, ev)
-    {
+    json_array_foreach (events, i, ev) {
         if (apply_event(d, n, ev, &err) < 0 && err.code == SH_EINVAL)
             goto fail;
     }
     size_t k;
     json_t *se;
-    json_array_foreach(serr, k, se)
-    {
+    json_array_foreach (serr, k, se) {
         int gpu;
         const char *preset, *error;
         if (json_unpack(se, "{s:i, s:s, s:s}", "gpu", &gpu, "preset", &preset,
@@ -362,9 +359,8 @@ void api_agent_heartbeat(struct shoald *d, struct api_req *req)
         rt->stale = stale;
         cluster_node_changed(d, n);
     }
-    api_reply_json(req, 200,
-                   json_pack("{s:I}", "generation",
-                             (json_int_t)rt->generation));
+    api_reply_json(
+        req, 200, json_pack("{s:I}", "generation", (json_int_t)rt->generation));
     return;
 fail:
     api_reply_error(req, &err);
@@ -386,8 +382,8 @@ void api_agent_work(struct shoald *d, struct api_req *req)
     int64_t gen = -1, wait = 0;
     const char *s_gen = api_query(req, "generation");
     const char *s_wait = api_query(req, "wait");
-    if ((s_gen && parse_int64("generation", s_gen, 0, INT64_MAX, &gen, &err) <
-                      0) ||
+    if ((s_gen &&
+         parse_int64("generation", s_gen, 0, INT64_MAX, &gen, &err) < 0) ||
         (s_wait &&
          parse_int64("wait", s_wait, 0, WORK_WAIT_MAX_S, &wait, &err) < 0)) {
         api_reply_error(req, &err);

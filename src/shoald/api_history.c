@@ -62,8 +62,7 @@ static int history_job(const struct store_job_row *row, const json_t *rec,
     }
     int64_t nodes = json_integer_value(json_object_get(spec, "nodes"));
     int64_t gpus = json_integer_value(json_object_get(spec, "gpus"));
-    const char *gpu_type = json_string_value(json_object_get(spec,
-                                                             "gpu_type"));
+    const char *gpu_type = json_string_value(json_object_get(spec, "gpu_type"));
     const char *slice = json_string_value(json_object_get(spec, "slice"));
     int64_t limit = json_integer_value(json_object_get(spec, "time_limit"));
     char lim[32] = "";

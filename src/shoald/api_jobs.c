@@ -54,9 +54,8 @@ void api_jobs_submit(struct shoald *d, struct api_req *req)
     api_reply_json(req, 201,
                    json_pack("{s:I, s:s, s:s, s:s, s:s}", "id",
                              (json_int_t)job->id, "state",
-                             job_state_name(job->state), "user",
-                             job->spec.user, "project", job->spec.project,
-                             "submit_time", iso));
+                             job_state_name(job->state), "user", job->spec.user,
+                             "project", job->spec.project, "submit_time", iso));
 }
 
 /* Parse "pending,running" (or "active") into a state mask. */

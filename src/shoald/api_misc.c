@@ -16,8 +16,8 @@ void api_health(struct shoald *d, struct api_req *req)
     api_reply_json(req, 200,
                    json_pack("{s:s, s:s, s:i, s:i, s:i, s:i}", "status", "ok",
                              "version", SHOAL_VERSION, "nodes",
-                             nodetab_count(d->nodes), "nodes_up", up,
-                             "pending", counts[JOB_PENDING], "running",
+                             nodetab_count(d->nodes), "nodes_up", up, "pending",
+                             counts[JOB_PENDING], "running",
                              counts[JOB_RUNNING]));
 }
 
@@ -30,4 +30,3 @@ void api_whoami(struct shoald *d, struct api_req *req)
                              c->admin, "default_project",
                              u ? u->default_project : NULL));
 }
-

@@ -29,8 +29,8 @@ static json_t *node_view(struct shoald *d, const struct node *n)
                 continue;
             for (int g = 0; g < al->ngpus; g++) {
                 int slice;
-                const struct gpu_info *gi = node_find_gpu(n, al->gpus[g],
-                                                          &slice);
+                const struct gpu_info *gi =
+                    node_find_gpu(n, al->gpus[g], &slice);
                 if (!gi)
                     continue;
                 int idx = (int)(gi - n->gpus);
@@ -100,8 +100,8 @@ static void set_drain(struct shoald *d, struct api_req *req, bool drain)
     if (n->drain != drain) {
         n->drain = drain;
         json_t *rec = node_to_record(n);
-        int rc = rec ? store_batch_put(shoald_batch(d), "node", n->name, rec)
-                     : -1;
+        int rc =
+            rec ? store_batch_put(shoald_batch(d), "node", n->name, rec) : -1;
         json_decref(rec);
         if (rc < 0) {
             n->drain = !drain;
@@ -147,8 +147,7 @@ void api_nodes_delete(struct shoald *d, struct api_req *req)
     }
     sh_log(LOG_NOTICE, "nodes", "node %s forgotten by %s", n->name,
            api_caller(req)->user);
-    json_t *ans = json_pack("{s:s, s:s}", "name", n->name, "state",
-                            "removed");
+    json_t *ans = json_pack("{s:s, s:s}", "name", n->name, "state", "removed");
     cluster_node_removed(d, n->name);
     api_reply_json(req, 200, ans);
 }

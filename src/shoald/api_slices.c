@@ -19,11 +19,11 @@ static json_t *layout_view(const struct preset_layout *l)
 {
     json_t *sl = json_array();
     for (int i = 0; i < l->nslices; i++)
-        json_array_append_new(
-            sl, json_pack("{s:s, s:I, s:[i, i]}", "profile",
-                          l->slices[i].profile, "memory",
-                          (json_int_t)l->slices[i].mem_bytes, "share",
-                          l->slices[i].share_num, l->slices[i].share_den));
+        json_array_append_new(sl, json_pack("{s:s, s:I, s:[i, i]}", "profile",
+                                            l->slices[i].profile, "memory",
+                                            (json_int_t)l->slices[i].mem_bytes,
+                                            "share", l->slices[i].share_num,
+                                            l->slices[i].share_den));
     return sl;
 }
 
@@ -53,8 +53,8 @@ void api_slices_presets(struct shoald *d, struct api_req *req)
                        model);
             return;
         }
-        api_reply_json(req, 200, json_pack("{s:o}", "presets",
-                                           model_presets(model)));
+        api_reply_json(req, 200,
+                       json_pack("{s:o}", "presets", model_presets(model)));
         return;
     }
     json_t *seen = json_object();
@@ -68,8 +68,7 @@ void api_slices_presets(struct shoald *d, struct api_req *req)
             json_object_set_new(seen, n->gpus[g].model, json_true());
     const char *key;
     json_t *v;
-    json_object_foreach(seen, key, v)
-    {
+    json_object_foreach (seen, key, v) {
         json_t *mp = model_presets(key);
         json_array_extend(all, mp);
         json_decref(mp);
@@ -106,8 +105,7 @@ void api_slices_apply(struct shoald *d, struct api_req *req)
         }
         size_t i;
         json_t *g;
-        json_array_foreach(gpus, i, g)
-        {
+        json_array_foreach (gpus, i, g) {
             if (!json_is_integer(g)) {
                 api_errorf(req, SH_EINVAL, "gpus must hold whole numbers");
                 return;
@@ -126,8 +124,7 @@ void api_slices_apply(struct shoald *d, struct api_req *req)
     json_t *mine = json_array();
     size_t i;
     json_t *e;
-    json_array_foreach(view, i, e)
-    {
+    json_array_foreach (view, i, e) {
         if (strcmp(json_string_value(json_object_get(e, "node")), node) == 0)
             json_array_append(mine, e);
     }

@@ -575,9 +575,9 @@ void api_projects_update(struct shoald *d, struct api_req *req)
          (get_name(body, "team", true, &team, &err) < 0 ||
           tenancy_project_set_team(d->tenancy, shoald_batch(d), name, team,
                                    &err) < 0)) ||
-        (idle && tenancy_project_set_idle_policy(d->tenancy, shoald_batch(d),
-                                                 name, json_string_value(idle),
-                                                 &err) < 0)) {
+        (idle &&
+         tenancy_project_set_idle_policy(d->tenancy, shoald_batch(d), name,
+                                         json_string_value(idle), &err) < 0)) {
         api_reply_error(req, &err);
         return;
     }

@@ -41,7 +41,7 @@ struct cluster {
     bool wake_registered;  /* a commit_after for agent polls is queued */
     int64_t last_pass_ms;
     int64_t liveness_timer;
-    uint64_t *cpu_queue;   /* pending jobs without GPUs, in id order */
+    uint64_t *cpu_queue; /* pending jobs without GPUs, in id order */
     int ncpu;
     int cpu_cap;
 };
@@ -112,8 +112,8 @@ static void job_desc(const struct job *job, struct sched_job_desc *desc)
     desc->gpu_type = s->gpu_type;
     desc->slice = s->slice;
     desc->gpu_mem = s->gpu_mem;
-    desc->flexible = s->gpu_mem > 0 && !s->slice && s->gpus_per_node == 1 &&
-                     s->nodes == 1;
+    desc->flexible =
+        s->gpu_mem > 0 && !s->slice && s->gpus_per_node == 1 && s->nodes == 1;
     desc->submit_ms = job->queued_ms;
     desc->time_limit_ms = s->time_limit * 1000;
 }
@@ -161,8 +161,8 @@ static int placement_of(struct shoald *d, const struct job *job,
             continue;
         for (int g = 0; g < al->ngpus && n < max; g++) {
             int slice;
-            const struct gpu_info *gi = node_find_gpu(node, al->gpus[g],
-                                                      &slice);
+            const struct gpu_info *gi =
+                node_find_gpu(node, al->gpus[g], &slice);
             if (!gi)
                 continue;
             places[n].node = node->name;
@@ -223,8 +223,8 @@ static void sync_tenants(struct shoald *d)
     struct sh_error err;
     if (!d->tenancy)
         return;
-    for (const struct tenancy_team *t = tenancy_team_next(d->tenancy, NULL);
-         t; t = tenancy_team_next(d->tenancy, t)) {
+    for (const struct tenancy_team *t = tenancy_team_next(d->tenancy, NULL); t;
+         t = tenancy_team_next(d->tenancy, t)) {
         int n = quotas_to_units(t->quotas, t->nquotas, q);
         if (sched_team_set(c->sched, t->name, q, n, &err) < 0)
             sh_log(LOG_ERR, "cluster", "team %s: %s", t->name, err.msg);
@@ -340,8 +340,8 @@ int cluster_create(struct shoald *d, struct sh_error *err)
     }
     if (build(d, err) < 0)
         return -1;
-    d->cluster->liveness_timer = loop_add_timer(d->loop, LIVENESS_CHECK_MS,
-                                                liveness_check, d);
+    d->cluster->liveness_timer =
+        loop_add_timer(d->loop, LIVENESS_CHECK_MS, liveness_check, d);
     return 0;
 }
 
@@ -388,9 +388,8 @@ static bool slice_possible(struct shoald *d, const struct job_spec *spec)
             const struct gpu_info *gi = &n->gpus[g];
             if (spec->gpu_type && strcmp(spec->gpu_type, gi->model) != 0)
                 continue;
-            if (shared ||
-                (gi->mig_capable && preset_profile_find(gi->model,
-                                                        spec->slice)))
+            if (shared || (gi->mig_capable &&
+                           preset_profile_find(gi->model, spec->slice)))
                 return true;
         }
     }
@@ -513,9 +512,8 @@ static json_t *work_entry(struct shoald *d, const struct job *job, int part)
         run ? "run" : "stop", "node_rank", part, "nodes", nodes, "gpus", gpus,
         "master_addr",
         master && master->address ? master->address : "127.0.0.1",
-        "master_port", job->master_port, "start_ms",
-        (json_int_t)job->start_ms, "grace_s", d->cfg.kill_grace_s, "spec",
-        job_spec_to_json(&job->spec));
+        "master_port", job->master_port, "start_ms", (json_int_t)job->start_ms,
+        "grace_s", d->cfg.kill_grace_s, "spec", job_spec_to_json(&job->spec));
     if (e && !run)
         json_object_set_new(e, "stop_reason", json_string(stop_reason(job)));
     return e;
@@ -530,8 +528,7 @@ json_t *cluster_node_work(struct shoald *d, const struct node *n)
         if (!job)
             continue;
         for (int a = 0; a < job->nalloc; a++) {
-            if (strcmp(job->alloc[a].node, n->name) == 0 &&
-                !job->alloc[a].done)
+            if (strcmp(job->alloc[a].node, n->name) == 0 && !job->alloc[a].done)
                 json_array_append_new(jobs, work_entry(d, job, a));
         }
     }
@@ -579,8 +576,8 @@ static struct job_alloc *alloc_from_places(struct shoald *d,
     for (int i = 0; i < n; i++) {
         const struct node *node = nodetab_get(d->nodes, p[i].node);
         const struct gpu_info *g = &node->gpus[p[i].gpu];
-        const char *uuid = p[i].slice >= 0 ? g->slices[p[i].slice].uuid
-                                           : g->uuid;
+        const char *uuid =
+            p[i].slice >= 0 ? g->slices[p[i].slice].uuid : g->uuid;
         if (na == 0 || strcmp(alloc[na - 1].node, node->name) != 0) {
             alloc[na].node = strdup(node->name);
             alloc[na].gpus = calloc((size_t)n, sizeof(char *));
@@ -607,8 +604,8 @@ static void start_job(struct shoald *d, struct job *job,
     const struct node *first = nodetab_get(d->nodes, alloc[0].node);
     if (first && alloc[0].ngpus > 0) {
         int slice;
-        const struct gpu_info *gi = node_find_gpu(first, alloc[0].gpus[0],
-                                                  &slice);
+        const struct gpu_info *gi =
+            node_find_gpu(first, alloc[0].gpus[0], &slice);
         if (gi)
             job->gpu_model = strdup(gi->model);
     }
@@ -675,8 +672,7 @@ static void apply_preempts(struct shoald *d)
                    (unsigned long long)job->id, err.msg);
         else
             sh_log(LOG_NOTICE, "cluster", "preempting job=%llu for job=%llu",
-                   (unsigned long long)job->id,
-                   (unsigned long long)p->for_job);
+                   (unsigned long long)job->id, (unsigned long long)p->for_job);
     }
 }
 
@@ -779,8 +775,7 @@ static void job_released(struct shoald *d, struct job *job)
     shoald_schedule_soon(d);
 }
 
-void cluster_job_changed(struct shoald *d, struct job *job,
-                         enum job_state from)
+void cluster_job_changed(struct shoald *d, struct job *job, enum job_state from)
 {
     struct cluster *c = d->cluster;
     if (!c)
@@ -841,12 +836,11 @@ int cluster_part_done(struct shoald *d, struct job *job, const char *node,
             snprintf(why, sizeof(why), "its processes on %s were lost", node);
         } else if (exit_signal) {
             to = JOB_FAILED;
-            snprintf(why, sizeof(why), "killed by signal %d on %s",
-                     exit_signal, node);
+            snprintf(why, sizeof(why), "killed by signal %d on %s", exit_signal,
+                     node);
         } else if (exit_code != 0) {
             to = JOB_FAILED;
-            snprintf(why, sizeof(why), "exited with %d on %s", exit_code,
-                     node);
+            snprintf(why, sizeof(why), "exited with %d on %s", exit_code, node);
         } else if (!job_parts_active(job)) {
             to = JOB_COMPLETED;
         }
@@ -945,9 +939,10 @@ void cluster_job_reason(struct shoald *d, const struct job *job, char *buf,
     if (job->state != JOB_PENDING || !c)
         return;
     if (!uses_gpus(job)) {
-        snprintf(buf, size, "%s", nodetab_count(d->nodes) == 0
-                                      ? "resources: no node has joined yet"
-                                      : "resources: waiting for an up node");
+        snprintf(buf, size, "%s",
+                 nodetab_count(d->nodes) == 0
+                     ? "resources: no node has joined yet"
+                     : "resources: waiting for an up node");
         return;
     }
     if (nodetab_count(d->nodes) == 0) {

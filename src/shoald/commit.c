@@ -115,8 +115,8 @@ int commit_flush(struct commit *c, struct sh_error *err)
         return 0;
     }
     c->stats.failures++;
-    sh_log(LOG_ERR, "commit", "commit of %d changes failed: %s; reloading",
-           ops, err ? err->msg : "?");
+    sh_log(LOG_ERR, "commit", "commit of %d changes failed: %s; reloading", ops,
+           err ? err->msg : "?");
     store_batch_reset(c->batch);
     struct sh_error rerr;
     if (c->reload(c->d, &rerr) < 0)

@@ -23,8 +23,7 @@ static int load_job(const struct store_job_row *row, const json_t *rec,
     struct jobtab *t = arg;
     struct job *job = job_from_record(rec, err);
     if (!job)
-        return sh_error_prefix(err, "job %llu: ",
-                               (unsigned long long)row->id);
+        return sh_error_prefix(err, "job %llu: ", (unsigned long long)row->id);
     if (jobtab_add(t, job) < 0) {
         job_destroy(job);
         return sh_errorf(err, SH_EINTERNAL, "out of memory");
@@ -99,8 +98,8 @@ static int resolve_owner(struct shoald *d, const struct api_caller *caller,
     }
     if (!spec->project) {
         const struct auth_user *u = auth_user_get(d->auth, spec->user);
-        const char *p = (u && u->default_project) ? u->default_project
-                                                  : DEFAULT_PROJECT;
+        const char *p =
+            (u && u->default_project) ? u->default_project : DEFAULT_PROJECT;
         spec->project = strdup(p);
         if (!spec->project)
             return sh_errorf(err, SH_EINTERNAL, "out of memory");

@@ -30,8 +30,7 @@ void jobtab_destroy(struct jobtab *t)
     if (!t)
         return;
     struct job_entry *e, *tmp;
-    HASH_ITER(hh, t->by_id, e, tmp)
-    {
+    HASH_ITER (hh, t->by_id, e, tmp) {
         HASH_DEL(t->by_id, e);
         job_destroy(e->job);
         free(e);
@@ -120,8 +119,7 @@ int jobtab_evict_finished(struct jobtab *t, int64_t cutoff_ms)
 {
     int n = 0;
     struct job_entry *e, *tmp;
-    HASH_ITER(hh, t->by_id, e, tmp)
-    {
+    HASH_ITER (hh, t->by_id, e, tmp) {
         const struct job *j = e->job;
         if (job_state_is_terminal(j->state) && !j->releasing &&
             j->end_ms < cutoff_ms &&

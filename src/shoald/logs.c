@@ -193,10 +193,10 @@ static json_t *read_answer(struct logs *l, const struct job *job,
     char *text = utf8_sanitize(buf ? buf : "", keep);
     free(buf);
     bool finished = job_state_is_terminal(job->state) && !job->releasing;
-    json_t *o = json_pack("{s:s, s:I, s:b, s:b}", "data", text ? text : "",
-                          "offset", (json_int_t)(offset + keep), "more",
-                          offset + keep < size, "eof",
-                          finished && offset + keep >= size);
+    json_t *o =
+        json_pack("{s:s, s:I, s:b, s:b}", "data", text ? text : "", "offset",
+                  (json_int_t)(offset + keep), "more", offset + keep < size,
+                  "eof", finished && offset + keep >= size);
     free(text);
     return o;
 }
@@ -246,8 +246,8 @@ void logs_serve(struct logs *l, const struct job *job, struct api_req *req)
     const char *stream = api_query(req, "stream");
     if (!stream)
         stream = "all";
-    if ((s_off && parse_int64("offset", s_off, 0, INT64_MAX, &offset, &err) <
-                      0) ||
+    if ((s_off &&
+         parse_int64("offset", s_off, 0, INT64_MAX, &offset, &err) < 0) ||
         (s_wait &&
          parse_int64("wait", s_wait, 0, LOGS_WAIT_MAX_S, &wait, &err) < 0)) {
         api_reply_error(req, &err);
@@ -258,8 +258,7 @@ void logs_serve(struct logs *l, const struct job *job, struct api_req *req)
         return;
     }
     json_t *ans = read_answer(l, job, stream, (uint64_t)offset);
-    bool nothing = json_integer_value(json_object_get(ans, "offset")) ==
-                   offset;
+    bool nothing = json_integer_value(json_object_get(ans, "offset")) == offset;
     bool eof = json_is_true(json_object_get(ans, "eof"));
     if (wait == 0 || !nothing || eof) {
         api_reply_json(req, 200, ans);

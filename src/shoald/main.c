@@ -221,8 +221,8 @@ static int lock_state(const char *dir, struct sh_error *err)
                          strerror(errno));
     if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
         close(fd);
-        return sh_errorf(err, SH_ECONFLICT,
-                         "another shoald is running on %s", dir);
+        return sh_errorf(err, SH_ECONFLICT, "another shoald is running on %s",
+                         dir);
     }
     return fd; /* kept open until exit */
 }

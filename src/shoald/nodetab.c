@@ -27,8 +27,7 @@ void nodetab_destroy(struct nodetab *t)
     if (!t)
         return;
     struct node_entry *e, *tmp;
-    HASH_ITER(hh, t->by_name, e, tmp)
-    {
+    HASH_ITER (hh, t->by_name, e, tmp) {
         HASH_DEL(t->by_name, e);
         node_destroy(e->node);
         free(e->rt.jobs);

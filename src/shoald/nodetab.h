@@ -20,8 +20,8 @@ struct node_rt {
     uint64_t *jobs;       /* jobs with a part on this node not yet done */
     int njobs;
     int jobs_cap;
-    int stale;            /* runs the agent reported that we do not want */
-    bool wake;            /* answer the held poll after the next commit */
+    int stale;              /* runs the agent reported that we do not want */
+    bool wake;              /* answer the held poll after the next commit */
     int64_t last_sample_ms; /* when the last GPU samples arrived */
 };
 

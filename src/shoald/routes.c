@@ -60,7 +60,6 @@ const struct api_route api_routes[] = {
      API_ACCESS_USER},
     {"GET", "/v1/users/{}/limits", api_users_limits_show, API_ACCESS_USER},
     {"PUT", "/v1/users/{}/limits", api_users_limits_put, API_ACCESS_ADMIN},
-    {"PATCH", "/v1/users/{}/limits", api_users_limits_patch,
-     API_ACCESS_ADMIN},
+    {"PATCH", "/v1/users/{}/limits", api_users_limits_patch, API_ACCESS_ADMIN},
     {NULL, NULL, NULL, API_ACCESS_PUBLIC},
 };

@@ -33,21 +33,21 @@ struct logs;
 struct slices;
 
 struct shoald_config {
-    const char *state_dir;     /* holds the database, tokens and the URL */
-    const char *store_url;     /* NULL = sqlite:<state_dir>/shoal.db */
-    const char *listen_addr;   /* "127.0.0.1" */
-    int port;                  /* 0 = any free port */
-    const char *admin_user;    /* first cluster admin, created at init */
-    const char *tls_cert;      /* PEM files; both NULL = plain HTTP */
+    const char *state_dir;   /* holds the database, tokens and the URL */
+    const char *store_url;   /* NULL = sqlite:<state_dir>/shoal.db */
+    const char *listen_addr; /* "127.0.0.1" */
+    int port;                /* 0 = any free port */
+    const char *admin_user;  /* first cluster admin, created at init */
+    const char *tls_cert;    /* PEM files; both NULL = plain HTTP */
     const char *tls_key;
-    size_t max_body;           /* bytes of one request body */
-    int heartbeat_timeout_s;   /* a node without heartbeats is down after */
-    int64_t keep_finished_ms;  /* finished jobs stay in memory this long */
-    int kill_grace_s;          /* SIGTERM to SIGKILL on cancel/timeout */
-    int idle_threshold_pct;    /* a job's GPUs all under this are idle... */
-    int64_t idle_after_ms;     /* ...when it lasts this long */
-    int idle_policy;           /* enum acct_idle_policy: the default */
-    bool reslice_on_demand;    /* re-slice idle GPUs for waiting jobs */
+    size_t max_body;          /* bytes of one request body */
+    int heartbeat_timeout_s;  /* a node without heartbeats is down after */
+    int64_t keep_finished_ms; /* finished jobs stay in memory this long */
+    int kill_grace_s;         /* SIGTERM to SIGKILL on cancel/timeout */
+    int idle_threshold_pct;   /* a job's GPUs all under this are idle... */
+    int64_t idle_after_ms;    /* ...when it lasts this long */
+    int idle_policy;          /* enum acct_idle_policy: the default */
+    bool reslice_on_demand;   /* re-slice idle GPUs for waiting jobs */
 };
 
 struct shoald {
@@ -57,13 +57,13 @@ struct shoald {
     struct commit *commit;
     struct api *api;
     struct auth *auth;
-    struct tenancy *tenancy;   /* teams, projects, members, quotas */
+    struct tenancy *tenancy; /* teams, projects, members, quotas */
     struct jobtab *jobs;
     struct nodetab *nodes;
     struct cluster *cluster;
     struct logs *logs;
     struct slices *slices;
-    char url[300];             /* the URL clients use */
+    char url[300]; /* the URL clients use */
     bool stopping;
 };
 

@@ -54,8 +54,7 @@ struct slices *slices_create(struct sh_error *err)
 static void clear(struct slices *s)
 {
     struct plan *p, *tmp;
-    HASH_ITER(hh, s->plans, p, tmp)
-    {
+    HASH_ITER (hh, s->plans, p, tmp) {
         HASH_DEL(s->plans, p);
         free(p);
     }
@@ -82,10 +81,9 @@ static void plan_save(struct shoald *d, const struct plan *p)
 {
     json_t *rec = json_pack("{s:s, s:i, s:s, s:s, s:s, s:I, s:I}", "node",
                             p->node, "gpu", p->gpu, "preset", p->preset,
-                            "state", state_names[p->state], "reason",
-                            p->reason, "requested_ms",
-                            (json_int_t)p->requested_ms, "changed_ms",
-                            (json_int_t)p->changed_ms);
+                            "state", state_names[p->state], "reason", p->reason,
+                            "requested_ms", (json_int_t)p->requested_ms,
+                            "changed_ms", (json_int_t)p->changed_ms);
     if (!rec || store_batch_put(shoald_batch(d), "slice", p->key, rec) < 0)
         sh_log(LOG_ERR, "slices", "cannot record the plan of %s", p->key);
     json_decref(rec);
@@ -155,8 +153,8 @@ static int gpu_jobs(const struct shoald *d, const struct node *n, int gpu)
                 continue;
             for (int g = 0; g < al->ngpus; g++) {
                 int slice;
-                const struct gpu_info *gi = node_find_gpu(n, al->gpus[g],
-                                                          &slice);
+                const struct gpu_info *gi =
+                    node_find_gpu(n, al->gpus[g], &slice);
                 if (gi && gi - n->gpus == gpu) {
                     count++;
                     break;
@@ -252,9 +250,9 @@ json_t *slices_node_work(struct shoald *d, const struct node *n)
             continue;
         if (p->state == PLAN_WAITING)
             plan_set(d, p, PLAN_APPLYING, NULL);
-        json_array_append_new(arr, json_pack("{s:i, s:s, s:s}", "gpu", g,
-                                             "uuid", n->gpus[g].uuid,
-                                             "preset", p->preset));
+        json_array_append_new(arr,
+                              json_pack("{s:i, s:s, s:s}", "gpu", g, "uuid",
+                                        n->gpus[g].uuid, "preset", p->preset));
     }
     return arr;
 }
@@ -266,8 +264,9 @@ void slices_node_reported(struct shoald *d, const struct node *n)
         if (p && (p->state == PLAN_WAITING || p->state == PLAN_APPLYING) &&
             strcmp(n->gpus[g].preset, p->preset) == 0) {
             plan_set(d, p, PLAN_APPLIED, NULL);
-            sh_log(LOG_NOTICE, "slices", "node=%s gpu=%d now has %s with %d "
-                                         "slice(s)",
+            sh_log(LOG_NOTICE, "slices",
+                   "node=%s gpu=%d now has %s with %d "
+                   "slice(s)",
                    n->name, g, p->preset, n->gpus[g].nslices);
         }
     }
@@ -296,9 +295,9 @@ static json_t *plan_view(const struct shoald *d, const struct node *n, int g)
         return json_null();
     char req[32];
     clock_format_iso(p->requested_ms, req, sizeof(req));
-    json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "preset", p->preset, "state",
-                          state_names[p->state], "reason", p->reason,
-                          "requested", req);
+    json_t *o =
+        json_pack("{s:s, s:s, s:s, s:s}", "preset", p->preset, "state",
+                  state_names[p->state], "reason", p->reason, "requested", req);
     int jobs = gpu_jobs(d, n, g);
     if (o && p->state == PLAN_WAITING && jobs > 0) {
         char w[96];
@@ -319,15 +318,14 @@ json_t *slices_view(struct shoald *d)
             json_t *sl = json_array();
             for (int s = 0; s < gi->nslices; s++)
                 json_array_append_new(
-                    sl, json_pack("{s:s, s:s, s:s, s:I, s:[i, i]}", "kind",
-                                  gi->slices[s].kind == GPU_SLICE_MIG
-                                      ? "mig"
-                                      : "shared",
-                                  "profile", gi->slices[s].profile, "uuid",
-                                  gi->slices[s].uuid, "memory",
-                                  (json_int_t)gi->slices[s].mem_bytes,
-                                  "share", gi->slices[s].share_num,
-                                  gi->slices[s].share_den));
+                    sl,
+                    json_pack(
+                        "{s:s, s:s, s:s, s:I, s:[i, i]}", "kind",
+                        gi->slices[s].kind == GPU_SLICE_MIG ? "mig" : "shared",
+                        "profile", gi->slices[s].profile, "uuid",
+                        gi->slices[s].uuid, "memory",
+                        (json_int_t)gi->slices[s].mem_bytes, "share",
+                        gi->slices[s].share_num, gi->slices[s].share_den));
             /* "o" steals sl and the plan */
             json_array_append_new(
                 arr, json_pack("{s:s, s:i, s:s, s:s, s:b, s:s, s:o, s:i, "

@@ -84,8 +84,8 @@ int state_reload(struct shoald *d, struct sh_error *err)
     return 0;
 }
 
-int state_write_file(const struct shoald *d, const char *name,
-                     const char *text, int mode, struct sh_error *err)
+int state_write_file(const struct shoald *d, const char *name, const char *text,
+                     int mode, struct sh_error *err)
 {
     char path[4096], tmp[4200];
     snprintf(path, sizeof(path), "%s/%s", d->cfg.state_dir, name);

@@ -35,7 +35,7 @@ struct project_entry {
     struct tenancy_project pub; /* first */
     char name[NAME_SIZE];
     char team[NAME_SIZE];
-    char idle_policy[16];       /* "" = the controller's default */
+    char idle_policy[16]; /* "" = the controller's default */
     struct qlist q;
     struct member_entry *members;
     UT_hash_handle hh;
@@ -1005,9 +1005,8 @@ int tenancy_project_set_quotas(struct tenancy *t, struct store_batch *batch,
 }
 
 int tenancy_project_set_idle_policy(struct tenancy *t,
-                                    struct store_batch *batch,
-                                    const char *name, const char *policy,
-                                    struct sh_error *err)
+                                    struct store_batch *batch, const char *name,
+                                    const char *policy, struct sh_error *err)
 {
     static const char *const names[] = {"none", "warn", "cancel", "preempt",
                                         NULL};

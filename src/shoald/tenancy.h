@@ -216,9 +216,8 @@ int tenancy_project_set_quotas(struct tenancy *t, struct store_batch *batch,
 /* The idle-GPU policy of a project ("none", "warn", "cancel", "preempt";
  * NULL = the controller's default). SH_EINVAL for another name. */
 int tenancy_project_set_idle_policy(struct tenancy *t,
-                                    struct store_batch *batch,
-                                    const char *name, const char *policy,
-                                    struct sh_error *err);
+                                    struct store_batch *batch, const char *name,
+                                    const char *policy, struct sh_error *err);
 
 /* A project's idle policy, or NULL (default, or no such project). */
 const char *tenancy_idle_policy(const struct tenancy *t, const char *project);

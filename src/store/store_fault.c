@@ -12,7 +12,7 @@
 struct store_fault {
     struct store base; /* must be first */
     struct store *inner;
-    int64_t fail_at;   /* 1-based commit number from which commits fail */
+    int64_t fail_at; /* 1-based commit number from which commits fail */
     int64_t commits;
 };
 
@@ -35,8 +35,8 @@ static int fault_commit(struct store *st, const struct store_batch *b,
     return f->inner->ops->commit(f->inner, b, err);
 }
 
-#define PASS(name, ...)                                                    \
-    struct store_fault *f = (struct store_fault *)st;                     \
+#define PASS(name, ...)                                                        \
+    struct store_fault *f = (struct store_fault *)st;                          \
     return f->inner->ops->name(f->inner, __VA_ARGS__)
 
 static int fault_load_jobs(struct store *st, int64_t since_ms, store_job_f cb,

@@ -126,8 +126,8 @@ static int sqlite_commit(struct store *st, const struct store_batch *b,
     return 0;
 }
 
-static int prepare(struct store_sqlite *s, const char *sql,
-                   sqlite3_stmt **out, struct sh_error *err)
+static int prepare(struct store_sqlite *s, const char *sql, sqlite3_stmt **out,
+                   struct sh_error *err)
 {
     if (sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT, out,
                            NULL) != SQLITE_OK)
@@ -153,8 +153,8 @@ static int job_query(struct store_sqlite *s, sqlite3_stmt *q, store_job_f cb,
             .gpu_seconds = sqlite3_column_double(q, 7),
         };
         json_error_t jerr;
-        json_t *rec = json_loads((const char *)sqlite3_column_text(q, 8), 0,
-                                 &jerr);
+        json_t *rec =
+            json_loads((const char *)sqlite3_column_text(q, 8), 0, &jerr);
         if (!rec) {
             sqlite3_finalize(q);
             return sh_errorf(err, SH_EINTERNAL,
@@ -180,8 +180,8 @@ static int job_query(struct store_sqlite *s, sqlite3_stmt *q, store_job_f cb,
     return 0;
 }
 
-#define JOB_COLUMNS                                                        \
-    "SELECT id, state, user, project, submit_ms, start_ms, end_ms, "       \
+#define JOB_COLUMNS                                                            \
+    "SELECT id, state, user, project, submit_ms, start_ms, end_ms, "           \
     "gpu_seconds, record FROM jobs "
 
 static int sqlite_load_jobs(struct store *st, int64_t since_ms, store_job_f cb,
@@ -212,9 +212,8 @@ static int sqlite_get_job(struct store *st, uint64_t id, store_job_f cb,
     return 0;
 }
 
-static int sqlite_scan_jobs(struct store *st, int64_t from_ms,
-                            int64_t until_ms, store_job_f cb, void *arg,
-                            struct sh_error *err)
+static int sqlite_scan_jobs(struct store *st, int64_t from_ms, int64_t until_ms,
+                            store_job_f cb, void *arg, struct sh_error *err)
 {
     struct store_sqlite *s = (struct store_sqlite *)st;
     sqlite3_stmt *q;
@@ -235,7 +234,8 @@ static int sqlite_load_objects(struct store *st, const char *kind,
 {
     struct store_sqlite *s = (struct store_sqlite *)st;
     sqlite3_stmt *q;
-    if (prepare(s, "SELECT key, record FROM objects WHERE kind = ? ORDER BY key",
+    if (prepare(s,
+                "SELECT key, record FROM objects WHERE kind = ? ORDER BY key",
                 &q, err) < 0)
         return -1;
     sqlite3_bind_text(q, 1, kind, -1, SQLITE_STATIC);
@@ -243,8 +243,8 @@ static int sqlite_load_objects(struct store *st, const char *kind,
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
         const char *key = (const char *)sqlite3_column_text(q, 0);
         json_error_t jerr;
-        json_t *rec = json_loads((const char *)sqlite3_column_text(q, 1), 0,
-                                 &jerr);
+        json_t *rec =
+            json_loads((const char *)sqlite3_column_text(q, 1), 0, &jerr);
         if (!rec) {
             sh_errorf(err, SH_EINTERNAL, "store: %s %.64s has a bad record: %s",
                       kind, key, jerr.text);

@@ -105,8 +105,8 @@ int client_config_load(struct client_config *cfg, struct sh_error *err)
     const char *env_token = getenv("SHOAL_TOKEN");
     const char *env_ca = getenv("SHOAL_CA");
     if (env_url && *env_url) {
-        if (copy_value(cfg->url, sizeof(cfg->url), env_url, "SHOAL_URL",
-                       err) < 0)
+        if (copy_value(cfg->url, sizeof(cfg->url), env_url, "SHOAL_URL", err) <
+            0)
             return -1;
         snprintf(cfg->source, sizeof(cfg->source), "SHOAL_URL");
     }
@@ -119,11 +119,12 @@ int client_config_load(struct client_config *cfg, struct sh_error *err)
                    err) < 0)
         return -1;
     if (!cfg->url[0])
-        return sh_errorf(err, SH_EUNAVAILABLE,
-                         "no cluster configured: set SHOAL_URL and SHOAL_TOKEN, "
-                         "or start a local cluster with `shoal up` (it writes "
-                         "%s)",
-                         path);
+        return sh_errorf(
+            err, SH_EUNAVAILABLE,
+            "no cluster configured: set SHOAL_URL and SHOAL_TOKEN, "
+            "or start a local cluster with `shoal up` (it writes "
+            "%s)",
+            path);
     return 0;
 }
 

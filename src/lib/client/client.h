@@ -25,8 +25,8 @@ struct client;
 struct client_config {
     char url[512];
     char token[256];
-    char ca_file[512];  /* CA bundle for https with a private CA; "" = system */
-    char source[600];   /* where url came from, for messages */
+    char ca_file[512]; /* CA bundle for https with a private CA; "" = system */
+    char source[600];  /* where url came from, for messages */
 };
 
 /* Find the controller's URL and token: SHOAL_URL / SHOAL_TOKEN in the

@@ -13,16 +13,16 @@ struct http_conn;
 
 struct http_request {
     const char *method;
-    const char *path;   /* starts with '/'; may hold a query string */
-    const char *auth;   /* the Authorization header value, or NULL */
-    const char *body;   /* JSON, or NULL */
+    const char *path; /* starts with '/'; may hold a query string */
+    const char *auth; /* the Authorization header value, or NULL */
+    const char *body; /* JSON, or NULL */
     size_t body_len;
-    int timeout_ms;     /* 0 = none */
+    int timeout_ms; /* 0 = none */
 };
 
 struct http_response {
     int status;
-    char *body;         /* NUL-terminated; caller frees */
+    char *body; /* NUL-terminated; caller frees */
     size_t body_len;
 };
 

@@ -41,12 +41,11 @@ static int load_curl(struct http_curl *c, struct sh_error *err)
         return sh_errorf(err, SH_EUNAVAILABLE,
                          "https needs libcurl (Debian: libcurl4): %s",
                          dlerror());
-#define LOAD(field, name)                                                  \
-    do {                                                                   \
-        *(void **)&c->f.field = dlsym(c->lib, name);                       \
-        if (!c->f.field)                                                   \
-            return sh_errorf(err, SH_EUNAVAILABLE,                         \
-                             "libcurl lacks %s", name);                    \
+#define LOAD(field, name)                                                      \
+    do {                                                                       \
+        *(void **)&c->f.field = dlsym(c->lib, name);                           \
+        if (!c->f.field)                                                       \
+            return sh_errorf(err, SH_EUNAVAILABLE, "libcurl lacks %s", name);  \
     } while (0)
     LOAD(global_init, "curl_global_init");
     LOAD(easy_init, "curl_easy_init");

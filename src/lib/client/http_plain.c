@@ -30,10 +30,10 @@ struct http_plain {
     struct http_conn base; /* must be first */
     char host[256];
     char port[8];
-    char prefix[256];      /* path prefix from the URL, without trailing / */
+    char prefix[256]; /* path prefix from the URL, without trailing / */
     char url[512];
     int fd;
-    char rbuf[16384];      /* bytes read but not yet consumed */
+    char rbuf[16384]; /* bytes read but not yet consumed */
     size_t rlen;
 };
 
@@ -92,14 +92,12 @@ static int plain_connect(struct http_plain *p, int64_t deadline,
     struct addrinfo *res = NULL;
     int rc = getaddrinfo(p->host, p->port, &hints, &res);
     if (rc != 0)
-        return sh_errorf(err, SH_EUNAVAILABLE,
-                         "cannot reach shoald at %s: %s", p->url,
-                         gai_strerror(rc));
+        return sh_errorf(err, SH_EUNAVAILABLE, "cannot reach shoald at %s: %s",
+                         p->url, gai_strerror(rc));
     int e = ECONNREFUSED;
     for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
-        int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC |
-                                           SOCK_NONBLOCK,
-                        0);
+        int fd = socket(ai->ai_family,
+                        ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (fd < 0) {
             e = errno;
             continue;
@@ -154,8 +152,8 @@ static ssize_t fill(struct http_plain *p, int64_t deadline)
         return -1;
     }
     for (;;) {
-        ssize_t n = recv(p->fd, p->rbuf + p->rlen, sizeof(p->rbuf) - p->rlen,
-                         0);
+        ssize_t n =
+            recv(p->fd, p->rbuf + p->rlen, sizeof(p->rbuf) - p->rlen, 0);
         if (n >= 0) {
             p->rlen += (size_t)n;
             return n;
@@ -435,7 +433,8 @@ struct http_conn *http_plain_create(const char *url, struct sh_error *err)
         *colon = '\0';
         port = colon + 1;
     }
-    if (!*hp || strlen(hp) >= sizeof(p->host) || strlen(port) >= sizeof(p->port))
+    if (!*hp || strlen(hp) >= sizeof(p->host) ||
+        strlen(port) >= sizeof(p->port))
         goto bad;
     for (const char *q = port; *q; q++) {
         if (!isdigit((unsigned char)*q))
@@ -452,7 +451,7 @@ struct http_conn *http_plain_create(const char *url, struct sh_error *err)
     return &p->base;
 bad:
     free(p);
-    sh_errorf(err, SH_EINVAL, "'%s' is not a valid URL (expected http://HOST:PORT)",
-              url);
+    sh_errorf(err, SH_EINVAL,
+              "'%s' is not a valid URL (expected http://HOST:PORT)", url);
     return NULL;
 }

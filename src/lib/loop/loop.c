@@ -64,8 +64,7 @@ void loop_destroy(struct loop *loop)
         return;
     int saved = errno;
     struct loop_fd *f, *tmp;
-    HASH_ITER(hh, loop->fds, f, tmp)
-    {
+    HASH_ITER (hh, loop->fds, f, tmp) {
         HASH_DEL(loop->fds, f);
         free(f);
     }

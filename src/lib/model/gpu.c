@@ -8,9 +8,9 @@
 
 /* Marketed memory sizes in GB; the reported total is a little less than the
  * marketed size (reserved memory), so round up to the nearest of these. */
-static const int marketed_gb[] = {4,  6,  8,  10, 11, 12,  16,  20,  24,
-                                  32, 40, 48, 64, 80, 94,  96,  120, 141,
-                                  144, 180, 192, 256, 288};
+static const int marketed_gb[] = {4,   6,   8,   10,  11,  12,  16, 20,
+                                  24,  32,  40,  48,  64,  80,  94, 96,
+                                  120, 141, 144, 180, 192, 256, 288};
 
 static int round_marketed(uint64_t bytes)
 {

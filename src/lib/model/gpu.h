@@ -13,8 +13,8 @@
 
 #include "lib/util/error.h"
 
-#define GPU_UUID_MAX 96     /* NVML's UUID buffer size, with the NUL */
-#define GPU_NAME_MAX 96     /* NVML's device name buffer size */
+#define GPU_UUID_MAX 96 /* NVML's UUID buffer size, with the NUL */
+#define GPU_NAME_MAX 96 /* NVML's device name buffer size */
 #define GPU_MODEL_MAX 64
 #define GPU_PROFILE_MAX 32
 #define GPU_SLICES_MAX 16
@@ -33,8 +33,8 @@ enum gpu_link {
 };
 
 enum gpu_slice_kind {
-    GPU_SLICE_MIG = 0,   /* a MIG GPU instance with one compute instance */
-    GPU_SLICE_SHARED,    /* a time-slice of the whole GPU */
+    GPU_SLICE_MIG = 0, /* a MIG GPU instance with one compute instance */
+    GPU_SLICE_SHARED,  /* a time-slice of the whole GPU */
 };
 
 struct gpu_slice {
@@ -49,18 +49,18 @@ struct gpu_slice {
 };
 
 struct gpu_info {
-    int index;                     /* NVML index on the node */
-    char uuid[GPU_UUID_MAX];       /* "GPU-..." */
-    char name[GPU_NAME_MAX];       /* vendor name, "NVIDIA H100 80GB HBM3" */
-    char model[GPU_MODEL_MAX];     /* short model, "H100-80GB" */
+    int index;                 /* NVML index on the node */
+    char uuid[GPU_UUID_MAX];   /* "GPU-..." */
+    char name[GPU_NAME_MAX];   /* vendor name, "NVIDIA H100 80GB HBM3" */
+    char model[GPU_MODEL_MAX]; /* short model, "H100-80GB" */
     char pci_bus_id[32];
-    uint64_t mem_total;            /* bytes */
-    uint64_t mem_used;             /* bytes, last sample */
-    int util_pct;                  /* 0..100, last sample; -1 unknown */
+    uint64_t mem_total; /* bytes */
+    uint64_t mem_used;  /* bytes, last sample */
+    int util_pct;       /* 0..100, last sample; -1 unknown */
     bool mig_capable;
-    bool mig_enabled;              /* current MIG mode */
-    int nvlink_group;              /* GPUs joined by NVLink share a group; -1 */
-    char preset[48];               /* the slicing preset Shoal applied; "" */
+    bool mig_enabled; /* current MIG mode */
+    int nvlink_group; /* GPUs joined by NVLink share a group; -1 */
+    char preset[48];  /* the slicing preset Shoal applied; "" */
     int nslices;
     struct gpu_slice slices[GPU_SLICES_MAX];
 };

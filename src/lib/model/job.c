@@ -141,7 +141,8 @@ static int validate_shape(const struct job_spec *s, struct sh_error *err)
     if (s->time_limit < 0)
         return sh_errorf(err, SH_EINVAL, "time_limit must not be negative");
     if ((unsigned)s->priority >= JOB_PRIO_COUNT)
-        return sh_errorf(err, SH_EINVAL, "priority must be high, normal or low");
+        return sh_errorf(err, SH_EINVAL,
+                         "priority must be high, normal or low");
     if (s->slice) {
         if (!*s->slice || strlen(s->slice) > JOB_SLICE_MAX ||
             !job_ident_valid(s->slice))
@@ -157,10 +158,11 @@ static int validate_shape(const struct job_spec *s, struct sh_error *err)
     if (s->gpu_mem && s->gpus_per_node == 0)
         return sh_errorf(err, SH_EINVAL, "gpu_mem needs gpus >= 1");
     if (s->gpu_type && !job_ident_valid(s->gpu_type))
-        return sh_errorf(err, SH_EINVAL,
-                         "gpu_type must be 1..%d characters of letters, digits, "
-                         "'.', '_' or '-'",
-                         JOB_IDENT_MAX);
+        return sh_errorf(
+            err, SH_EINVAL,
+            "gpu_type must be 1..%d characters of letters, digits, "
+            "'.', '_' or '-'",
+            JOB_IDENT_MAX);
     if (s->gpu_type && s->gpus_per_node == 0)
         return sh_errorf(err, SH_EINVAL, "gpu_type needs gpus >= 1");
     return 0;
@@ -186,9 +188,10 @@ static int validate_command(const struct job_spec *s, struct sh_error *err)
     for (int i = 0; i < s->argc; i++) {
         size_t n = strlen(s->argv[i]);
         if (n > JOB_ARG_MAX)
-            return sh_errorf(err, SH_ETOOLARGE,
-                             "command argument %d is %zu bytes, the limit is %d",
-                             i, n, JOB_ARG_MAX);
+            return sh_errorf(
+                err, SH_ETOOLARGE,
+                "command argument %d is %zu bytes, the limit is %d", i, n,
+                JOB_ARG_MAX);
         total += n;
     }
     if (total > JOB_ARGV_TOTAL_MAX)
@@ -196,14 +199,16 @@ static int validate_command(const struct job_spec *s, struct sh_error *err)
                          "command is %zu bytes, the limit is %d", total,
                          JOB_ARGV_TOTAL_MAX);
     if (s->nenv > JOB_ENV_MAX)
-        return sh_errorf(err, SH_ETOOLARGE, "env has %d entries, the limit is %d",
-                         s->nenv, JOB_ENV_MAX);
+        return sh_errorf(err, SH_ETOOLARGE,
+                         "env has %d entries, the limit is %d", s->nenv,
+                         JOB_ENV_MAX);
     for (int i = 0; i < s->nenv; i++) {
         if (!env_key_valid(s->env[i].key))
-            return sh_errorf(err, SH_EINVAL,
-                             "env name '%.64s' is not valid (letters, digits and "
-                             "'_', not starting with a digit)",
-                             s->env[i].key ? s->env[i].key : "");
+            return sh_errorf(
+                err, SH_EINVAL,
+                "env name '%.64s' is not valid (letters, digits and "
+                "'_', not starting with a digit)",
+                s->env[i].key ? s->env[i].key : "");
         if (strlen(s->env[i].value) > JOB_ENV_VALUE_MAX)
             return sh_errorf(err, SH_ETOOLARGE,
                              "env %s is longer than %d bytes", s->env[i].key,
@@ -233,8 +238,7 @@ static int validate_paths(const struct job_spec *s, struct sh_error *err)
     for (int i = 0; i < s->nvolumes; i++) {
         const struct job_volume *v = &s->volumes[i];
         if (!job_ident_valid(v->name))
-            return sh_errorf(err, SH_EINVAL,
-                             "volume name '%.64s' is not valid",
+            return sh_errorf(err, SH_EINVAL, "volume name '%.64s' is not valid",
                              v->name ? v->name : "");
         if (!v->path || v->path[0] != '/' || strlen(v->path) > JOB_PATH_MAX ||
             !printable(v->path) || strstr(v->path, ".."))
@@ -386,9 +390,8 @@ static bool transition_legal(enum job_state from, enum job_state to)
     case JOB_PENDING:
         return to == JOB_RUNNING || to == JOB_CANCELLED;
     case JOB_RUNNING:
-        return to == JOB_COMPLETED || to == JOB_FAILED ||
-               to == JOB_CANCELLED || to == JOB_TIMEOUT ||
-               to == JOB_NODE_FAIL || to == JOB_PREEMPTED;
+        return to == JOB_COMPLETED || to == JOB_FAILED || to == JOB_CANCELLED ||
+               to == JOB_TIMEOUT || to == JOB_NODE_FAIL || to == JOB_PREEMPTED;
     case JOB_PREEMPTED:
     case JOB_NODE_FAIL:
         return to == JOB_PENDING; /* requeue; checked against spec below */
@@ -401,7 +404,8 @@ int job_transition_check(const struct job *job, enum job_state to,
                          struct sh_error *err)
 {
     if (!transition_legal(job->state, to))
-        return sh_errorf(err, SH_ECONFLICT, "job %llu is %s and cannot become %s",
+        return sh_errorf(err, SH_ECONFLICT,
+                         "job %llu is %s and cannot become %s",
                          (unsigned long long)job->id,
                          job_state_name(job->state), job_state_name(to));
     if (to == JOB_PENDING && !job->spec.requeue)

@@ -12,16 +12,16 @@
  *        │  │ requeue (spec.requeue only)       ├──▶ COMPLETED   exit code 0
  *        │  └──────────── PREEMPTED ◀───────────┤
  *        │  └──────────── NODE_FAIL ◀───────────┤
- *        │                                      ├──▶ FAILED      exit != 0 / signal
- *        │                                      ├──▶ TIMEOUT     time limit reached
- *        └──────────────▶ CANCELLED ◀───────────┘
+ *        │                                      ├──▶ FAILED      exit != 0 /
+ * signal │                                      ├──▶ TIMEOUT     time limit
+ * reached └──────────────▶ CANCELLED ◀───────────┘
  *
  * Invariants (checked by job_check_invariants):
- *   PENDING    no placement, start_ms == 0 (or from a previous run: requeues > 0)
- *   RUNNING    placement of spec.nodes nodes, start_ms >= submit_ms, end_ms == 0
- *   terminal   end_ms >= start_ms; COMPLETED/FAILED carry an exit status.
- * A job in a terminal state may still hold its GPUs (job.releasing) until
- * the agent confirms its processes are gone; the scheduler counts them busy.
+ *   PENDING    no placement, start_ms == 0 (or from a previous run: requeues >
+ * 0) RUNNING    placement of spec.nodes nodes, start_ms >= submit_ms, end_ms ==
+ * 0 terminal   end_ms >= start_ms; COMPLETED/FAILED carry an exit status. A job
+ * in a terminal state may still hold its GPUs (job.releasing) until the agent
+ * confirms its processes are gone; the scheduler counts them busy.
  */
 #ifndef SHOAL_MODEL_JOB_H
 #define SHOAL_MODEL_JOB_H
@@ -33,18 +33,18 @@
 
 /* Limits on what a job may ask for. Each is enforced by job_spec_validate()
  * and named in its error messages. */
-#define JOB_NAME_MAX 128        /* bytes */
-#define JOB_IDENT_MAX 64        /* user, project, gpu type, volume names */
-#define JOB_SLICE_MAX 32        /* slice profile name */
+#define JOB_NAME_MAX 128 /* bytes */
+#define JOB_IDENT_MAX 64 /* user, project, gpu type, volume names */
+#define JOB_SLICE_MAX 32 /* slice profile name */
 #define JOB_NODES_MAX 1024
 #define JOB_GPUS_PER_NODE_MAX 64
 #define JOB_CPUS_MAX 4096
 #define JOB_TASKS_PER_NODE_MAX 256
 #define JOB_ARGC_MAX 1024
-#define JOB_ARG_MAX 65536       /* bytes in one argument */
+#define JOB_ARG_MAX 65536         /* bytes in one argument */
 #define JOB_ARGV_TOTAL_MAX 262144 /* bytes in all arguments together */
-#define JOB_ENV_MAX 256         /* entries */
-#define JOB_ENV_VALUE_MAX 32768 /* bytes in one value */
+#define JOB_ENV_MAX 256           /* entries */
+#define JOB_ENV_VALUE_MAX 32768   /* bytes in one value */
 #define JOB_PATH_MAX 4096
 #define JOB_VOLUMES_MAX 32
 #define JOB_REASON_MAX 256
@@ -81,70 +81,70 @@ struct job_volume {
 
 /* What the user asked for. Plain data; job_spec_fini() frees the strings. */
 struct job_spec {
-    char *name;       /* optional; NULL when not given */
-    char *user;       /* set by the controller from the caller's identity */
-    char *project;    /* NULL until the controller fills the default */
+    char *name;    /* optional; NULL when not given */
+    char *user;    /* set by the controller from the caller's identity */
+    char *project; /* NULL until the controller fills the default */
     enum job_priority priority;
-    int nodes;           /* >= 1 */
-    int gpus_per_node;   /* 0..JOB_GPUS_PER_NODE_MAX; 1 for a slice job */
-    char *gpu_type;      /* model constraint, e.g. "H100-80GB"; NULL = any */
-    char *slice;         /* slice profile ("1g.10gb", "shared"); NULL = whole */
-    uint64_t gpu_mem;    /* bytes of GPU memory wanted per GPU; 0 = any */
-    int cpus;            /* per node; 0 = no request */
-    uint64_t mem;        /* bytes per node; 0 = no request */
-    int64_t time_limit;  /* seconds; 0 = none given */
-    int tasks_per_node;  /* >= 1 */
-    bool requeue;        /* back to pending after preemption or node failure */
-    char *script;        /* a batch script's text, or NULL; the agent runs
-                            it as a file (its #! line picks the interpreter)
-                            with argv as its arguments */
-    char **argv;         /* argc strings, then NULL; with a script, its
-                            arguments (may be empty), else the command */
+    int nodes;          /* >= 1 */
+    int gpus_per_node;  /* 0..JOB_GPUS_PER_NODE_MAX; 1 for a slice job */
+    char *gpu_type;     /* model constraint, e.g. "H100-80GB"; NULL = any */
+    char *slice;        /* slice profile ("1g.10gb", "shared"); NULL = whole */
+    uint64_t gpu_mem;   /* bytes of GPU memory wanted per GPU; 0 = any */
+    int cpus;           /* per node; 0 = no request */
+    uint64_t mem;       /* bytes per node; 0 = no request */
+    int64_t time_limit; /* seconds; 0 = none given */
+    int tasks_per_node; /* >= 1 */
+    bool requeue;       /* back to pending after preemption or node failure */
+    char *script;       /* a batch script's text, or NULL; the agent runs
+                           it as a file (its #! line picks the interpreter)
+                           with argv as its arguments */
+    char **argv;        /* argc strings, then NULL; with a script, its
+                           arguments (may be empty), else the command */
     int argc;
     struct job_env *env;
     int nenv;
-    char *workdir;       /* absolute; NULL = the user's home on the node */
+    char *workdir; /* absolute; NULL = the user's home on the node */
     struct job_volume *volumes;
     int nvolumes;
 };
 
 /* One node's share of a running job. */
 struct job_alloc {
-    char *node;          /* node name */
-    char **gpus;         /* GPU or slice UUIDs assigned on that node */
+    char *node;  /* node name */
+    char **gpus; /* GPU or slice UUIDs assigned on that node */
     int ngpus;
-    double share;        /* GPUs held here, slices as their share */
-    bool done;           /* its processes on this node are gone */
-    int exit_code;       /* of this node's part; -1 unknown */
-    int exit_signal;     /* 0 none */
+    double share;    /* GPUs held here, slices as their share */
+    bool done;       /* its processes on this node are gone */
+    int exit_code;   /* of this node's part; -1 unknown */
+    int exit_signal; /* 0 none */
 };
 
 struct job {
     uint64_t id;
     struct job_spec spec;
     enum job_state state;
-    int64_t submit_ms;   /* wall clock, epoch ms */
-    int64_t queued_ms;   /* when it last entered the queue (submission or
-                            requeue): its age in the queue order */
-    int64_t start_ms;    /* 0 until it first runs */
-    int64_t end_ms;      /* 0 until terminal */
-    int exit_code;       /* -1 when unknown */
-    int exit_signal;     /* 0 when none */
-    int requeues;        /* times it went back to pending */
-    bool releasing;      /* terminal, but its GPUs are not yet confirmed free */
-    char *reason;        /* why pending / how it ended; may be NULL */
-    int64_t est_start_ms;/* estimated start for pending jobs; 0 = unknown */
-    int master_port;     /* MASTER_PORT for distributed launchers; 0 none */
+    int64_t submit_ms; /* wall clock, epoch ms */
+    int64_t queued_ms; /* when it last entered the queue (submission or
+                          requeue): its age in the queue order */
+    int64_t start_ms;  /* 0 until it first runs */
+    int64_t end_ms;    /* 0 until terminal */
+    int exit_code;     /* -1 when unknown */
+    int exit_signal;   /* 0 when none */
+    int requeues;      /* times it went back to pending */
+    bool releasing;    /* terminal, but its GPUs are not yet confirmed free */
+    char *reason;      /* why pending / how it ended; may be NULL */
+    int64_t est_start_ms; /* estimated start for pending jobs; 0 = unknown */
+    int master_port;      /* MASTER_PORT for distributed launchers; 0 none */
     struct job_alloc *alloc;
     int nalloc;
     /* Accounting and idle detection, kept by the controller. */
-    char *gpu_model;      /* model of its GPUs when it started; NULL */
-    double util_sum;      /* GPU utilization % x ms, summed over samples */
-    int64_t util_ms;      /* ms the samples cover */
-    int64_t idle_since_ms;/* all its GPUs below the idle threshold since */
-    bool idle;            /* flagged idle (its project's policy acts) */
-    uint64_t cpu_ns;      /* CPU time its processes used (cgroups) */
-    uint64_t mem_peak;    /* the most memory it used on one node */
+    char *gpu_model;       /* model of its GPUs when it started; NULL */
+    double util_sum;       /* GPU utilization % x ms, summed over samples */
+    int64_t util_ms;       /* ms the samples cover */
+    int64_t idle_since_ms; /* all its GPUs below the idle threshold since */
+    bool idle;             /* flagged idle (its project's policy acts) */
+    uint64_t cpu_ns;       /* CPU time its processes used (cgroups) */
+    uint64_t mem_peak;     /* the most memory it used on one node */
 };
 
 /* Names as users see them ("pending", "node_fail", "high"). */

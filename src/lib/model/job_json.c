@@ -21,8 +21,8 @@ static int get_string(const json_t *v, const char *field, size_t max,
         return sh_errorf(err, SH_EINVAL, "%s must be a string", field);
     size_t n = json_string_length(v);
     if (n > max)
-        return sh_errorf(err, SH_ETOOLARGE,
-                         "%s is %zu bytes, the limit is %zu", field, n, max);
+        return sh_errorf(err, SH_ETOOLARGE, "%s is %zu bytes, the limit is %zu",
+                         field, n, max);
     if (strlen(json_string_value(v)) != n)
         return sh_errorf(err, SH_EINVAL, "%s must not contain NUL bytes",
                          field);
@@ -90,8 +90,7 @@ static int get_command(const json_t *v, struct job_spec *s,
                        struct sh_error *err)
 {
     if (!json_is_array(v))
-        return sh_errorf(err, SH_EINVAL,
-                         "command must be an array of strings");
+        return sh_errorf(err, SH_EINVAL, "command must be an array of strings");
     size_t n = json_array_size(v);
     if (n > JOB_ARGC_MAX)
         return sh_errorf(err, SH_ETOOLARGE,
@@ -138,8 +137,7 @@ static int get_env(const json_t *v, struct job_spec *s, struct sh_error *err)
     const char *key;
     const json_t *val;
     int rc = 0;
-    json_object_foreach((json_t *)v, key, val)
-    {
+    json_object_foreach ((json_t *)v, key, val) {
         if (!json_is_string(val)) {
             rc = sh_errorf(err, SH_EINVAL, "env %.64s must be a string", key);
             break;
@@ -165,15 +163,14 @@ static int get_volume(const json_t *v, struct job_volume *vol,
         const char *s = json_string_value(v);
         const char *colon = strchr(s, ':');
         if (!colon || colon == s || !colon[1])
-            return sh_errorf(err, SH_EINVAL,
-                             "volume '%.64s' must be NAME:PATH", s);
+            return sh_errorf(err, SH_EINVAL, "volume '%.64s' must be NAME:PATH",
+                             s);
         vol->name = strndup(s, (size_t)(colon - s));
         vol->path = strdup(colon + 1);
     } else if (json_is_object(v)) {
         const char *key;
         const json_t *val;
-        json_object_foreach((json_t *)v, key, val)
-        {
+        json_object_foreach ((json_t *)v, key, val) {
             if (strcmp(key, "name") == 0) {
                 if (get_string(val, "volume name", JOB_IDENT_MAX, &vol->name,
                                err) < 0)
@@ -240,8 +237,9 @@ static int spec_field(const char *key, const json_t *v, struct job_spec *s,
     if (strcmp(key, "priority") == 0) {
         if (!json_is_string(v) ||
             job_priority_from_name(json_string_value(v), &s->priority) < 0)
-            return sh_errorf(err, SH_EINVAL,
-                             "priority must be \"high\", \"normal\" or \"low\"");
+            return sh_errorf(
+                err, SH_EINVAL,
+                "priority must be \"high\", \"normal\" or \"low\"");
         return 0;
     }
     if (strcmp(key, "nodes") == 0)
@@ -286,8 +284,7 @@ int job_spec_from_json(const json_t *obj, struct job_spec *spec,
         return sh_errorf(err, SH_EINVAL, "a job must be a JSON object");
     const char *key;
     const json_t *v;
-    json_object_foreach((json_t *)obj, key, v)
-    {
+    json_object_foreach ((json_t *)obj, key, v) {
         int rc = spec_field(key, v, spec, err);
         if (rc == 1)
             rc = sh_errorf(err, SH_EINVAL, "unknown field '%.64s'", key);
@@ -372,10 +369,9 @@ json_t *job_spec_to_json(const struct job_spec *s)
     if (s->script)
         set_str(o, "script", s->script);
     for (int i = 0; i < s->nvolumes; i++)
-        json_array_append_new(vols,
-                              json_pack("{s:s, s:s}", "name",
-                                        s->volumes[i].name, "path",
-                                        s->volumes[i].path));
+        json_array_append_new(vols, json_pack("{s:s, s:s}", "name",
+                                              s->volumes[i].name, "path",
+                                              s->volumes[i].path));
     json_object_set_new(o, "volumes", vols); /* steals vols */
     return o;
 }
@@ -390,9 +386,9 @@ json_t *job_alloc_to_json(const struct job_alloc *alloc, int n)
         for (int g = 0; g < alloc[i].ngpus; g++)
             json_array_append_new(gpus, json_string(alloc[i].gpus[g]));
         /* "o" steals gpus */
-        json_t *e = json_pack("{s:s, s:o, s:f, s:b}", "node", alloc[i].node,
-                              "gpus", gpus, "share", alloc[i].share, "done",
-                              alloc[i].done);
+        json_t *e =
+            json_pack("{s:s, s:o, s:f, s:b}", "node", alloc[i].node, "gpus",
+                      gpus, "share", alloc[i].share, "done", alloc[i].done);
         if (e && alloc[i].exit_code >= 0)
             json_object_set_new(e, "exit_code",
                                 json_integer(alloc[i].exit_code));
@@ -433,11 +429,10 @@ int job_alloc_from_json(const json_t *arr, struct job_alloc **out, int *nout,
         alloc[i].done = json_is_true(json_object_get(e, "done"));
         const json_t *ec = json_object_get(e, "exit_code");
         const json_t *es = json_object_get(e, "exit_signal");
-        alloc[i].exit_code = json_is_integer(ec) ? (int)json_integer_value(ec)
-                                                 : -1;
-        alloc[i].exit_signal = json_is_integer(es)
-                                   ? (int)json_integer_value(es)
-                                   : 0;
+        alloc[i].exit_code =
+            json_is_integer(ec) ? (int)json_integer_value(ec) : -1;
+        alloc[i].exit_signal =
+            json_is_integer(es) ? (int)json_integer_value(es) : 0;
         alloc[i].node = strdup(json_string_value(node));
         size_t ng = json_array_size(gpus);
         alloc[i].gpus = calloc(ng ? ng : 1, sizeof(char *));
@@ -479,12 +474,12 @@ json_t *job_to_json(const struct job *job)
     set_time(o, "start_time", job->start_ms);
     set_time(o, "end_time", job->end_ms);
     set_time(o, "estimated_start", job->est_start_ms);
-    json_object_set_new(o, "exit_code", job->exit_code >= 0
-                                            ? json_integer(job->exit_code)
+    json_object_set_new(o, "exit_code",
+                        job->exit_code >= 0 ? json_integer(job->exit_code)
                                             : json_null());
-    json_object_set_new(o, "exit_signal", job->exit_signal
-                                              ? json_integer(job->exit_signal)
-                                              : json_null());
+    json_object_set_new(o, "exit_signal",
+                        job->exit_signal ? json_integer(job->exit_signal)
+                                         : json_null());
     json_object_set_new(o, "requeues", json_integer(job->requeues));
     json_object_set_new(o, "releasing", json_boolean(job->releasing));
     json_object_set_new(o, "placement",
@@ -498,8 +493,7 @@ json_t *job_to_json(const struct job *job)
     json_object_set_new(o, "idle", json_boolean(job->idle));
     json_object_set_new(o, "gpu_seconds",
                         json_real(job_gpu_seconds(job, clock_wall_ms())));
-    json_object_set_new(o, "cpu_seconds",
-                        json_real((double)job->cpu_ns / 1e9));
+    json_object_set_new(o, "cpu_seconds", json_real((double)job->cpu_ns / 1e9));
     json_object_set_new(o, "mem_peak", json_integer((json_int_t)job->mem_peak));
     /* Millisecond times for scripts (the ISO fields are for people). */
     json_object_set_new(o, "submit_ms", json_integer(job->submit_ms));
@@ -516,17 +510,16 @@ json_t *job_to_record(const struct job *job)
     if (!spec)
         return NULL;
     /* "o" steals spec and the placement array */
-    json_t *rec = json_pack("{s:I, s:o, s:s, s:I, s:I, s:I, s:i, s:i, s:i, "
-                     "s:b, s:I, s:o}",
-                     "id", (json_int_t)job->id, "spec", spec, "state",
-                     job_state_name(job->state), "submit_ms",
-                     (json_int_t)job->submit_ms, "start_ms",
-                     (json_int_t)job->start_ms, "end_ms",
-                     (json_int_t)job->end_ms, "exit_code", job->exit_code,
-                     "exit_signal", job->exit_signal, "requeues",
-                     job->requeues, "releasing", job->releasing,
-                     "est_start_ms", (json_int_t)job->est_start_ms, "placement",
-                     job_alloc_to_json(job->alloc, job->nalloc));
+    json_t *rec = json_pack(
+        "{s:I, s:o, s:s, s:I, s:I, s:I, s:i, s:i, s:i, "
+        "s:b, s:I, s:o}",
+        "id", (json_int_t)job->id, "spec", spec, "state",
+        job_state_name(job->state), "submit_ms", (json_int_t)job->submit_ms,
+        "start_ms", (json_int_t)job->start_ms, "end_ms",
+        (json_int_t)job->end_ms, "exit_code", job->exit_code, "exit_signal",
+        job->exit_signal, "requeues", job->requeues, "releasing",
+        job->releasing, "est_start_ms", (json_int_t)job->est_start_ms,
+        "placement", job_alloc_to_json(job->alloc, job->nalloc));
     if (rec && job->reason)
         json_object_set_new(rec, "reason", json_string(job->reason));
     if (rec && job->master_port)
@@ -545,7 +538,8 @@ json_t *job_to_record(const struct job *job)
     if (rec && job->idle)
         json_object_set_new(rec, "idle", json_true());
     if (rec && job->cpu_ns)
-        json_object_set_new(rec, "cpu_ns", json_integer((json_int_t)job->cpu_ns));
+        json_object_set_new(rec, "cpu_ns",
+                            json_integer((json_int_t)job->cpu_ns));
     if (rec && job->mem_peak)
         json_object_set_new(rec, "mem_peak",
                             json_integer((json_int_t)job->mem_peak));
@@ -563,11 +557,11 @@ struct job *job_from_record(const json_t *rec, struct sh_error *err)
                        "{s:I, s:o, s:s, s:I, s:I, s:I, s:i, s:i, s:i, s:b, "
                        "s?s, s?I, s:o}",
                        "id", &id, "spec", &spec_obj, "state", &state,
-                       "submit_ms", &submit, "start_ms", &start, "end_ms",
-                       &end, "exit_code", &exit_code, "exit_signal",
-                       &exit_signal, "requeues", &requeues, "releasing",
-                       &releasing, "reason", &reason, "est_start_ms", &est,
-                       "placement", &placement) < 0) {
+                       "submit_ms", &submit, "start_ms", &start, "end_ms", &end,
+                       "exit_code", &exit_code, "exit_signal", &exit_signal,
+                       "requeues", &requeues, "releasing", &releasing, "reason",
+                       &reason, "est_start_ms", &est, "placement",
+                       &placement) < 0) {
         sh_errorf(err, SH_EINVAL, "job record: %s", jerr.text);
         return NULL;
     }
@@ -578,8 +572,7 @@ struct job *job_from_record(const json_t *rec, struct sh_error *err)
     json_t *clean = json_object();
     const char *key;
     json_t *v;
-    json_object_foreach(spec_obj, key, v)
-    {
+    json_object_foreach (spec_obj, key, v) {
         if (!json_is_null(v))
             json_object_set(clean, key, v);
     }
@@ -604,8 +597,8 @@ struct job *job_from_record(const json_t *rec, struct sh_error *err)
     job->requeues = requeues;
     job->releasing = releasing;
     job->est_start_ms = est;
-    job->master_port = (int)json_integer_value(json_object_get(rec,
-                                                               "master_port"));
+    job->master_port =
+        (int)json_integer_value(json_object_get(rec, "master_port"));
     const json_t *queued = json_object_get(rec, "queued_ms");
     if (json_is_integer(queued))
         job->queued_ms = json_integer_value(queued);
@@ -616,12 +609,12 @@ struct job *job_from_record(const json_t *rec, struct sh_error *err)
     }
     job->util_sum = json_number_value(json_object_get(rec, "util_sum"));
     job->util_ms = json_integer_value(json_object_get(rec, "util_ms"));
-    job->idle_since_ms = json_integer_value(json_object_get(rec,
-                                                            "idle_since_ms"));
+    job->idle_since_ms =
+        json_integer_value(json_object_get(rec, "idle_since_ms"));
     job->idle = json_is_true(json_object_get(rec, "idle"));
     job->cpu_ns = (uint64_t)json_integer_value(json_object_get(rec, "cpu_ns"));
-    job->mem_peak = (uint64_t)json_integer_value(json_object_get(rec,
-                                                                 "mem_peak"));
+    job->mem_peak =
+        (uint64_t)json_integer_value(json_object_get(rec, "mem_peak"));
     if ((reason && job_set_reason(job, reason) < 0) ||
         job_alloc_from_json(placement, &job->alloc, &job->nalloc, err) < 0)
         goto error;

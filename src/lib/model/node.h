@@ -45,18 +45,18 @@ struct node_label {
 };
 
 struct node {
-    char *name;             /* unique, job_ident_valid() */
-    char *address;          /* where jobs on it reach each other (IP/host) */
+    char *name;    /* unique, job_ident_valid() */
+    char *address; /* where jobs on it reach each other (IP/host) */
     struct node_label *labels;
     int nlabels;
     int cpus;
-    uint64_t mem;           /* bytes */
+    uint64_t mem; /* bytes */
     struct gpu_info *gpus;
     int ngpus;
-    bool mps;               /* CUDA MPS can run there (fences time-slices) */
-    bool alive;             /* heartbeats arrive */
-    bool drain;             /* an admin asked to drain it */
-    int running;            /* jobs placed on it (kept by the controller) */
+    bool mps;    /* CUDA MPS can run there (fences time-slices) */
+    bool alive;  /* heartbeats arrive */
+    bool drain;  /* an admin asked to drain it */
+    int running; /* jobs placed on it (kept by the controller) */
     int64_t last_heartbeat_ms;
     int64_t registered_ms;
 };

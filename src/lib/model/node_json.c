@@ -21,23 +21,21 @@ json_t *gpu_to_json(const struct gpu_info *g)
     for (int i = 0; i < g->nslices; i++) {
         const struct gpu_slice *s = &g->slices[i];
         json_array_append_new(
-            slices,
-            json_pack("{s:s, s:s, s:s, s:I, s:i, s:i, s:[i, i]}", "kind",
-                      slice_kind_name(s->kind), "profile", s->profile, "uuid",
-                      s->uuid, "memory", (json_int_t)s->mem_bytes, "gi",
-                      s->gi_id, "ci", s->ci_id, "share", s->share_num,
-                      s->share_den));
+            slices, json_pack("{s:s, s:s, s:s, s:I, s:i, s:i, s:[i, i]}",
+                              "kind", slice_kind_name(s->kind), "profile",
+                              s->profile, "uuid", s->uuid, "memory",
+                              (json_int_t)s->mem_bytes, "gi", s->gi_id, "ci",
+                              s->ci_id, "share", s->share_num, s->share_den));
     }
     /* "o" steals slices */
-    json_t *o = json_pack("{s:i, s:s, s:s, s:s, s:s, s:I, s:I, s:i, s:b, s:b, "
-                     "s:i, s:o}",
-                     "index", g->index, "uuid", g->uuid, "name", g->name,
-                     "model", g->model, "pci_bus_id", g->pci_bus_id, "memory",
-                     (json_int_t)g->mem_total, "memory_used",
-                     (json_int_t)g->mem_used, "utilization", g->util_pct,
-                     "mig_capable", g->mig_capable, "mig_enabled",
-                     g->mig_enabled, "nvlink_group", g->nvlink_group,
-                     "slices", slices);
+    json_t *o = json_pack(
+        "{s:i, s:s, s:s, s:s, s:s, s:I, s:I, s:i, s:b, s:b, "
+        "s:i, s:o}",
+        "index", g->index, "uuid", g->uuid, "name", g->name, "model", g->model,
+        "pci_bus_id", g->pci_bus_id, "memory", (json_int_t)g->mem_total,
+        "memory_used", (json_int_t)g->mem_used, "utilization", g->util_pct,
+        "mig_capable", g->mig_capable, "mig_enabled", g->mig_enabled,
+        "nvlink_group", g->nvlink_group, "slices", slices);
     if (o && g->preset[0])
         json_object_set_new(o, "preset", json_string(g->preset));
     return o;
@@ -74,10 +72,12 @@ static int slice_from_json(const json_t *o, struct gpu_slice *s,
     else if (strcmp(kind, "shared") == 0)
         s->kind = GPU_SLICE_SHARED;
     else
-        return sh_errorf(err, SH_EINVAL, "gpu slice kind must be mig or shared");
+        return sh_errorf(err, SH_EINVAL,
+                         "gpu slice kind must be mig or shared");
     if (s->share_num < 1 || s->share_den < s->share_num || s->share_den > 64 ||
         mem < 0)
-        return sh_errorf(err, SH_EINVAL, "gpu slice share or memory is invalid");
+        return sh_errorf(err, SH_EINVAL,
+                         "gpu slice share or memory is invalid");
     s->mem_bytes = (uint64_t)mem;
     if (copy_str(s->profile, sizeof(s->profile), profile, "slice profile",
                  err) < 0 ||
@@ -94,15 +94,15 @@ int gpu_from_json(const json_t *o, struct gpu_info *g, struct sh_error *err)
     json_t *slices;
     json_error_t jerr;
     memset(g, 0, sizeof(*g));
-    if (json_unpack_ex((json_t *)o, &jerr, JSON_STRICT,
-                       "{s:i, s:s, s:s, s:s, s:s, s:I, s:I, s:i, s:b, s:b, s:i, "
-                       "s:o, s?s}",
-                       "index", &g->index, "uuid", &uuid, "name", &name,
-                       "model", &model, "pci_bus_id", &pci, "memory", &mem,
-                       "memory_used", &used, "utilization", &g->util_pct,
-                       "mig_capable", &mig_capable, "mig_enabled",
-                       &mig_enabled, "nvlink_group", &g->nvlink_group,
-                       "slices", &slices, "preset", &preset) < 0)
+    if (json_unpack_ex(
+            (json_t *)o, &jerr, JSON_STRICT,
+            "{s:i, s:s, s:s, s:s, s:s, s:I, s:I, s:i, s:b, s:b, s:i, "
+            "s:o, s?s}",
+            "index", &g->index, "uuid", &uuid, "name", &name, "model", &model,
+            "pci_bus_id", &pci, "memory", &mem, "memory_used", &used,
+            "utilization", &g->util_pct, "mig_capable", &mig_capable,
+            "mig_enabled", &mig_enabled, "nvlink_group", &g->nvlink_group,
+            "slices", &slices, "preset", &preset) < 0)
         return sh_errorf(err, SH_EINVAL, "gpu: %s", jerr.text);
     if (g->index < 0 || g->index >= GPU_PER_NODE_MAX || mem < 0 || used < 0 ||
         g->util_pct < -1 || g->util_pct > 100)
@@ -112,21 +112,22 @@ int gpu_from_json(const json_t *o, struct gpu_info *g, struct sh_error *err)
     g->mem_used = (uint64_t)used;
     g->mig_capable = mig_capable;
     g->mig_enabled = mig_enabled;
-    if (preset && copy_str(g->preset, sizeof(g->preset), preset, "preset",
-                           err) < 0)
+    if (preset &&
+        copy_str(g->preset, sizeof(g->preset), preset, "preset", err) < 0)
         return -1;
     if (copy_str(g->uuid, sizeof(g->uuid), uuid, "uuid", err) < 0 ||
         copy_str(g->name, sizeof(g->name), name, "name", err) < 0 ||
         copy_str(g->model, sizeof(g->model), model, "model", err) < 0 ||
-        copy_str(g->pci_bus_id, sizeof(g->pci_bus_id), pci, "pci_bus_id",
-                 err) < 0)
+        copy_str(g->pci_bus_id, sizeof(g->pci_bus_id), pci, "pci_bus_id", err) <
+            0)
         return -1;
     if (!job_ident_valid(g->model) || !g->uuid[0])
         return sh_errorf(err, SH_EINVAL, "gpu %d: model or uuid is not valid",
                          g->index);
     if (!json_is_array(slices) || json_array_size(slices) > GPU_SLICES_MAX)
-        return sh_errorf(err, SH_EINVAL, "gpu slices must be an array of at "
-                                         "most %d",
+        return sh_errorf(err, SH_EINVAL,
+                         "gpu slices must be an array of at "
+                         "most %d",
                          GPU_SLICES_MAX);
     for (size_t i = 0; i < json_array_size(slices); i++) {
         if (slice_from_json(json_array_get(slices, i), &g->slices[i], err) < 0)
@@ -195,8 +196,7 @@ int labels_from_json(const json_t *o, struct node_label **out, int *nout,
     int i = 0;
     const char *key;
     json_t *v;
-    json_object_foreach((json_t *)o, key, v)
-    {
+    json_object_foreach ((json_t *)o, key, v) {
         if (!job_ident_valid(key) || !json_is_string(v) ||
             json_string_length(v) > JOB_IDENT_MAX) {
             node_labels_free(labels, i);
@@ -221,13 +221,12 @@ int labels_from_json(const json_t *o, struct node_label **out, int *nout,
 json_t *node_to_record(const struct node *n)
 {
     /* "o" steals the labels and gpus */
-    return json_pack("{s:s, s:s?, s:o, s:i, s:I, s:o, s:b, s:I, s:b}", "name",
-                     n->name, "address", n->address, "labels",
-                     labels_to_json(n->labels, n->nlabels), "cpus", n->cpus,
-                     "memory", (json_int_t)n->mem, "gpus",
-                     gpus_to_json(n->gpus, n->ngpus), "drain", n->drain,
-                     "registered_ms", (json_int_t)n->registered_ms, "mps",
-                     n->mps);
+    return json_pack(
+        "{s:s, s:s?, s:o, s:i, s:I, s:o, s:b, s:I, s:b}", "name", n->name,
+        "address", n->address, "labels", labels_to_json(n->labels, n->nlabels),
+        "cpus", n->cpus, "memory", (json_int_t)n->mem, "gpus",
+        gpus_to_json(n->gpus, n->ngpus), "drain", n->drain, "registered_ms",
+        (json_int_t)n->registered_ms, "mps", n->mps);
 }
 
 struct node *node_from_record(const json_t *rec, struct sh_error *err)
@@ -272,10 +271,10 @@ json_t *node_to_json(const struct node *n)
     if (!o)
         return NULL;
     json_object_del(o, "registered_ms");
-    json_object_set_new(o, "state", json_string(node_state_name(node_state(n))));
+    json_object_set_new(o, "state",
+                        json_string(node_state_name(node_state(n))));
     json_object_set_new(o, "running_jobs", json_integer(n->running));
-    json_object_set_new(o, "last_heartbeat", n->last_heartbeat_ms
-                                                 ? json_string(hb)
-                                                 : json_null());
+    json_object_set_new(o, "last_heartbeat",
+                        n->last_heartbeat_ms ? json_string(hb) : json_null());
     return o;
 }

@@ -27,10 +27,10 @@ bool sh_log_debug_enabled(const char *component);
 void sh_log(int level, const char *component, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-#define sh_debug(component, ...)                                            \
-    do {                                                                    \
-        if (sh_log_debug_enabled(component))                                \
-            sh_log(LOG_DEBUG, component, __VA_ARGS__);                      \
+#define sh_debug(component, ...)                                               \
+    do {                                                                       \
+        if (sh_log_debug_enabled(component))                                   \
+            sh_log(LOG_DEBUG, component, __VA_ARGS__);                         \
     } while (0)
 
 #endif

@@ -9,13 +9,14 @@
 #include <stddef.h>
 
 struct strbuf {
-    char *data;  /* NUL-terminated; NULL until the first append */
-    size_t len;  /* bytes used, not counting the NUL */
-    size_t cap;  /* bytes allocated */
-    size_t max;  /* the most len may ever be */
+    char *data; /* NUL-terminated; NULL until the first append */
+    size_t len; /* bytes used, not counting the NUL */
+    size_t cap; /* bytes allocated */
+    size_t max; /* the most len may ever be */
 };
 
-/* Caller-allocated: initialise an empty buffer that may hold up to max bytes. */
+/* Caller-allocated: initialise an empty buffer that may hold up to max bytes.
+ */
 void strbuf_init(struct strbuf *sb, size_t max);
 
 /* Free the contents; the buffer may be initialised again. NULL-safe. */

@@ -32,8 +32,13 @@ static void put_job(struct store_batch *b, uint64_t id, const char *state,
                     int64_t end_ms)
 {
     struct store_job_row row = {
-        .id = id, .state = state, .user = "alice", .project = "vision",
-        .submit_ms = 1000, .start_ms = 0, .end_ms = end_ms,
+        .id = id,
+        .state = state,
+        .user = "alice",
+        .project = "vision",
+        .submit_ms = 1000,
+        .start_ms = 0,
+        .end_ms = end_ms,
     };
     json_t *rec = json_pack("{s:I, s:s}", "id", (json_int_t)id, "state", state);
     cr_assert_eq(store_batch_put_job(b, &row, rec), 0);

@@ -66,8 +66,9 @@ Test(job, terminal_states_are_final)
             cr_assert_eq(job_transition(job, (enum job_state)to, 4000, &err),
                          -1);
             cr_assert_eq(err.code, SH_ECONFLICT);
-            cr_assert_eq(job->state, finals[i], "a refused change changes "
-                                                "nothing");
+            cr_assert_eq(job->state, finals[i],
+                         "a refused change changes "
+                         "nothing");
         }
         job_destroy(job);
     }
@@ -78,8 +79,8 @@ Test(job, pending_can_only_start_or_be_cancelled)
     struct job *job = new_job(false);
     struct sh_error err;
     cr_assert_eq(job_transition(job, JOB_COMPLETED, 2000, &err), -1);
-    cr_assert(strstr(err.msg, "pending") && strstr(err.msg, "completed"),
-              "%s", err.msg);
+    cr_assert(strstr(err.msg, "pending") && strstr(err.msg, "completed"), "%s",
+              err.msg);
     cr_assert_eq(job_transition(job, JOB_PREEMPTED, 2000, &err), -1);
     cr_assert_eq(job_transition(job, JOB_CANCELLED, 2000, &err), 0);
     cr_assert_not(job->releasing, "a job that never ran holds no GPUs");

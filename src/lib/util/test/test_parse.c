@@ -28,9 +28,10 @@ Test(parse, sizes_refuse_missing_units_garbage_and_overflow)
 {
     struct sh_error err;
     uint64_t b = 7;
-    const char *bad[] = {"", "16", "G", "-1G", "16X", "16GG", "1.5G",
-                         " 16G", "16G ", "99999999999999999999G", "2048P",
-                         "0G"};
+    const char *bad[] = {
+        "",      "16",   "G",    "-1G",  "16X",
+        "16GG",  "1.5G", " 16G", "16G ", "99999999999999999999G",
+        "2048P", "0G"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         cr_assert_eq(parse_size("mem", bad[i], &b, &err), -1, "%s", bad[i]);
         cr_assert_eq(err.code, SH_EINVAL);
@@ -64,9 +65,9 @@ Test(parse, durations_refuse_ambiguity_and_garbage)
 {
     struct sh_error err;
     int64_t s;
-    const char *bad[] = {"", "90", "s", "-5m", "1.5h", "30m1h", "1h1h",
-                         "1:2:3", "01:60:00", "01:00", "1x", "400d",
-                         "0s", "2-25:00:00", "1h 30m"};
+    const char *bad[] = {"",      "90",   "s",     "-5m",        "1.5h",
+                         "30m1h", "1h1h", "1:2:3", "01:60:00",   "01:00",
+                         "1x",    "400d", "0s",    "2-25:00:00", "1h 30m"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         cr_assert_eq(parse_duration("time", bad[i], &s, &err), -1, "%s",
                      bad[i]);
@@ -87,9 +88,8 @@ Test(parse, integers_are_range_checked)
     cr_assert_eq(parse_int64("gpus", "-1", 0, 64, &v, &err), -1);
     cr_assert_eq(parse_int64("gpus", "4x", 0, 64, &v, &err), -1);
     cr_assert_eq(parse_int64("gpus", "", 0, 64, &v, &err), -1);
-    cr_assert_eq(parse_int64("n", "99999999999999999999", 0, INT64_MAX, &v,
-                             &err),
-                 -1);
+    cr_assert_eq(
+        parse_int64("n", "99999999999999999999", 0, INT64_MAX, &v, &err), -1);
 }
 
 Test(parse, formatters_are_short)
