@@ -127,7 +127,8 @@ void acct_node_samples(struct shoald *d, struct node *n, int64_t now_ms)
     uint64_t ids[256];
     if (count > 256)
         count = 256;
-    memcpy(ids, rt->jobs, (size_t)count * sizeof(uint64_t));
+    if (count > 0)
+        memcpy(ids, rt->jobs, (size_t)count * sizeof(uint64_t));
     for (int i = 0; i < count; i++) {
         struct job *job = jobtab_get(d->jobs, ids[i]);
         if (!job || job->state != JOB_RUNNING || job->spec.gpus_per_node == 0)

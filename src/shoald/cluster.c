@@ -32,6 +32,7 @@
 #define MASTER_PORT_SPAN 500
 #define LIVENESS_CHECK_MS 500
 #define FULL_PASS_MS 1000
+#define EVICT_EVERY_MS 60000
 
 struct cluster {
     struct sched *sched;
@@ -40,6 +41,7 @@ struct cluster {
     bool rebuild;          /* rebuild the engine before the next pass */
     bool wake_registered;  /* a commit_after for agent polls is queued */
     int64_t last_pass_ms;
+    int64_t last_evict_ms;
     int64_t liveness_timer;
     uint64_t *cpu_queue; /* pending jobs without GPUs, in id order */
     int ncpu;
@@ -95,8 +97,13 @@ static void sync_node(struct shoald *d, struct node *n)
     if (rt && rt->stale > 0 && desc.state == SCHED_NODE_UP)
         desc.state = SCHED_NODE_DRAINING;
     struct sh_error err;
-    if (sched_node_set(d->cluster->sched, &desc, &err) < 0)
-        sh_log(LOG_ERR, "cluster", "node %s: %s", n->name, err.msg);
+    if (sched_node_set(d->cluster->sched, &desc, &err) < 0) {
+        sh_log(LOG_WARNING, "cluster", "node %s: %s", n->name, err.msg);
+        /* Held GPUs changed under running jobs (an agent reported another
+         * layout): start the engine over from the tables. */
+        if (err.code == SH_ECONFLICT)
+            d->cluster->rebuild = true;
+    }
 }
 
 static void job_desc(const struct job *job, struct sched_job_desc *desc)
@@ -317,6 +324,12 @@ static int64_t liveness_check(struct loop *loop, void *arg)
     }
     api_agent_expire_polls(d, false);
     slices_reslice_tick(d);
+    /* Finished jobs leave memory after --keep-finished (they stay in the
+     * store: `shoal show` and history still find them). */
+    if (now - d->cluster->last_evict_ms >= EVICT_EVERY_MS) {
+        d->cluster->last_evict_ms = now;
+        jobtab_evict_finished(d->jobs, now - d->cfg.keep_finished_ms);
+    }
     /* A pass now and then even without events: the engine runs its full
      * pass (preemption, reservations, reasons) when one is due. */
     if (now - d->cluster->last_pass_ms >= FULL_PASS_MS)

@@ -85,3 +85,25 @@ submit_loop() {
     [ "$status_code" = 503 ]
     [ "$(job_state 1)" = pending ]
 }
+
+@test "dur-004 finished jobs leave memory but stay in the store" {
+    shoald_start --keep-finished 1s
+    api POST /v1/jobs '{"command":["true"],"name":"old"}'
+    id=$(echo "$body" | jq .id)
+    api POST "/v1/jobs/$id/cancel"
+    sleep 1.2
+    shoald_stop
+    shoald_start --keep-finished 1s
+    # Not among the jobs in memory, but shown from the store.
+    api GET '/v1/jobs'
+    [ "$(echo "$body" | jq '.jobs | length')" -eq 0 ]
+    api GET "/v1/jobs/$id"
+    [ "$status_code" = 200 ]
+    [ "$(echo "$body" | jq -r .name)" = old ]
+    [ "$(echo "$body" | jq -r .state)" = cancelled ]
+    api POST "/v1/jobs/$id/cancel"
+    [ "$status_code" = 409 ]
+    # Ids still go on from the highest.
+    api POST /v1/jobs '{"command":["true"]}'
+    [ "$(echo "$body" | jq .id)" -eq $((id + 1)) ]
+}

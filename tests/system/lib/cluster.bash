@@ -168,6 +168,19 @@ shoal_cluster_stop() {
         done
         kill -KILL "$pid" 2>/dev/null || true
     done
+    # Under the sanitizers a report in any daemon's log fails the test,
+    # even when the daemon's mistake did not show in what the test checked.
+    local reports
+    reports=$(grep -rlE 'runtime error:|ERROR: (Address|Leak)Sanitizer' \
+        "$SHOAL_TEST_DIR" --include='*.log' 2>/dev/null || true)
+    if [ -n "$reports" ]; then
+        echo "# sanitizer reports in: $reports" >&3
+        grep -hE -A12 'runtime error:|ERROR: (Address|Leak)Sanitizer' \
+            $reports | head -60 | sed 's/^/#   /' >&3
+        echo "# state and logs kept in $SHOAL_TEST_DIR" >&3
+        unset SHOAL_TEST_DIR SHOALD_PORT
+        return 1
+    fi
     if [ -n "${BATS_TEST_COMPLETED:-}" ]; then
         rm -rf "$SHOAL_TEST_DIR"
     else
