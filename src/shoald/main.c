@@ -56,6 +56,7 @@ static const char usage[] =
     "                         preempt (default warn)\n"
     "  --reslice-on-demand    re-slice idle GPUs to the preset waiting jobs\n"
     "                         need (and back to whole GPUs)\n"
+    "  --reslice-hold DUR     leave a re-sliced GPU alone this long (1m)\n"
     "  --debug LIST           debug logs for components (api,jobs,...|all)\n"
     "  -h, --help             show this help\n"
     "\n"
@@ -80,6 +81,7 @@ static int parse_args(int argc, char **argv, struct shoald_config *cfg)
         {"idle-after", required_argument, NULL, 'A'},
         {"idle-policy", required_argument, NULL, 'P'},
         {"reslice-on-demand", no_argument, NULL, 'R'},
+        {"reslice-hold", required_argument, NULL, 'r'},
         {"debug", required_argument, NULL, 'd'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -156,6 +158,11 @@ static int parse_args(int argc, char **argv, struct shoald_config *cfg)
         }
         case 'R':
             cfg->reslice_on_demand = true;
+            break;
+        case 'r':
+            if (parse_duration("--reslice-hold", optarg, &v, &err) < 0)
+                goto bad;
+            cfg->reslice_hold_ms = v * 1000;
             break;
         case 'd':
             sh_log_set_debug(optarg);
@@ -338,6 +345,7 @@ int main(int argc, char **argv)
     d.cfg.idle_threshold_pct = 5;
     d.cfg.idle_after_ms = 30LL * 60 * 1000;
     d.cfg.idle_policy = ACCT_IDLE_WARN;
+    d.cfg.reslice_hold_ms = 60000;
     if (parse_args(argc, argv, &d.cfg) < 0)
         return 2;
     int rc = 1;

@@ -48,6 +48,7 @@ struct shoald_config {
     int64_t idle_after_ms;    /* ...when it lasts this long */
     int idle_policy;          /* enum acct_idle_policy: the default */
     bool reslice_on_demand;   /* re-slice idle GPUs for waiting jobs */
+    int64_t reslice_hold_ms;  /* a re-sliced GPU is left alone this long */
 };
 
 struct shoald {

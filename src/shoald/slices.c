@@ -15,8 +15,6 @@
 #include "shoald/nodetab.h"
 #include "store/store.h"
 
-#define RESLICE_QUIET_MS 60000 /* a GPU re-sliced is left alone this long */
-
 enum plan_state {
     PLAN_WAITING = 0,
     PLAN_APPLYING,
@@ -362,7 +360,7 @@ static bool gpu_free_for_change(const struct shoald *d, const struct node *n,
 {
     const struct plan *p = plan_get(d->slices, n->name, g);
     if (p && (p->state == PLAN_WAITING || p->state == PLAN_APPLYING ||
-              now - p->changed_ms < RESLICE_QUIET_MS))
+              now - p->changed_ms < d->cfg.reslice_hold_ms))
         return false;
     return node_state(n) == NODE_UP && gpu_jobs(d, n, g) == 0;
 }

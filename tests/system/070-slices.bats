@@ -136,7 +136,7 @@ plan_state_is() { [ "$(plan_state "$1" "$2")" = "$3" ]; }
 
 @test "sl-006 re-slicing on demand serves the waiting jobs and says why" {
     shoal_tmp_init
-    shoald_start --reslice-on-demand
+    shoald_start --reslice-on-demand --reslice-hold 1s
     agent_start node1 1 H100-80GB
     wait_for 20 nodes_up_is 1
     id=$(submit --slice 3g.40gb -- true)
