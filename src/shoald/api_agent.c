@@ -399,19 +399,30 @@ void api_agent_work(struct shoald *d, struct api_req *req)
         api_errorf(req, SH_EINTERNAL, "out of memory");
         return;
     }
-    if (rt->poll) {
-        /* A newer poll replaces an older one (the agent reconnected). */
-        struct api_req *old = rt->poll;
-        free(api_get_user_data(old));
-        api_set_user_data(old, NULL);
-        api_reply_json(old, 200, cluster_node_work(d, n));
-        api_release(old);
-    }
+    /* A newer poll replaces an older one (the agent reconnected). */
+    api_agent_answer_poll(d, n, NULL);
     h->deadline_ms = shoald_now_ms(d) + wait * 1000;
     snprintf(h->node, sizeof(h->node), "%s", n->name);
     api_set_user_data(req, h);
     rt->poll = req;
     api_hold(req);
+}
+
+void api_agent_answer_poll(struct shoald *d, const struct node *n,
+                           const struct sh_error *err)
+{
+    struct node_rt *rt = nodetab_rt(d->nodes, n->name);
+    if (!rt || !rt->poll)
+        return;
+    struct api_req *req = rt->poll;
+    rt->poll = NULL;
+    free(api_get_user_data(req));
+    api_set_user_data(req, NULL);
+    if (err)
+        api_reply_error(req, err);
+    else
+        api_reply_json(req, 200, cluster_node_work(d, n));
+    api_release(req);
 }
 
 /* Answer held polls whose time is up (and all of them at shutdown). */
@@ -424,14 +435,8 @@ void api_agent_expire_polls(struct shoald *d, bool all)
         if (!rt->poll)
             continue;
         struct poll_hold *h = api_get_user_data(rt->poll);
-        if (!all && h && h->deadline_ms > now)
-            continue;
-        struct api_req *req = rt->poll;
-        rt->poll = NULL;
-        free(h);
-        api_set_user_data(req, NULL);
-        api_reply_json(req, 200, cluster_node_work(d, n));
-        api_release(req);
+        if (all || !h || h->deadline_ms <= now)
+            api_agent_answer_poll(d, n, NULL);
     }
 }
 

@@ -6,6 +6,8 @@
 
 #include "shoald/api.h"
 
+struct node;
+
 extern const struct api_route api_routes[];
 
 void api_metrics(struct shoald *d, struct api_req *req);
@@ -35,6 +37,9 @@ void api_agent_register(struct shoald *d, struct api_req *req);
 void api_agent_heartbeat(struct shoald *d, struct api_req *req);
 void api_agent_work(struct shoald *d, struct api_req *req);
 void api_agent_logs(struct shoald *d, struct api_req *req);
+/* Answer node n's held work poll, if any, with its work (or err). */
+void api_agent_answer_poll(struct shoald *d, const struct node *n,
+                           const struct sh_error *err);
 /* Answer held work polls whose wait is over (all of them when all). */
 void api_agent_expire_polls(struct shoald *d, bool all);
 

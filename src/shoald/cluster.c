@@ -482,12 +482,7 @@ static void wake_polls(struct shoald *d, bool ok, void *arg)
         if (!rt->wake)
             continue;
         rt->wake = false;
-        if (rt->poll) {
-            struct api_req *req = rt->poll;
-            rt->poll = NULL;
-            api_reply_json(req, 200, cluster_node_work(d, n));
-            api_release(req);
-        }
+        api_agent_answer_poll(d, n, NULL);
     }
 }
 
@@ -885,17 +880,12 @@ void cluster_node_changed(struct shoald *d, struct node *n)
 
 void cluster_node_removed(struct shoald *d, const char *name)
 {
-    struct node_rt *rt = nodetab_rt(d->nodes, name);
-    if (!rt)
+    struct node *n = nodetab_get(d->nodes, name);
+    if (!n)
         return;
-    if (rt->poll) {
-        struct api_req *req = rt->poll;
-        rt->poll = NULL;
-        free(api_get_user_data(req));
-        api_set_user_data(req, NULL);
-        api_errorf(req, SH_ENOTFOUND, "node %s was removed", name);
-        api_release(req);
-    }
+    struct sh_error err;
+    sh_errorf(&err, SH_ENOTFOUND, "node %s was removed", name);
+    api_agent_answer_poll(d, n, &err);
     sched_node_remove(d->cluster->sched, name, NULL);
     nodetab_remove(d->nodes, name);
     shoald_schedule_soon(d);
