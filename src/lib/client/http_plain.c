@@ -33,6 +33,9 @@ struct http_plain {
     char prefix[256]; /* path prefix from the URL, without trailing / */
     char url[512];
     int fd;
+    /* Set by another thread (client_abort): every call fails from then on,
+     * including one that is about to connect. */
+    _Atomic bool aborted;
     char rbuf[16384]; /* bytes read but not yet consumed */
     size_t rlen;
 };
@@ -317,6 +320,11 @@ static int plain_once(struct http_plain *p, const struct http_request *rq,
     bool reused = p->fd >= 0;
     if (!reused && plain_connect(p, deadline, err) < 0)
         return -1;
+    if (p->aborted) {
+        plain_close(p);
+        return sh_errorf(err, SH_EUNAVAILABLE, "the call to %s was aborted",
+                         p->url);
+    }
     strbuf_init(&req, HEAD_MAX + rq->body_len);
     strbuf_appendf(&req, "%s %s%s HTTP/1.1\r\nHost: %s:%s\r\n", rq->method,
                    p->prefix, rq->path, p->host, p->port);
@@ -371,6 +379,9 @@ static int plain_request(struct http_conn *c, const struct http_request *rq,
                          struct http_response *rs, struct sh_error *err)
 {
     struct http_plain *p = (struct http_plain *)c;
+    if (p->aborted)
+        return sh_errorf(err, SH_EUNAVAILABLE, "the call to %s was aborted",
+                         p->url);
     int64_t deadline = rq->timeout_ms ? clock_mono_ms() + rq->timeout_ms : 0;
     bool retry;
     if (plain_once(p, rq, rs, deadline, &retry, err) == 0)
@@ -390,6 +401,7 @@ static void plain_destroy(struct http_conn *c)
 static void plain_abort(struct http_conn *c)
 {
     struct http_plain *p = (struct http_plain *)c;
+    p->aborted = true;
     int fd = p->fd;
     if (fd >= 0)
         shutdown(fd, SHUT_RDWR);
