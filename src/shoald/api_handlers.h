@@ -10,6 +10,7 @@ struct node;
 
 extern const struct api_route api_routes[];
 
+void api_web_dashboard(struct shoald *d, struct api_req *req);
 void api_metrics(struct shoald *d, struct api_req *req);
 void api_health(struct shoald *d, struct api_req *req);
 void api_whoami(struct shoald *d, struct api_req *req);

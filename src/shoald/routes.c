@@ -7,6 +7,7 @@
 const struct api_route api_routes[] = {
     {"GET", "/v1/health", api_health, API_ACCESS_PUBLIC},
     {"GET", "/metrics", api_metrics, API_ACCESS_PUBLIC},
+    {"GET", "/", api_web_dashboard, API_ACCESS_PUBLIC},
     {"GET", "/v1/whoami", api_whoami, API_ACCESS_USER},
     {"POST", "/v1/jobs", api_jobs_submit, API_ACCESS_USER},
     {"GET", "/v1/jobs", api_jobs_list, API_ACCESS_USER},

@@ -153,3 +153,17 @@ CASES
     # Every sample line is "name{labels} value" or "name value".
     ! echo "$output" | grep -v '^#' | grep -vE '^[a-z_]+(\{[a-z_]+="[a-z_]+"\})? [0-9.e+-]+$'
 }
+
+@test "api-010 the dashboard page is served and its script parses" {
+    run curl -sf "$SHOAL_URL/"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"<title>Shoal</title>"* ]]
+    [[ "$output" == *'id="queue"'* ]]
+    if command -v node >/dev/null; then
+        echo "$output" | sed -n '/<script>/,/<\/script>/p' | sed '1d;$d' \
+            >"$SHOAL_TEST_DIR/dash.js"
+        node --check "$SHOAL_TEST_DIR/dash.js"
+    fi
+    run curl -s -o /dev/null -w '%{http_code}' "$SHOAL_URL/index.html"
+    [ "$output" = 404 ]
+}
