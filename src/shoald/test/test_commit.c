@@ -1,0 +1,335 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Focus: group commit (shoald/commit.c) over a real SQLite store. What a
+ * waiting request sees: its callback runs only after the flush, with
+ * ok = true once the batch is durable (readable from the store), also when
+ * the batch was empty; a failed commit (the "fault:N:PATH" store) reloads
+ * memory, answers every waiter with ok = false, stores nothing and leaves
+ * an empty batch for the next iteration. And the counters /metrics shows.
+ * The struct shoald holds only what commit.c uses: the store. */
+#include <criterion/criterion.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "shoald/commit.h"
+#include "shoald/shoald.h"
+#include "store/store.h"
+
+struct fx {
+    char dir[64];
+    char db[128];
+    struct shoald d;
+    int reloads;
+    int reload_rc;
+    bool reload_dirties; /* the reload leaves a change in the batch */
+};
+
+/* The fixture around a struct shoald: the reload function gets only the
+ * struct shoald and finds its test's counters this way. */
+static struct fx *fx_of(struct shoald *d)
+{
+    return (struct fx *)((char *)d - offsetof(struct fx, d));
+}
+
+static int reload(struct shoald *d, struct sh_error *err)
+{
+    struct fx *f = fx_of(d);
+    f->reloads++;
+    if (f->reload_dirties)
+        store_batch_del(commit_batch(d->commit), "node", "ghost");
+    if (f->reload_rc < 0)
+        return sh_errorf(err, SH_EUNAVAILABLE, "reload refused");
+    return 0;
+}
+
+/* Open a store ("" = plain SQLite, else a prefix such as "fault:2:") on a
+ * fresh temporary file and a commit over it. */
+static void fx_open(struct fx *f, const char *prefix)
+{
+    memset(f, 0, sizeof(*f));
+    snprintf(f->dir, sizeof(f->dir), "/tmp/shoal-commit-test-XXXXXX");
+    cr_assert_not_null(mkdtemp(f->dir));
+    snprintf(f->db, sizeof(f->db), "%s/state.db", f->dir);
+    char url[200];
+    snprintf(url, sizeof(url), "%s%s", prefix, f->db);
+    struct sh_error err = {0};
+    f->d.store = store_open(url, &err);
+    cr_assert_not_null(f->d.store, "%s: %s", url, err.msg);
+    f->d.commit = commit_create(&f->d, reload, &err);
+    cr_assert_not_null(f->d.commit, "%s", err.msg);
+}
+
+static void fx_close(struct fx *f)
+{
+    commit_destroy(f->d.commit);
+    store_close(f->d.store);
+    const char *suffix[] = {"", "-wal", "-shm", "-journal"};
+    for (size_t i = 0; i < sizeof(suffix) / sizeof(suffix[0]); i++) {
+        char p[160];
+        snprintf(p, sizeof(p), "%s%s", f->db, suffix[i]);
+        unlink(p);
+    }
+    cr_assert_eq(rmdir(f->dir), 0, "%s left files behind", f->dir);
+}
+
+/* Flush, keeping the reason of a failure for the log line commit.c
+ * writes. */
+static int flush(struct fx *f)
+{
+    struct sh_error err = {0};
+    return commit_flush(f->d.commit, &err);
+}
+
+static void put_node(struct fx *f, const char *name)
+{
+    json_t *rec = json_pack("{s:s}", "name", name);
+    cr_assert_eq(store_batch_put(commit_batch(f->d.commit), "node", name, rec),
+                 0);
+    json_decref(rec);
+}
+
+static int count_object(const char *key, const json_t *rec, void *arg,
+                        struct sh_error *err)
+{
+    (void)key;
+    (void)rec;
+    (void)err;
+    (*(int *)arg)++;
+    return 0;
+}
+
+/* Nodes in the store itself (what survives a restart). */
+static int stored_nodes(struct fx *f)
+{
+    int n = 0;
+    struct sh_error err = {0};
+    cr_assert_eq(store_load_objects(f->d.store, "node", count_object, &n, &err),
+                 0, "%s", err.msg);
+    return n;
+}
+
+/* A waiting request: records each call. */
+struct waiter {
+    int calls;
+    bool ok;
+    int order;          /* when it ran, across waiters */
+    int stored_at_call; /* nodes in the store when it ran */
+    struct fx *fx;
+};
+
+static int call_seq;
+
+static void done(struct shoald *d, bool ok, void *arg)
+{
+    struct waiter *w = arg;
+    (void)d;
+    w->calls++;
+    w->ok = ok;
+    w->order = ++call_seq;
+    if (w->fx)
+        w->stored_at_call = stored_nodes(w->fx);
+}
+
+Test(commit, callback_runs_after_the_flush_once_the_change_is_durable)
+{
+    struct fx f;
+    fx_open(&f, "");
+    struct waiter w = {.fx = &f};
+    put_node(&f, "gpu01");
+    cr_assert_eq(commit_after(f.d.commit, done, &w), 0);
+    cr_assert(commit_dirty(f.d.commit));
+    cr_assert(commit_pending(f.d.commit));
+    cr_assert_eq(w.calls, 0, "nothing is answered before the flush");
+    cr_assert_eq(stored_nodes(&f), 0);
+    struct sh_error err = {0};
+    cr_assert_eq(commit_flush(f.d.commit, &err), 0, "%s", err.msg);
+    cr_assert_eq(w.calls, 1);
+    cr_assert(w.ok);
+    cr_assert_eq(w.stored_at_call, 1, "the change was in the store first");
+    cr_assert_not(commit_dirty(f.d.commit));
+    cr_assert_not(commit_pending(f.d.commit));
+    cr_assert_eq(commit_flush(f.d.commit, &err), 0);
+    cr_assert_eq(w.calls, 1, "a callback runs once");
+    fx_close(&f);
+}
+
+Test(commit, empty_batch_still_runs_waiting_callbacks)
+{
+    struct fx f;
+    fx_open(&f, "");
+    struct waiter w = {0};
+    cr_assert_eq(commit_after(f.d.commit, done, &w), 0);
+    cr_assert_not(commit_dirty(f.d.commit));
+    cr_assert(commit_pending(f.d.commit), "a waiter alone keeps it pending");
+    cr_assert_eq(flush(&f), 0);
+    cr_assert_eq(w.calls, 1);
+    cr_assert(w.ok);
+    struct commit_stats st;
+    commit_get_stats(f.d.commit, &st);
+    cr_assert_eq(st.commits, 0, "nothing was written");
+    cr_assert_not(commit_pending(f.d.commit));
+    fx_close(&f);
+}
+
+Test(commit, callbacks_run_in_the_order_they_were_registered)
+{
+    struct fx f;
+    fx_open(&f, "");
+    struct waiter w[100];
+    memset(w, 0, sizeof(w));
+    call_seq = 0;
+    put_node(&f, "gpu01");
+    for (int i = 0; i < 100; i++) /* past the first allocation of 64 */
+        cr_assert_eq(commit_after(f.d.commit, done, &w[i]), 0);
+    cr_assert_eq(flush(&f), 0);
+    for (int i = 0; i < 100; i++) {
+        cr_assert_eq(w[i].calls, 1, "waiter %d", i);
+        cr_assert_eq(w[i].order, i + 1, "waiter %d", i);
+    }
+    fx_close(&f);
+}
+
+/* A callback that registers another waiter (answering one request starts
+ * another change). */
+struct chain {
+    struct waiter *next;
+    struct commit *c;
+    int calls;
+};
+
+static void done_then_wait(struct shoald *d, bool ok, void *arg)
+{
+    struct chain *ch = arg;
+    (void)d;
+    (void)ok;
+    ch->calls++;
+    commit_after(ch->c, done, ch->next);
+}
+
+Test(commit, waiter_added_by_a_callback_waits_for_the_next_flush)
+{
+    struct fx f;
+    fx_open(&f, "");
+    struct waiter later = {0};
+    struct chain ch = {.next = &later, .c = f.d.commit};
+    cr_assert_eq(commit_after(f.d.commit, done_then_wait, &ch), 0);
+    cr_assert_eq(flush(&f), 0);
+    cr_assert_eq(ch.calls, 1);
+    cr_assert_eq(later.calls, 0, "it waits for its own batch");
+    cr_assert(commit_pending(f.d.commit));
+    cr_assert_eq(flush(&f), 0);
+    cr_assert_eq(later.calls, 1);
+    cr_assert(later.ok);
+    fx_close(&f);
+}
+
+Test(commit, failed_commit_reloads_and_answers_every_waiter_not_ok)
+{
+    struct fx f;
+    fx_open(&f, "fault:1:");
+    struct waiter a = {0};
+    struct waiter b = {0};
+    put_node(&f, "gpu01");
+    put_node(&f, "gpu02");
+    cr_assert_eq(commit_after(f.d.commit, done, &a), 0);
+    cr_assert_eq(commit_after(f.d.commit, done, &b), 0);
+    struct sh_error err = {0};
+    cr_assert_eq(commit_flush(f.d.commit, &err), -1);
+    cr_assert_eq(err.code, SH_EUNAVAILABLE);
+    cr_assert(strstr(err.msg, "injected") != NULL, "%s", err.msg);
+    cr_assert_eq(f.reloads, 1, "memory is rebuilt from the store");
+    cr_assert_eq(a.calls, 1);
+    cr_assert_eq(b.calls, 1);
+    cr_assert_not(a.ok);
+    cr_assert_not(b.ok);
+    cr_assert_eq(stored_nodes(&f), 0, "nothing of the batch was stored");
+    cr_assert_not(commit_dirty(f.d.commit), "the failed batch is dropped");
+    cr_assert_not(commit_pending(f.d.commit));
+    fx_close(&f);
+}
+
+Test(commit, changes_queued_by_the_reload_are_dropped)
+{
+    struct fx f;
+    fx_open(&f, "fault:1:");
+    f.reload_dirties = true;
+    put_node(&f, "gpu01");
+    cr_assert_eq(flush(&f), -1);
+    cr_assert_eq(f.reloads, 1);
+    cr_assert_not(commit_dirty(f.d.commit));
+    fx_close(&f);
+}
+
+Test(commit, failed_reload_still_answers_the_waiters)
+{
+    struct fx f;
+    fx_open(&f, "fault:1:");
+    f.reload_rc = -1;
+    struct waiter w = {0};
+    put_node(&f, "gpu01");
+    cr_assert_eq(commit_after(f.d.commit, done, &w), 0);
+    cr_assert_eq(flush(&f), -1);
+    cr_assert_eq(f.reloads, 1);
+    cr_assert_eq(w.calls, 1);
+    cr_assert_not(w.ok);
+    fx_close(&f);
+}
+
+Test(commit, commit_after_a_failure_starts_from_an_empty_batch)
+{
+    struct fx f;
+    fx_open(&f, "fault:2:"); /* the first commit lands, later ones fail */
+    struct waiter w1 = {.fx = &f};
+    struct waiter w2 = {.fx = &f};
+    put_node(&f, "gpu01");
+    cr_assert_eq(commit_after(f.d.commit, done, &w1), 0);
+    cr_assert_eq(flush(&f), 0);
+    cr_assert(w1.ok);
+    cr_assert_eq(w1.stored_at_call, 1);
+    put_node(&f, "gpu02");
+    put_node(&f, "gpu03");
+    cr_assert_eq(commit_after(f.d.commit, done, &w2), 0);
+    cr_assert_eq(flush(&f), -1);
+    cr_assert_not(w2.ok);
+    cr_assert_eq(w2.stored_at_call, 1, "only the first batch is stored");
+    /* A waiter with nothing to write is still answered (ok) even though
+     * the store now fails every commit. */
+    struct waiter w3 = {0};
+    cr_assert_eq(commit_after(f.d.commit, done, &w3), 0);
+    cr_assert_eq(flush(&f), 0);
+    cr_assert(w3.ok);
+    cr_assert_eq(f.reloads, 1);
+    fx_close(&f);
+}
+
+Test(commit, stats_count_commits_ops_and_failures)
+{
+    struct fx f;
+    fx_open(&f, "fault:4:"); /* commits 1..3 land, the 4th fails */
+    int sizes[] = {1, 3, 2};
+    char name[32];
+    int n = 0;
+    for (int b = 0; b < 3; b++) {
+        for (int i = 0; i < sizes[b]; i++) {
+            snprintf(name, sizeof(name), "gpu%02d", n++);
+            put_node(&f, name);
+        }
+        cr_assert_eq(flush(&f), 0);
+        cr_assert_eq(flush(&f), 0, "empty: not counted");
+    }
+    struct commit_stats st;
+    commit_get_stats(f.d.commit, &st);
+    cr_assert_eq(st.commits, 3);
+    cr_assert_eq(st.ops, 6);
+    cr_assert_eq(st.max_batch, 3);
+    cr_assert_eq(st.failures, 0);
+    put_node(&f, "gpu99");
+    cr_assert_eq(flush(&f), -1);
+    commit_get_stats(f.d.commit, &st);
+    cr_assert_eq(st.commits, 3, "a failed commit is not a commit");
+    cr_assert_eq(st.ops, 6);
+    cr_assert_eq(st.failures, 1);
+    cr_assert_eq(stored_nodes(&f), 6);
+    fx_close(&f);
+}
