@@ -139,6 +139,9 @@ static int mps_env(json_t *env, const json_t *work,
         if (strcmp(g->uuid, uuid) != 0 || g->nslices == 0 ||
             g->slices[0].kind != GPU_SLICE_SHARED)
             continue;
+        /* The fence is ours: a job's own values never stand beside it. */
+        env_unset(env, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
+        env_unset(env, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT");
         int den = g->slices[0].share_den;
         char mem[64];
         snprintf(mem, sizeof(mem), "0=%lluM",
@@ -178,8 +181,10 @@ json_t *launch_from_work(const json_t *work, const struct launch_ctx *ctx,
     /* The job's own variables, then the contract's (which win). */
     const char *key;
     json_t *v;
-    json_object_foreach (json_object_get(spec, "env"), key, v)
+    json_object_foreach (json_object_get(spec, "env"), key, v) {
+        env_unset(env, key); /* the job's PATH replaces the default */
         add_env(env, key, json_string_value(v));
+    }
     if (contract_env(env, work, spec, node_rank, nnodes, tpn) < 0 ||
         mps_env(env, work, ctx) < 0)
         goto fail;

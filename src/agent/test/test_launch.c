@@ -378,13 +378,9 @@ Test(launch, job_variables_cannot_override_the_contract)
     job_spec_fini(&s);
 }
 
-/* BUG (agent/launch.c:177-182): launch_from_work() adds the default
- * "PATH=..." first and then appends the job's own variables without
- * removing it, so a job that sets PATH gets two PATH entries. getenv()
- * returns the first, so programs in the job see the default PATH and the
- * job's is ignored (shells and Python take the last: the answer depends on
- * the program). Expected: exactly one PATH, the job's. */
-Test(launch, job_path_replaces_the_default_path, .disabled = true)
+/* A job's PATH replaces the default one: a second PATH entry would be
+ * read by some programs (getenv takes the first) and not others. */
+Test(launch, job_path_replaces_the_default_path)
 {
     struct job_spec s;
     spec_make(&s, (const char *const[]){"train", NULL});
@@ -613,14 +609,10 @@ Test(launch, whole_and_mig_gpus_get_no_mps_variables_even_under_mps)
     }
 }
 
-/* BUG (agent/launch.c:128-155, mps_env, and the contract key list at
- * launch.c:74-84): the MPS fence is appended after the job's own
- * variables without removing them, so a job that sets
- * CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=100 (or a larger
- * CUDA_MPS_PINNED_DEVICE_MEM_LIMIT) on a 1/4 time-slice gets both entries;
- * the CUDA client reads the first (getenv), the job's, and escapes its
- * share. Expected: exactly one of each, the fence's values. */
-Test(launch, job_variables_cannot_lift_the_mps_fence, .disabled = true)
+/* On a time-slice fenced by MPS, the job's own CUDA_MPS_* values do not
+ * stand beside the fence's: getenv would take the first and the job would
+ * escape its share. */
+Test(launch, job_variables_cannot_lift_the_mps_fence)
 {
     struct gpu_info g[3];
     node_gpus(g);

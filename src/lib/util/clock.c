@@ -68,9 +68,16 @@ int clock_parse_date(const char *field, const char *s, int64_t *ms,
                          "%s: '%s' is not a date, expected YYYY-MM-DD or "
                          "YYYY-MM-DDTHH:MM:SSZ",
                          field, s);
+    struct tm want = tm;
     time_t t = timegm(&tm);
     if (t < 0)
         return sh_errorf(err, SH_EINVAL, "%s: '%s' is before 1970", field, s);
+    /* timegm moves impossible days (February 30 becomes March 2): refuse
+     * a date that did not survive the round trip. */
+    if (tm.tm_mday != want.tm_mday || tm.tm_mon != want.tm_mon ||
+        tm.tm_year != want.tm_year)
+        return sh_errorf(err, SH_EINVAL,
+                         "%s: '%s' is not a day of the calendar", field, s);
     *ms = (int64_t)t * 1000;
     return 0;
 }
