@@ -9,13 +9,9 @@
 load lib/cluster
 
 teardown() {
-    shoal_cluster_stop_keep_netns
-}
-
-shoal_cluster_stop_keep_netns() {
-    local dir=${SHOAL_TEST_DIR:-}
+    # Processes first (agents run inside the namespaces), then the network.
     shoal_cluster_stop_tree
-    netns_teardown_dir "$dir"
+    netns_teardown
 }
 
 # Also end processes jobs left (the agents were killed with -9 here).
@@ -25,12 +21,6 @@ shoal_cluster_stop_tree() {
         [ -f "$f" ] && kill -9 -"$(cat "$f")" 2>/dev/null || true
     done
     shoal_cluster_stop
-}
-
-netns_teardown_dir() {
-    [ -n "$1" ] && [ -f "$1/netns" ] || return 0
-    SHOAL_TEST_DIR=$1 netns_teardown
-    rm -rf "$1"
 }
 
 @test "res-001 a node that drops off: node_fail, requeue, nothing runs twice" {

@@ -209,8 +209,11 @@ netns_setup() {
     NETNS_PREFIX="shn$tag"
     NETNS_BR="shbr$tag"
     NETNS_BRIDGE_IP="10.77.$tag.1"
-    export NETNS_PREFIX NETNS_BR NETNS_BRIDGE_IP
-    echo "$NETNS_PREFIX $NETNS_BR $n" >"$SHOAL_TEST_DIR/netns"
+    NETNS_COUNT=$n
+    export NETNS_PREFIX NETNS_BR NETNS_BRIDGE_IP NETNS_COUNT
+    # Leftovers of an interrupted run with the same names go first.
+    netns_teardown
+    NETNS_COUNT=$n
     ip link add "$NETNS_BR" type bridge
     ip addr add "$NETNS_BRIDGE_IP/24" dev "$NETNS_BR"
     ip link set "$NETNS_BR" up
@@ -233,12 +236,11 @@ netns_ip() { echo "10.77.$(($$ % 200 + 20)).$((10 + $1))"; }
 netns_link() { ip link set "${NETNS_PREFIX}h$1" "$2"; }
 
 netns_teardown() {
-    [ -f "${SHOAL_TEST_DIR:-/nonexistent}/netns" ] || return 0
-    read -r prefix br n <"$SHOAL_TEST_DIR/netns"
-    for i in $(seq 1 "$n"); do
-        ip netns del "$prefix-$i" 2>/dev/null || true
-        ip link del "${prefix}h$i" 2>/dev/null || true
+    [ -n "${NETNS_PREFIX:-}" ] || return 0
+    for i in $(seq 1 "${NETNS_COUNT:-0}"); do
+        ip netns del "$NETNS_PREFIX-$i" 2>/dev/null || true
+        ip link del "${NETNS_PREFIX}h$i" 2>/dev/null || true
     done
-    ip link del "$br" 2>/dev/null || true
-    rm -f "$SHOAL_TEST_DIR/netns"
+    ip link del "$NETNS_BR" 2>/dev/null || true
+    NETNS_COUNT=0
 }
