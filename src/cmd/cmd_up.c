@@ -439,13 +439,15 @@ int cmd_up(int argc, char **argv)
     fprintf(stderr,
             "shoal: cluster is up at %s with %d node(s)%s\n"
             "shoal: state %s, logs %s, client config %s\n"
-            "shoal: try `shoal nodes` and `shoal submit --gpus 1 -- "
-            "nvidia-smi -L`; Ctrl-C stops the cluster\n",
+            "shoal: try `shoal nodes` and `shoal submit --gpus 1 -- %s`; "
+            "Ctrl-C stops the cluster\n",
             u.url, u.nodes,
             u.nodes == 0 ? ""
             : u.simulate ? " of simulated GPUs"
                          : " using this machine's GPUs",
-            u.state, logdir, cfgpath);
+            u.state, logdir, cfgpath,
+            u.simulate ? "sh -c 'echo $CUDA_VISIBLE_DEVICES'"
+                       : "nvidia-smi -L");
     fflush(stdout);
 
     int rc = 0;
