@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "lib/util/strtab.h"
 #include "sched/sched.h"
 
 #define SCHED_NONE UINT32_MAX
@@ -31,18 +32,8 @@
 
 /* ------------------------------------------------------------ helpers */
 
-/* Interned names: name -> dense id. Ids are never reused or removed. */
-struct sched_strtab {
-    char **names;
-    uint32_t n;
-    uint32_t cap;
-    uint32_t *slots; /* open addressing; SCHED_NONE = empty */
-    uint32_t nslots; /* power of two */
-};
-
-int strtab_intern(struct sched_strtab *t, const char *name, uint32_t *id);
-uint32_t strtab_find(const struct sched_strtab *t, const char *name);
-void strtab_fini(struct sched_strtab *t);
+/* Interned names: lib/util/strtab.h. */
+#define sched_strtab strtab
 
 /* Job id -> job index, linear probing with backward-shift deletion. */
 struct sched_idmap {

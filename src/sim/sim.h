@@ -20,6 +20,7 @@
 
 #include "lib/model/gpu.h"
 #include "lib/util/error.h"
+#include "lib/util/strtab.h"
 #include "sched/sched.h"
 
 #define SIM_LINE_MAX 4096     /* bytes in one trace line */
@@ -50,20 +51,13 @@ struct sim_job {
     uint8_t prio;        /* enum job_priority */
 };
 
-/* Interned strings of a trace. */
-struct sim_names {
-    char **s;
-    uint32_t n;
-    uint32_t cap;
-    uint32_t *slots; /* open addressing, UINT32_MAX = empty */
-    uint32_t nslots;
-};
+/* Interned strings of a trace: lib/util/strtab.h. */
 
 struct sim_trace {
     struct sim_job *jobs; /* sorted by (submit, trace order) */
     size_t njobs;
     size_t cap;
-    struct sim_names names;
+    struct strtab names;
     enum sim_format format;
 };
 

@@ -116,13 +116,13 @@ static void job_desc(const struct run *x, size_t i, struct sched_job_desc *d)
     const struct sim_job *j = &x->t->jobs[i];
     memset(d, 0, sizeof(*d));
     d->id = i + 1;
-    d->user = x->t->names.s[j->user];
-    d->project = x->t->names.s[j->project];
+    d->user = x->t->names.names[j->user];
+    d->project = x->t->names.names[j->project];
     d->priority = (enum job_priority)j->prio;
     d->nodes = j->nodes;
     d->gpus = j->nodes > 0 ? j->gpus / j->nodes : j->gpus;
-    d->gpu_type = j->gpu_type >= 0 ? x->t->names.s[j->gpu_type] : NULL;
-    d->slice = j->slice >= 0 ? x->t->names.s[j->slice] : NULL;
+    d->gpu_type = j->gpu_type >= 0 ? x->t->names.names[j->gpu_type] : NULL;
+    d->slice = j->slice >= 0 ? x->t->names.names[j->slice] : NULL;
     d->submit_ms = j->submit_ms;
     d->time_limit_ms = j->limit_ms;
     if (d->time_limit_ms == 0 && x->o->exact_limits)
@@ -290,7 +290,7 @@ static int metrics(struct run *x, struct sh_error *err)
         wait[k++] = w;
         jsum += c;
         wsum += w;
-        p->name = t->names.s[j->project];
+        p->name = t->names.names[j->project];
         p->jobs++;
         p->jct_sum_s += c;
         /* How close to an undisturbed run: duration / JCT, 1 when the

@@ -50,6 +50,14 @@ struct column {
     bool required;
 };
 
+/* Intern a trace name; a trace may hold at most SIM_NAMES_MAX of them. */
+static int sim_names_intern(struct strtab *t, const char *name, uint32_t *id)
+{
+    if (strtab_find(t, name) == STRTAB_NONE && t->n >= SIM_NAMES_MAX)
+        return -1;
+    return strtab_intern(t, name, id);
+}
+
 static const struct column shoal_cols[] = {
     {"id", R_ID, true},
     {"submit", R_SUBMIT, true},
@@ -117,82 +125,6 @@ int sim_format_parse(const char *name, enum sim_format *out,
 }
 
 /* ---------------------------------------------------------------- names */
-
-static uint32_t hash_str(const char *s)
-{
-    uint32_t h = 2166136261u;
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 16777619u;
-    }
-    return h;
-}
-
-static int names_rehash(struct sim_names *t, uint32_t nslots)
-{
-    uint32_t *slots = malloc(sizeof(*slots) * nslots);
-    if (!slots)
-        return -1;
-    memset(slots, 0xff, sizeof(*slots) * nslots);
-    for (uint32_t id = 0; id < t->n; id++) {
-        uint32_t i = hash_str(t->s[id]) & (nslots - 1);
-        while (slots[i] != UINT32_MAX)
-            i = (i + 1) & (nslots - 1);
-        slots[i] = id;
-    }
-    free(t->slots);
-    t->slots = slots;
-    t->nslots = nslots;
-    return 0;
-}
-
-static int names_intern(struct sim_names *t, const char *name, uint32_t *id)
-{
-    if (t->nslots) {
-        for (uint32_t i = hash_str(name) & (t->nslots - 1);;
-             i = (i + 1) & (t->nslots - 1)) {
-            uint32_t k = t->slots[i];
-            if (k == UINT32_MAX)
-                break;
-            if (strcmp(t->s[k], name) == 0) {
-                *id = k;
-                return 0;
-            }
-        }
-    }
-    if (t->n >= SIM_NAMES_MAX)
-        return -1;
-    if ((t->n + 1) * 2 > t->nslots &&
-        names_rehash(t, t->nslots ? t->nslots * 2 : 64) < 0)
-        return -1;
-    if (t->n == t->cap) {
-        uint32_t cap = t->cap ? t->cap * 2 : 32;
-        char **s = realloc(t->s, sizeof(*s) * cap);
-        if (!s)
-            return -1;
-        t->s = s;
-        t->cap = cap;
-    }
-    char *copy = strdup(name);
-    if (!copy)
-        return -1;
-    t->s[t->n] = copy;
-    uint32_t i = hash_str(name) & (t->nslots - 1);
-    while (t->slots[i] != UINT32_MAX)
-        i = (i + 1) & (t->nslots - 1);
-    t->slots[i] = t->n;
-    *id = t->n++;
-    return 0;
-}
-
-static void names_fini(struct sim_names *t)
-{
-    for (uint32_t i = 0; i < t->n; i++)
-        free(t->s[i]);
-    free(t->s);
-    free(t->slots);
-    memset(t, 0, sizeof(*t));
-}
 
 /* ---------------------------------------------------------------- input */
 
@@ -454,7 +386,7 @@ static int name_field(struct reader *r, struct sh_error *err, const char *col,
                       "'%s' is not a valid name (1..64 of "
                       "A-Z a-z 0-9 . _ -)",
                       v);
-    if (names_intern(&r->t->names, v, out) < 0)
+    if (sim_names_intern(&r->t->names, v, out) < 0)
         return sh_errorf(err, SH_ETOOLARGE, "%s:%zu: too many names",
                          r->in.name, r->in.line);
     return 0;
@@ -527,7 +459,7 @@ static int text_field(struct reader *r, struct sim_job *j, enum role role,
     case R_SLICE:
         if (strlen(v) >= JOB_SLICE_MAX || strchr(v, ' '))
             return rowerr(r, err, col, "'%s' is not a slice profile", v);
-        if (names_intern(&r->t->names, v, &id) < 0)
+        if (sim_names_intern(&r->t->names, v, &id) < 0)
             return sh_errorf(err, SH_ETOOLARGE, "too many names");
         j->slice = (int32_t)id;
         return 0;
@@ -668,7 +600,7 @@ static int read_all(struct reader *r, enum sim_format format,
     struct sim_trace *t = r->t;
     int rc;
     bool have_header = false;
-    if (names_intern(&t->names, "default", &r->default_name) < 0)
+    if (sim_names_intern(&t->names, "default", &r->default_name) < 0)
         return sh_errorf(err, SH_EINTERNAL, "out of memory");
     while ((rc = next_line(&r->in, buf, sizeof(buf) - 1)) != 0) {
         if (rc < 0)
@@ -742,7 +674,7 @@ void sim_trace_fini(struct sim_trace *t)
     if (!t)
         return;
     free(t->jobs);
-    names_fini(&t->names);
+    strtab_fini(&t->names);
     memset(t, 0, sizeof(*t));
 }
 
@@ -768,12 +700,13 @@ int sim_trace_write(FILE *f, const struct sim_trace *t)
         fprintf(f, ",%d,", j->gpus);
         if (j->nodes > 0)
             fprintf(f, "%d", j->nodes);
-        fprintf(f, ",%s,%s,%s,%s,", t->names.s[j->user], t->names.s[j->project],
-                j->gpu_type >= 0 ? t->names.s[j->gpu_type] : "",
+        fprintf(f, ",%s,%s,%s,%s,", t->names.names[j->user],
+                t->names.names[j->project],
+                j->gpu_type >= 0 ? t->names.names[j->gpu_type] : "",
                 job_priority_name((enum job_priority)j->prio));
         if (j->limit_ms > 0)
             put_seconds(f, j->limit_ms);
-        fprintf(f, ",%s\n", j->slice >= 0 ? t->names.s[j->slice] : "");
+        fprintf(f, ",%s\n", j->slice >= 0 ? t->names.names[j->slice] : "");
     }
     return ferror(f) ? -1 : 0;
 }

@@ -29,7 +29,7 @@ static void parse_fails(const char *text, const char *want)
 
 static const char *name(const struct sim_trace *t, int32_t i)
 {
-    return i >= 0 ? t->names.s[i] : "-";
+    return i >= 0 ? t->names.names[i] : "-";
 }
 
 Test(sim_trace, columns_in_any_order_with_optional_ones)
