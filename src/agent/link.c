@@ -21,6 +21,7 @@
 #include "lib/client/client.h"
 #include "lib/model/node_json.h"
 #include "lib/util/clock.h"
+#include "lib/util/file.h"
 #include "lib/util/log.h"
 
 #define POLL_WAIT_S 25
@@ -67,17 +68,11 @@ static void load_token(struct link *l)
 
 static int save_token(struct link *l, const char *token, struct sh_error *err)
 {
-    char path[PATH_MAX], tmp[PATH_MAX + 8];
+    char path[PATH_MAX], line[300];
     token_path(l, path, sizeof(path));
-    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0)
-        return sh_errorf(err, SH_EUNAVAILABLE, "cannot write %s: %s", tmp,
-                         strerror(errno));
-    dprintf(fd, "%s\n", token);
-    if (fsync(fd) < 0 || close(fd) < 0 || rename(tmp, path) < 0)
-        return sh_errorf(err, SH_EUNAVAILABLE, "cannot write %s: %s", path,
-                         strerror(errno));
+    int n = snprintf(line, sizeof(line), "%s\n", token);
+    if (file_write_atomic(path, line, (size_t)n, 0600, true, err) < 0)
+        return -1;
     snprintf(l->token, sizeof(l->token), "%s", token);
     pthread_mutex_lock(&l->mu);
     snprintf(l->poll_token, sizeof(l->poll_token), "%s", token);

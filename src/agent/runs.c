@@ -21,6 +21,7 @@
 #include "agent/link.h"
 #include "lib/loop/loop.h"
 #include "lib/util/clock.h"
+#include "lib/util/file.h"
 #include "lib/util/log.h"
 
 #define LOG_CHUNK_MAX (256u << 10)
@@ -80,12 +81,16 @@ static const char *const stream_files[2] = {"stdout", "stderr"};
 
 static int write_json(const char *dir, const char *name, const json_t *o)
 {
-    char path[PATH_MAX + 32], tmp[PATH_MAX + 40];
+    char path[PATH_MAX + 32];
     snprintf(path, sizeof(path), "%s/%s", dir, name);
-    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-    if (json_dump_file(o, tmp, JSON_COMPACT) < 0)
-        return -1;
-    return rename(tmp, path);
+    char *text = json_dumps(o, JSON_COMPACT);
+    /* No fsync: the notes are rewritten often and rebuilt from the shim's
+     * status after a power loss. */
+    int rc =
+        text ? file_write_atomic(path, text, strlen(text), 0644, false, NULL)
+             : -1;
+    free(text);
+    return rc;
 }
 
 static json_t *read_json(const char *dir, const char *name)

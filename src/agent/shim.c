@@ -20,6 +20,7 @@
 
 #include "agent/cgroup.h"
 #include "lib/util/clock.h"
+#include "lib/util/file.h"
 
 #define SHIM_TASKS_MAX 256
 
@@ -48,20 +49,9 @@ struct shim {
 
 static void write_file(const char *dir, const char *name, const char *text)
 {
-    char path[4300], tmp[4400];
+    char path[4300];
     snprintf(path, sizeof(path), "%s/%s", dir, name);
-    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return;
-    size_t len = strlen(text);
-    if (write(fd, text, len) == (ssize_t)len && fsync(fd) == 0) {
-        close(fd);
-        rename(tmp, path);
-        return;
-    }
-    close(fd);
-    unlink(tmp);
+    file_write_atomic(path, text, strlen(text), 0644, true, NULL);
 }
 
 static void write_status(const struct shim *s, int code, int sig,

@@ -9,6 +9,7 @@
 #include "agent/gpu.h"
 #include "agent/link.h"
 #include "agent/runs.h"
+#include "lib/util/file.h"
 #include "lib/util/log.h"
 
 static void layouts_path(const struct agent *a, char *buf, size_t size)
@@ -26,11 +27,15 @@ static json_t *layouts_load(const struct agent *a)
 
 static void layouts_save(const struct agent *a, const json_t *o)
 {
-    char path[PATH_MAX], tmp[PATH_MAX + 8];
+    char path[PATH_MAX];
+    struct sh_error err;
     layouts_path(a, path, sizeof(path));
-    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-    if (json_dump_file(o, tmp, JSON_COMPACT) < 0 || rename(tmp, path) < 0)
-        sh_log(LOG_ERR, "slicing", "cannot save %s", path);
+    char *text = json_dumps(o, JSON_COMPACT);
+    if (!text ||
+        file_write_atomic(path, text, strlen(text), 0644, true, &err) < 0)
+        sh_log(LOG_ERR, "slicing", "cannot save %s: %s", path,
+               text ? err.msg : "out of memory");
+    free(text);
 }
 
 void slicing_restore(struct agent *a)

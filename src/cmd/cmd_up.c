@@ -22,6 +22,7 @@
 #include "lib/model/gpu.h"
 #include "lib/model/job.h"
 #include "lib/util/clock.h"
+#include "lib/util/file.h"
 
 #define UP_MAX_NODES 64
 
@@ -220,18 +221,14 @@ static void write_client_config(const struct up *u)
     snprintf(dir, sizeof(dir), "%s", path);
     *strrchr(dir, '/') = '\0';
     mkdirs(dir);
-    char tmp[PATH_MAX + 8];
-    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-    if (!f)
-        die("cannot write %s: %s", tmp, strerror(errno));
-    fprintf(f,
-            "# written by `shoal up` for the cluster in %s\n"
-            "url = %s\ntoken = %s\n",
-            u->state, u->url, token);
-    if (fclose(f) != 0 || rename(tmp, path) < 0)
-        die("cannot write %s: %s", path, strerror(errno));
+    char text[PATH_MAX + 1024];
+    int n = snprintf(text, sizeof(text),
+                     "# written by `shoal up` for the cluster in %s\n"
+                     "url = %s\ntoken = %s\n",
+                     u->state, u->url, token);
+    struct sh_error err;
+    if (file_write_atomic(path, text, (size_t)n, 0600, true, &err) < 0)
+        die("%s", err.msg);
 }
 
 /* A simulated GPU config for node i; kept when it exists so a resumed

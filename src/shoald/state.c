@@ -12,6 +12,7 @@
 
 #include "lib/model/node_json.h"
 #include "lib/util/clock.h"
+#include "lib/util/file.h"
 #include "lib/util/log.h"
 #include "shoald/auth.h"
 #include "shoald/cluster.h"
@@ -87,27 +88,9 @@ int state_reload(struct shoald *d, struct sh_error *err)
 int state_write_file(const struct shoald *d, const char *name, const char *text,
                      int mode, struct sh_error *err)
 {
-    char path[4096], tmp[4200];
+    char path[4096];
     snprintf(path, sizeof(path), "%s/%s", d->cfg.state_dir, name);
-    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-    if (fd < 0)
-        return sh_errorf(err, SH_EUNAVAILABLE, "cannot write %s: %s", tmp,
-                         strerror(errno));
-    size_t len = strlen(text);
-    ssize_t n = write(fd, text, len);
-    if (n != (ssize_t)len || fsync(fd) < 0) {
-        int e = errno;
-        close(fd);
-        unlink(tmp);
-        return sh_errorf(err, SH_EUNAVAILABLE, "cannot write %s: %s", tmp,
-                         strerror(e));
-    }
-    close(fd);
-    if (rename(tmp, path) < 0)
-        return sh_errorf(err, SH_EUNAVAILABLE, "cannot rename %s: %s", tmp,
-                         strerror(errno));
-    return 0;
+    return file_write_atomic(path, text, strlen(text), mode, true, err);
 }
 
 /* Finish an initialisation that committed but crashed before renaming the
