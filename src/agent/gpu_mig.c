@@ -189,6 +189,30 @@ static int snap_cis(struct mig_job *j, nvmlGpuInstance_t h, struct mig_gi *gi,
     return 0;
 }
 
+/* The GPU instances of GPU instance profile index p (at most MIG_GIS_MAX).
+ * Returns 1 with *profile_id and gis[0..*count) filled, 0 when the GPU has
+ * no such profile, -1 (err set) when NVML fails to list them. */
+static int profile_gis(struct mig_job *j, unsigned int p,
+                       unsigned int *profile_id, nvmlGpuInstance_t *gis,
+                       unsigned int *count, struct sh_error *err)
+{
+    nvmlGpuInstanceProfileInfo_t info;
+    *profile_id = 0;
+    *count = 0;
+    if (j->n->f.nvmlDeviceGetGpuInstanceProfileInfo(j->dev, p, &info) !=
+        NVML_SUCCESS)
+        return 0;
+    *profile_id = info.id;
+    *count = MIG_GIS_MAX;
+    nvmlReturn_t rc =
+        j->n->f.nvmlDeviceGetGpuInstances(j->dev, info.id, gis, count);
+    if (rc != NVML_SUCCESS)
+        return gpu_nvml_fail(j->n, err, rc,
+                             "nvmlDeviceGetGpuInstances(GPU %d, profile id %u)",
+                             j->index, info.id);
+    return 1;
+}
+
 /* Read the GPU's MIG mode and instances. */
 static int snapshot(struct mig_job *j, struct mig_state *st,
                     struct sh_error *err)
@@ -199,31 +223,23 @@ static int snapshot(struct mig_job *j, struct mig_state *st,
     if (!st->enabled)
         return 0;
     for (unsigned int p = 0; p < NVML_GPU_INSTANCE_PROFILE_COUNT; p++) {
-        nvmlGpuInstanceProfileInfo_t info;
         nvmlGpuInstance_t gis[MIG_GIS_MAX];
-        unsigned int count = MIG_GIS_MAX;
-        if (j->n->f.nvmlDeviceGetGpuInstanceProfileInfo(j->dev, p, &info) !=
-            NVML_SUCCESS)
-            continue;
-        nvmlReturn_t rc =
-            j->n->f.nvmlDeviceGetGpuInstances(j->dev, info.id, gis, &count);
-        if (rc != NVML_SUCCESS)
-            return gpu_nvml_fail(
-                j->n, err, rc,
-                "nvmlDeviceGetGpuInstances(GPU %d, profile id %u)", j->index,
-                info.id);
-        for (unsigned int k = 0; k < count; k++) {
+        unsigned int profile_id, count;
+        int listed = profile_gis(j, p, &profile_id, gis, &count, err);
+        if (listed < 0)
+            return -1;
+        for (unsigned int k = 0; listed && k < count; k++) {
             nvmlGpuInstanceInfo_t gii;
             if (st->ngi >= MIG_GIS_MAX)
                 return sh_errorf(err, SH_EINTERNAL,
                                  "GPU %d has more than %d GPU instances",
                                  j->index, MIG_GIS_MAX);
-            rc = j->n->f.nvmlGpuInstanceGetInfo(gis[k], &gii);
+            nvmlReturn_t rc = j->n->f.nvmlGpuInstanceGetInfo(gis[k], &gii);
             if (rc != NVML_SUCCESS)
                 return gpu_nvml_fail(
                     j->n, err, rc, "nvmlGpuInstanceGetInfo(GPU %d)", j->index);
             struct mig_gi *gi = &st->gi[st->ngi++];
-            gi->profile_id = info.id;
+            gi->profile_id = profile_id;
             gi->placement = gii.placement;
             if (snap_cis(j, gis[k], gi, err) < 0)
                 return -1;
@@ -264,20 +280,12 @@ static int destroy_gi(struct mig_job *j, nvmlGpuInstance_t h,
 static int destroy_all(struct mig_job *j, struct sh_error *err)
 {
     for (unsigned int p = 0; p < NVML_GPU_INSTANCE_PROFILE_COUNT; p++) {
-        nvmlGpuInstanceProfileInfo_t info;
         nvmlGpuInstance_t gis[MIG_GIS_MAX];
-        unsigned int count = MIG_GIS_MAX;
-        if (j->n->f.nvmlDeviceGetGpuInstanceProfileInfo(j->dev, p, &info) !=
-            NVML_SUCCESS)
-            continue;
-        nvmlReturn_t rc =
-            j->n->f.nvmlDeviceGetGpuInstances(j->dev, info.id, gis, &count);
-        if (rc != NVML_SUCCESS)
-            return gpu_nvml_fail(
-                j->n, err, rc,
-                "nvmlDeviceGetGpuInstances(GPU %d, profile id %u)", j->index,
-                info.id);
-        for (unsigned int k = 0; k < count; k++) {
+        unsigned int profile_id, count;
+        int listed = profile_gis(j, p, &profile_id, gis, &count, err);
+        if (listed < 0)
+            return -1;
+        for (unsigned int k = 0; listed && k < count; k++) {
             if (destroy_gi(j, gis[k], err) < 0)
                 return -1;
         }
