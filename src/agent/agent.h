@@ -19,6 +19,7 @@
 
 #include <jansson.h>
 
+#include "agent/devices.h"
 #include "lib/model/gpu.h"
 #include "lib/model/node.h"
 #include "lib/util/error.h"
@@ -29,6 +30,8 @@ struct gpu_backend;
 struct cgroup_ctx;
 struct runs;
 struct link;
+
+#define AGENT_ALLOW_USERS_MAX 16
 
 struct agent_config {
     const char *controller; /* URL */
@@ -45,7 +48,11 @@ struct agent_config {
     uint64_t mem; /* 0: detect */
     int heartbeat_ms;
     bool stop_jobs_on_exit;
-    char self_exe[PATH_MAX]; /* this program, to start shims */
+    long long min_job_uid; /* jobs never run as a uid below, except: */
+    const char *allow_job_users[AGENT_ALLOW_USERS_MAX];
+    int nallow_job_users;
+    const char *sim_device_dir; /* NULL: GPU device nodes are /dev/nvidiaN */
+    char self_exe[PATH_MAX];    /* this program, to start shims */
 };
 
 struct agent {
@@ -56,8 +63,10 @@ struct agent {
     struct gpu_backend *gpu; /* NULL: no GPUs */
     struct gpu_info *gpus;
     int ngpus;
-    struct cgroup_ctx *cg; /* NULL: no enforcement (logged once) */
-    char cg_parent[160];   /* "shoal/<node>" */
+    struct gpu_devices gpu_devs; /* device nodes of the GPUs */
+    struct cgroup_ctx *cg;       /* NULL: no enforcement (logged once) */
+    char cluster_id[33]; /* the controller's; "" before the first join */
+    char cg_parent[200]; /* "shoal/<cluster id>/<node>" */
     int cpus;
     uint64_t mem;
     char address[NODE_ADDR_MAX];
@@ -65,5 +74,9 @@ struct agent {
     json_t *slice_errors; /* slicing failures to report */
     bool stopping;
 };
+
+/* The controller told its cluster id (registration): remember it in the
+ * state folder and set up job cgroups if that waited for it (main.c). */
+void agent_cluster_joined(struct agent *a, const char *id);
 
 #endif

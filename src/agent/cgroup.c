@@ -29,16 +29,17 @@ enum cg_ctrl {
     CG_CPUACCT,
     CG_PIDS,
     CG_FREEZER,
+    CG_DEVICES,
     CG_NCTRL,
 };
 
 static const char *const cg_ctrl_names[CG_NCTRL] = {
     [CG_MEMORY] = "memory", [CG_CPU] = "cpu",         [CG_CPUACCT] = "cpuacct",
-    [CG_PIDS] = "pids",     [CG_FREEZER] = "freezer",
+    [CG_PIDS] = "pids",     [CG_FREEZER] = "freezer", [CG_DEVICES] = "devices",
 };
 
-/* v1: all but the freezer are required. v2: these must be in the root's
- * cgroup.controllers (cpuacct and freezer are built into v2). */
+/* v1: all but the freezer and devices are required. v2: these must be in the
+ * root's cgroup.controllers (cpuacct and freezer are built into v2). */
 static const bool cg_v1_required[CG_NCTRL] = {
     [CG_MEMORY] = true,
     [CG_CPU] = true,
@@ -1311,6 +1312,42 @@ int cgroup_job_destroy(struct cgroup_ctx *ctx, const char *key,
                              path);
         return sh_errorf(err, SH_EINTERNAL, "rmdir %s: %s", path,
                          strerror(errno));
+    }
+    return 0;
+}
+
+/* --- devices ------------------------------------------------------------ */
+
+bool cgroup_has_devices(const struct cgroup_ctx *ctx)
+{
+    return ctx->version == 1 && ctx->idx[CG_DEVICES] >= 0;
+}
+
+int cgroup_job_deny_devices(struct cgroup_ctx *ctx, const char *key,
+                            const struct cgroup_device *devs, int ndevs,
+                            struct sh_error *err)
+{
+    if (cgroup_key_check(key, err) < 0)
+        return -1;
+    if (ndevs == 0)
+        return 0;
+    if (!cgroup_has_devices(ctx))
+        return sh_errorf(err, SH_EUNAVAILABLE,
+                         ctx->version == 2
+                             ? "device access control on cgroup v2 needs an "
+                               "eBPF device program, not supported yet"
+                             : "the cgroup v1 devices controller is not "
+                               "mounted");
+    if (!cg_job_there(ctx, ctx->idx[CG_DEVICES], key))
+        return sh_errorf(err, SH_ENOTFOUND, "job cgroup %s does not exist",
+                         key);
+    const char *dir = cg_hdir(ctx, CG_DEVICES);
+    for (int i = 0; i < ndevs; i++) {
+        char rule[48];
+        snprintf(rule, sizeof(rule), "c %u:%u rwm", devs[i].major,
+                 devs[i].minor);
+        if (cg_write(dir, key, "devices.deny", rule, err) < 0)
+            return -1;
     }
     return 0;
 }

@@ -4,7 +4,7 @@
  * process-count request, and the operations the agent needs on it: attach a
  * forked child, signal everything in it, count, read usage, remove.
  * cgroup v2 where a unified hierarchy holds the memory controller, v1
- * otherwise, found by reading mountinfo. Not here: cpusets, device access
+ * otherwise, found by reading mountinfo. Not here: cpusets
  * and namespaces (see "v1 notes" below).
  *
  * Layout. The parent (e.g. "shoal/node1") is created under the ROOT of each
@@ -28,7 +28,10 @@
  * hierarchies (required) and freezer (used by cgroup_job_kill when mounted).
  * cpuset is deliberately left out: a new v1 cpuset cgroup is unusable until
  * cpuset.cpus and cpuset.mems are copied into it, and no job asks for CPU
- * pinning yet; jobs stay in the agent's cpuset. devices likewise.
+ * pinning yet; jobs stay in the agent's cpuset. The devices hierarchy is
+ * used when mounted, to keep a job off the GPUs it was not given
+ * (cgroup_job_deny_devices); on v2 that would take an eBPF program, which
+ * this module does not load yet.
  *
  * A context is read-only after cgroup_ctx_create, so threads may share it.
  * Concurrent operations on one job key are the caller's to serialise.
@@ -53,8 +56,8 @@
 #define CGROUP_PARENT_DEPTH_MAX 8
 
 /* The most hierarchies a job spans (v1: memory, cpu, cpuacct, pids,
- * freezer; v2: one). */
-#define CGROUP_HIER_MAX 5
+ * freezer, devices; v2: one). */
+#define CGROUP_HIER_MAX 6
 
 struct cgroup_ctx;
 
@@ -210,5 +213,24 @@ int cgroup_job_stats(struct cgroup_ctx *ctx, const char *key,
  * (calling again finishes the job). */
 int cgroup_job_destroy(struct cgroup_ctx *ctx, const char *key,
                        struct sh_error *err);
+
+/* A character device (major:minor). */
+struct cgroup_device {
+    unsigned major;
+    unsigned minor;
+};
+
+/* True when jobs' device access can be restricted (v1 with the devices
+ * hierarchy mounted). */
+bool cgroup_has_devices(const struct cgroup_ctx *ctx);
+
+/* Forbid the job to open (read, write) or create (mknod) each of the ndevs
+ * character devices: an open then fails with EPERM, whatever the file's
+ * permissions. Everything else stays allowed. SH_EUNAVAILABLE where
+ * cgroup_has_devices is false (nothing is enforced then); SH_ENOTFOUND for
+ * a job cgroup that does not exist. */
+int cgroup_job_deny_devices(struct cgroup_ctx *ctx, const char *key,
+                            const struct cgroup_device *devs, int ndevs,
+                            struct sh_error *err);
 
 #endif

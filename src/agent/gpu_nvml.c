@@ -211,6 +211,12 @@ static int read_gpu(struct gpu_nvml *n, int i, struct gpu_info *g,
         n->f.nvmlDeviceGetUtilizationRates(dev, &util) == NVML_SUCCESS)
         g->util_pct = util.gpu > 100 ? 100 : (int)util.gpu;
     read_pci(n, dev, g);
+    unsigned int minor;
+    g->minor = -1;
+    if (n->f.nvmlDeviceGetMinorNumber &&
+        n->f.nvmlDeviceGetMinorNumber(dev, &minor) == NVML_SUCCESS &&
+        minor < 256)
+        g->minor = (int)minor;
     read_mig_mode(n, dev, g);
     if (g->mig_enabled)
         gpu_nvml_read_slices(n, dev, g);

@@ -26,6 +26,7 @@
     X(nvmlDeviceGetMemoryInfo, 1)                                              \
     X(nvmlDeviceGetUtilizationRates, 0)                                        \
     X(nvmlDeviceGetPciInfo_v3, 0)                                              \
+    X(nvmlDeviceGetMinorNumber, 0)                                             \
     X(nvmlDeviceGetTopologyCommonAncestor, 0)                                  \
     X(nvmlDeviceGetNvLinkState, 0)                                             \
     X(nvmlDeviceGetNvLinkRemotePciInfo_v2, 0)                                  \

@@ -211,6 +211,13 @@ json_t *launch_from_work(const json_t *work, const struct launch_ctx *ctx,
                     ctx->as_root ? user : NULL, "tasks", tpn, "node_rank",
                     node_rank, "world_size", nnodes * tpn, "script", script,
                     "cgroup_parent", ctx->cg_parent, "cgroup_key", key_buf);
+    if (out) {
+        json_t *allow = json_array();
+        for (int k = 0; k < ctx->nallow_users; k++)
+            json_array_append_new(allow, json_string(ctx->allow_users[k]));
+        json_object_set_new(out, "allow_users", allow);
+        json_object_set_new(out, "min_uid", json_integer(ctx->min_uid));
+    }
     if (!out)
         sh_errorf(err, SH_EINTERNAL, "out of memory");
     return out;

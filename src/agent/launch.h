@@ -22,13 +22,17 @@ struct launch_ctx {
     const char *cg_parent; /* cgroup parent, NULL without cgroups */
     const struct gpu_info *gpus; /* this node's GPUs (for time-slices) */
     int ngpus;
-    bool mps; /* MPS fences time-slices on this node */
+    bool mps;                       /* MPS fences time-slices on this node */
+    long long min_uid;              /* the shim refuses users below it ... */
+    const char *const *allow_users; /* ... except these */
+    int nallow_users;
 };
 
 /* Build the launch description from a work entry (see api_agent.c):
  *   {"argv": [...], "env": ["K=V", ...], "workdir": "/x"|null,
  *    "user": "alice"|null, "tasks": N, "node_rank": r, "world_size": W,
- *    "script": "<text>"|null, "cgroup_parent": ..., "cgroup_key": ...}
+ *    "script": "<text>"|null, "cgroup_parent": ..., "cgroup_key": ...,
+ *    "min_uid": N, "allow_users": ["name", ...]}
  * The per-task variables RANK and LOCAL_RANK are added by the shim for each
  * task from node_rank and tasks. New reference, or NULL with err. work is
  * borrowed. */

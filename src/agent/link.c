@@ -253,6 +253,8 @@ int link_register(struct link *l, struct sh_error *err)
     pthread_mutex_lock(&l->mu);
     l->poll_lost_node = false;
     pthread_mutex_unlock(&l->mu);
+    agent_cluster_joined(l->a,
+                         json_string_value(json_object_get(ans, "cluster_id")));
     /* Runs first; slicing may re-register, so not from inside a
      * registration. */
     runs_reconcile(l->a->runs, json_object_get(ans, "work"));
@@ -350,14 +352,26 @@ int link_push_log(struct link *l, uint64_t id, int attempt, const char *stream,
     char *out = NULL;
     size_t out_len = 0;
     int status;
+    int rc = 0;
     if (client_call_raw(l->client, "POST", path, data, len, &out, &out_len,
-                        &status, err) < 0)
-        return -1;
+                        &status, err) < 0) {
+        if (status != 409)
+            return -1;
+        /* A gap: the controller has less than we think (it lost some).
+         * Ask how much, to resend from there. */
+        snprintf(path, sizeof(path),
+                 "/v1/agent/logs?job=%llu&attempt=%d&stream=%s&offset=0",
+                 (unsigned long long)id, attempt, stream);
+        if (client_call_raw(l->client, "POST", path, "", 0, &out, &out_len,
+                            &status, err) < 0)
+            return -1;
+        rc = 1;
+    }
     json_t *ans = json_loadb(out, out_len, 0, NULL);
     *stored = (uint64_t)json_integer_value(json_object_get(ans, "stored"));
     json_decref(ans);
     free(out);
-    return 0;
+    return rc;
 }
 
 bool link_connected(const struct link *l)

@@ -39,7 +39,8 @@ void link_heartbeat_soon(struct link *l);
 bool link_heartbeat_due(const struct link *l);
 
 /* Push a chunk of a run's output read at offset. *stored is how much of
- * that stream the controller has. */
+ * that stream the controller has. 0; 1 when the controller has less than
+ * offset (it refused the hole; resend from *stored); -1 with err. */
 int link_push_log(struct link *l, uint64_t id, int attempt, const char *stream,
                   uint64_t offset, const char *data, size_t len,
                   uint64_t *stored, struct sh_error *err);

@@ -25,6 +25,7 @@
 #include "agent/slicing.h"
 #include "lib/loop/loop.h"
 #include "lib/model/job.h"
+#include "lib/util/file.h"
 #include "lib/util/log.h"
 #include "lib/util/parse.h"
 
@@ -50,6 +51,15 @@ static const char usage[] =
     "  --stop-jobs-on-exit     stop this node's jobs when the agent stops\n"
     "                          (default: they keep running and are adopted by\n"
     "                          the next agent start)\n"
+    "  --min-job-uid N         refuse to run jobs as Unix accounts below uid "
+    "N\n"
+    "                          (default 1000: root and system accounts)\n"
+    "  --allow-job-user NAME   ... except this account (repeatable), e.g. the\n"
+    "                          admin of a one-machine cluster who runs as "
+    "root\n"
+    "  --sim-device-dir DIR    simulated GPUs: make their device nodes\n"
+    "                          (DIR/nvidiaN) there, so GPU device isolation\n"
+    "                          can be checked without real GPUs\n"
     "  --debug LIST            debug logs for components (runs,link,...|all)\n"
     "  -h, --help              show this help\n";
 
@@ -105,6 +115,9 @@ static int parse_args(int argc, char **argv, struct agent_config *cfg)
         {"mem", required_argument, NULL, 'm'},
         {"heartbeat", required_argument, NULL, 'H'},
         {"stop-jobs-on-exit", no_argument, NULL, 'S'},
+        {"min-job-uid", required_argument, NULL, 'U'},
+        {"allow-job-user", required_argument, NULL, 'A'},
+        {"sim-device-dir", required_argument, NULL, 'D'},
         {"debug", required_argument, NULL, 'd'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -161,6 +174,26 @@ static int parse_args(int argc, char **argv, struct agent_config *cfg)
         case 'S':
             cfg->stop_jobs_on_exit = true;
             break;
+        case 'U':
+            if (parse_int64("--min-job-uid", optarg, 0, 4294967294LL, &v,
+                            &err) < 0)
+                goto bad;
+            cfg->min_job_uid = (long long)v;
+            break;
+        case 'A':
+            if (cfg->nallow_job_users == AGENT_ALLOW_USERS_MAX ||
+                !job_ident_valid(optarg)) {
+                sh_errorf(&err, SH_EINVAL,
+                          "--allow-job-user '%s': a user name, at most %d "
+                          "times",
+                          optarg, AGENT_ALLOW_USERS_MAX);
+                goto bad;
+            }
+            cfg->allow_job_users[cfg->nallow_job_users++] = optarg;
+            break;
+        case 'D':
+            cfg->sim_device_dir = optarg;
+            break;
         case 'd':
             sh_log_set_debug(optarg);
             break;
@@ -206,11 +239,63 @@ static int setup_gpus(struct agent *a, struct sh_error *err)
     if (gpu_discover(a->gpu, &a->gpus, &a->ngpus, err) < 0)
         return sh_error_prefix(err, "GPU discovery: ");
     a->mps = gpu_mps_available(NULL);
+    gpu_devices_find(&a->gpu_devs, a->gpus, a->ngpus, a->cfg.sim_device_dir);
     for (int i = 0; i < a->ngpus; i++)
         sh_log(LOG_INFO, "gpu", "gpu %d: %s %s mig=%s slices=%d", i,
                a->gpus[i].model, a->gpus[i].uuid,
                a->gpus[i].mig_enabled ? "on" : "off", a->gpus[i].nslices);
     return 0;
+}
+
+/* Job cgroups live under shoal/<cluster id>/<node>: two clusters on one
+ * host (or two agents of different clusters) never see each other's. */
+static void setup_cgroups(struct agent *a)
+{
+    snprintf(a->cg_parent, sizeof(a->cg_parent), "shoal/%s/%s", a->cluster_id,
+             a->cfg.name);
+    struct sh_error err;
+    a->cg = cgroup_ctx_create(a->cg_parent, &err);
+    if (!a->cg) {
+        sh_log(LOG_WARNING, "runs",
+               "jobs will run without CPU and memory limits: %s", err.msg);
+        return;
+    }
+    sh_log(LOG_INFO, "runs", "job limits through cgroup v%d under %s",
+           cgroup_version(a->cg), a->cg_parent);
+    if (!cgroup_has_devices(a->cg) && a->ngpus > 0)
+        sh_log(LOG_WARNING, "runs",
+               "GPU device isolation is not available (cgroup v%d%s): a job "
+               "can open GPUs it was not given",
+               cgroup_version(a->cg),
+               cgroup_version(a->cg) == 1 ? " without the devices controller"
+                                          : ", no eBPF device program yet");
+}
+
+static bool cluster_id_valid(const char *id)
+{
+    size_t n = id ? strlen(id) : 0;
+    return n > 0 && n < sizeof(((struct agent *)0)->cluster_id) &&
+           strspn(id, "0123456789abcdef") == n;
+}
+
+void agent_cluster_joined(struct agent *a, const char *id)
+{
+    if (!cluster_id_valid(id) || strcmp(id, a->cluster_id) == 0)
+        return;
+    if (a->cluster_id[0]) {
+        sh_log(LOG_WARNING, "main",
+               "the controller's cluster id is %s, this node's state is of "
+               "cluster %s: job cgroups stay under %s until a restart",
+               id, a->cluster_id, a->cg_parent);
+    } else {
+        snprintf(a->cluster_id, sizeof(a->cluster_id), "%s", id);
+        setup_cgroups(a);
+    }
+    char path[PATH_MAX];
+    struct sh_error err;
+    snprintf(path, sizeof(path), "%s/cluster.id", a->cfg.state_dir);
+    if (file_write_atomic(path, id, strlen(id), 0644, true, &err) < 0)
+        sh_log(LOG_WARNING, "main", "%s", err.msg);
 }
 
 static void setup_resources(struct agent *a)
@@ -221,15 +306,22 @@ static void setup_resources(struct agent *a)
     a->cpus = a->cfg.cpus ? a->cfg.cpus : (int)(ncpu > 0 ? ncpu : 1);
     a->mem = a->cfg.mem ? a->cfg.mem
                         : (uint64_t)(pages > 0 ? pages : 0) * (uint64_t)page;
-    snprintf(a->cg_parent, sizeof(a->cg_parent), "shoal/%s", a->cfg.name);
-    struct sh_error err;
-    a->cg = cgroup_ctx_create(a->cg_parent, &err);
-    if (!a->cg)
-        sh_log(LOG_WARNING, "runs",
-               "jobs will run without CPU and memory limits: %s", err.msg);
-    else
-        sh_log(LOG_INFO, "runs", "job limits through cgroup v%d under %s",
-               cgroup_version(a->cg), a->cg_parent);
+    /* The cluster this state belongs to, when it joined one before: its
+     * runs' cgroups must be found before the first registration. A new
+     * node learns the id when it registers. */
+    char path[PATH_MAX], id[64] = "";
+    snprintf(path, sizeof(path), "%s/cluster.id", a->cfg.state_dir);
+    FILE *f = fopen(path, "re");
+    if (f) {
+        if (!fgets(id, sizeof(id), f))
+            id[0] = '\0';
+        fclose(f);
+        id[strcspn(id, "\n")] = '\0';
+    }
+    if (cluster_id_valid(id)) {
+        snprintf(a->cluster_id, sizeof(a->cluster_id), "%s", id);
+        setup_cgroups(a);
+    }
 }
 
 /* ---- the loop ---- */
@@ -386,6 +478,7 @@ int main(int argc, char **argv)
     memset(&a, 0, sizeof(a));
     sh_log_init("shoal-agent");
     a.cfg.heartbeat_ms = 5000;
+    a.cfg.min_job_uid = 1000;
     if (parse_args(argc, argv, &a.cfg) < 0)
         return 2;
     char host[256];

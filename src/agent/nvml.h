@@ -189,6 +189,9 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory);
 nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device,
                                            nvmlUtilization_t *utilization);
 nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t *pci);
+/* N of the device node /dev/nvidiaN. */
+nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device,
+                                      unsigned int *minorNumber);
 
 /* Topology. */
 nvmlReturn_t

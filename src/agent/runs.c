@@ -19,6 +19,7 @@
 #include "agent/cgroup.h"
 #include "agent/launch.h"
 #include "agent/link.h"
+#include "agent/shim.h"
 #include "lib/loop/loop.h"
 #include "lib/util/clock.h"
 #include "lib/util/file.h"
@@ -48,7 +49,6 @@ struct run {
     pid_t shim_pid;
     unsigned long long shim_start;
     int pidfd;
-    pid_t pgid;
     int64_t started_ms;
     int64_t deadline_ms; /* 0: no time limit */
     int64_t exited_ms;
@@ -77,35 +77,73 @@ struct runs {
 static const char *const streams[2] = {"out", "err"};
 static const char *const stream_files[2] = {"stdout", "stderr"};
 
-/* ---- small file helpers ---- */
+/* ---- small file helpers ----
+ *
+ * The run folder and everything in it belong to the agent (root); the job's
+ * user can neither list nor change it. Still, nothing in it is trusted
+ * blindly: files are opened relative to the folder, links are never
+ * followed, readers take regular files only and temporary files are made
+ * exclusively (lib/util/file.h). */
+
+static int run_dirfd(const char *dir)
+{
+    return open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
 
 static int write_json(const char *dir, const char *name, const json_t *o)
 {
-    char path[PATH_MAX + 32];
-    snprintf(path, sizeof(path), "%s/%s", dir, name);
     char *text = json_dumps(o, JSON_COMPACT);
+    int dfd = run_dirfd(dir);
     /* No fsync: the notes are rewritten often and rebuilt from the shim's
-     * status after a power loss. */
-    int rc =
-        text ? file_write_atomic(path, text, strlen(text), 0644, false, NULL)
-             : -1;
+     * status after a power loss. 0600: work and launch hold the job's
+     * environment, for no other user's eyes. */
+    int rc = text && dfd >= 0
+                 ? file_write_atomic_at(dfd, name, text, strlen(text), 0600,
+                                        false, NULL)
+                 : -1;
+    if (dfd >= 0)
+        close(dfd);
     free(text);
     return rc;
 }
 
 static json_t *read_json(const char *dir, const char *name)
 {
-    char path[PATH_MAX + 32];
-    snprintf(path, sizeof(path), "%s/%s", dir, name);
-    return json_load_file(path, 0, NULL);
+    int dfd = run_dirfd(dir);
+    int fd = dfd >= 0 ? file_open_regular_at(dfd, name) : -1;
+    json_t *o = fd >= 0 ? json_loadfd(fd, 0, NULL) : NULL;
+    if (fd >= 0)
+        close(fd);
+    if (dfd >= 0)
+        close(dfd);
+    return o;
 }
 
 static uint64_t file_size(const char *dir, const char *name)
 {
-    char path[PATH_MAX + 32];
+    int dfd = run_dirfd(dir);
+    uint64_t size = dfd >= 0 ? file_size_at(dfd, name) : 0;
+    if (dfd >= 0)
+        close(dfd);
+    return size;
+}
+
+/* Make sure the run folder is a real folder that belongs to the agent and
+ * only it can change (an older agent gave script jobs' folders to their
+ * user). 0, or -1 with errno. */
+static int run_dir_reclaim(const char *dir)
+{
+    int dfd = run_dirfd(dir);
     struct stat st;
-    snprintf(path, sizeof(path), "%s/%s", dir, name);
-    return stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
+    if (dfd < 0)
+        return -1;
+    int rc = fstat(dfd, &st);
+    if (rc == 0 && (st.st_uid != geteuid() || (st.st_mode & 022) != 0))
+        rc = fchown(dfd, geteuid(), getegid()) == 0 ? fchmod(dfd, 0711) : -1;
+    int e = errno;
+    close(dfd);
+    errno = e;
+    return rc;
 }
 
 /* Remove a run folder (files only one level deep). */
@@ -247,22 +285,64 @@ static void run_free(struct runs *rs, struct run *r)
 
 /* ---- signals ---- */
 
+/* Processes whose session is `sid`, the shim's (tasks stay in it unless
+ * they call setsid, which the job cgroup still catches). */
+static void kill_session(pid_t sid, int sig)
+{
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL) {
+        char *end;
+        long pid = strtol(e->d_name, &end, 10);
+        if (*end || pid <= 1)
+            continue;
+        char path[64], buf[1024];
+        snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+        if (fd >= 0)
+            close(fd);
+        if (n <= 0)
+            continue;
+        buf[n] = '\0';
+        /* ") state ppid pgrp session" */
+        char *p = strrchr(buf, ')');
+        int ppid, pgrp, session;
+        char state;
+        if (p &&
+            sscanf(p + 1, " %c %d %d %d", &state, &ppid, &pgrp, &session) ==
+                4 &&
+            session == sid)
+            kill((pid_t)pid, sig);
+    }
+    if (d)
+        closedir(d);
+}
+
+/* Signal the run's tasks. Their process group is known only to the shim,
+ * which made it when it forked them: the agent asks the shim (SIGUSR1:
+ * forward SIGTERM, SIGUSR2: forward SIGKILL) through a pidfd, so a reused
+ * PID is never hit. Nothing written in the run folder is read for this.
+ * When the shim is gone, what is left of its session is signalled; the
+ * job cgroup catches the rest (a task that made a session of its own). */
 static void run_signal(struct run *r, int sig)
 {
     struct agent *a = r->runs->a;
-    if (r->pgid <= 0) {
-        char path[PATH_MAX + 16];
-        snprintf(path, sizeof(path), "%s/pgid", r->dir);
-        FILE *f = fopen(path, "r");
-        if (f) {
-            int pgid = 0;
-            if (fscanf(f, "%d", &pgid) == 1 && pgid > 1)
-                r->pgid = pgid;
-            fclose(f);
-        }
+    int forward = sig == SIGKILL ? SHIM_SIG_KILL : SHIM_SIG_TERM;
+    bool asked = false;
+    if (r->pidfd >= 0 &&
+        syscall(SYS_pidfd_send_signal, r->pidfd, forward, NULL, 0) == 0)
+        asked = true;
+    if (!asked && r->shim_pid > 1) {
+        unsigned long long start = proc_start(r->shim_pid);
+        /* Gone: its session may live on. A live process with that PID that
+         * is not our shim means the PID was reused, which the kernel does
+         * not do while a session of that id remains: nothing to signal. */
+        if (start == 0)
+            kill_session(r->shim_pid, sig);
+        else if (start == r->shim_start)
+            kill(r->shim_pid, forward);
     }
-    if (r->pgid > 1)
-        kill(-r->pgid, sig);
     if (a->cg)
         cgroup_job_kill(a->cg, r->cg_key, sig, NULL);
 }
@@ -357,6 +437,10 @@ static int prepare(struct run *r, const json_t *work, struct sh_error *err)
     if (mkdir(r->dir, 0711) < 0 && errno != EEXIST)
         return sh_errorf(err, SH_EUNAVAILABLE, "cannot create %s: %s", r->dir,
                          strerror(errno));
+    if (run_dir_reclaim(r->dir) < 0)
+        return sh_errorf(err, SH_EUNAVAILABLE,
+                         "%s is not a folder of the agent's own: %s", r->dir,
+                         strerror(errno));
     if (write_json(r->dir, "work.json", work) < 0)
         return sh_errorf(err, SH_EUNAVAILABLE, "cannot write %s/work.json",
                          r->dir);
@@ -375,6 +459,17 @@ static int prepare(struct run *r, const json_t *work, struct sh_error *err)
         else
             sh_log(LOG_WARNING, "runs", "run %s without cgroup limits: %s",
                    r->key, cerr.msg);
+        /* Only its own GPUs' device nodes: where the fence cannot be set
+         * the agent warned once at start-up. */
+        struct cgroup_device deny[GPU_PER_NODE_MAX];
+        int ndeny = gpu_devices_denied(&a->gpu_devs, a->gpus, a->ngpus,
+                                       json_object_get(work, "gpus"), deny,
+                                       GPU_PER_NODE_MAX);
+        if (cg && cgroup_has_devices(a->cg) &&
+            cgroup_job_deny_devices(a->cg, r->cg_key, deny, ndeny, &cerr) < 0)
+            return sh_errorf(err, SH_EUNAVAILABLE,
+                             "cannot fence the GPUs of run %s: %s", r->key,
+                             cerr.msg);
     }
     struct launch_ctx ctx = {
         .node = a->cfg.name,
@@ -384,6 +479,9 @@ static int prepare(struct run *r, const json_t *work, struct sh_error *err)
         .gpus = a->gpus,
         .ngpus = a->ngpus,
         .mps = a->mps,
+        .min_uid = a->cfg.min_job_uid,
+        .allow_users = a->cfg.allow_job_users,
+        .nallow_users = a->cfg.nallow_job_users,
     };
     json_t *launch = launch_from_work(work, &ctx, err);
     if (!launch)
@@ -413,7 +511,7 @@ static int spawn_shim(struct run *r, struct sh_error *err)
         }
         char log[PATH_MAX + 16];
         snprintf(log, sizeof(log), "%s/shim.log", r->dir);
-        int lfd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+        int lfd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0600);
         if (lfd >= 0)
             dup2(lfd, 2);
         sigset_t none;
@@ -649,9 +747,10 @@ static long push_output(struct run *r, size_t budget)
             want = LOG_CHUNK_MAX;
         if (want > budget)
             want = budget;
-        char path[PATH_MAX + 16];
-        snprintf(path, sizeof(path), "%s/%s", r->dir, stream_files[s]);
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        int dfd = run_dirfd(r->dir);
+        int fd = dfd >= 0 ? file_open_regular_at(dfd, stream_files[s]) : -1;
+        if (dfd >= 0)
+            close(dfd);
         if (!buf)
             buf = malloc(LOG_CHUNK_MAX);
         ssize_t n =
@@ -662,10 +761,17 @@ static long push_output(struct run *r, size_t budget)
             continue;
         uint64_t stored;
         struct sh_error err;
-        if (link_push_log(a->link, r->id, r->attempt, streams[s], r->sent[s],
-                          buf, (size_t)n, &stored, &err) < 0) {
+        int rc = link_push_log(a->link, r->id, r->attempt, streams[s],
+                               r->sent[s], buf, (size_t)n, &stored, &err);
+        if (rc < 0) {
             free(buf);
             return -1;
+        }
+        if (rc == 1) {
+            /* The controller has less: resend from there next time. */
+            r->sent[s] = stored < r->sent[s] ? stored : r->sent[s];
+            run_save(r);
+            continue;
         }
         /* The controller says how much it has: resume from there. */
         r->sent[s] = stored > r->sent[s] ? stored : r->sent[s] + (uint64_t)n;
@@ -746,6 +852,9 @@ static void adopt(struct runs *rs, const char *name)
     struct run *r = run_new(rs, id, attempt);
     if (!r)
         return;
+    if (run_dir_reclaim(r->dir) < 0)
+        sh_log(LOG_WARNING, "runs", "run %s: cannot take back %s: %s", r->key,
+               r->dir, strerror(errno));
     json_t *notes = read_json(r->dir, "run.json");
     if (notes) {
         run_load_notes(r, notes);

@@ -47,11 +47,28 @@ struct shim {
     bool attach;
 };
 
+/* The tasks' process group, from fork; a stop the agent asked for before
+ * it existed. Read by the signal handler. */
+static volatile sig_atomic_t task_pgid;
+static volatile sig_atomic_t pending_sig;
+
+static void on_forward(int sig)
+{
+    int e = errno;
+    int to = sig == SHIM_SIG_KILL ? SIGKILL : SIGTERM;
+    /* A KILL asked earlier is not weakened by a later TERM. */
+    if (pending_sig != SIGKILL)
+        pending_sig = to;
+    if (task_pgid > 1)
+        kill(-(pid_t)task_pgid, to);
+    errno = e;
+}
+
 static void write_file(const char *dir, const char *name, const char *text)
 {
     char path[4300];
     snprintf(path, sizeof(path), "%s/%s", dir, name);
-    file_write_atomic(path, text, strlen(text), 0644, true, NULL);
+    file_write_atomic(path, text, strlen(text), 0600, true, NULL);
 }
 
 static void write_status(const struct shim *s, int code, int sig,
@@ -130,6 +147,23 @@ static int load(struct shim *s)
     return 0;
 }
 
+/* A Shoal user name maps straight to a Unix account: root and system
+ * accounts (below the agent's minimum uid) run jobs only when the admin
+ * named them. */
+static bool user_may_run(const struct shim *s, const struct passwd *pw)
+{
+    json_int_t min = json_integer_value(json_object_get(s->launch, "min_uid"));
+    if ((json_int_t)pw->pw_uid >= min)
+        return true;
+    size_t i;
+    const json_t *v;
+    json_array_foreach (json_object_get(s->launch, "allow_users"), i, v) {
+        if (json_is_string(v) && strcmp(json_string_value(v), pw->pw_name) == 0)
+            return true;
+    }
+    return false;
+}
+
 /* Who runs the tasks, and where. */
 static int resolve_user(struct shim *s)
 {
@@ -138,6 +172,16 @@ static int resolve_user(struct shim *s)
     if (!pw)
         return fail_start(s, "user %s does not exist on this node",
                           user ? user : "of the agent");
+    if (user && !user_may_run(s, pw))
+        return fail_start(
+            s,
+            "user %s (uid %u) may not run jobs on this node: accounts below "
+            "uid %lld (root and system accounts) are refused unless the "
+            "cluster admin allows them (shoal-agent --min-job-uid, "
+            "--allow-job-user)",
+            pw->pw_name, (unsigned)pw->pw_uid,
+            (long long)json_integer_value(
+                json_object_get(s->launch, "min_uid")));
     s->switch_user = user != NULL && pw->pw_uid != getuid();
     s->uid = pw->pw_uid;
     s->gid = pw->pw_gid;
@@ -166,13 +210,16 @@ static int open_output(struct shim *s, const char *name)
 {
     char path[4300];
     snprintf(path, sizeof(path), "%s/%s", s->dir, name);
-    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
-    if (fd >= 0 && s->switch_user && fchown(fd, s->uid, s->gid) < 0) {
-        /* Ownership is cosmetic; the task writes through this fd. */
-    }
-    return fd;
+    /* The agent's file (the tasks write through the descriptor), never
+     * anything a link points to. */
+    return open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC,
+                0600);
 }
 
+/* The script belongs to the job's user, read and execute only, in the
+ * agent's run folder: the user reaches it and can change nothing around
+ * it. A file or link planted under its name is removed, never written
+ * through. */
 static int write_script(struct shim *s)
 {
     const char *script =
@@ -181,7 +228,10 @@ static int write_script(struct shim *s)
         return 1;
     char path[4300];
     snprintf(path, sizeof(path), "%s/script", s->dir);
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0700);
+    int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+    int fd = open(path, flags, 0700);
+    if (fd < 0 && errno == EEXIST && unlink(path) == 0)
+        fd = open(path, flags, 0700);
     size_t len = strlen(script);
     if (fd < 0 || write(fd, script, len) != (ssize_t)len) {
         if (fd >= 0)
@@ -189,16 +239,13 @@ static int write_script(struct shim *s)
         return fail_start(s, "cannot write the job script %s: %s", path,
                           strerror(errno));
     }
-    if (s->switch_user && fchown(fd, s->uid, s->gid) < 0) {
+    if ((s->switch_user && fchown(fd, s->uid, s->gid) < 0) ||
+        fchmod(fd, 0500) < 0) {
         close(fd);
         return fail_start(s, "cannot give the script %s to its user: %s", path,
                           strerror(errno));
     }
     close(fd);
-    /* The user must reach the script: the run folder is theirs too. */
-    if (s->switch_user && chown(s->dir, s->uid, s->gid) < 0)
-        return fail_start(s, "cannot give %s to the job's user: %s", s->dir,
-                          strerror(errno));
     return 1;
 }
 
@@ -285,6 +332,9 @@ static pid_t start_task(struct shim *s, int t, pid_t pgid, int *exec_errno)
         close(p[0]);
         exec_task(s, pgid, p[1], s->env);
     }
+    /* Both sides set the group, so it is in place whichever runs first. */
+    if (pid > 0)
+        setpgid(pid, pgid ? pgid : pid);
     close(p[1]);
     *exec_errno = 0;
     if (pid > 0 && read(p[0], exec_errno, sizeof(int)) <= 0)
@@ -306,10 +356,10 @@ static int run_tasks(struct shim *s)
         started++;
         if (pgid == 0) {
             pgid = pids[t];
-            char buf[32];
-            snprintf(buf, sizeof(buf), "%d\n", (int)pgid);
-            write_file(s->dir, "pgid", buf);
+            task_pgid = pgid;
         }
+        if (pending_sig)
+            kill(-pgid, pending_sig); /* a stop that came before the fork */
         if (exec_errno)
             break;
     }
@@ -359,6 +409,15 @@ int shim_main(const char *run_dir)
     signal(SIGTERM, SIG_IGN);
     signal(SIGHUP, SIG_IGN);
     signal(SIGPIPE, SIG_IGN);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_forward;
+    sigemptyset(&sa.sa_mask);
+    sigaddset(&sa.sa_mask, SHIM_SIG_TERM);
+    sigaddset(&sa.sa_mask, SHIM_SIG_KILL);
+    sa.sa_flags = SA_RESTART;
+    sigaction(SHIM_SIG_TERM, &sa, NULL);
+    sigaction(SHIM_SIG_KILL, &sa, NULL);
     if (load(&s) < 0) {
         write_status(&s, 127, 0, "the run's launch description is unreadable");
         return 1;

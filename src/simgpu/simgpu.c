@@ -408,6 +408,19 @@ SIM_EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device,
     SIM_END
 }
 
+/* The simulated GPU i is "/dev/nvidia<i>" (the agent makes such nodes with
+ * --sim-device-dir). */
+SIM_EXPORT nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device,
+                                                 unsigned int *minorNumber)
+{
+    SIM_BEGIN("nvmlDeviceGetMinorNumber", sim_dev_gpu(device))
+    if (!minorNumber || !sim_gpu_of(device))
+        rc = NVML_ERROR_INVALID_ARGUMENT;
+    else
+        *minorNumber = (unsigned int)device->gpu;
+    SIM_END
+}
+
 /* ---- Topology ----------------------------------------------------------- */
 
 SIM_EXPORT nvmlReturn_t

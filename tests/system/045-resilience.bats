@@ -17,8 +17,12 @@ teardown() {
 # Also end processes jobs left (the agents were killed with -9 here).
 shoal_cluster_stop_tree() {
     [ -n "${SHOAL_TEST_DIR:-}" ] || return 0
-    for f in "$SHOAL_TEST_DIR"/*/runs/*/pgid; do
-        [ -f "$f" ] && kill -9 -"$(cat "$f")" 2>/dev/null || true
+    # A run's processes are in the session of its shim.
+    local f sid
+    for f in "$SHOAL_TEST_DIR"/*/runs/*/run.json; do
+        [ -f "$f" ] || continue
+        sid=$(jq -r .shim_pid "$f")
+        [ "$sid" -gt 1 ] 2>/dev/null && pkill -9 -s "$sid" 2>/dev/null || true
     done
     shoal_cluster_stop
 }
@@ -47,8 +51,8 @@ shoal_cluster_stop_tree() {
     # The old node comes back: its stale run is stopped, the new one goes on.
     agent_start "$first" 1 H100-80GB
     wait_for 20 nodes_up_is 2
-    stale_pgid=$(cat "$SHOAL_TEST_DIR/$first/runs/$id.0/pgid")
-    wait_for 20 sh -c "! kill -0 -$stale_pgid 2>/dev/null"
+    stale_sid=$(jq -r .shim_pid "$SHOAL_TEST_DIR/$first/runs/$id.0/run.json")
+    wait_for 20 sh -c "! pgrep -s $stale_sid >/dev/null"
     sleep 1
     [ "$(job_state "$id")" = running ]
     [ "$(grep -c . "$marks")" -eq 2 ]

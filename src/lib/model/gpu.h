@@ -54,6 +54,7 @@ struct gpu_info {
     char name[GPU_NAME_MAX];   /* vendor name, "NVIDIA H100 80GB HBM3" */
     char model[GPU_MODEL_MAX]; /* short model, "H100-80GB" */
     char pci_bus_id[32];
+    int minor;          /* N of /dev/nvidiaN; -1 unknown */
     uint64_t mem_total; /* bytes */
     uint64_t mem_used;  /* bytes, last sample */
     int util_pct;       /* 0..100, last sample; -1 unknown */

@@ -1,50 +1,109 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Replacing a small file whole (see file.h). */
+/* Replacing a small file whole, and opening files in folders others may
+ * write to (see file.h). */
 #include "lib/util/file.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-int file_write_atomic(const char *path, const void *data, size_t len, int mode,
-                      bool sync, struct sh_error *err)
+/* Create the temporary file exclusively: whatever sits under its name (a
+ * leftover of a crash, or a link planted there) is removed first, never
+ * opened. */
+static int open_tmp(int dirfd, const char *tmp, int mode)
 {
-    char tmp[4200];
-    if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
-        return sh_errorf(err, SH_EINVAL, "path too long: %.64s...", path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-    if (fd < 0)
-        return sh_errorf(err, SH_EUNAVAILABLE, "cannot write %s: %s", tmp,
-                         strerror(errno));
+    int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+    int fd = openat(dirfd, tmp, flags, mode);
+    if (fd < 0 && errno == EEXIST && unlinkat(dirfd, tmp, 0) == 0)
+        fd = openat(dirfd, tmp, flags, mode);
+    /* The umask must not loosen or tighten the asked mode. */
+    if (fd >= 0 && fchmod(fd, (mode_t)mode) < 0) {
+        int e = errno;
+        close(fd);
+        unlinkat(dirfd, tmp, 0);
+        errno = e;
+        return -1;
+    }
+    return fd;
+}
+
+static int write_all(int fd, const void *data, size_t len)
+{
     const char *p = data;
     size_t done = 0;
-    int e = 0;
     while (done < len) {
         ssize_t n = write(fd, p + done, len - done);
         if (n < 0 && errno == EINTR)
             continue;
-        if (n <= 0) {
-            e = n < 0 ? errno : EIO;
-            break;
-        }
+        if (n <= 0)
+            return n < 0 ? errno : EIO;
         done += (size_t)n;
     }
+    return 0;
+}
+
+int file_write_atomic_at(int dirfd, const char *name, const void *data,
+                         size_t len, int mode, bool sync, struct sh_error *err)
+{
+    char tmp[4200];
+    if (snprintf(tmp, sizeof(tmp), "%s.tmp", name) >= (int)sizeof(tmp))
+        return sh_errorf(err, SH_EINVAL, "path too long: %.64s...", name);
+    int fd = open_tmp(dirfd, tmp, mode);
+    if (fd < 0)
+        return sh_errorf(err, SH_EUNAVAILABLE, "cannot write %s: %s", tmp,
+                         strerror(errno));
+    int e = write_all(fd, data, len);
     if (!e && sync && fsync(fd) < 0)
         e = errno;
     if (close(fd) < 0 && !e)
         e = errno;
     if (e) {
-        unlink(tmp);
+        unlinkat(dirfd, tmp, 0);
         return sh_errorf(err, SH_EUNAVAILABLE, "cannot write %s: %s", tmp,
                          strerror(e));
     }
-    if (rename(tmp, path) < 0) {
+    if (renameat(dirfd, tmp, dirfd, name) < 0) {
         e = errno;
-        unlink(tmp);
+        unlinkat(dirfd, tmp, 0);
         return sh_errorf(err, SH_EUNAVAILABLE, "cannot rename %s: %s", tmp,
                          strerror(e));
     }
     return 0;
+}
+
+int file_write_atomic(const char *path, const void *data, size_t len, int mode,
+                      bool sync, struct sh_error *err)
+{
+    return file_write_atomic_at(AT_FDCWD, path, data, len, mode, sync, err);
+}
+
+int file_open_regular_at(int dirfd, const char *name)
+{
+    int fd = openat(dirfd, name,
+                    O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        errno = EINVAL;
+        return -1;
+    }
+    /* Regular files never block; clear the flag for the reader's sake. */
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0)
+        fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    return fd;
+}
+
+uint64_t file_size_at(int dirfd, const char *name)
+{
+    struct stat st;
+    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+        !S_ISREG(st.st_mode))
+        return 0;
+    return (uint64_t)st.st_size;
 }

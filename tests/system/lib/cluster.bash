@@ -97,11 +97,16 @@ agent_start() {
     fi
     local stop=--stop-jobs-on-exit
     [ -n "${AGENT_KEEP_JOBS:-}" ] && stop=
+    # Jobs of the test's own account (root in CI) run unless a test sets
+    # AGENT_ALLOW_JOB_USER to "" to see the uid rule refuse them.
+    local allow=${AGENT_ALLOW_JOB_USER-$(id -un)}
     ${AGENT_PREFIX:-} env SIMGPU_CONFIG="$dir/simgpu.json" "$SHOAL_AGENT" \
         --controller "${AGENT_CONTROLLER:-$SHOAL_URL}" \
         --join-token-file "$SHOAL_TEST_DIR/controller/join.token" \
         --name "$name" --state "$dir" --nvml-lib "$SIMGPU_LIB" \
-        --heartbeat 1s $stop "$@" >>"$SHOAL_TEST_DIR/$name.log" 2>&1 &
+        --heartbeat 1s $stop --sim-device-dir "$dir/dev" \
+        ${allow:+--allow-job-user "$allow"} "$@" \
+        >>"$SHOAL_TEST_DIR/$name.log" 2>&1 &
     local pid=$!
     record_pid "$pid"
     eval "AGENT_PID_$(echo "$name" | tr -c 'a-zA-Z0-9\n' _)=$pid"

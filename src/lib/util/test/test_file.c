@@ -1,8 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Focus: file_write_atomic, how tokens, state notes and configs are
  * replaced: the new contents land whole with the asked mode, no temporary
- * file is left behind, and a failure leaves the old file as it was. */
+ * file is left behind, and a failure leaves the old file as it was; links
+ * planted under the file's or its temporary file's name are replaced, never
+ * written through; readers of a folder others write to open regular files
+ * only. */
 #include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,4 +87,61 @@ Test(file_write_atomic, missing_directory_is_an_error)
     struct sh_error err = {0};
     cr_assert_lt(file_write_atomic(path, "x", 1, 0644, false, &err), 0);
     cr_assert_not_null(strstr(err.msg, "cannot write"), "%s", err.msg);
+}
+
+/* A link planted where the temporary file goes, and one in place of the
+ * file itself: both are replaced and their targets keep their contents. */
+Test(file_write_atomic, planted_links_are_never_followed)
+{
+    char victim[128], path[128], tmp[140], buf[64];
+    snprintf(victim, sizeof(victim), "%s/victim", dir);
+    snprintf(path, sizeof(path), "%s/status.json", dir);
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    struct sh_error err = {0};
+    cr_assert_eq(file_write_atomic(victim, "secret\n", 7, 0600, false, &err),
+                 0);
+
+    cr_assert_eq(symlink(victim, tmp), 0);
+    cr_assert_eq(file_write_atomic(path, "one\n", 4, 0644, false, &err), 0,
+                 "%s", err.msg);
+    read_all(victim, buf, sizeof(buf));
+    cr_assert_str_eq(buf, "secret\n");
+    read_all(path, buf, sizeof(buf));
+    cr_assert_str_eq(buf, "one\n");
+
+    cr_assert_eq(unlink(path), 0);
+    cr_assert_eq(symlink(victim, path), 0);
+    cr_assert_eq(file_write_atomic(path, "two\n", 4, 0644, false, &err), 0,
+                 "%s", err.msg);
+    read_all(victim, buf, sizeof(buf));
+    cr_assert_str_eq(buf, "secret\n");
+    struct stat st;
+    cr_assert_eq(lstat(path, &st), 0);
+    cr_assert(S_ISREG(st.st_mode), "the link was not replaced");
+}
+
+Test(file_write_atomic, readers_open_regular_files_only)
+{
+    char victim[128], link[128], fifo[128];
+    snprintf(victim, sizeof(victim), "%s/victim", dir);
+    snprintf(link, sizeof(link), "%s/stdout", dir);
+    snprintf(fifo, sizeof(fifo), "%s/stderr", dir);
+    struct sh_error err = {0};
+    cr_assert_eq(file_write_atomic(victim, "secret\n", 7, 0600, false, &err),
+                 0);
+    cr_assert_eq(symlink(victim, link), 0);
+    cr_assert_eq(mkfifo(fifo, 0600), 0);
+
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+    cr_assert_geq(dfd, 0);
+    cr_assert_lt(file_open_regular_at(dfd, "stdout"), 0);
+    cr_assert_eq(errno, ELOOP);
+    cr_assert_lt(file_open_regular_at(dfd, "stderr"), 0); /* does not block */
+    cr_assert_eq(errno, EINVAL);
+    cr_assert_eq(file_size_at(dfd, "stdout"), 0);
+    cr_assert_eq(file_size_at(dfd, "victim"), 7);
+    int fd = file_open_regular_at(dfd, "victim");
+    cr_assert_geq(fd, 0);
+    close(fd);
+    close(dfd);
 }

@@ -1,0 +1,283 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: Apache-2.0
+# Focus: no job or node acts beyond its rights. Each test replays an attack
+# against a cluster whose agent runs as root (the normal deployment), from
+# a job of an unprivileged Unix user the test creates, or with a node's own
+# token, and checks that it fails, that the controller and agent stay
+# healthy and that nothing the attack aimed at changed.
+#   sec-001 a job's run folder: symlinked output and state files, a forged
+#           process group (item 1 of the hardening issue)
+#   sec-002 a node writing output into a job it does not run, or past the
+#           end (item 2)
+#   sec-003 two clusters on one host keep apart their cgroups (item 3)
+#   sec-006 a job opens another job's GPU device node: EPERM (item 6)
+#   sec-007 jobs as root or system accounts are refused unless allowed
+#           (item 7)
+# Items 4 and 5 (the API's answers to bad input and idle connections) are
+# in 081-security-api.bats.
+
+load lib/cluster
+
+ATTACKER=shoalattk
+
+setup() {
+    [ "$(id -u)" = 0 ] || skip "needs root: the agent must switch users"
+    if ! id "$ATTACKER" >/dev/null 2>&1; then
+        useradd --system --no-create-home --home-dir /tmp \
+            --shell /bin/sh "$ATTACKER" 2>/dev/null ||
+            useradd -M -d /tmp -s /bin/sh "$ATTACKER"
+    fi
+    # A regular account (uid >= 1000) is what the attack needs; useradd
+    # --system would give a low uid, so move it up when it did.
+    if [ "$(id -u "$ATTACKER")" -lt 1000 ]; then
+        usermod -u 23456 "$ATTACKER"
+    fi
+}
+
+teardown() {
+    # End leftovers of the runs (by the shim's session) before the cluster.
+    if [ -n "${SHOAL_TEST_DIR:-}" ]; then
+        for f in "$SHOAL_TEST_DIR"/*/runs/*/run.json; do
+            [ -f "$f" ] || continue
+            sid=$(jq -r .shim_pid "$f")
+            [ "$sid" -gt 1 ] 2>/dev/null && pkill -KILL -s "$sid" 2>/dev/null || true
+        done
+    fi
+    [ -n "${VICTIM_PID:-}" ] && kill -KILL "$VICTIM_PID" 2>/dev/null || true
+    shoal_cluster_stop
+    if [ -n "${OTHER_DIR:-}" ]; then
+        for pid in $(tac "$OTHER_DIR/pids" 2>/dev/null); do
+            kill -TERM "$pid" 2>/dev/null || true
+        done
+        sleep 0.5
+        for pid in $(cat "$OTHER_DIR/pids" 2>/dev/null); do
+            kill -KILL "$pid" 2>/dev/null || true
+        done
+        rm -rf "$OTHER_DIR"
+    fi
+}
+
+# The user a job runs as must reach its run folder, and be a Shoal user.
+open_test_dir() {
+    chmod 0711 "$SHOAL_TEST_DIR"
+    API_TOKEN=$SHOAL_TOKEN api POST /v1/users "{\"name\":\"$ATTACKER\"}"
+    [ "$status_code" = 201 ] || [ "$status_code" = 409 ]
+}
+
+# What a failed job says: its reason and what the agent told its stderr.
+job_why() { job_field "$1" .reason; shoal logs "$1"; }
+
+# The PID of a job's task named NAME (in the session of its shim).
+task_pid() {
+    local sid
+    sid=$(jq -r .shim_pid "$(run_dir "$1" "$2")/run.json")
+    pgrep -s "$sid" -x "$3" | head -1
+}
+
+run_dir() { echo "$SHOAL_TEST_DIR/$2/runs/$1.0"; }
+
+@test "sec-001 a job cannot make the root agent follow links or signal others" {
+    shoal_cluster_start 1 1
+    open_test_dir
+    secret="$SHOAL_TEST_DIR/secret"
+    echo TOPSECRET >"$secret"
+    chmod 0600 "$secret"
+    victim="$SHOAL_TEST_DIR/victim"
+    echo precious >"$victim"
+    chmod 0644 "$victim"
+    # A process of someone else, in a group of its own, for the forged pgid.
+    setsid sleep 1000 &
+    VICTIM_PID=$!
+    runs="$SHOAL_TEST_DIR/node1/runs"
+    script="$SHOAL_TEST_DIR/attack.sh"
+    cat >"$script" <<EOF
+#!/bin/sh
+d=$runs/\$SHOAL_JOB_ID.\$SHOAL_ATTEMPT
+ls "\$d" >/dev/null 2>&1 && echo LISTED
+rm -f "\$d/stdout" 2>/dev/null && echo REMOVED-STDOUT
+ln -s $secret "\$d/stdout" 2>/dev/null && echo LINKED-STDOUT
+ln -s $secret "\$d/stderr.x" 2>/dev/null && echo LINKED-X
+for f in run.json.tmp status.json.tmp launch.json.tmp; do
+    ln -s $victim "\$d/\$f" 2>/dev/null && echo LINKED-\$f
+done
+echo $VICTIM_PID >"\$d/pgid" 2>/dev/null && echo FORGED-PGID
+chmod 0777 "\$d" 2>/dev/null && echo CHMODDED
+echo attack-done
+sleep 1000
+EOF
+    chmod 0644 "$script"
+    id=$(submit --user "$ATTACKER" -D /tmp "$script")
+    wait_job_state "$id" running
+    dir=$(run_dir "$id" node1)
+    wait_for 20 sh -c "$SHOAL_CLI logs $id | grep -q attack-done"
+    run shoal logs "$id"
+    [ "$status" -eq 0 ]
+    # Every step of the attack was refused.
+    ! echo "$output" | grep -qE 'LISTED|REMOVED|LINKED|FORGED|CHMODDED'
+    ! echo "$output" | grep -q TOPSECRET
+    # The folder is root's, the script the user's, read and execute only.
+    [ "$(stat -c '%U %a' "$dir")" = "root 711" ]
+    [ "$(stat -c '%U %a' "$dir/script")" = "$ATTACKER 500" ]
+    [ "$(stat -c '%U %a' "$dir/stdout")" = "root 600" ]
+    [ ! -e "$dir/pgid" ]
+    # Cancel: the job ends, the other process group lives on.
+    shoal cancel "$id"
+    wait_job_state "$id" cancelled
+    kill -0 "$VICTIM_PID"
+    [ "$(cat "$victim")" = precious ]
+    run shoal logs "$id"
+    ! echo "$output" | grep -q TOPSECRET
+    health_ok
+    nodes_up_is 1
+}
+
+@test "sec-001b links planted in a run folder are never followed" {
+    # Even in a folder someone could write to (an older agent gave script
+    # jobs' folders to their user), the agent replaces links and reads
+    # regular files only.
+    shoal_cluster_start 1 1
+    open_test_dir
+    secret="$SHOAL_TEST_DIR/secret"
+    echo TOPSECRET >"$secret"
+    chmod 0600 "$secret"
+    id=$(submit --user "$ATTACKER" -D /tmp -- sh -c 'echo start; sleep 1000')
+    wait_job_state "$id" running
+    dir=$(run_dir "$id" node1)
+    wait_for 20 sh -c "$SHOAL_CLI logs $id | grep -q start"
+    # As a job's user could in such a folder: output replaced by a link, a
+    # FIFO in place of the error stream, links for the state files.
+    rm -f "$dir/stdout" "$dir/stderr"
+    ln -s "$secret" "$dir/stdout"
+    mkfifo "$dir/stderr"
+    ln -s "$secret" "$dir/run.json.tmp"
+    ln -s "$secret" "$dir/status.json.tmp"
+    shoal cancel "$id"
+    wait_job_state "$id" cancelled
+    sleep 2 # a few output pushes of the agent
+    run shoal logs "$id"
+    ! echo "$output" | grep -q TOPSECRET
+    [ "$(cat "$secret")" = TOPSECRET ]
+    [ ! -L "$dir/run.json" ]
+    health_ok
+    nodes_up_is 1
+    # The agent's loop did not block on the FIFO: it still runs jobs.
+    id2=$(submit --user "$ATTACKER" -D /tmp -- echo still-fine)
+    wait_job_state "$id2" completed
+    [ "$(shoal logs "$id2")" = still-fine ]
+}
+
+@test "sec-002 a node writes output only into its own job, without gaps" {
+    shoal_cluster_start 2 1
+    id=$(submit --gpus 1 -- sh -c 'echo real-output; sleep 1000')
+    wait_job_state "$id" running
+    mine=$(job_field "$id" '.placement[0].node')
+    other=node1
+    [ "$mine" = node1 ] && other=node2
+    wait_for 20 sh -c "$SHOAL_CLI logs $id | grep -q real-output"
+    push() { # TOKEN_FILE OFFSET DATA
+        curl -s -o /dev/null -w '%{http_code}' -X POST \
+            -H "Authorization: Bearer $(cat "$1")" --data-binary "$3" \
+            "$SHOAL_URL/v1/agent/logs?job=$id&attempt=0&stream=out&offset=$2"
+    }
+    # Another node, even at the right offset: refused.
+    [ "$(push "$SHOAL_TEST_DIR/$other/token" 12 forged-by-other)" = 403 ]
+    # Its own node, far past the end: a hole, refused.
+    [ "$(push "$SHOAL_TEST_DIR/$mine/token" 100000 forged-gap)" = 409 ]
+    run shoal logs "$id"
+    [ "$output" = real-output ]
+    # The real agent still appends its output.
+    health_ok
+    nodes_up_is 2
+}
+
+@test "sec-003 two clusters on one host keep their jobs' cgroups apart" {
+    [ -d /sys/fs/cgroup/memory ] || [ -f /sys/fs/cgroup/cgroup.controllers ] ||
+        skip "no cgroups here"
+    shoal_cluster_start 1 1
+    id=$(submit --gpus 1 -- sleep 1000)
+    wait_job_state "$id" running
+    cid=$(curl -sf "$SHOAL_URL/v1/health" | jq -r .cluster_id)
+    [ -n "$cid" ] && [ "$cid" != null ]
+    # Cluster B on the same host: its own controller and a node of the same
+    # name, whose first job has the same id.
+    OTHER_DIR=$(mktemp -d /tmp/shoal-other.XXXXXX)
+    : >"$OTHER_DIR/pids"
+    "$SHOALD" --state "$OTHER_DIR/ctl" --port 0 >>"$OTHER_DIR/shoald.log" 2>&1 &
+    echo $! >>"$OTHER_DIR/pids"
+    wait_for 15 test -s "$OTHER_DIR/ctl/url"
+    url_b=$(cat "$OTHER_DIR/ctl/url")
+    tok_b=$(cat "$OTHER_DIR/ctl/admin.token")
+    echo '{"count": 1, "model": "H100-80GB", "uuid_prefix": "b"}' >"$OTHER_DIR/simgpu.json"
+    SIMGPU_CONFIG="$OTHER_DIR/simgpu.json" "$SHOAL_AGENT" --controller "$url_b" \
+        --join-token-file "$OTHER_DIR/ctl/join.token" --name node1 \
+        --state "$OTHER_DIR/node1" --nvml-lib "$SIMGPU_LIB" --heartbeat 1s \
+        --stop-jobs-on-exit --allow-job-user "$(id -un)" \
+        >>"$OTHER_DIR/node1.log" 2>&1 &
+    echo $! >>"$OTHER_DIR/pids"
+    agent_b=$!
+    cid_b=""
+    wait_for 20 sh -c "curl -sf '$url_b/v1/health' | jq -e '.nodes_up == 1'"
+    cid_b=$(curl -sf "$url_b/v1/health" | jq -r .cluster_id)
+    [ "$cid" != "$cid_b" ]
+    id_b=$(SHOAL_URL=$url_b SHOAL_TOKEN=$tok_b "$SHOAL_CLI" submit --gpus 1 -- sleep 1000)
+    [ "$id_b" = "$id" ]
+    wait_for 20 sh -c "curl -sf -H 'Authorization: Bearer $tok_b' $url_b/v1/jobs/$id_b | jq -e '.state == \"running\"'"
+    # Each job in its own cluster's cgroup.
+    pid=$(task_pid "$id" node1 sleep)
+    grep -q "shoal/$cid/node1/job-$id-0" "/proc/$pid/cgroup"
+    # Cluster B cancels its job and stops its agent (cleaning up its jobs):
+    # cluster A's job runs on.
+    SHOAL_URL=$url_b SHOAL_TOKEN=$tok_b "$SHOAL_CLI" cancel "$id_b"
+    kill -TERM "$agent_b"
+    wait_for 20 sh -c "! kill -0 $agent_b 2>/dev/null"
+    sleep 1
+    [ "$(job_state "$id")" = running ]
+    kill -0 "$pid"
+}
+
+@test "sec-006 a job cannot open the device node of a GPU it was not given" {
+    [ -d /sys/fs/cgroup/devices ] || skip "no cgroup v1 devices controller here"
+    shoal_cluster_start 1 2
+    open_test_dir
+    devs="$SHOAL_TEST_DIR/node1/dev"
+    [ -c "$devs/nvidia0" ] && [ -c "$devs/nvidia1" ]
+    probe='for n in 0 1; do cat '"$devs"'/nvidia$n 2>&1 | sed "s/^/gpu$n: /"; done; sleep 1000'
+    a=$(submit --user "$ATTACKER" -D /tmp --gpus 1 -- sh -c "$probe")
+    b=$(submit --user "$ATTACKER" -D /tmp --gpus 1 -- sh -c "$probe")
+    wait_job_state "$a" running
+    wait_job_state "$b" running
+    for j in "$a" "$b"; do
+        wait_for 20 sh -c "$SHOAL_CLI logs $j | grep -c '^gpu' | grep -qx 2"
+        run shoal logs "$j"
+        # Its own GPU: no driver behind a simulated node (ENXIO); the other
+        # one: forbidden by the job's devices cgroup (EPERM).
+        [ "$(echo "$output" | grep -c 'No such device or address')" = 1 ]
+        [ "$(echo "$output" | grep -c 'Operation not permitted')" = 1 ]
+    done
+    # The two jobs hold different GPUs, so each is refused the other's.
+    ga=$(shoal logs "$a" | grep 'not permitted' | cut -d: -f1)
+    gb=$(shoal logs "$b" | grep 'not permitted' | cut -d: -f1)
+    [ "$ga" != "$gb" ]
+    health_ok
+}
+
+@test "sec-007 jobs as root or system accounts need the admin's leave" {
+    AGENT_ALLOW_JOB_USER= shoal_cluster_start 1 1
+    id=$(submit -D /tmp -- true)
+    wait_job_state "$id" failed
+    job_why "$id" | grep -q "user root (uid 0) may not run jobs"
+    job_why "$id" | grep -q -- "--allow-job-user"
+    # A system account (daemon, uid 1) is refused the same way.
+    API_TOKEN=$SHOAL_TOKEN api POST /v1/users '{"name":"daemon"}'
+    [ "$status_code" = 201 ]
+    id=$(submit --user daemon -D /tmp -- true)
+    wait_job_state "$id" failed
+    job_why "$id" | grep -q "below uid 1000"
+    # A regular account runs.
+    open_test_dir
+    id=$(submit --user "$ATTACKER" -D /tmp -- id -un)
+    wait_job_state "$id" completed
+    [ "$(shoal logs "$id")" = "$ATTACKER" ]
+    health_ok
+    nodes_up_is 1
+}
