@@ -577,6 +577,7 @@ static int cg_use_v2(struct cgroup_ctx *ctx, const struct cg_mount *m,
         return -1;
     for (int c = 0; c < CG_NCTRL; c++)
         ctx->idx[c] = 0;
+    ctx->idx[CG_DEVICES] = -1; /* v2 has no devices files (eBPF instead) */
     ctx->primary = 0;
     return 0;
 }
