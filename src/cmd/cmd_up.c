@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,12 @@
 #include "lib/util/file.h"
 
 #define UP_MAX_NODES 64
+/* Everything of a local cluster reaches the controller from 127.0.0.1, and
+ * shoald limits the connections one address may hold: room for each agent
+ * (two kept connections, one more while it registers) and for the CLIs and
+ * browsers of the person running it. */
+#define UP_CONNS_PER_AGENT 3
+#define UP_CONNS_FOR_CLIENTS 64
 
 static const char up_usage[] =
     "Usage: shoal up [--nodes N] [--gpus-per-node G] [--gpu-model M]\n"
@@ -56,6 +63,7 @@ struct up {
     pid_t ctl_pid;
     pid_t agent_pids[UP_MAX_NODES];
     char url[512];
+    char self_user[256]; /* who runs shoal up */
 };
 
 static bool file_exists(const char *p)
@@ -249,6 +257,9 @@ static void simgpu_config(const struct up *u, int i, char *path, size_t size)
 
 static void start_agents(struct up *u)
 {
+    struct passwd *pw = getpwuid(getuid());
+    snprintf(u->self_user, sizeof(u->self_user), "%s",
+             pw ? pw->pw_name : "root");
     char jointok[PATH_MAX];
     snprintf(jointok, sizeof(jointok), "%s/controller/join.token", u->state);
     for (int i = 0; i < u->nodes; i++) {
@@ -259,8 +270,9 @@ static void start_agents(struct up *u)
         snprintf(log, sizeof(log), "%s/logs/%s.log", u->state, name);
         snprintf(label, sizeof(label), "switch=sw%d", i / 4);
         mkdirs(dir);
-        char *argv[16];
+        char *argv[24];
         int a = 0;
+        static char devdir[UP_MAX_NODES][PATH_MAX + 8];
         argv[a++] = u->agent;
         argv[a++] = "--controller";
         argv[a++] = u->url;
@@ -273,8 +285,15 @@ static void start_agents(struct up *u)
         argv[a++] = "--label";
         argv[a++] = label;
         argv[a++] = "--stop-jobs-on-exit";
+        /* Who runs `shoal up` is the admin of this one-machine cluster and
+         * submits as themselves, root included: allowed explicitly. */
+        argv[a++] = "--allow-job-user";
+        argv[a++] = u->self_user;
         const char *extra = NULL;
         if (u->simulate) {
+            snprintf(devdir[i], sizeof(devdir[i]), "%s/dev", dir);
+            argv[a++] = "--sim-device-dir";
+            argv[a++] = devdir[i];
             simgpu_config(u, i, cfg, sizeof(cfg));
             argv[a++] = "--nvml-lib";
             argv[a++] = u->simgpu;
@@ -415,16 +434,27 @@ int cmd_up(int argc, char **argv)
     sigprocmask(SIG_BLOCK, &set, NULL);
 
     char ctl_dir[PATH_MAX], logdir[PATH_MAX], ctl_log[PATH_MAX], port[16],
-        urlfile[PATH_MAX];
+        urlfile[PATH_MAX], conns[16];
     snprintf(ctl_dir, sizeof(ctl_dir), "%s/controller", u.state);
     snprintf(logdir, sizeof(logdir), "%s/logs", u.state);
     snprintf(ctl_log, sizeof(ctl_log), "%s/controller.log", logdir);
     snprintf(urlfile, sizeof(urlfile), "%s/url", ctl_dir);
     snprintf(port, sizeof(port), "%d", u.port);
+    snprintf(conns, sizeof(conns), "%d",
+             UP_CONNS_PER_AGENT * u.nodes + UP_CONNS_FOR_CLIENTS);
     mkdirs(ctl_dir);
     mkdirs(logdir);
     unlink(urlfile); /* a stale URL from the last run must not be trusted */
-    char *ctl_argv[] = {u.shoald, "--state", ctl_dir, "--port", port, NULL};
+    char *ctl_argv[8];
+    int a = 0;
+    ctl_argv[a++] = u.shoald;
+    ctl_argv[a++] = "--state";
+    ctl_argv[a++] = ctl_dir;
+    ctl_argv[a++] = "--port";
+    ctl_argv[a++] = port;
+    ctl_argv[a++] = "--max-conns-per-address";
+    ctl_argv[a++] = conns;
+    ctl_argv[a] = NULL;
     u.ctl_pid = spawn(ctl_argv, ctl_log, NULL);
     wait_controller(&u, ctl_log);
     write_client_config(&u);

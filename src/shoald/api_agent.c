@@ -20,6 +20,7 @@
 #include "lib/model/node_json.h"
 #include "lib/util/log.h"
 #include "lib/util/parse.h"
+#include "lib/util/utf8.h"
 #include "shoald/acct.h"
 #include "shoald/api_handlers.h"
 #include "shoald/auth.h"
@@ -83,6 +84,16 @@ static int count_stale(struct shoald *d, const char *node, const json_t *runs,
     return 0;
 }
 
+/* True when node runs a part of the job's current attempt. */
+static bool job_on_node(const struct job *job, const char *node)
+{
+    for (int i = 0; i < job->nalloc; i++) {
+        if (strcmp(job->alloc[i].node, node) == 0)
+            return true;
+    }
+    return false;
+}
+
 /* ---- register ---- */
 
 struct reg {
@@ -109,11 +120,10 @@ static int parse_register(json_t *body, struct reg *r, struct sh_error *err)
                        "mps", &r->mps) < 0)
         return sh_errorf(err, SH_EINVAL, "register: %s", jerr.text);
     if (!job_ident_valid(r->name))
-        return sh_errorf(
-            err, SH_EINVAL,
-            "node name '%.64s' must be 1..%d letters, digits, '.', "
-            "'_' or '-'",
-            r->name, JOB_IDENT_MAX);
+        return sh_errorf(err, SH_EINVAL,
+                         "node name '%.*s' must be 1..%d letters, digits, '.', "
+                         "'_' or '-'",
+                         UTF8_CUT(r->name, 64), JOB_IDENT_MAX);
     if (r->cpus < 0 || r->cpus > 100000 || r->mem < 0)
         return sh_errorf(err, SH_EINVAL, "cpus or memory out of range");
     if (r->address &&
@@ -216,9 +226,10 @@ void api_agent_register(struct shoald *d, struct api_req *req)
     cluster_node_touch(d, n->name);
     sh_log(LOG_NOTICE, "agent", "node %s registered address=%s gpus=%d%s",
            n->name, n->address, n->ngpus, token[0] ? " (joined)" : "");
-    json_t *ans = json_pack("{s:s, s:o, s:i}", "node", n->name, "work",
-                            cluster_node_work(d, n), "heartbeat_timeout_s",
-                            d->cfg.heartbeat_timeout_s);
+    json_t *ans =
+        json_pack("{s:s, s:o, s:i, s:s}", "node", n->name, "work",
+                  cluster_node_work(d, n), "heartbeat_timeout_s",
+                  d->cfg.heartbeat_timeout_s, "cluster_id", d->cluster_id);
     if (token[0])
         json_object_set_new(ans, "token", json_string(token));
     api_reply_json(req, 200, ans);
@@ -297,6 +308,11 @@ static int apply_event(struct shoald *d, struct node *n, const json_t *ev,
         return 0;
     sh_debug("agent", "node=%s job=%lld attempt=%lld exited code=%d signal=%d",
              n->name, (long long)id, (long long)attempt, code, sig);
+    /* Only a node that runs a part of the job reports on it (and charges
+     * usage to it). */
+    if (!job_on_node(job, n->name))
+        return sh_errorf(err, SH_EFORBIDDEN, "job %lld has no part on node %s",
+                         (long long)id, n->name);
     acct_part_usage(d, job, (uint64_t)cpu_ns, (uint64_t)mem_peak);
     if (cluster_part_done(d, job, n->name, code, sig, reason, err) < 0)
         return -1;
@@ -463,9 +479,17 @@ void api_agent_logs(struct shoald *d, struct api_req *req)
     }
     struct job *job = jobtab_get(d->jobs, (uint64_t)id);
     if (!job || job_attempt(job) != attempt) {
-        /* An old run's output: accepted and dropped, so the agent moves on. */
+        /* An old run's output: accepted and dropped (nothing is written),
+         * so the agent moves on. */
         api_reply_json(req, 200, json_pack("{s:I}", "stored", (json_int_t)0));
         return;
+    }
+    /* A node writes only into the attempt it runs a part of. */
+    if (!job_on_node(job, n->name)) {
+        sh_errorf(&err, SH_EFORBIDDEN,
+                  "node %s runs no part of job %llu attempt %lld", n->name,
+                  (unsigned long long)job->id, (long long)attempt);
+        goto fail;
     }
     size_t len;
     const char *data = api_body_raw(req, &len);

@@ -14,11 +14,11 @@ void api_health(struct shoald *d, struct api_req *req)
          n = nodetab_next(d->nodes, n))
         up += node_state(n) != NODE_DOWN;
     api_reply_json(req, 200,
-                   json_pack("{s:s, s:s, s:i, s:i, s:i, s:i}", "status", "ok",
-                             "version", SHOAL_VERSION, "nodes",
-                             nodetab_count(d->nodes), "nodes_up", up, "pending",
-                             counts[JOB_PENDING], "running",
-                             counts[JOB_RUNNING]));
+                   json_pack("{s:s, s:s, s:s, s:i, s:i, s:i, s:i}", "status",
+                             "ok", "version", SHOAL_VERSION, "cluster_id",
+                             d->cluster_id, "nodes", nodetab_count(d->nodes),
+                             "nodes_up", up, "pending", counts[JOB_PENDING],
+                             "running", counts[JOB_RUNNING]));
 }
 
 void api_whoami(struct shoald *d, struct api_req *req)

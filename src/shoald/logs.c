@@ -137,6 +137,12 @@ int logs_append(struct logs *l, const struct job *job, const char *node,
     *stored = have;
     if (offset + len <= have)
         return 0; /* all of it came before */
+    if (offset > have)
+        return sh_errorf(err, SH_ECONFLICT,
+                         "output of job %llu stream %s at offset %llu would "
+                         "leave a gap: the controller has %llu bytes",
+                         (unsigned long long)job->id, stream,
+                         (unsigned long long)offset, (unsigned long long)have);
     if (offset < have) {
         data += have - offset;
         len -= (size_t)(have - offset);

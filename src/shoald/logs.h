@@ -31,8 +31,10 @@ void logs_destroy(struct logs *l);
 
 /* Append data that the agent of node read at offset of its stream ("out"
  * or "err") of the job's current attempt. Data already received (below the
- * stored size) is skipped, so a resent chunk is harmless. *stored is the
- * stream's size afterwards. Wakes held readers. */
+ * stored size) is skipped, so a resent chunk is harmless; data past the
+ * stored size would leave a hole and is refused (SH_ECONFLICT: the agent
+ * asks for the size, offset 0 and no data, and resends from there).
+ * *stored is the stream's size afterwards. Wakes held readers. */
 int logs_append(struct logs *l, const struct job *job, const char *node,
                 const char *stream, uint64_t offset, const char *data,
                 size_t len, uint64_t *stored, struct sh_error *err);

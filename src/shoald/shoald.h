@@ -40,15 +40,18 @@ struct shoald_config {
     const char *admin_user;  /* first cluster admin, created at init */
     const char *tls_cert;    /* PEM files; both NULL = plain HTTP */
     const char *tls_key;
-    size_t max_body;          /* bytes of one request body */
-    int heartbeat_timeout_s;  /* a node without heartbeats is down after */
-    int64_t keep_finished_ms; /* finished jobs stay in memory this long */
-    int kill_grace_s;         /* SIGTERM to SIGKILL on cancel/timeout */
-    int idle_threshold_pct;   /* a job's GPUs all under this are idle... */
-    int64_t idle_after_ms;    /* ...when it lasts this long */
-    int idle_policy;          /* enum acct_idle_policy: the default */
-    bool reslice_on_demand;   /* re-slice idle GPUs for waiting jobs */
-    int64_t reslice_hold_ms;  /* a re-sliced GPU is left alone this long */
+    size_t max_body;           /* bytes of one request body */
+    int max_conns_per_address; /* open connections from one IP; 0 = any */
+    int request_timeout_s;     /* silence allowed before a whole request */
+    int keepalive_timeout_s;   /* ...and after one with a valid token */
+    int heartbeat_timeout_s;   /* a node without heartbeats is down after */
+    int64_t keep_finished_ms;  /* finished jobs stay in memory this long */
+    int kill_grace_s;          /* SIGTERM to SIGKILL on cancel/timeout */
+    int idle_threshold_pct;    /* a job's GPUs all under this are idle... */
+    int64_t idle_after_ms;     /* ...when it lasts this long */
+    int idle_policy;           /* enum acct_idle_policy: the default */
+    bool reslice_on_demand;    /* re-slice idle GPUs for waiting jobs */
+    int64_t reslice_hold_ms;   /* a re-sliced GPU is left alone this long */
 };
 
 struct shoald {
@@ -64,7 +67,8 @@ struct shoald {
     struct cluster *cluster;
     struct logs *logs;
     struct slices *slices;
-    char url[300]; /* the URL clients use */
+    char url[300];       /* the URL clients use */
+    char cluster_id[33]; /* random hex, made once (state.c) */
     bool stopping;
 };
 

@@ -4,6 +4,7 @@
 #include "shoald/state.h"
 
 #include <errno.h>
+#include <sodium.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "lib/util/clock.h"
 #include "lib/util/file.h"
 #include "lib/util/log.h"
+#include "lib/util/utf8.h"
 #include "shoald/auth.h"
 #include "shoald/cluster.h"
 #include "shoald/commit.h"
@@ -40,10 +42,11 @@ static int load_node(const char *key, const json_t *rec, void *arg,
     struct nodetab *t = arg;
     struct node *n = node_from_record(rec, err);
     if (!n)
-        return sh_error_prefix(err, "node %.64s: ", key);
+        return sh_error_prefix(err, "node %.*s: ", UTF8_CUT(key, 64));
     if (nodetab_add(t, n) < 0) {
         node_destroy(n);
-        return sh_errorf(err, SH_EINTERNAL, "node %.64s twice", key);
+        return sh_errorf(err, SH_EINTERNAL, "node %.*s twice",
+                         UTF8_CUT(key, 64));
     }
     return 0;
 }
@@ -65,10 +68,44 @@ static int nodes_load(struct shoald *d, struct sh_error *err)
     return 0;
 }
 
+static int load_cluster(const char *key, const json_t *rec, void *arg,
+                        struct sh_error *err)
+{
+    struct shoald *d = arg;
+    const char *id = json_string_value(json_object_get(rec, "id"));
+    (void)err;
+    if (strcmp(key, "id") == 0 && id && strlen(id) < sizeof(d->cluster_id))
+        snprintf(d->cluster_id, sizeof(d->cluster_id), "%s", id);
+    return 0;
+}
+
+/* The cluster's id: random, made once, kept in the store. Agents put it in
+ * their cgroup paths so two clusters on one host never touch each other's
+ * jobs. */
+static int ensure_cluster_id(struct shoald *d, struct sh_error *err)
+{
+    if (d->cluster_id[0])
+        return 0;
+    unsigned char raw[8];
+    char hex[sizeof(raw) * 2 + 1];
+    randombytes_buf(raw, sizeof(raw));
+    sodium_bin2hex(hex, sizeof(hex), raw, sizeof(raw));
+    json_t *rec = json_pack("{s:s}", "id", hex);
+    int rc = rec ? store_batch_put(shoald_batch(d), "cluster", "id", rec) : -1;
+    json_decref(rec);
+    if (rc < 0)
+        return sh_errorf(err, SH_EINTERNAL, "out of memory");
+    if (commit_flush(d->commit, err) < 0)
+        return -1;
+    snprintf(d->cluster_id, sizeof(d->cluster_id), "%s", hex);
+    return 0;
+}
+
 int state_load(struct shoald *d, struct sh_error *err)
 {
     if (auth_load(d->auth, d->store, err) < 0 || nodes_load(d, err) < 0 ||
-        jobs_load(d, err) < 0)
+        jobs_load(d, err) < 0 ||
+        store_load_objects(d->store, "cluster", load_cluster, d, err) < 0)
         return -1;
     if (d->slices && slices_load(d->slices, d->store, err) < 0)
         return -1;
@@ -111,7 +148,7 @@ int state_init_cluster(struct shoald *d, struct sh_error *err)
 {
     if (auth_initialised(d->auth)) {
         finish_pending_files(d);
-        return 0;
+        return ensure_cluster_id(d, err);
     }
     char admin[AUTH_TOKEN_LEN + 2], join[AUTH_TOKEN_LEN + 2];
     int64_t now = shoald_now_ms(d);
@@ -138,6 +175,8 @@ int state_init_cluster(struct shoald *d, struct sh_error *err)
         commit_flush(d->commit, err) < 0)
         return -1;
     finish_pending_files(d);
+    if (ensure_cluster_id(d, err) < 0)
+        return -1;
     sh_log(LOG_NOTICE, "state",
            "initialised a new cluster: admin user %s; tokens in %s/admin.token "
            "and %s/join.token",
