@@ -2,11 +2,13 @@
 # Convenience targets around Meson. The two a newcomer needs:
 #   make up     install what is missing, build, start a local cluster
 #   make test   the whole test suite, normally and under ASan+UBSan
+# make fuzz runs every libFuzzer target for a minute (scripts/fuzz.sh).
 BUILD ?= build
 ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
 UP_ARGS ?=
 
-.PHONY: all deps build up test test-unit test-system test-sanitize bench format-check clean
+.PHONY: all deps build up test test-unit test-system test-sanitize fuzz bench format-check clean
 
 all: build
 
@@ -34,6 +36,9 @@ test-system: build
 test-sanitize: deps
 	./scripts/test.sh --sanitize-only
 
+fuzz: deps
+	FUZZ_BUILD=$(FUZZ_BUILD) ./scripts/fuzz.sh 60
+
 bench: build
 	./bench/run-all.sh $(BUILD)
 
@@ -41,4 +46,4 @@ format-check:
 	./scripts/format-check.sh
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -5,8 +5,12 @@
 # only checks and returns in well under a second.
 set -eu
 
+# clang and libclang-rt-dev build the fuzz targets (scripts/fuzz.sh): the
+# latter holds libFuzzer's runtime, which clang only recommends.
 PACKAGES="
 build-essential
+clang
+libclang-rt-dev
 clang-format
 meson
 ninja-build

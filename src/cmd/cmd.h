@@ -11,6 +11,7 @@
 #include <stddef.h>
 
 #include "lib/client/client.h"
+#include "lib/util/error.h"
 
 /* Print "shoal: <message>" on stderr and exit with status 1. */
 void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
@@ -47,6 +48,13 @@ long long cmd_parse_int(const char *opt, const char *s, long long min,
                         long long max);
 
 int cmd_submit(int argc, char **argv);
+/* Apply the `#SHOAL` directive lines at the top of a batch script (the
+ * options of shoal submit, before the script's first command) to job, the
+ * submission object being built. text is the script, path names it in
+ * messages; both are borrowed for the call. Returns 0, or -1 with err
+ * ("PATH:LINE: message"), and then job may hold the earlier directives. */
+int cmd_submit_directives(json_t *job, const char *path, const char *text,
+                          struct sh_error *err);
 int cmd_queue(int argc, char **argv);
 int cmd_show(int argc, char **argv);
 int cmd_cancel(int argc, char **argv);

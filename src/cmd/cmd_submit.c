@@ -81,24 +81,28 @@ struct submit {
     json_t *job; /* the request being built */
     bool json_out;
     const char *where; /* "command line" or "SCRIPT:LINE" for errors */
+    bool in_script;    /* reading #SHOAL lines, not the command line */
+    struct sh_error err;
 };
 
-static void fail(const struct submit *s, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3), noreturn));
+static int fail(struct submit *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
-static void fail(const struct submit *s, const char *fmt, ...)
+/* Put the message in s->err ("SCRIPT:LINE: " in front for a directive) and
+ * return -1; the caller passes the failure up and cmd_submit dies with it. */
+static int fail(struct submit *s, const char *fmt, ...)
 {
     char msg[512];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    if (strcmp(s->where, "command line") == 0)
-        die("%s", msg);
-    die("%s: %s", s->where, msg);
+    if (s->in_script)
+        return sh_errorf(&s->err, SH_EINVAL, "%s: %s", s->where, msg);
+    return sh_errorf(&s->err, SH_EINVAL, "%s", msg);
 }
 
-static void set_env(struct submit *s, const char *arg)
+static int set_env(struct submit *s, const char *arg)
 {
     json_t *env = json_object_get(s->job, "env");
     if (!env) {
@@ -109,16 +113,17 @@ static void set_env(struct submit *s, const char *arg)
     char key[257];
     size_t n = eq ? (size_t)(eq - arg) : strlen(arg);
     if (n == 0 || n >= sizeof(key))
-        fail(s, "--env '%s' must be NAME=VALUE or NAME", arg);
+        return fail(s, "--env '%s' must be NAME=VALUE or NAME", arg);
     memcpy(key, arg, n);
     key[n] = '\0';
     const char *value = eq ? eq + 1 : getenv(key);
     if (!value)
-        fail(s, "--env %s: no such variable in your environment", key);
+        return fail(s, "--env %s: no such variable in your environment", key);
     json_object_set_new(env, key, json_string(value));
+    return 0;
 }
 
-static void add_volume(struct submit *s, const char *arg)
+static int add_volume(struct submit *s, const char *arg)
 {
     json_t *vols = json_object_get(s->job, "volumes");
     if (!vols) {
@@ -127,48 +132,48 @@ static void add_volume(struct submit *s, const char *arg)
     }
     const char *colon = strchr(arg, ':');
     if (!colon || colon == arg || colon[1] != '/')
-        fail(s, "--volume '%s' must be NAME:/PATH", arg);
+        return fail(s, "--volume '%s' must be NAME:/PATH", arg);
     json_array_append_new(vols, json_string(arg));
+    return 0;
 }
 
-static void set_int(struct submit *s, const char *key, const char *opt,
-                    const char *arg, long long max)
+static int set_int(struct submit *s, const char *key, const char *opt,
+                   const char *arg, long long max)
 {
     int64_t v;
     struct sh_error err;
     if (parse_int64(opt, arg, 0, max, &v, &err) < 0)
-        fail(s, "%s", err.msg);
+        return fail(s, "%s", err.msg);
     json_object_set_new(s->job, key, json_integer(v));
+    return 0;
 }
 
-static void set_size(struct submit *s, const char *key, const char *opt,
-                     const char *arg)
+static int set_size(struct submit *s, const char *key, const char *opt,
+                    const char *arg)
 {
     uint64_t v;
     struct sh_error err;
     if (parse_size(opt, arg, &v, &err) < 0)
-        fail(s, "%s", err.msg);
+        return fail(s, "%s", err.msg);
     json_object_set_new(s->job, key, json_integer((json_int_t)v));
+    return 0;
 }
 
-static void apply(struct submit *s, int c, const char *arg)
+/* One option into s->job. 0, or -1 with s->err filled. */
+static int apply(struct submit *s, int c, const char *arg)
 {
     struct sh_error err;
     int64_t secs;
     switch (c) {
     case 'g':
-        set_int(s, "gpus", "--gpus", arg, JOB_GPUS_PER_NODE_MAX);
-        break;
+        return set_int(s, "gpus", "--gpus", arg, JOB_GPUS_PER_NODE_MAX);
     case 'N':
-        set_int(s, "nodes", "--nodes", arg, JOB_NODES_MAX);
-        break;
+        return set_int(s, "nodes", "--nodes", arg, JOB_NODES_MAX);
     case 'c':
-        set_int(s, "cpus", "--cpus", arg, JOB_CPUS_MAX);
-        break;
+        return set_int(s, "cpus", "--cpus", arg, JOB_CPUS_MAX);
     case OPT_TASKS:
-        set_int(s, "tasks_per_node", "--tasks-per-node", arg,
-                JOB_TASKS_PER_NODE_MAX);
-        break;
+        return set_int(s, "tasks_per_node", "--tasks-per-node", arg,
+                       JOB_TASKS_PER_NODE_MAX);
     case OPT_GPU_TYPE:
         json_object_set_new(s->job, "gpu_type", json_string(arg));
         break;
@@ -176,39 +181,35 @@ static void apply(struct submit *s, int c, const char *arg)
         json_object_set_new(s->job, "slice", json_string(arg));
         break;
     case OPT_GPU_MEM:
-        set_size(s, "gpu_mem", "--gpu-mem", arg);
-        break;
+        return set_size(s, "gpu_mem", "--gpu-mem", arg);
     case 'm':
-        set_size(s, "mem", "--mem", arg);
-        break;
+        return set_size(s, "mem", "--mem", arg);
     case 'p':
         json_object_set_new(s->job, "project", json_string(arg));
         break;
     case OPT_PRIORITY:
         if (strcmp(arg, "high") && strcmp(arg, "normal") && strcmp(arg, "low"))
-            fail(s, "--priority '%s' must be high, normal or low", arg);
+            return fail(s, "--priority '%s' must be high, normal or low", arg);
         json_object_set_new(s->job, "priority", json_string(arg));
         break;
     case 't':
         if (parse_duration("--time", arg, &secs, &err) < 0)
-            fail(s, "%s", err.msg);
+            return fail(s, "%s", err.msg);
         json_object_set_new(s->job, "time_limit", json_integer(secs));
         break;
     case 'v':
-        add_volume(s, arg);
-        break;
+        return add_volume(s, arg);
     case 'n':
         json_object_set_new(s->job, "name", json_string(arg));
         break;
     case 'e':
-        set_env(s, arg);
-        break;
+        return set_env(s, arg);
     case OPT_REQUEUE:
         json_object_set_new(s->job, "requeue", json_true());
         break;
     case 'D':
         if (arg[0] != '/')
-            fail(s, "--workdir '%s' must be an absolute path", arg);
+            return fail(s, "--workdir '%s' must be an absolute path", arg);
         json_object_set_new(s->job, "workdir", json_string(arg));
         break;
     case OPT_USER:
@@ -218,13 +219,16 @@ static void apply(struct submit *s, int c, const char *arg)
         s->json_out = true;
         break;
     default:
-        fail(s, "%s (see shoal submit --help)",
-             "unknown option or missing value");
+        return fail(s, "%s (see shoal submit --help)",
+                    "unknown option or missing value");
     }
+    return 0;
 }
 
 /* Parse options from argv[1..]; returns the index of the first non-option
- * and whether "--" ended the options. */
+ * and whether "--" ended the options, or -1 with s->err filled. -h on the
+ * command line prints the help and exits; in a script it is an error, so a
+ * directive can never end a submission early with success. */
 static int parse_opts(struct submit *s, int argc, char **argv, bool *dashdash)
 {
     int c;
@@ -232,18 +236,21 @@ static int parse_opts(struct submit *s, int argc, char **argv, bool *dashdash)
     opterr = 0;
     while ((c = getopt_long(argc, argv, "+g:N:p:t:c:m:v:n:e:D:h", opts,
                             NULL)) != -1) {
+        if (c == 'h' && s->in_script)
+            return fail(s, "%s", "--help is not a directive");
         if (c == 'h') {
             fputs(usage, stdout);
             exit(0);
         }
         if (c == '?' || c == ':') {
             const char *bad = argv[optind - 1];
-            fail(s,
-                 "'%s': unknown option or missing value (see shoal submit "
-                 "--help)",
-                 bad);
+            return fail(s,
+                        "'%s': unknown option or missing value (see shoal "
+                        "submit --help)",
+                        bad);
         }
-        apply(s, c, optarg);
+        if (apply(s, c, optarg) < 0)
+            return -1;
     }
     *dashdash = optind > 1 && strcmp(argv[optind - 1], "--") == 0;
     return optind;
@@ -308,15 +315,36 @@ static char *read_script(const char *path)
     return strbuf_take(&sb);
 }
 
-/* Apply the #SHOAL lines at the top of a script. */
-static void apply_directives(struct submit *s, const char *path,
-                             const char *text)
+/* One #SHOAL line: args is the text after "#SHOAL", s->where names it.
+ * 0, or -1 with s->err filled. */
+static int apply_line(struct submit *s, char *args)
+{
+    char *words[65];
+    words[0] = "submit";
+    int n = split_words(args, words + 1, 63);
+    if (n < 0)
+        return fail(s, "%s", "unbalanced quotes or too many words");
+    words[n + 1] = NULL;
+    bool dd;
+    int rest = parse_opts(s, n + 1, words, &dd);
+    if (rest < 0)
+        return -1;
+    if (rest < n + 1)
+        return fail(s, "'%s' is not an option", words[rest]);
+    return 0;
+}
+
+/* Apply the #SHOAL lines at the top of a script. 0, or -1 with s->err
+ * filled. */
+static int apply_directives(struct submit *s, const char *path,
+                            const char *text)
 {
     char *copy = strdup(text);
     char where[600];
     int lineno = 0;
+    int rc = 0;
     if (!copy)
-        die("out of memory");
+        return sh_errorf(&s->err, SH_EINTERNAL, "out of memory");
     for (char *line = copy; line && *line;) {
         char *nl = strchr(line, '\n');
         if (nl)
@@ -327,25 +355,33 @@ static void apply_directives(struct submit *s, const char *path,
             t++;
         if (strncmp(t, "#SHOAL", 6) == 0 &&
             (t[6] == ' ' || t[6] == '\t' || !t[6])) {
-            char *words[65];
-            words[0] = "submit";
-            int n = split_words(t + 6, words + 1, 63);
             snprintf(where, sizeof(where), "%s:%d", path, lineno);
             s->where = where;
-            if (n < 0)
-                fail(s, "%s", "unbalanced quotes or too many words");
-            words[n + 1] = NULL;
-            bool dd;
-            int rest = parse_opts(s, n + 1, words, &dd);
-            if (rest < n + 1)
-                fail(s, "'%s' is not an option", words[rest]);
+            s->in_script = true;
+            rc = apply_line(s, t + 6);
             s->where = "command line";
+            s->in_script = false;
+            if (rc < 0)
+                break;
         } else if (*t && *t != '#') {
             break; /* the first command ends the directives */
         }
         line = nl ? nl + 1 : NULL;
     }
     free(copy);
+    return rc;
+}
+
+int cmd_submit_directives(json_t *job, const char *path, const char *text,
+                          struct sh_error *err)
+{
+    struct submit s = {.job = job, .where = "command line"};
+    if (apply_directives(&s, path, text) < 0) {
+        if (err)
+            *err = s.err;
+        return -1;
+    }
+    return 0;
 }
 
 /* Put the command line's options over the script's: scalars replace,
@@ -380,7 +416,8 @@ static void set_command(struct submit *s, int argc, char **argv, int first,
         char *text = read_script(argv[first]);
         /* Directives first, then the command line again so it wins. */
         json_t *cli = json_deep_copy(s->job);
-        apply_directives(s, argv[first], text);
+        if (apply_directives(s, argv[first], text) < 0)
+            die("%s", s->err.msg);
         merge_cli(s->job, cli);
         json_decref(cli);
         json_object_set_new(s->job, "script", json_string(text));
@@ -406,6 +443,8 @@ int cmd_submit(int argc, char **argv)
     struct submit s = {.job = json_object(), .where = "command line"};
     bool dashdash;
     int first = parse_opts(&s, argc, argv, &dashdash);
+    if (first < 0)
+        die("%s", s.err.msg);
     if (first >= argc)
         die("nothing to run: give a script or '-- CMD ARGS' (see shoal submit "
             "--help)");

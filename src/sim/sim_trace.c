@@ -457,7 +457,9 @@ static int text_field(struct reader *r, struct sim_job *j, enum role role,
         j->gpu_type = (int32_t)id;
         return 0;
     case R_SLICE:
-        if (strlen(v) >= JOB_SLICE_MAX || strchr(v, ' '))
+        /* The rule of job submissions (job_spec_validate), which also keeps
+         * out what sim_trace_write could not write back (',', '"'). */
+        if (strlen(v) > JOB_SLICE_MAX || !job_ident_valid(v))
             return rowerr(r, err, col, "'%s' is not a slice profile", v);
         if (sim_names_intern(&r->t->names, v, &id) < 0)
             return sh_errorf(err, SH_ETOOLARGE, "too many names");

@@ -1,0 +1,2 @@
+#SHOAL --gpus two
+#SHOAL "unbalanced

@@ -1,0 +1,2 @@
+#SHOAL
+#SHOAL -h
