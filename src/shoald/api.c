@@ -16,14 +16,22 @@
 #include <sys/epoll.h>
 
 #include "lib/loop/loop.h"
+#include "lib/util/clock.h"
 #include "lib/util/log.h"
 #include "lib/util/strbuf.h"
+#include "lib/util/utf8.h"
 #include "shoald/auth.h"
 #include "shoald/commit.h"
 
 #define API_MAX_PARAMS 4
+/* All connections together. One address may hold at most
+ * cfg.max_conns_per_address of them, so a single client cannot take them
+ * all; connections that send no whole request are dropped after
+ * cfg.request_timeout_s of silence. */
 #define API_MAX_CONNECTIONS 4096
-#define API_CONNECTION_TIMEOUT_S 120
+/* libmicrohttpd logs every refused connection: under a flood, one line per
+ * message text per this interval, then how many were left out. */
+#define API_LOG_REPEAT_MS 10000
 
 enum req_phase {
     PHASE_READING = 0, /* receiving the body */
@@ -63,6 +71,10 @@ struct api {
     char *tls_key;
     uint64_t requests;
     int suspended; /* connections suspended (held or waiting) */
+    /* mhd_log's repeat filter */
+    const char *log_fmt;
+    int64_t log_ms;
+    long log_repeats;
 };
 
 int api_status_for(enum sh_errc code)
@@ -108,6 +120,7 @@ void api_reply_json(struct api_req *req, int status, json_t *body)
     char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
     json_decref(body);
     if (!text) {
+        sh_log(LOG_ERR, "api", "cannot encode the answer status=%d", status);
         static const char oom[] =
             "{\"error\":{\"code\":\"internal\",\"message\":\"out of memory\"}}";
         text = strdup(oom);
@@ -125,8 +138,15 @@ void api_reply_text(struct api_req *req, int status, const char *ctype,
 void api_reply_error(struct api_req *req, const struct sh_error *err)
 {
     enum sh_errc code = err->code == SH_OK ? SH_EINTERNAL : err->code;
-    json_t *body = json_pack("{s:{s:s, s:s}}", "error", "code",
-                             sh_errc_name(code), "message", err->msg);
+    /* Messages quote what the client sent (a path, a query argument, a
+     * name), which need not be UTF-8, and JSON strings must be: every
+     * invalid byte becomes U+FFFD, so a bad request gets its 4xx instead
+     * of a failed encoding. */
+    char *msg = utf8_sanitize(err->msg, strnlen(err->msg, sizeof(err->msg)));
+    json_t *body = msg ? json_pack("{s:{s:s, s:s}}", "error", "code",
+                                   sh_errc_name(code), "message", msg)
+                       : NULL;
+    free(msg);
     api_reply_json(req, api_status_for(code), body);
 }
 
@@ -134,9 +154,8 @@ int api_errorf(struct api_req *req, enum sh_errc code, const char *fmt, ...)
 {
     struct sh_error err;
     va_list ap;
-    err.code = code;
     va_start(ap, fmt);
-    vsnprintf(err.msg, sizeof(err.msg), fmt, ap);
+    sh_verrorf(&err, code, fmt, ap);
     va_end(ap);
     api_reply_error(req, &err);
     return -1;
@@ -344,6 +363,24 @@ static int check_access(const struct api_route *r, struct api_req *req,
                       "as a user");
 }
 
+/* A connection may stay silent for cfg.request_timeout_s (the daemon's
+ * default) until it has sent a whole request with a valid token; from then
+ * on for the longer cfg.keepalive_timeout_s, so agents and CLIs keep their
+ * connections between calls while half-sent and anonymous connections are
+ * closed soon. Held long-polls are suspended and do not time out. */
+static void keep_alive_longer(struct api *api, struct api_req *req)
+{
+    int want = api->d->cfg.keepalive_timeout_s;
+    if (want < api->d->cfg.request_timeout_s)
+        return;
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
+        req->conn, MHD_CONNECTION_INFO_CONNECTION_TIMEOUT);
+    if (ci && ci->connection_timeout == (unsigned)want)
+        return;
+    MHD_set_connection_option(req->conn, MHD_CONNECTION_OPTION_TIMEOUT,
+                              (unsigned)want);
+}
+
 static void dispatch(struct api *api, struct api_req *req)
 {
     if (req->too_large) {
@@ -371,6 +408,8 @@ static void dispatch(struct api *api, struct api_req *req)
         return;
     }
     authenticate(api, req);
+    if (req->caller.role != API_ANON)
+        keep_alive_longer(api, req);
     const char *h = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND,
                                                 MHD_HTTP_HEADER_AUTHORIZATION);
     if (check_access(r, req, h) < 0)
@@ -511,14 +550,34 @@ int api_port(const struct api *api)
 }
 
 static void mhd_log(void *cls, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
+    struct api *api = cls;
     char buf[512];
-    (void)cls;
+    int64_t now = clock_mono_ms();
+    if (fmt == api->log_fmt && now - api->log_ms < API_LOG_REPEAT_MS) {
+        api->log_repeats++;
+        return;
+    }
+    if (api->log_repeats)
+        sh_log(LOG_WARNING, "http",
+               "(the message before was repeated %ld more times)",
+               api->log_repeats);
+    api->log_fmt = fmt;
+    api->log_ms = now;
+    api->log_repeats = 0;
     vsnprintf(buf, sizeof(buf), fmt, ap);
     size_t n = strlen(buf);
     while (n && buf[n - 1] == '\n')
         buf[--n] = '\0';
-    sh_log(LOG_WARNING, "http", "%s", buf);
+    /* libmicrohttpd says the same when one address is over its limit. */
+    sh_log(LOG_WARNING, "http", "%s%s", buf,
+           strstr(buf, "connection limit")
+               ? " (all connections, or --max-conns-per-address from one "
+                 "address)"
+               : "");
 }
 
 static char *read_file(const char *path, struct sh_error *err)
@@ -599,8 +658,9 @@ struct api *api_create(struct shoald *d, const struct api_route *routes,
         flags, 0, NULL, NULL, on_request, api, MHD_OPTION_EXTERNAL_LOGGER,
         mhd_log, api, MHD_OPTION_SOCK_ADDR, &ss, MHD_OPTION_NOTIFY_COMPLETED,
         on_completed, api, MHD_OPTION_CONNECTION_LIMIT,
-        (unsigned)API_MAX_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned)API_CONNECTION_TIMEOUT_S, MHD_OPTION_LISTEN_BACKLOG_SIZE,
+        (unsigned)API_MAX_CONNECTIONS, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        (unsigned)d->cfg.max_conns_per_address, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)d->cfg.request_timeout_s, MHD_OPTION_LISTEN_BACKLOG_SIZE,
         (unsigned)1024,
         api->tls_cert ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END,
         api->tls_cert, MHD_OPTION_HTTPS_MEM_KEY, api->tls_key, MHD_OPTION_END);

@@ -6,6 +6,7 @@
 #include "lib/model/job_json.h"
 #include "lib/util/clock.h"
 #include "lib/util/parse.h"
+#include "lib/util/utf8.h"
 #include "shoald/api_handlers.h"
 #include "shoald/cluster.h"
 #include "shoald/jobs.h"
@@ -68,7 +69,8 @@ static int parse_states(const char *s, unsigned *mask, struct sh_error *err)
         char tok[32];
         enum job_state st;
         if (n >= sizeof(tok))
-            return sh_errorf(err, SH_EINVAL, "state '%.32s' is unknown", s);
+            return sh_errorf(err, SH_EINVAL, "state '%.*s' is unknown",
+                             UTF8_CUT(s, 32));
         memcpy(tok, s, n);
         tok[n] = '\0';
         if (strcmp(tok, "active") == 0) {

@@ -5,6 +5,7 @@
 
 #include "lib/model/node_json.h"
 #include "lib/util/log.h"
+#include "lib/util/utf8.h"
 #include "shoald/api_handlers.h"
 #include "shoald/auth.h"
 #include "shoald/cluster.h"
@@ -66,8 +67,8 @@ static struct node *path_node(struct shoald *d, struct api_req *req)
 {
     struct node *n = nodetab_get(d->nodes, api_param(req, 0));
     if (!n)
-        api_errorf(req, SH_ENOTFOUND, "node %.64s not found",
-                   api_param(req, 0));
+        api_errorf(req, SH_ENOTFOUND, "node %.*s not found",
+                   UTF8_CUT(api_param(req, 0), 64));
     return n;
 }
 

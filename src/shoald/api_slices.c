@@ -6,6 +6,7 @@
 
 #include "lib/model/job.h"
 #include "lib/model/preset.h"
+#include "lib/util/utf8.h"
 #include "shoald/api_handlers.h"
 #include "shoald/nodetab.h"
 #include "shoald/slices.h"
@@ -49,8 +50,8 @@ void api_slices_presets(struct shoald *d, struct api_req *req)
     const char *model = api_query(req, "gpu_model");
     if (model) {
         if (!job_ident_valid(model)) {
-            api_errorf(req, SH_EINVAL, "gpu_model '%.64s' is not a model name",
-                       model);
+            api_errorf(req, SH_EINVAL, "gpu_model '%.*s' is not a model name",
+                       UTF8_CUT(model, 64));
             return;
         }
         api_reply_json(req, 200,

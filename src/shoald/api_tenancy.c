@@ -16,6 +16,7 @@
 #include "lib/model/job.h"
 #include "lib/util/clock.h"
 #include "lib/util/parse.h"
+#include "lib/util/utf8.h"
 #include "shoald/acct.h"
 #include "shoald/api_handlers.h"
 #include "shoald/auth.h"
@@ -44,8 +45,8 @@ static int fields_check(const json_t *body, const char *const *allowed,
             for (int i = 0; allowed[i] && o < sizeof(list); i++)
                 o += (size_t)snprintf(list + o, sizeof(list) - o, "%s%s",
                                       i ? ", " : "", allowed[i]);
-            return sh_errorf(err, SH_EINVAL,
-                             "unknown field '%.64s' (known: %s)", key, list);
+            return sh_errorf(err, SH_EINVAL, "unknown field '%.*s' (known: %s)",
+                             UTF8_CUT(key, 64), list);
         }
     }
     return 0;
@@ -350,8 +351,8 @@ static const struct tenancy_team *path_team(struct shoald *d,
     const struct tenancy_team *t =
         tenancy_team_get(d->tenancy, api_param(req, 0));
     if (!t)
-        api_errorf(req, SH_ENOTFOUND, "team %.64s does not exist",
-                   api_param(req, 0));
+        api_errorf(req, SH_ENOTFOUND, "team %.*s does not exist",
+                   UTF8_CUT(api_param(req, 0), 64));
     return t;
 }
 
@@ -487,8 +488,8 @@ static const struct tenancy_project *path_project(struct shoald *d,
     const struct tenancy_project *p =
         tenancy_project_get(d->tenancy, api_param(req, 0));
     if (!p)
-        api_errorf(req, SH_ENOTFOUND, "project %.64s does not exist",
-                   api_param(req, 0));
+        api_errorf(req, SH_ENOTFOUND, "project %.*s does not exist",
+                   UTF8_CUT(api_param(req, 0), 64));
     return p;
 }
 
@@ -685,7 +686,8 @@ void api_projects_member_set(struct shoald *d, struct api_req *req)
         return;
     }
     if (!auth_user_get(d->auth, user)) {
-        api_errorf(req, SH_ENOTFOUND, "user %.64s does not exist", user);
+        api_errorf(req, SH_ENOTFOUND, "user %.*s does not exist",
+                   UTF8_CUT(user, 64));
         return;
     }
     enum tenancy_role old = tenancy_role(d->tenancy, project, user);
@@ -710,9 +712,9 @@ void api_projects_member_remove(struct shoald *d, struct api_req *req)
     }
     if (tenancy_role(d->tenancy, project, user) == TENANCY_ROLE_NONE) {
         api_errorf(req, SH_ENOTFOUND,
-                   "user %.64s is not a member of project "
-                   "%.64s",
-                   user, project);
+                   "user %.*s is not a member of project "
+                   "%.*s",
+                   UTF8_CUT(user, 64), UTF8_CUT(project, 64));
         return;
     }
     const struct auth_user *u = auth_user_get(d->auth, user);
@@ -738,8 +740,8 @@ static const struct auth_user *path_user(struct shoald *d, struct api_req *req)
 {
     const struct auth_user *u = auth_user_get(d->auth, api_param(req, 0));
     if (!u)
-        api_errorf(req, SH_ENOTFOUND, "user %.64s does not exist",
-                   api_param(req, 0));
+        api_errorf(req, SH_ENOTFOUND, "user %.*s does not exist",
+                   UTF8_CUT(api_param(req, 0), 64));
     return u;
 }
 
@@ -777,8 +779,8 @@ static int default_project_check(struct shoald *d, const char *user,
 {
     *add = false;
     if (!tenancy_project_exists(d->tenancy, project))
-        return sh_errorf(err, SH_ENOTFOUND, "project %.64s does not exist",
-                         project);
+        return sh_errorf(err, SH_ENOTFOUND, "project %.*s does not exist",
+                         UTF8_CUT(project, 64));
     enum tenancy_role r = tenancy_role(d->tenancy, project, user);
     if (r == TENANCY_ROLE_VIEWER)
         return sh_errorf(err, SH_ECONFLICT,
@@ -1068,9 +1070,9 @@ void api_users_tokens_revoke(struct shoald *d, struct api_req *req)
     snprintf(name, sizeof(name), "%s", u->name);
     if (u->admin && !auth_admin_remains(d->auth, shoald_now_ms(d), name, id)) {
         api_errorf(req, SH_ECONFLICT,
-                   "token %.16s is the last valid token of a cluster admin; "
+                   "token %.*s is the last valid token of a cluster admin; "
                    "revoking it would lock everyone out",
-                   id);
+                   UTF8_CUT(id, 16));
         return;
     }
     if (auth_token_revoke(d->auth, shoald_batch(d), AUTH_TOKEN_USER, name, id,

@@ -12,6 +12,7 @@
 
 #include "lib/model/job.h"
 #include "lib/util/parse.h"
+#include "lib/util/utf8.h"
 #include "store/store.h"
 
 #define HASH_HEX_LEN 64
@@ -159,7 +160,8 @@ static int load_user(const char *key, const json_t *rec, void *arg,
                     "admin", &admin, "created_ms", &created, "limits",
                     "max_gpus", &max_gpus, "max_jobs", &max_jobs, "max_time_s",
                     &max_time, "default_project", &dp) < 0)
-        return sh_errorf(err, SH_EINTERNAL, "user %.64s: bad record", key);
+        return sh_errorf(err, SH_EINTERNAL, "user %.*s: bad record",
+                         UTF8_CUT(key, 64));
     struct user_entry *u = user_add(a, key);
     if (!u)
         return sh_errorf(err, SH_EINTERNAL, "out of memory");
@@ -283,11 +285,10 @@ int auth_user_create(struct auth *a, struct store_batch *batch,
                      struct sh_error *err)
 {
     if (!name || !job_ident_valid(name))
-        return sh_errorf(
-            err, SH_EINVAL,
-            "user name '%.64s' must be 1..%d letters, digits, '.', "
-            "'_' or '-'",
-            name ? name : "", JOB_IDENT_MAX);
+        return sh_errorf(err, SH_EINVAL,
+                         "user name '%.*s' must be 1..%d letters, digits, '.', "
+                         "'_' or '-'",
+                         UTF8_CUT(name ? name : "", 64), JOB_IDENT_MAX);
     if (auth_user_get(a, name))
         return sh_errorf(err, SH_ECONFLICT, "user %s already exists", name);
     if (HASH_COUNT(a->users) >= AUTH_USERS_MAX)
@@ -383,8 +384,8 @@ static struct user_entry *user_must(const struct auth *a, const char *name,
 {
     struct user_entry *u = user_find(a, name);
     if (!u)
-        sh_errorf(err, SH_ENOTFOUND, "user %.64s does not exist",
-                  name ? name : "");
+        sh_errorf(err, SH_ENOTFOUND, "user %.*s does not exist",
+                  UTF8_CUT(name ? name : "", 64));
     return u;
 }
 
@@ -456,8 +457,8 @@ int auth_user_set_default_project(struct auth *a, struct store_batch *batch,
         return -1;
     if (project && !job_ident_valid(project))
         return sh_errorf(err, SH_EINVAL,
-                         "default_project '%.64s' is not a valid project name",
-                         project);
+                         "default_project '%.*s' is not a valid project name",
+                         UTF8_CUT(project, 64));
     char *copy = NULL;
     if (project) {
         copy = strdup(project);
@@ -535,8 +536,8 @@ int auth_token_revoke(struct auth *a, struct store_batch *batch,
             break;
     }
     if (!t)
-        return sh_errorf(err, SH_ENOTFOUND, "%s has no token %.16s", subject,
-                         id);
+        return sh_errorf(err, SH_ENOTFOUND, "%s has no token %.*s", subject,
+                         UTF8_CUT(id, 16));
     if (store_batch_del(batch, "token", t->hash) < 0)
         return sh_errorf(err, SH_EINTERNAL, "out of memory");
     HASH_DEL(a->tokens, t);

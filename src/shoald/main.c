@@ -46,6 +46,19 @@ static const char usage[] =
     "  --tls-cert FILE        serve HTTPS with this PEM certificate...\n"
     "  --tls-key FILE         ...and this PEM key\n"
     "  --max-body SIZE        largest request body (default 1M)\n"
+    "  --max-conns-per-address N  connections one IP address may hold open\n"
+    "                         (default 64; 0 = no limit). A client over it is\n"
+    "                         refused, so one address cannot take all 4096.\n"
+    "                         Clients sharing an address share the limit: "
+    "each\n"
+    "                         agent holds 2, a CLI call 1, a browser up to 6;\n"
+    "                         raise it for many agents on one host or behind\n"
+    "                         one NAT (`shoal up` sets it for its agents)\n"
+    "  --request-timeout DUR  close a connection that stays silent this long\n"
+    "                         before it has sent a whole request (default "
+    "10s)\n"
+    "  --keepalive-timeout DUR  ...or, after a request with a valid token,\n"
+    "                         between requests (default 2m)\n"
     "  --heartbeat-timeout DUR  a node is down after this silence (default "
     "30s)\n"
     "  --kill-grace DUR       SIGTERM to SIGKILL on cancel (default 10s)\n"
@@ -63,6 +76,19 @@ static const char usage[] =
     "On start it writes DIR/url; a new cluster also gets DIR/admin.token and\n"
     "DIR/join.token (mode 0600).\n";
 
+/* A connection timeout: a duration of at most a day. */
+static int parse_timeout(const char *field, const char *s, int *seconds,
+                         struct sh_error *err)
+{
+    int64_t v;
+    if (parse_duration(field, s, &v, err) < 0)
+        return -1;
+    if (v > 24 * 3600)
+        return sh_errorf(err, SH_EINVAL, "%s must be at most 1d", field);
+    *seconds = (int)v;
+    return 0;
+}
+
 static int parse_args(int argc, char **argv, struct shoald_config *cfg)
 {
     static const struct option opts[] = {
@@ -74,6 +100,9 @@ static int parse_args(int argc, char **argv, struct shoald_config *cfg)
         {"tls-cert", required_argument, NULL, 'c'},
         {"tls-key", required_argument, NULL, 'k'},
         {"max-body", required_argument, NULL, 'b'},
+        {"max-conns-per-address", required_argument, NULL, 'C'},
+        {"request-timeout", required_argument, NULL, 'T'},
+        {"keepalive-timeout", required_argument, NULL, 'E'},
         {"heartbeat-timeout", required_argument, NULL, 't'},
         {"kill-grace", required_argument, NULL, 'g'},
         {"keep-finished", required_argument, NULL, 'K'},
@@ -119,6 +148,22 @@ static int parse_args(int argc, char **argv, struct shoald_config *cfg)
             if (parse_size("--max-body", optarg, &size, &err) < 0)
                 goto bad;
             cfg->max_body = (size_t)size;
+            break;
+        case 'C':
+            if (parse_int64("--max-conns-per-address", optarg, 0, 4096, &v,
+                            &err) < 0)
+                goto bad;
+            cfg->max_conns_per_address = (int)v;
+            break;
+        case 'T':
+            if (parse_timeout("--request-timeout", optarg,
+                              &cfg->request_timeout_s, &err) < 0)
+                goto bad;
+            break;
+        case 'E':
+            if (parse_timeout("--keepalive-timeout", optarg,
+                              &cfg->keepalive_timeout_s, &err) < 0)
+                goto bad;
             break;
         case 't':
             if (parse_duration("--heartbeat-timeout", optarg, &v, &err) < 0)
@@ -339,6 +384,12 @@ int main(int argc, char **argv)
     d.cfg.port = 6820;
     d.cfg.admin_user = (user && *user) ? user : "admin";
     d.cfg.max_body = 1 << 20;
+    /* 64 leaves a local cluster of ~20 agents plus its CLIs and browsers
+     * room on 127.0.0.1, while an attacker needs 64 addresses to fill the
+     * 4096 connections. */
+    d.cfg.max_conns_per_address = 64;
+    d.cfg.request_timeout_s = 10;
+    d.cfg.keepalive_timeout_s = 120;
     d.cfg.heartbeat_timeout_s = 30;
     d.cfg.kill_grace_s = 10;
     d.cfg.keep_finished_ms = 7LL * 24 * 3600 * 1000;

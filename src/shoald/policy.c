@@ -20,6 +20,8 @@
 
 #include <string.h>
 
+#include "lib/util/utf8.h"
+
 struct rule {
     const char *name;           /* for messages */
     enum tenancy_role min_role; /* NONE: no project role grants it */
@@ -116,8 +118,8 @@ static int check_project(struct shoald *d, const struct api_caller *caller,
                          "user's",
                          rules[action].name);
     if (!project || !d->tenancy || !tenancy_project_exists(d->tenancy, project))
-        return sh_errorf(err, SH_ENOTFOUND, "project %.64s does not exist",
-                         project ? project : "");
+        return sh_errorf(err, SH_ENOTFOUND, "project %.*s does not exist",
+                         UTF8_CUT(project ? project : "", 64));
     struct policy_subject s = subject_of(d, caller, project, false);
     if (policy_allows(action, &s))
         return 0;
@@ -189,8 +191,9 @@ static int check_self(const struct api_caller *caller,
     if (policy_allows(action, &s))
         return 0;
     return sh_errorf(err, SH_EFORBIDDEN,
-                     "only %.64s and cluster admins may %s user %.64s",
-                     user ? user : "", rules[action].name, user ? user : "");
+                     "only %.*s and cluster admins may %s user %.*s",
+                     UTF8_CUT(user ? user : "", 64), rules[action].name,
+                     UTF8_CUT(user ? user : "", 64));
 }
 
 int policy_can_view_user(struct shoald *d, const struct api_caller *caller,

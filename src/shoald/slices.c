@@ -10,6 +10,7 @@
 #include "lib/model/preset.h"
 #include "lib/util/clock.h"
 #include "lib/util/log.h"
+#include "lib/util/utf8.h"
 #include "shoald/cluster.h"
 #include "shoald/jobtab.h"
 #include "shoald/nodetab.h"
@@ -108,8 +109,8 @@ static int load_plan(const char *key, const json_t *rec, void *arg,
                     "node", &node, "gpu", &gpu, "preset", &preset, "state",
                     &state, "reason", &reason, "requested_ms", &req,
                     "changed_ms", &chg) < 0)
-        return sh_errorf(err, SH_EINTERNAL, "slice plan %.64s: bad record",
-                         key);
+        return sh_errorf(err, SH_EINTERNAL, "slice plan %.*s: bad record",
+                         UTF8_CUT(key, 64));
     struct plan *p = calloc(1, sizeof(*p));
     if (!p)
         return sh_errorf(err, SH_EINTERNAL, "out of memory");
@@ -186,7 +187,8 @@ int slices_request(struct shoald *d, const char *node, const int *gpus,
 {
     struct node *n = nodetab_get(d->nodes, node);
     if (!n)
-        return sh_errorf(err, SH_ENOTFOUND, "node %.64s not found", node);
+        return sh_errorf(err, SH_ENOTFOUND, "node %.*s not found",
+                         UTF8_CUT(node, 64));
     int all[GPU_PER_NODE_MAX];
     if (!gpus || ngpus == 0) {
         for (int i = 0; i < n->ngpus; i++)

@@ -15,6 +15,7 @@
 #include <uthash.h>
 
 #include "lib/model/job.h"
+#include "lib/util/utf8.h"
 #include "store/store.h"
 
 #define NAME_SIZE (JOB_IDENT_MAX + 1)
@@ -79,9 +80,9 @@ static int name_check(const char *what, const char *name, struct sh_error *err)
 {
     if (!name || !job_ident_valid(name))
         return sh_errorf(err, SH_EINVAL,
-                         "%s name '%.64s' must be 1..%d letters, digits, '.', "
+                         "%s name '%.*s' must be 1..%d letters, digits, '.', "
                          "'_' or '-', not starting with '.' or '-'",
-                         what, name ? name : "", JOB_IDENT_MAX);
+                         what, UTF8_CUT(name ? name : "", 64), JOB_IDENT_MAX);
     return 0;
 }
 
@@ -248,9 +249,9 @@ int tenancy_quotas_validate(const struct tenancy_quota *q, int n,
         const char *m = model_text(q[i].model);
         if (q[i].model && !job_ident_valid(q[i].model))
             return sh_errorf(err, SH_EINVAL,
-                             "%s: gpu_model '%.64s' must be 1..%d letters, "
+                             "%s: gpu_model '%.*s' must be 1..%d letters, "
                              "digits, '.', '_' or '-'",
-                             what, q[i].model, JOB_IDENT_MAX);
+                             what, UTF8_CUT(q[i].model, 64), JOB_IDENT_MAX);
         if (q[i].guaranteed < 0 || q[i].guaranteed > TENANCY_GPUS_MAX)
             return sh_errorf(err, SH_EINVAL,
                              "%s: guaranteed GPUs (%s) must be 0..%lld, not "
@@ -377,7 +378,8 @@ static int quota_entry_from_json(const json_t *v, struct tenancy_quota *q,
                                  (long long)q->limit);
         } else {
             return sh_errorf(err, SH_EINVAL,
-                             "quota entry: unknown field '%.64s'", key);
+                             "quota entry: unknown field '%.*s'",
+                             UTF8_CUT(key, 64));
         }
     }
     return 0;
@@ -665,7 +667,8 @@ static int load_quotas(const char *what, const char *key, const json_t *v,
     snprintf(label, sizeof(label), "%s %s", what, key);
     if (tenancy_quotas_from_json(v, q, n, err) < 0 ||
         tenancy_quotas_validate(q, *n, label, err) < 0)
-        return sh_error_prefix(err, "%s %.64s: bad record: ", what, key);
+        return sh_error_prefix(err, "%s %.*s: bad record: ", what,
+                               UTF8_CUT(key, 64));
     return 0;
 }
 
@@ -680,7 +683,8 @@ static int load_team(const char *key, const json_t *rec, void *arg,
     if (json_unpack((json_t *)rec, "{s:I, s:o}", "created_ms", &created,
                     "quotas", &quotas) < 0 ||
         !job_ident_valid(key))
-        return sh_errorf(err, SH_EINTERNAL, "team %.64s: bad record", key);
+        return sh_errorf(err, SH_EINTERNAL, "team %.*s: bad record",
+                         UTF8_CUT(key, 64));
     if (load_quotas("team", key, quotas, q, &n, err) < 0)
         return -1;
     if (!team_add(t, key, q, n, created))
@@ -702,11 +706,12 @@ static int load_project(const char *key, const json_t *rec, void *arg,
                     "created_ms", &created, "quotas", &quotas, "idle_policy",
                     &idle) < 0 ||
         !job_ident_valid(key))
-        return sh_errorf(err, SH_EINTERNAL, "project %.64s: bad record", key);
+        return sh_errorf(err, SH_EINTERNAL, "project %.*s: bad record",
+                         UTF8_CUT(key, 64));
     if (!team_find(t, team))
         return sh_errorf(err, SH_EINTERNAL,
-                         "project %.64s: its team %.64s is not in the store",
-                         key, team);
+                         "project %.*s: its team %.*s is not in the store",
+                         UTF8_CUT(key, 64), UTF8_CUT(team, 64));
     if (load_quotas("project", key, quotas, q, &n, err) < 0)
         return -1;
     struct project_entry *pe = project_add(t, key, team, q, n, created);
@@ -729,14 +734,16 @@ static int load_member(const char *key, const json_t *rec, void *arg,
                     "user", &user, "role", &role) < 0 ||
         !job_ident_valid(user) || tenancy_role_from_name(role, &r) < 0 ||
         r == TENANCY_ROLE_NONE)
-        return sh_errorf(err, SH_EINTERNAL, "member %.130s: bad record", key);
+        return sh_errorf(err, SH_EINTERNAL, "member %.*s: bad record",
+                         UTF8_CUT(key, 130));
     struct project_entry *pe = project_find(t, project);
     if (!pe)
         return sh_errorf(err, SH_EINTERNAL,
-                         "member %.130s: project %.64s is not in the store",
-                         key, project);
+                         "member %.*s: project %.*s is not in the store",
+                         UTF8_CUT(key, 130), UTF8_CUT(project, 64));
     if (member_find(pe, user))
-        return sh_errorf(err, SH_EINTERNAL, "member %.130s twice", key);
+        return sh_errorf(err, SH_EINTERNAL, "member %.*s twice",
+                         UTF8_CUT(key, 130));
     if (!member_add(pe, user, r))
         return sh_errorf(err, SH_EINTERNAL, "out of memory");
     return 0;
@@ -866,8 +873,8 @@ int tenancy_team_delete(struct tenancy *t, struct store_batch *batch,
 {
     struct team_entry *te = team_find(t, name);
     if (!te)
-        return sh_errorf(err, SH_ENOTFOUND, "team %.64s does not exist",
-                         name ? name : "");
+        return sh_errorf(err, SH_ENOTFOUND, "team %.*s does not exist",
+                         UTF8_CUT(name ? name : "", 64));
     if (te->pub.nprojects > 0) {
         const struct project_entry *pe = t->projects;
         while (pe && strcmp(pe->team, name) != 0)
@@ -892,8 +899,8 @@ int tenancy_team_set_quotas(struct tenancy *t, struct store_batch *batch,
     char what[NAME_SIZE + 8];
     struct team_entry *te = team_find(t, name);
     if (!te)
-        return sh_errorf(err, SH_ENOTFOUND, "team %.64s does not exist",
-                         name ? name : "");
+        return sh_errorf(err, SH_ENOTFOUND, "team %.*s does not exist",
+                         UTF8_CUT(name ? name : "", 64));
     snprintf(what, sizeof(what), "team %s", name);
     if (tenancy_quotas_validate(q, n, what, err) < 0)
         return -1;
@@ -934,8 +941,8 @@ int tenancy_project_create(struct tenancy *t, struct store_batch *batch,
         return sh_errorf(err, SH_ECONFLICT, "project %s already exists", name);
     struct team_entry *te = team_find(t, team);
     if (!te)
-        return sh_errorf(err, SH_ENOTFOUND, "team %.64s does not exist",
-                         team ? team : "");
+        return sh_errorf(err, SH_ENOTFOUND, "team %.*s does not exist",
+                         UTF8_CUT(team ? team : "", 64));
     if (HASH_COUNT(t->projects) >= TENANCY_PROJECTS_MAX)
         return sh_errorf(err, SH_ETOOLARGE,
                          "there are already %d projects, "
@@ -961,8 +968,8 @@ int tenancy_project_delete(struct tenancy *t, struct store_batch *batch,
 {
     struct project_entry *pe = project_find(t, name);
     if (!pe)
-        return sh_errorf(err, SH_ENOTFOUND, "project %.64s does not exist",
-                         name ? name : "");
+        return sh_errorf(err, SH_ENOTFOUND, "project %.*s does not exist",
+                         UTF8_CUT(name ? name : "", 64));
     for (struct member_entry *me = pe->members; me; me = me->hh.next) {
         if (del_member(batch, pe->name, me->user, err) < 0)
             return -1;
@@ -984,8 +991,8 @@ int tenancy_project_set_quotas(struct tenancy *t, struct store_batch *batch,
     char what[NAME_SIZE + 8];
     struct project_entry *pe = project_find(t, name);
     if (!pe)
-        return sh_errorf(err, SH_ENOTFOUND, "project %.64s does not exist",
-                         name ? name : "");
+        return sh_errorf(err, SH_ENOTFOUND, "project %.*s does not exist",
+                         UTF8_CUT(name ? name : "", 64));
     snprintf(what, sizeof(what), "project %s", name);
     if (tenancy_quotas_validate(q, n, what, err) < 0)
         return -1;
@@ -1012,8 +1019,8 @@ int tenancy_project_set_idle_policy(struct tenancy *t,
                                         NULL};
     struct project_entry *pe = project_find(t, name);
     if (!pe)
-        return sh_errorf(err, SH_ENOTFOUND, "project %.64s does not exist",
-                         name ? name : "");
+        return sh_errorf(err, SH_ENOTFOUND, "project %.*s does not exist",
+                         UTF8_CUT(name ? name : "", 64));
     bool known = policy == NULL;
     for (int i = 0; policy && names[i]; i++)
         known |= strcmp(policy, names[i]) == 0;
@@ -1044,12 +1051,12 @@ int tenancy_project_set_team(struct tenancy *t, struct store_batch *batch,
 {
     struct project_entry *pe = project_find(t, name);
     if (!pe)
-        return sh_errorf(err, SH_ENOTFOUND, "project %.64s does not exist",
-                         name ? name : "");
+        return sh_errorf(err, SH_ENOTFOUND, "project %.*s does not exist",
+                         UTF8_CUT(name ? name : "", 64));
     struct team_entry *to = team_find(t, team);
     if (!to)
-        return sh_errorf(err, SH_ENOTFOUND, "team %.64s does not exist",
-                         team ? team : "");
+        return sh_errorf(err, SH_ENOTFOUND, "team %.*s does not exist",
+                         UTF8_CUT(team ? team : "", 64));
     if (strcmp(pe->team, team) == 0)
         return 0;
     if (project_fits(t, to, name, pe->q.e, pe->q.n, err) < 0)
@@ -1082,8 +1089,8 @@ int tenancy_member_set(struct tenancy *t, struct store_batch *batch,
                          "role must be admin, member or viewer");
     struct project_entry *pe = project_find(t, project);
     if (!pe)
-        return sh_errorf(err, SH_ENOTFOUND, "project %.64s does not exist",
-                         project ? project : "");
+        return sh_errorf(err, SH_ENOTFOUND, "project %.*s does not exist",
+                         UTF8_CUT(project ? project : "", 64));
     struct member_entry *me = member_find(pe, user);
     if (!me && HASH_COUNT(pe->members) >= TENANCY_MEMBERS_MAX)
         return sh_errorf(err, SH_ETOOLARGE,
@@ -1108,13 +1115,13 @@ int tenancy_member_remove(struct tenancy *t, struct store_batch *batch,
 {
     struct project_entry *pe = project_find(t, project);
     if (!pe)
-        return sh_errorf(err, SH_ENOTFOUND, "project %.64s does not exist",
-                         project ? project : "");
+        return sh_errorf(err, SH_ENOTFOUND, "project %.*s does not exist",
+                         UTF8_CUT(project ? project : "", 64));
     struct member_entry *me = member_find(pe, user);
     if (!me)
         return sh_errorf(err, SH_ENOTFOUND,
-                         "user %.64s is not a member of project %s",
-                         user ? user : "", project);
+                         "user %.*s is not a member of project %s",
+                         UTF8_CUT(user ? user : "", 64), project);
     if (del_member(batch, pe->name, me->user, err) < 0)
         return -1;
     HASH_DEL(pe->members, me);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "lib/client/http.h"
+#include "lib/util/utf8.h"
 
 struct client {
     struct http_conn *conn;
@@ -83,8 +84,8 @@ static int read_config_file(struct client_config *cfg, const char *path,
         else if (strcmp(key, "ca") == 0)
             rc = copy_value(cfg->ca_file, sizeof(cfg->ca_file), val, "ca", err);
         else
-            rc = sh_errorf(err, SH_EINVAL, "%s:%d: unknown key '%.32s'", path,
-                           lineno, key);
+            rc = sh_errorf(err, SH_EINVAL, "%s:%d: unknown key '%.*s'", path,
+                           lineno, UTF8_CUT(key, 32));
         if (rc < 0)
             break;
     }

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/util/utf8.h"
+
 static const char *const state_names[JOB_STATE_COUNT] = {
     [JOB_PENDING] = "pending",     [JOB_RUNNING] = "running",
     [JOB_COMPLETED] = "completed", [JOB_FAILED] = "failed",
@@ -206,9 +208,9 @@ static int validate_command(const struct job_spec *s, struct sh_error *err)
         if (!env_key_valid(s->env[i].key))
             return sh_errorf(
                 err, SH_EINVAL,
-                "env name '%.64s' is not valid (letters, digits and "
+                "env name '%.*s' is not valid (letters, digits and "
                 "'_', not starting with a digit)",
-                s->env[i].key ? s->env[i].key : "");
+                UTF8_CUT(s->env[i].key ? s->env[i].key : "", 64));
         if (strlen(s->env[i].value) > JOB_ENV_VALUE_MAX)
             return sh_errorf(err, SH_ETOOLARGE,
                              "env %s is longer than %d bytes", s->env[i].key,
@@ -238,8 +240,8 @@ static int validate_paths(const struct job_spec *s, struct sh_error *err)
     for (int i = 0; i < s->nvolumes; i++) {
         const struct job_volume *v = &s->volumes[i];
         if (!job_ident_valid(v->name))
-            return sh_errorf(err, SH_EINVAL, "volume name '%.64s' is not valid",
-                             v->name ? v->name : "");
+            return sh_errorf(err, SH_EINVAL, "volume name '%.*s' is not valid",
+                             UTF8_CUT(v->name ? v->name : "", 64));
         if (!v->path || v->path[0] != '/' || strlen(v->path) > JOB_PATH_MAX ||
             !printable(v->path) || strstr(v->path, ".."))
             return sh_errorf(err, SH_EINVAL,
@@ -262,8 +264,8 @@ int job_spec_validate(const struct job_spec *s, struct sh_error *err)
                          "name must be at most %d printable characters",
                          JOB_NAME_MAX);
     if (s->user && !job_ident_valid(s->user))
-        return sh_errorf(err, SH_EINVAL, "user '%.64s' is not a valid name",
-                         s->user);
+        return sh_errorf(err, SH_EINVAL, "user '%.*s' is not a valid name",
+                         UTF8_CUT(s->user, 64));
     if (s->project && !job_ident_valid(s->project))
         return sh_errorf(err, SH_EINVAL,
                          "project must be 1..%d characters of letters, digits, "

@@ -7,6 +7,7 @@
 
 #include "lib/util/clock.h"
 #include "lib/util/parse.h"
+#include "lib/util/utf8.h"
 
 /* ---- field readers: each names the field in its error ---- */
 
@@ -139,7 +140,8 @@ static int get_env(const json_t *v, struct job_spec *s, struct sh_error *err)
     int rc = 0;
     json_object_foreach ((json_t *)v, key, val) {
         if (!json_is_string(val)) {
-            rc = sh_errorf(err, SH_EINVAL, "env %.64s must be a string", key);
+            rc = sh_errorf(err, SH_EINVAL, "env %.*s must be a string",
+                           UTF8_CUT(key, 64));
             break;
         }
         env[i].key = strdup(key);
@@ -163,8 +165,8 @@ static int get_volume(const json_t *v, struct job_volume *vol,
         const char *s = json_string_value(v);
         const char *colon = strchr(s, ':');
         if (!colon || colon == s || !colon[1])
-            return sh_errorf(err, SH_EINVAL, "volume '%.64s' must be NAME:PATH",
-                             s);
+            return sh_errorf(err, SH_EINVAL, "volume '%.*s' must be NAME:PATH",
+                             UTF8_CUT(s, 64));
         vol->name = strndup(s, (size_t)(colon - s));
         vol->path = strdup(colon + 1);
     } else if (json_is_object(v)) {
@@ -180,8 +182,8 @@ static int get_volume(const json_t *v, struct job_volume *vol,
                                err) < 0)
                     return -1;
             } else {
-                return sh_errorf(err, SH_EINVAL,
-                                 "volume: unknown field '%.64s'", key);
+                return sh_errorf(err, SH_EINVAL, "volume: unknown field '%.*s'",
+                                 UTF8_CUT(key, 64));
             }
         }
     } else {
@@ -287,7 +289,8 @@ int job_spec_from_json(const json_t *obj, struct job_spec *spec,
     json_object_foreach ((json_t *)obj, key, v) {
         int rc = spec_field(key, v, spec, err);
         if (rc == 1)
-            rc = sh_errorf(err, SH_EINVAL, "unknown field '%.64s'", key);
+            rc = sh_errorf(err, SH_EINVAL, "unknown field '%.*s'",
+                           UTF8_CUT(key, 64));
         if (rc < 0)
             goto error;
     }

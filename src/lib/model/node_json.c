@@ -7,6 +7,7 @@
 
 #include "lib/model/job.h"
 #include "lib/util/clock.h"
+#include "lib/util/utf8.h"
 
 static const char *slice_kind_name(enum gpu_slice_kind k)
 {
@@ -201,9 +202,9 @@ int labels_from_json(const json_t *o, struct node_label **out, int *nout,
             json_string_length(v) > JOB_IDENT_MAX) {
             node_labels_free(labels, i);
             return sh_errorf(err, SH_EINVAL,
-                             "label %.64s must be a name with a short string "
+                             "label %.*s must be a name with a short string "
                              "value",
-                             key);
+                             UTF8_CUT(key, 64));
         }
         labels[i].key = strdup(key);
         labels[i].value = strdup(json_string_value(v));

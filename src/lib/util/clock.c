@@ -2,6 +2,7 @@
 /* Clocks and timestamp formatting (see clock.h). */
 #include "lib/util/clock.h"
 #include "lib/util/parse.h"
+#include "lib/util/utf8.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -93,7 +94,7 @@ int clock_parse_when(const char *field, const char *s, int64_t now_ms,
         return 0;
     }
     return sh_errorf(err, SH_EINVAL,
-                     "%s: '%.64s' is neither a date (YYYY-MM-DD) nor a "
+                     "%s: '%.*s' is neither a date (YYYY-MM-DD) nor a "
                      "duration back from now (7d, 12h)",
-                     field, s);
+                     field, UTF8_CUT(s, 64));
 }

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "lib/util/utf8.h"
+
 static const char *const errc_names[] = {
     [SH_OK] = "ok",
     [SH_EINVAL] = "invalid",
@@ -18,15 +20,31 @@ static const char *const errc_names[] = {
     [SH_EINTERNAL] = "internal",
 };
 
-int sh_errorf(struct sh_error *err, enum sh_errc code, const char *fmt, ...)
+/* After a printf into msg[size] that wanted n bytes: when the text did not
+ * fit, drop a multi-byte character cut in two at the end. */
+static void cut_tail(char *msg, size_t size, int n)
+{
+    if (n >= (int)size)
+        msg[utf8_complete_prefix(msg, strlen(msg), true)] = '\0';
+}
+
+int sh_verrorf(struct sh_error *err, enum sh_errc code, const char *fmt,
+               va_list ap)
 {
     if (err) {
-        va_list ap;
         err->code = code;
-        va_start(ap, fmt);
-        vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-        va_end(ap);
+        int n = vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+        cut_tail(err->msg, sizeof(err->msg), n);
     }
+    return -1;
+}
+
+int sh_errorf(struct sh_error *err, enum sh_errc code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    sh_verrorf(err, code, fmt, ap);
+    va_end(ap);
     return -1;
 }
 
@@ -37,10 +55,12 @@ int sh_error_prefix(struct sh_error *err, const char *fmt, ...)
         char old[sizeof(err->msg)];
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(prefix, sizeof(prefix), fmt, ap);
+        int n = vsnprintf(prefix, sizeof(prefix), fmt, ap);
         va_end(ap);
+        cut_tail(prefix, sizeof(prefix), n);
         memcpy(old, err->msg, sizeof(old));
-        snprintf(err->msg, sizeof(err->msg), "%s%s", prefix, old);
+        n = snprintf(err->msg, sizeof(err->msg), "%s%s", prefix, old);
+        cut_tail(err->msg, sizeof(err->msg), n);
     }
     return -1;
 }

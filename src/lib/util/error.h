@@ -27,11 +27,17 @@ struct sh_error {
 };
 
 /* Fill err (which may be NULL) with code and a printf-style message.
- * Always returns -1, so it can be the expression of a return statement. */
+ * Always returns -1, so it can be the expression of a return statement.
+ * A message longer than msg is cut before the character that does not fit
+ * whole, so valid UTF-8 stays valid (see lib/util/utf8.h). */
 int sh_errorf(struct sh_error *err, enum sh_errc code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The same with a va_list (for wrappers such as api_errorf). */
+int sh_verrorf(struct sh_error *err, enum sh_errc code, const char *fmt,
+               va_list ap) __attribute__((format(printf, 3, 0)));
 
-/* Prefix an existing message in err with more context ("store: ..."). */
+/* Prefix an existing message in err with more context ("store: ...").
+ * Cut like sh_errorf when the result does not fit. */
 int sh_error_prefix(struct sh_error *err, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 

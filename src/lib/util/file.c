@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/util/utf8.h"
+
 /* Create the temporary file exclusively: whatever sits under its name (a
  * leftover of a crash, or a link planted there) is removed first, never
  * opened. */
@@ -50,7 +52,8 @@ int file_write_atomic_at(int dirfd, const char *name, const void *data,
 {
     char tmp[4200];
     if (snprintf(tmp, sizeof(tmp), "%s.tmp", name) >= (int)sizeof(tmp))
-        return sh_errorf(err, SH_EINVAL, "path too long: %.64s...", name);
+        return sh_errorf(err, SH_EINVAL, "path too long: %.*s...",
+                         UTF8_CUT(name, 64));
     int fd = open_tmp(dirfd, tmp, mode);
     if (fd < 0)
         return sh_errorf(err, SH_EUNAVAILABLE, "cannot write %s: %s", tmp,

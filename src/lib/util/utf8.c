@@ -4,6 +4,7 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Length of the valid sequence starting at p (1..4), or 0 when invalid. */
 static size_t seq_len(const unsigned char *p, size_t avail)
@@ -80,4 +81,14 @@ size_t utf8_complete_prefix(const char *buf, size_t len, bool more_follows)
         return need > back ? len - back : len;
     }
     return len;
+}
+
+int utf8_cut(const char *s, int max)
+{
+    if (!s || max <= 0)
+        return 0;
+    size_t n = strnlen(s, (size_t)max + 1);
+    if (n <= (size_t)max)
+        return (int)n;
+    return (int)utf8_complete_prefix(s, (size_t)max, true);
 }

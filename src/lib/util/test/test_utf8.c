@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Focus: job output becomes valid UTF-8 for JSON. utf8_sanitize keeps
- * valid text byte for byte, replaces each invalid byte (stray continuation
- * bytes, bad leads, overlong forms, surrogates, code points past U+10FFFF,
- * cut sequences) with U+FFFD and drops NUL bytes; utf8_complete_prefix
- * holds back a sequence cut at the end of a read only while more output
- * follows. */
+/* Focus: job output and error messages become valid UTF-8 for JSON.
+ * utf8_sanitize keeps valid text byte for byte, replaces each invalid byte
+ * (stray continuation bytes, bad leads, overlong forms, surrogates, code
+ * points past U+10FFFF, cut sequences) with U+FFFD and drops NUL bytes;
+ * utf8_complete_prefix holds back a sequence cut at the end of a read only
+ * while more output follows; utf8_cut bounds a "%.*s" without cutting a
+ * character in two. */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -168,4 +170,68 @@ Test(utf8_complete_prefix, held_back_bytes_complete_with_the_next_read)
     cr_assert_str_eq(b, "\xe2\x82\xac\n");
     free(a);
     free(b);
+}
+
+/* ---- utf8_cut ---- */
+
+Test(utf8_cut, short_text_is_passed_whole)
+{
+    cr_assert_eq(utf8_cut("team-a", 64), 6);
+    cr_assert_eq(utf8_cut("caf\xc3\xa9", 5), 5);
+    cr_assert_eq(utf8_cut("", 64), 0);
+}
+
+Test(utf8_cut, ascii_is_cut_at_the_limit)
+{
+    cr_assert_eq(utf8_cut("abcdef", 4), 4);
+}
+
+Test(utf8_cut, never_cuts_a_character_in_two)
+{
+    /* 63 ASCII bytes then é: "%.64s" would keep only its first byte. */
+    char name[80];
+    memset(name, 'a', 63);
+    memcpy(name + 63, "\xc3\xa9xyz", 6);
+    cr_assert_eq(utf8_cut(name, 64), 63);
+    cr_assert_eq(utf8_cut(name, 65), 65);
+    /* 3- and 4-byte characters cut after each of their bytes. */
+    cr_assert_eq(utf8_cut("ab\xe2\x82\xac", 3), 2);
+    cr_assert_eq(utf8_cut("ab\xe2\x82\xac", 4), 2);
+    cr_assert_eq(utf8_cut("ab\xe2\x82\xac", 5), 5);
+    cr_assert_eq(utf8_cut("a\xf0\x9f\x98\x80z", 2), 1);
+    cr_assert_eq(utf8_cut("a\xf0\x9f\x98\x80z", 4), 1);
+    cr_assert_eq(utf8_cut("a\xf0\x9f\x98\x80z", 5), 5);
+}
+
+Test(utf8_cut, the_cut_text_is_valid_utf8)
+{
+    /* Every limit over a mixed string gives a prefix that sanitizing
+     * leaves unchanged. */
+    const char text[] = "x\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80y\xe6\x97\xa5";
+    for (int max = 0; max <= (int)sizeof(text); max++) {
+        int n = utf8_cut(text, max);
+        cr_assert_leq(n, max);
+        char *out = utf8_sanitize(text, (size_t)n);
+        cr_assert_not_null(out);
+        cr_assert_eq(strlen(out), (size_t)n, "max %d", max);
+        cr_assert_eq(memcmp(out, text, (size_t)n), 0, "max %d", max);
+        free(out);
+    }
+}
+
+Test(utf8_cut, null_and_negative_limits_give_nothing)
+{
+    cr_assert_eq(utf8_cut(NULL, 64), 0);
+    cr_assert_eq(utf8_cut("abc", 0), 0);
+    cr_assert_eq(utf8_cut("abc", -1), 0);
+}
+
+Test(utf8_cut, macro_gives_both_printf_arguments)
+{
+    char name[80], out[128];
+    memset(name, 'a', 63);
+    memcpy(name + 63, "\xc3\xa9", 3);
+    snprintf(out, sizeof(out), "user %.*s does not exist", UTF8_CUT(name, 64));
+    cr_assert_eq(strlen(out), strlen("user  does not exist") + 63);
+    cr_assert_eq(strstr(out, "\xc3"), NULL);
 }
