@@ -151,7 +151,7 @@ CASES
     echo "$output" | grep -qx 'shoal_jobs{state="pending"} 1'
     echo "$output" | grep -q '^# TYPE shoal_commits_total counter$'
     # Every sample line is "name{labels} value" or "name value".
-    ! echo "$output" | grep -v '^#' | grep -vE '^[a-z_]+(\{[a-z_]+="[a-z_]+"\})? [0-9.e+-]+$'
+    if echo "$output" | grep -v '^#' | grep -vE '^[a-z_]+(\{[a-z_]+="[a-z_]+"\})? [0-9.e+-]+$'; then false; fi
 }
 
 @test "api-010 the dashboard page is served and its script parses" {

@@ -235,8 +235,8 @@ CASES
     # The token is stored only as a hash: it appears in no answer and not in
     # the database.
     api GET /v1/users/alice/tokens
-    ! echo "$body" | grep -q "$tok"
-    ! grep -q "$tok" "$SHOAL_TEST_DIR"/controller/shoal.db*
+    if echo "$body" | grep -q "$tok"; then false; fi
+    if grep -q "$tok" "$SHOAL_TEST_DIR"/controller/shoal.db*; then false; fi
     api POST /v1/users '{"name":"alice"}'
     [ "$status_code" = 409 ]
     api POST /v1/users '{"name":"bad name"}'

@@ -50,7 +50,7 @@ up_stop() {
     [[ "$output" == GPU-*,GPU-* ]]
     up_stop
     # Everything it started is gone.
-    ! pgrep -f "$UP_STATE" >/dev/null
+    if pgrep -f "$UP_STATE" >/dev/null; then false; fi
     # The same state resumes the same cluster.
     up_start
     run shoal nodes --json

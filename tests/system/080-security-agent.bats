@@ -113,8 +113,8 @@ EOF
     run shoal logs "$id"
     [ "$status" -eq 0 ]
     # Every step of the attack was refused.
-    ! echo "$output" | grep -qE 'LISTED|REMOVED|LINKED|FORGED|CHMODDED'
-    ! echo "$output" | grep -q TOPSECRET
+    if echo "$output" | grep -qE 'LISTED|REMOVED|LINKED|FORGED|CHMODDED'; then false; fi
+    if echo "$output" | grep -q TOPSECRET; then false; fi
     # The folder is root's, the script the user's, read and execute only.
     [ "$(stat -c '%U %a' "$dir")" = "root 711" ]
     [ "$(stat -c '%U %a' "$dir/script")" = "$ATTACKER 500" ]
@@ -126,7 +126,7 @@ EOF
     kill -0 "$VICTIM_PID"
     [ "$(cat "$victim")" = precious ]
     run shoal logs "$id"
-    ! echo "$output" | grep -q TOPSECRET
+    if echo "$output" | grep -q TOPSECRET; then false; fi
     health_ok
     nodes_up_is 1
 }
@@ -155,7 +155,7 @@ EOF
     wait_job_state "$id" cancelled
     sleep 2 # a few output pushes of the agent
     run shoal logs "$id"
-    ! echo "$output" | grep -q TOPSECRET
+    if echo "$output" | grep -q TOPSECRET; then false; fi
     [ "$(cat "$secret")" = TOPSECRET ]
     [ ! -L "$dir/run.json" ]
     health_ok
