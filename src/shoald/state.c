@@ -23,6 +23,7 @@
 #include "shoald/nodetab.h"
 #include "shoald/slices.h"
 #include "shoald/tenancy.h"
+#include "shoald/volumes.h"
 #include "store/store.h"
 
 struct store_batch *shoald_batch(struct shoald *d)
@@ -81,8 +82,10 @@ static int load_cluster(const char *key, const json_t *rec, void *arg,
 
 /* The cluster's id: random, made once, kept in the store. Agents put it in
  * their cgroup paths so two clusters on one host never touch each other's
- * jobs. */
-static int ensure_cluster_id(struct shoald *d, struct sh_error *err)
+ * jobs. A new cluster makes it in its first commit; one made before ids
+ * existed gets it in a commit of its own. commit says which. */
+static int ensure_cluster_id(struct shoald *d, bool commit,
+                             struct sh_error *err)
 {
     if (d->cluster_id[0])
         return 0;
@@ -95,7 +98,7 @@ static int ensure_cluster_id(struct shoald *d, struct sh_error *err)
     json_decref(rec);
     if (rc < 0)
         return sh_errorf(err, SH_EINTERNAL, "out of memory");
-    if (commit_flush(d->commit, err) < 0)
+    if (commit && commit_flush(d->commit, err) < 0)
         return -1;
     snprintf(d->cluster_id, sizeof(d->cluster_id), "%s", hex);
     return 0;
@@ -109,7 +112,8 @@ int state_load(struct shoald *d, struct sh_error *err)
         return -1;
     if (d->slices && slices_load(d->slices, d->store, err) < 0)
         return -1;
-    if (tenancy_load(d->tenancy, d->store, err) < 0)
+    if (tenancy_load(d->tenancy, d->store, err) < 0 ||
+        volumes_load(d->volumes, d->store, err) < 0)
         return -1;
     return 0;
 }
@@ -148,7 +152,7 @@ int state_init_cluster(struct shoald *d, struct sh_error *err)
 {
     if (auth_initialised(d->auth)) {
         finish_pending_files(d);
-        return ensure_cluster_id(d, err);
+        return ensure_cluster_id(d, true, err);
     }
     char admin[AUTH_TOKEN_LEN + 2], join[AUTH_TOKEN_LEN + 2];
     int64_t now = shoald_now_ms(d);
@@ -172,11 +176,10 @@ int state_init_cluster(struct shoald *d, struct sh_error *err)
      * a cluster with its token files. */
     if (state_write_file(d, "admin.token.init", admin, 0600, err) < 0 ||
         state_write_file(d, "join.token.init", join, 0600, err) < 0 ||
+        ensure_cluster_id(d, false, err) < 0 ||
         commit_flush(d->commit, err) < 0)
         return -1;
     finish_pending_files(d);
-    if (ensure_cluster_id(d, err) < 0)
-        return -1;
     sh_log(LOG_NOTICE, "state",
            "initialised a new cluster: admin user %s; tokens in %s/admin.token "
            "and %s/join.token",
