@@ -19,7 +19,7 @@ case "$secs" in
     ;;
 esac
 build=${FUZZ_BUILD:-build-fuzz}
-targets="job_spec user_body project_body trace_csv cluster_spec parse_size
+targets="job_spec user_body project_body volume_body trace_csv cluster_spec parse_size
 parse_duration script_directives"
 
 if [ ! -f "$build/build.ninja" ]; then

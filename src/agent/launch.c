@@ -217,6 +217,9 @@ json_t *launch_from_work(const json_t *work, const struct launch_ctx *ctx,
             json_array_append_new(allow, json_string(ctx->allow_users[k]));
         json_object_set_new(out, "allow_users", allow);
         json_object_set_new(out, "min_uid", json_integer(ctx->min_uid));
+        const json_t *mounts = json_object_get(work, "mounts");
+        if (json_array_size(mounts) > 0)
+            json_object_set(out, "mounts", (json_t *)mounts);
     }
     if (!out)
         sh_errorf(err, SH_EINTERNAL, "out of memory");

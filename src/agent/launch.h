@@ -32,7 +32,8 @@ struct launch_ctx {
  *   {"argv": [...], "env": ["K=V", ...], "workdir": "/x"|null,
  *    "user": "alice"|null, "tasks": N, "node_rank": r, "world_size": W,
  *    "script": "<text>"|null, "cgroup_parent": ..., "cgroup_key": ...,
- *    "min_uid": N, "allow_users": ["name", ...]}
+ *    "min_uid": N, "allow_users": ["name", ...],
+ *    "mounts": [...] (the work entry's, see mounts.h; absent when none)}
  * The per-task variables RANK and LOCAL_RANK are added by the shim for each
  * task from node_rank and tasks. New reference, or NULL with err. work is
  * borrowed. */

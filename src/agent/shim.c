@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "agent/cgroup.h"
+#include "agent/mounts.h"
 #include "lib/util/clock.h"
 #include "lib/util/file.h"
 
@@ -26,6 +27,7 @@
 
 struct shim {
     const char *dir;
+    int dirfd; /* the run folder, opened before any volume is mounted */
     json_t *launch;
     char **argv;
     char **env; /* NULL-terminated; RANK/LOCAL_RANK slots at the end */
@@ -64,11 +66,9 @@ static void on_forward(int sig)
     errno = e;
 }
 
-static void write_file(const char *dir, const char *name, const char *text)
+static void write_file(const struct shim *s, const char *name, const char *text)
 {
-    char path[4300];
-    snprintf(path, sizeof(path), "%s/%s", dir, name);
-    file_write_atomic(path, text, strlen(text), 0600, true, NULL);
+    file_write_atomic_at(s->dirfd, name, text, strlen(text), 0600, true, NULL);
 }
 
 static void write_status(const struct shim *s, int code, int sig,
@@ -80,7 +80,7 @@ static void write_status(const struct shim *s, int code, int sig,
         json_object_set_new(st, "error", json_string(error));
     char *text = json_dumps(st, JSON_COMPACT);
     if (text)
-        write_file(s->dir, "status.json", text);
+        write_file(s, "status.json", text);
     free(text);
     json_decref(st);
 }
@@ -249,6 +249,17 @@ static int write_script(struct shim *s)
     return 1;
 }
 
+/* The job's volumes, in a mount namespace of the shim's own that its tasks
+ * inherit. */
+static int mount_volumes(struct shim *s)
+{
+    char why[512];
+    if (mounts_enter(json_object_get(s->launch, "mounts"), why, sizeof(why)) <
+        0)
+        return fail_start(s, "%s", why);
+    return 1;
+}
+
 static void setup_cgroup(struct shim *s)
 {
     const char *parent =
@@ -404,6 +415,9 @@ int shim_main(const char *run_dir)
     s.dir = run_dir;
     s.out_fd = -1;
     s.err_fd = -1;
+    s.dirfd = open(run_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (s.dirfd < 0)
+        return 1;
     /* The agent stops a run by signalling its tasks, never the shim. */
     signal(SIGINT, SIG_IGN);
     signal(SIGTERM, SIG_IGN);
@@ -428,7 +442,7 @@ int shim_main(const char *run_dir)
         if (s.out_fd < 0 || s.err_fd < 0) {
             fail_start(&s, "cannot open the output files in %s: %s", s.dir,
                        strerror(errno));
-        } else if (write_script(&s) > 0) {
+        } else if (write_script(&s) > 0 && mount_volumes(&s) > 0) {
             setup_cgroup(&s);
             run_tasks(&s);
         }
@@ -436,6 +450,7 @@ int shim_main(const char *run_dir)
     if (s.attach)
         cgroup_attach_fini(&s.att);
     cgroup_ctx_destroy(s.cg);
+    close(s.dirfd);
     json_decref(s.launch);
     free(s.argv);
     for (int i = s.nbase; s.env && i < s.nenv; i++)

@@ -68,5 +68,6 @@ int cmd_slice(int argc, char **argv);
 int cmd_team(int argc, char **argv);
 int cmd_project(int argc, char **argv);
 int cmd_user(int argc, char **argv);
+int cmd_volume(int argc, char **argv);
 
 #endif

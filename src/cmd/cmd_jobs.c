@@ -271,6 +271,20 @@ static void print_job(const json_t *j)
                               "%s%s", i ? " " : "", json_string_value(v));
     show_line("command:", json_object_get(j, "script") ? "(script)" : buf);
     show_line("workdir:", str(j, "workdir"));
+    /* A run starts its tasks only once every volume is mounted (else it
+     * fails with the reason), so the state follows from the job's. */
+    const char *st = str(j, "state");
+    const char *mstate = !st                          ? "-"
+                         : strcmp(st, "running") == 0 ? "mounted"
+                         : strcmp(st, "pending") == 0 ? "not mounted yet"
+                                                      : "unmounted";
+    json_array_foreach (json_object_get(j, "volumes"), i, v) {
+        snprintf(buf, sizeof(buf), "%s at %s (%s%s)", str(v, "name"),
+                 str(v, "path"), mstate,
+                 json_is_true(json_object_get(v, "readonly")) ? ", read-only"
+                                                              : "");
+        show_line(i ? "" : "volumes:", buf);
+    }
     json_array_foreach (json_object_get(j, "placement"), i, v) {
         size_t k;
         json_t *g;

@@ -32,7 +32,8 @@ static const char usage[] =
     "  -t, --time DUR         time limit: 90s, 30m, 2h, 1d, HH:MM:SS\n"
     "  -c, --cpus N           CPUs per node\n"
     "  -m, --mem SIZE         memory per node: 512M, 16G\n"
-    "  -v, --volume NAME:PATH mount a volume (repeatable)\n"
+    "  -v, --volume NAME:PATH[:ro]  mount a volume (repeatable; see shoal "
+    "volume)\n"
     "  -n, --name NAME        job name\n"
     "  -e, --env K=V          set a variable in the job; K alone copies yours\n"
     "                         (repeatable)\n"
@@ -132,7 +133,7 @@ static int add_volume(struct submit *s, const char *arg)
     }
     const char *colon = strchr(arg, ':');
     if (!colon || colon == arg || colon[1] != '/')
-        return fail(s, "--volume '%s' must be NAME:/PATH", arg);
+        return fail(s, "--volume '%s' must be NAME:/PATH[:ro]", arg);
     json_array_append_new(vols, json_string(arg));
     return 0;
 }

@@ -31,6 +31,7 @@ static const struct command commands[] = {
     {"team", cmd_team, "create, list, change and delete teams"},
     {"project", cmd_project, "projects: quotas, members and roles"},
     {"user", cmd_user, "users, tokens, limits, default projects"},
+    {"volume", cmd_volume, "storage jobs mount by name: create, list, show"},
     {NULL, NULL, NULL},
 };
 

@@ -44,6 +44,12 @@ void api_agent_answer_poll(struct shoald *d, const struct node *n,
 /* Answer held work polls whose wait is over (all of them when all). */
 void api_agent_expire_polls(struct shoald *d, bool all);
 
+/* api_volumes.c */
+void api_volumes_list(struct shoald *d, struct api_req *req);
+void api_volumes_create(struct shoald *d, struct api_req *req);
+void api_volumes_show(struct shoald *d, struct api_req *req);
+void api_volumes_delete(struct shoald *d, struct api_req *req);
+
 /* api_tenancy.c: teams, projects, members, quotas, users, tokens, limits */
 void api_teams_list(struct shoald *d, struct api_req *req);
 void api_teams_create(struct shoald *d, struct api_req *req);

@@ -24,6 +24,7 @@
 #include "shoald/jobtab.h"
 #include "shoald/policy.h"
 #include "shoald/tenancy.h"
+#include "shoald/volumes.h"
 
 /* ---- body helpers ---- */
 
@@ -603,6 +604,15 @@ void api_projects_delete(struct shoald *d, struct api_req *req)
                    "project %s still has %d pending or running job(s) (e.g. "
                    "job %llu); cancel them or wait for them to end first",
                    name, n, (unsigned long long)first);
+        return;
+    }
+    const char *vol = NULL;
+    int nvol = volumes_owned_by(d->volumes, name, &vol);
+    if (nvol > 0) {
+        api_errorf(req, SH_ECONFLICT,
+                   "project %s owns %d volume(s) (e.g. %s); delete them "
+                   "first",
+                   name, nvol, vol);
         return;
     }
     if (auth_users_forget_project(d->auth, shoald_batch(d), name, &err) < 0 ||

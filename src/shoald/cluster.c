@@ -27,6 +27,7 @@
 #include "shoald/nodetab.h"
 #include "shoald/slices.h"
 #include "shoald/tenancy.h"
+#include "shoald/volumes.h"
 
 #define MASTER_PORT_BASE 29500
 #define MASTER_PORT_SPAN 500
@@ -524,6 +525,9 @@ static json_t *work_entry(struct shoald *d, const struct job *job, int part)
         "grace_s", d->cfg.kill_grace_s, "spec", job_spec_to_json(&job->spec));
     if (e && !run)
         json_object_set_new(e, "stop_reason", json_string(stop_reason(job)));
+    if (e && run && job->spec.nvolumes > 0)
+        json_object_set_new(e, "mounts",
+                            volumes_mounts(d->volumes, &job->spec));
     return e;
 }
 

@@ -13,6 +13,7 @@
 #include "shoald/cluster.h"
 #include "shoald/jobtab.h"
 #include "shoald/policy.h"
+#include "shoald/volumes.h"
 #include "store/store.h"
 
 #define DEFAULT_PROJECT "default"
@@ -116,6 +117,7 @@ int jobs_submit(struct shoald *d, const struct api_caller *caller,
         return -1;
     if (resolve_owner(d, caller, &spec, err) < 0 ||
         job_spec_validate(&spec, err) < 0 ||
+        volumes_check_job(d->volumes, &spec, err) < 0 ||
         cluster_check_submit(d, &spec, err) < 0)
         goto error;
     uint64_t id = jobtab_take_id(d->jobs);

@@ -31,6 +31,7 @@
 #include "shoald/slices.h"
 #include "shoald/state.h"
 #include "shoald/tenancy.h"
+#include "shoald/volumes.h"
 #include "store/store.h"
 
 static const char usage[] =
@@ -306,6 +307,9 @@ static int setup(struct shoald *d, char *store_url, size_t url_size,
     d->tenancy = tenancy_create(err);
     if (!d->tenancy)
         return -1;
+    d->volumes = volumes_create(err);
+    if (!d->volumes)
+        return -1;
     d->commit = commit_create(d, state_reload, err);
     if (!d->commit || state_load(d, err) < 0 || cluster_create(d, err) < 0 ||
         state_init_cluster(d, err) < 0)
@@ -364,6 +368,7 @@ static void teardown(struct shoald *d)
     nodetab_destroy(d->nodes);
     auth_destroy(d->auth);
     tenancy_destroy(d->tenancy);
+    volumes_destroy(d->volumes);
     slices_destroy(d->slices);
     store_close(d->store);
     loop_destroy(d->loop);

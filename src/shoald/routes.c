@@ -62,5 +62,9 @@ const struct api_route api_routes[] = {
     {"GET", "/v1/users/{}/limits", api_users_limits_show, API_ACCESS_USER},
     {"PUT", "/v1/users/{}/limits", api_users_limits_put, API_ACCESS_ADMIN},
     {"PATCH", "/v1/users/{}/limits", api_users_limits_patch, API_ACCESS_ADMIN},
+    {"GET", "/v1/volumes", api_volumes_list, API_ACCESS_USER},
+    {"POST", "/v1/volumes", api_volumes_create, API_ACCESS_USER},
+    {"GET", "/v1/volumes/{}", api_volumes_show, API_ACCESS_USER},
+    {"DELETE", "/v1/volumes/{}", api_volumes_delete, API_ACCESS_USER},
     {NULL, NULL, NULL, API_ACCESS_PUBLIC},
 };

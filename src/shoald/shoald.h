@@ -31,6 +31,7 @@ struct cluster;
 struct tenancy;
 struct logs;
 struct slices;
+struct volumes;
 
 struct shoald_config {
     const char *state_dir;   /* holds the database, tokens and the URL */
@@ -67,8 +68,9 @@ struct shoald {
     struct cluster *cluster;
     struct logs *logs;
     struct slices *slices;
-    char url[300];       /* the URL clients use */
-    char cluster_id[33]; /* random hex, made once (state.c) */
+    struct volumes *volumes; /* storage jobs mount by name */
+    char url[300];           /* the URL clients use */
+    char cluster_id[33];     /* random hex, made once (state.c) */
     bool stopping;
 };
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/model/volume.h"
 #include "lib/util/utf8.h"
 
 static const char *const state_names[JOB_STATE_COUNT] = {
@@ -242,12 +243,8 @@ static int validate_paths(const struct job_spec *s, struct sh_error *err)
         if (!job_ident_valid(v->name))
             return sh_errorf(err, SH_EINVAL, "volume name '%.*s' is not valid",
                              UTF8_CUT(v->name ? v->name : "", 64));
-        if (!v->path || v->path[0] != '/' || strlen(v->path) > JOB_PATH_MAX ||
-            !printable(v->path) || strstr(v->path, ".."))
-            return sh_errorf(err, SH_EINVAL,
-                             "volume %s: mount path must be an absolute path "
-                             "without '..'",
-                             v->name);
+        if (volume_mount_path_check(v->path, err) < 0)
+            return sh_error_prefix(err, "volume %s: ", v->name);
         for (int j = 0; j < i; j++) {
             if (strcmp(v->path, s->volumes[j].path) == 0)
                 return sh_errorf(err, SH_EINVAL,
@@ -330,6 +327,7 @@ int job_spec_copy(struct job_spec *dst, const struct job_spec *src)
             goto error;
         for (; dst->nvolumes < src->nvolumes; dst->nvolumes++) {
             struct job_volume *v = &dst->volumes[dst->nvolumes];
+            v->readonly = src->volumes[dst->nvolumes].readonly;
             if (dup_str(&v->name, src->volumes[dst->nvolumes].name) < 0 ||
                 dup_str(&v->path, src->volumes[dst->nvolumes].path) < 0) {
                 dst->nvolumes++;

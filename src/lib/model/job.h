@@ -75,8 +75,9 @@ struct job_env {
 };
 
 struct job_volume {
-    char *name; /* a volume the project may use */
-    char *path; /* absolute mount point inside the job */
+    char *name;    /* a volume the project may use */
+    char *path;    /* absolute mount point inside the job */
+    bool readonly; /* mounted read-only even when the volume is not */
 };
 
 /* What the user asked for. Plain data; job_spec_fini() frees the strings. */

@@ -161,14 +161,25 @@ static int get_volume(const json_t *v, struct job_volume *vol,
                       struct sh_error *err)
 {
     if (json_is_string(v)) {
-        /* "name:/path" as on the command line */
+        /* "name:/path[:ro|:rw]" as on the command line */
         const char *s = json_string_value(v);
         const char *colon = strchr(s, ':');
         if (!colon || colon == s || !colon[1])
-            return sh_errorf(err, SH_EINVAL, "volume '%.*s' must be NAME:PATH",
+            return sh_errorf(err, SH_EINVAL,
+                             "volume '%.*s' must be NAME:PATH[:ro]",
                              UTF8_CUT(s, 64));
+        const char *path = colon + 1;
+        const char *mode = strchr(path, ':');
+        if (mode && strcmp(mode, ":ro") != 0 && strcmp(mode, ":rw") != 0)
+            return sh_errorf(err, SH_EINVAL,
+                             "volume '%.*s': the mode after the path must be "
+                             "ro or rw",
+                             UTF8_CUT(s, 64));
+        vol->readonly = mode && strcmp(mode, ":ro") == 0;
         vol->name = strndup(s, (size_t)(colon - s));
-        vol->path = strdup(colon + 1);
+        vol->path = mode ? strndup(path, (size_t)(mode - path)) : strdup(path);
+        if (!vol->name || !vol->path)
+            return sh_errorf(err, SH_EINTERNAL, "out of memory");
     } else if (json_is_object(v)) {
         const char *key;
         const json_t *val;
@@ -181,15 +192,21 @@ static int get_volume(const json_t *v, struct job_volume *vol,
                 if (get_string(val, "volume path", JOB_PATH_MAX, &vol->path,
                                err) < 0)
                     return -1;
+            } else if (strcmp(key, "readonly") == 0) {
+                if (!json_is_boolean(val))
+                    return sh_errorf(err, SH_EINVAL,
+                                     "volume readonly must be true or false");
+                vol->readonly = json_is_true(val);
             } else {
                 return sh_errorf(err, SH_EINVAL, "volume: unknown field '%.*s'",
                                  UTF8_CUT(key, 64));
             }
         }
     } else {
-        return sh_errorf(err, SH_EINVAL,
-                         "volumes must be an array of \"NAME:PATH\" strings or "
-                         "{\"name\", \"path\"} objects");
+        return sh_errorf(
+            err, SH_EINVAL,
+            "volumes must be an array of \"NAME:PATH[:ro]\" strings "
+            "or {\"name\", \"path\", \"readonly\"} objects");
     }
     if (!vol->name || !vol->path)
         return sh_errorf(err, SH_EINVAL, "volume needs a name and a path");
@@ -372,9 +389,10 @@ json_t *job_spec_to_json(const struct job_spec *s)
     if (s->script)
         set_str(o, "script", s->script);
     for (int i = 0; i < s->nvolumes; i++)
-        json_array_append_new(vols, json_pack("{s:s, s:s}", "name",
+        json_array_append_new(vols, json_pack("{s:s, s:s, s:b}", "name",
                                               s->volumes[i].name, "path",
-                                              s->volumes[i].path));
+                                              s->volumes[i].path, "readonly",
+                                              s->volumes[i].readonly));
     json_object_set_new(o, "volumes", vols); /* steals vols */
     return o;
 }

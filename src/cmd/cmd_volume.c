@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* `shoal volume create|list|show|delete`: storage jobs mount by name. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd/cmd.h"
+
+static const char volume_usage[] =
+    "Usage: shoal volume create NAME --host PATH [--project P] [--read-only]\n"
+    "       shoal volume list [--project P] [--json]\n"
+    "       shoal volume show NAME [--json]\n"
+    "       shoal volume delete NAME\n"
+    "Volumes are storage a job mounts by name:\n"
+    "  shoal submit -v NAME:/PATH[:ro] ...\n"
+    "A volume belongs to one project (--project: only its jobs may mount\n"
+    "it) or to the whole cluster. --host PATH binds a folder that exists on\n"
+    "every node (cluster admins only). --read-only mounts it read-only for\n"
+    "every job; ':ro' does so for one job. The job sees the volume at PATH\n"
+    "in its own mount namespace; a volume that cannot be mounted fails the\n"
+    "job with the reason.\n";
+
+static const char *str(const json_t *o, const char *k)
+{
+    return json_string_value(json_object_get(o, k));
+}
+
+static const char *urlenc(const char *s, char *buf, size_t size)
+{
+    client_urlencode(s, buf, size);
+    return buf;
+}
+
+static int create(int argc, char **argv)
+{
+    if (argc < 3 || argv[2][0] == '-')
+        die("usage: shoal volume create NAME --host PATH [--project P] "
+            "[--read-only]");
+    json_t *body = json_pack("{s:s}", "name", argv[2]);
+    const char *host = NULL;
+    for (int i = 3; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--host") == 0 && i + 1 < argc)
+            host = argv[++i];
+        else if (strcmp(a, "--project") == 0 && i + 1 < argc)
+            json_object_set_new(body, "project", json_string(argv[++i]));
+        else if (strcmp(a, "--read-only") == 0)
+            json_object_set_new(body, "readonly", json_true());
+        else if (strcmp(a, "--nfs") == 0 || strcmp(a, "--s3") == 0 ||
+                 strcmp(a, "--csi") == 0)
+            die("%s volumes are not supported by this version yet; use --host "
+                "PATH for a folder present on every node",
+                a + 2);
+        else
+            die("unexpected argument '%s' (see shoal volume --help)", a);
+    }
+    if (!host)
+        die("say what the volume is: --host PATH (see shoal volume --help)");
+    json_object_set_new(body, "kind", json_string("host"));
+    json_object_set_new(body, "host", json_pack("{s:s}", "path", host));
+    struct client *c = cmd_connect();
+    json_t *ans = cmd_call(c, "POST", "/v1/volumes", body);
+    printf("volume %s created\n", str(ans, "name"));
+    json_decref(ans);
+    json_decref(body);
+    client_destroy(c);
+    return 0;
+}
+
+static void source_of(const json_t *v, char *buf, size_t size)
+{
+    if (strcmp(str(v, "kind"), "host") == 0)
+        snprintf(buf, size, "%s",
+                 str(json_object_get(v, "host"), "path") ?: "-");
+    else
+        snprintf(buf, size, "-");
+}
+
+static int list(int argc, char **argv)
+{
+    bool json_out = false;
+    char path[300] = "/v1/volumes";
+    for (int i = 2; i < argc; i++) {
+        char enc[200];
+        if (strcmp(argv[i], "--json") == 0)
+            json_out = true;
+        else if (strcmp(argv[i], "--project") == 0 && i + 1 < argc)
+            snprintf(path, sizeof(path), "/v1/volumes?project=%s",
+                     urlenc(argv[++i], enc, sizeof(enc)));
+        else
+            die("unexpected argument '%s' (see shoal volume --help)", argv[i]);
+    }
+    struct client *c = cmd_connect();
+    json_t *ans = cmd_call(c, "GET", path, NULL);
+    json_t *vols = json_object_get(ans, "volumes");
+    if (json_out) {
+        cmd_print_json(json_incref(vols));
+    } else {
+        static const char *const hdr[] = {"NAME",   "KIND", "PROJECT",
+                                          "SOURCE", "MODE", "JOBS"};
+        struct table *t = table_create(6, hdr);
+        size_t i;
+        json_t *v;
+        json_array_foreach (vols, i, v) {
+            char src[4200], jobs[24];
+            source_of(v, src, sizeof(src));
+            snprintf(jobs, sizeof(jobs), "%lld",
+                     (long long)json_integer_value(
+                         json_object_get(v, "active_jobs")));
+            const char *row[] = {
+                str(v, "name"),
+                str(v, "kind"),
+                str(v, "project") ? str(v, "project") : "(cluster)",
+                src,
+                json_is_true(json_object_get(v, "readonly")) ? "ro" : "rw",
+                jobs};
+            table_add(t, row);
+        }
+        table_print(t);
+        table_destroy(t);
+    }
+    json_decref(ans);
+    client_destroy(c);
+    return 0;
+}
+
+static int show(int argc, char **argv)
+{
+    if (argc < 3 || argc > 4 || (argc == 4 && strcmp(argv[3], "--json") != 0))
+        die("usage: shoal volume show NAME [--json]");
+    char path[300], enc[200];
+    snprintf(path, sizeof(path), "/v1/volumes/%s",
+             urlenc(argv[2], enc, sizeof(enc)));
+    struct client *c = cmd_connect();
+    json_t *v = cmd_call(c, "GET", path, NULL);
+    if (argc == 4) {
+        cmd_print_json(json_incref(v));
+    } else {
+        char src[4200];
+        source_of(v, src, sizeof(src));
+        printf("Name:      %s\nKind:      %s\nProject:   %s\nSource:    %s\n"
+               "Mode:      %s\nJobs:      %lld pending or running\n"
+               "Created:   by %s\n",
+               str(v, "name"), str(v, "kind"),
+               str(v, "project") ? str(v, "project") : "(cluster-wide)", src,
+               json_is_true(json_object_get(v, "readonly")) ? "read-only"
+                                                            : "read-write",
+               (long long)json_integer_value(json_object_get(v, "active_jobs")),
+               str(v, "created_by") ?: "-");
+    }
+    json_decref(v);
+    client_destroy(c);
+    return 0;
+}
+
+static int delete (int argc, char **argv)
+{
+    if (argc != 3)
+        die("usage: shoal volume delete NAME");
+    char path[300], enc[200];
+    snprintf(path, sizeof(path), "/v1/volumes/%s",
+             urlenc(argv[2], enc, sizeof(enc)));
+    struct client *c = cmd_connect();
+    json_decref(cmd_call(c, "DELETE", path, NULL));
+    printf("volume %s deleted\n", argv[2]);
+    client_destroy(c);
+    return 0;
+}
+
+int cmd_volume(int argc, char **argv)
+{
+    cmd_help_if_asked(argc, argv, volume_usage);
+    if (argc < 2)
+        die("usage: shoal volume create|list|show|delete (see shoal volume "
+            "--help)");
+    if (strcmp(argv[1], "create") == 0)
+        return create(argc, argv);
+    if (strcmp(argv[1], "list") == 0)
+        return list(argc, argv);
+    if (strcmp(argv[1], "show") == 0)
+        return show(argc, argv);
+    if (strcmp(argv[1], "delete") == 0)
+        return delete (argc, argv);
+    die("unknown volume command '%s': use create, list, show or delete",
+        argv[1]);
+}

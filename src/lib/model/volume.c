@@ -1,0 +1,220 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Volume records and the mount path rule (see volume.h). */
+#include "lib/model/volume.h"
+
+#include <string.h>
+
+#include "lib/model/job.h"
+#include "lib/util/utf8.h"
+
+static const char *const kind_names[] = {"host", "nfs", "s3", "csi"};
+
+/* Folders a job may not mount over, nor under: what the system and its
+ * setuid programs read. */
+static const char *const system_dirs[] = {
+    "/bin",     "/boot",      "/dev",     "/etc",       "/lib",
+    "/lib32",   "/lib64",     "/libx32",  "/proc",      "/root",
+    "/run",     "/sbin",      "/sys",     "/usr",       "/var/lib",
+    "/var/run", "/var/spool", "/var/log", "/var/cache",
+};
+
+const char *volume_kind_name(enum volume_kind k)
+{
+    return (unsigned)k < sizeof(kind_names) / sizeof(kind_names[0])
+               ? kind_names[k]
+               : "unknown";
+}
+
+int volume_kind_from_name(const char *name, enum volume_kind *out,
+                          struct sh_error *err)
+{
+    for (size_t i = 0; i < sizeof(kind_names) / sizeof(kind_names[0]); i++) {
+        if (strcmp(name, kind_names[i]) == 0) {
+            *out = (enum volume_kind)i;
+            return 0;
+        }
+    }
+    return sh_errorf(err, SH_EINVAL,
+                     "volume kind '%.*s' is unknown; use host, nfs, s3 or csi",
+                     UTF8_CUT(name, 32));
+}
+
+static bool printable_path(const char *s)
+{
+    for (; *s; s++) {
+        if ((unsigned char)*s < 0x20 || *s == 0x7f)
+            return false;
+    }
+    return true;
+}
+
+/* An absolute, normal path: no "..", ".", empty components or trailing
+ * slash, printable, within JOB_PATH_MAX. */
+static bool path_normal(const char *p)
+{
+    size_t len = strlen(p);
+    if (len < 2 || len > JOB_PATH_MAX || p[0] != '/' || p[len - 1] == '/' ||
+        !printable_path(p))
+        return false;
+    for (const char *c = p; c; c = strchr(c + 1, '/')) {
+        const char *next = c + 1;
+        size_t n = strcspn(next, "/");
+        if (n == 0 || (n == 1 && next[0] == '.') ||
+            (n == 2 && next[0] == '.' && next[1] == '.'))
+            return false;
+    }
+    return true;
+}
+
+static bool under(const char *path, const char *dir)
+{
+    size_t n = strlen(dir);
+    return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+int volume_mount_path_check(const char *path, struct sh_error *err)
+{
+    if (!path || !path_normal(path))
+        return sh_errorf(err, SH_EINVAL,
+                         "mount path '%.*s' must be an absolute path without "
+                         "'.', '..', '//' or a trailing '/'",
+                         UTF8_CUT(path ? path : "", 64));
+    for (size_t i = 0; i < sizeof(system_dirs) / sizeof(system_dirs[0]); i++) {
+        if (under(path, system_dirs[i]))
+            return sh_errorf(err, SH_EINVAL,
+                             "mount path %s is in the system's folder %s; "
+                             "mount volumes elsewhere (e.g. /data, /mnt/x, "
+                             "/home/USER/x)",
+                             path, system_dirs[i]);
+    }
+    return 0;
+}
+
+/* Fields of a record: "name" and "kind" are required, the rest optional. */
+static int check_fields(const json_t *o, const char *const *allowed,
+                        const char *what, struct sh_error *err)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach ((json_t *)o, key, v) {
+        bool ok = false;
+        for (int i = 0; allowed[i] && !ok; i++)
+            ok = strcmp(key, allowed[i]) == 0;
+        if (!ok)
+            return sh_errorf(err, SH_EINVAL, "%s: unknown field '%.*s'", what,
+                             UTF8_CUT(key, 32));
+    }
+    return 0;
+}
+
+static int check_host(const json_t *host, struct sh_error *err)
+{
+    static const char *const allowed[] = {"path", NULL};
+    if (!json_is_object(host))
+        return sh_errorf(err, SH_EINVAL,
+                         "a host volume needs \"host\": {\"path\": \"/...\"}");
+    if (check_fields(host, allowed, "host", err) < 0)
+        return -1;
+    const char *path = json_string_value(json_object_get(host, "path"));
+    if (!path || !path_normal(path))
+        return sh_errorf(err, SH_EINVAL,
+                         "host path '%.*s' must be an absolute path without "
+                         "'.', '..', '//' or a trailing '/'",
+                         UTF8_CUT(path ? path : "", 64));
+    return 0;
+}
+
+/* What every record holds, request or stored. */
+static int check_common(const json_t *o, bool stored, struct sh_error *err)
+{
+    static const char *const req_fields[] = {"name",     "kind", "project",
+                                             "readonly", "host", NULL};
+    static const char *const rec_fields[] = {"name",       "kind", "project",
+                                             "readonly",   "host", "created_ms",
+                                             "created_by", NULL};
+    if (!json_is_object(o))
+        return sh_errorf(err, SH_EINVAL, "a volume must be a JSON object");
+    if (check_fields(o, stored ? rec_fields : req_fields, "volume", err) < 0)
+        return -1;
+    const char *name = json_string_value(json_object_get(o, "name"));
+    if (!name || !job_ident_valid(name))
+        return sh_errorf(err, SH_EINVAL,
+                         "volume name '%.*s' must be 1..%d letters, digits, "
+                         "'.', '_' or '-'",
+                         UTF8_CUT(name ? name : "", 64), JOB_IDENT_MAX);
+    const json_t *project = json_object_get(o, "project");
+    if (project && !json_is_null(project) &&
+        (!json_is_string(project) ||
+         !job_ident_valid(json_string_value(project))))
+        return sh_errorf(err, SH_EINVAL,
+                         "volume %s: project must be a project name or null",
+                         name);
+    const json_t *ro = json_object_get(o, "readonly");
+    if (ro && !json_is_boolean(ro))
+        return sh_errorf(err, SH_EINVAL,
+                         "volume %s: readonly must be true or false", name);
+    const char *kind = json_string_value(json_object_get(o, "kind"));
+    if (!kind)
+        return sh_errorf(err, SH_EINVAL,
+                         "volume %s needs a kind: host, nfs, s3 or csi", name);
+    enum volume_kind k;
+    if (volume_kind_from_name(kind, &k, err) < 0)
+        return -1;
+    if (k != VOLUME_HOST)
+        return sh_errorf(err, SH_EINVAL,
+                         "volume %s: kind %s is not supported by this version "
+                         "yet; only host volumes (a path present on every "
+                         "node) can be mounted",
+                         name, kind);
+    return check_host(json_object_get(o, "host"), err);
+}
+
+json_t *volume_from_request(const json_t *body, const char *created_by,
+                            int64_t now_ms, struct sh_error *err)
+{
+    if (check_common(body, false, err) < 0)
+        return NULL;
+    const json_t *project = json_object_get(body, "project");
+    const json_t *ro = json_object_get(body, "readonly");
+    json_t *rec =
+        json_pack("{s:s, s:s, s:O, s:b, s:{s:s}, s:I, s:s}", "name",
+                  json_string_value(json_object_get(body, "name")), "kind",
+                  json_string_value(json_object_get(body, "kind")), "project",
+                  project ? project : json_null(), "readonly", json_is_true(ro),
+                  "host", "path",
+                  json_string_value(
+                      json_object_get(json_object_get(body, "host"), "path")),
+                  "created_ms", (json_int_t)now_ms, "created_by", created_by);
+    if (!rec)
+        sh_errorf(err, SH_EINTERNAL, "out of memory");
+    return rec;
+}
+
+int volume_record_check(const json_t *rec, struct sh_error *err)
+{
+    return check_common(rec, true, err);
+}
+
+const char *volume_name(const json_t *rec)
+{
+    return json_string_value(json_object_get(rec, "name"));
+}
+
+const char *volume_project(const json_t *rec)
+{
+    return json_string_value(json_object_get(rec, "project"));
+}
+
+bool volume_readonly(const json_t *rec)
+{
+    return json_is_true(json_object_get(rec, "readonly"));
+}
+
+enum volume_kind volume_kind(const json_t *rec)
+{
+    enum volume_kind k = VOLUME_HOST;
+    const char *name = json_string_value(json_object_get(rec, "kind"));
+    if (name)
+        volume_kind_from_name(name, &k, NULL);
+    return k;
+}

@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* /v1/volumes: the REST face of volumes.c.
+ *
+ * Who may do what. A volume is seen by cluster admins, and by the members
+ * (any role) of its project; a cluster-wide volume by everyone. A project's
+ * admins create and delete its volumes, cluster admins any; a host volume
+ * (a path on every node) and a cluster-wide volume need a cluster admin.
+ * A volume that pending or running jobs use cannot be deleted.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "lib/model/job.h"
+#include "lib/model/volume.h"
+#include "lib/util/utf8.h"
+#include "shoald/api_handlers.h"
+#include "shoald/jobtab.h"
+#include "shoald/tenancy.h"
+#include "shoald/volumes.h"
+
+static bool may_see(struct shoald *d, const struct api_caller *c,
+                    const json_t *rec)
+{
+    const char *project = volume_project(rec);
+    return c->admin || !project ||
+           tenancy_role(d->tenancy, project, c->user) >= TENANCY_ROLE_VIEWER;
+}
+
+/* 0, or SH_EFORBIDDEN saying who may. */
+static int may_manage(struct shoald *d, const struct api_caller *c,
+                      const json_t *rec, struct sh_error *err)
+{
+    const char *project = volume_project(rec);
+    if (c->admin)
+        return 0;
+    if (volume_kind(rec) == VOLUME_HOST)
+        return sh_errorf(err, SH_EFORBIDDEN,
+                         "host volumes expose a node's own files: only a "
+                         "cluster admin may create or delete them");
+    if (!project)
+        return sh_errorf(err, SH_EFORBIDDEN,
+                         "cluster-wide volumes need a cluster admin");
+    if (tenancy_role(d->tenancy, project, c->user) < TENANCY_ROLE_ADMIN)
+        return sh_errorf(err, SH_EFORBIDDEN,
+                         "only project %s's admins or a cluster admin may "
+                         "manage its volumes",
+                         project);
+    return 0;
+}
+
+/* Pending and running jobs that mount the volume; *first gets one id. */
+static int active_users(struct shoald *d, const char *name, uint64_t *first)
+{
+    int n = 0;
+    for (const struct job *j = jobtab_next(d->jobs, NULL); j;
+         j = jobtab_next(d->jobs, j)) {
+        if (job_state_is_terminal(j->state))
+            continue;
+        for (int i = 0; i < j->spec.nvolumes; i++) {
+            if (strcmp(j->spec.volumes[i].name, name) == 0) {
+                if (n++ == 0)
+                    *first = j->id;
+                break;
+            }
+        }
+    }
+    return n;
+}
+
+static json_t *view(struct shoald *d, const json_t *rec)
+{
+    uint64_t first = 0;
+    json_t *v = json_deep_copy(rec);
+    if (v)
+        json_object_set_new(
+            v, "active_jobs",
+            json_integer(active_users(d, volume_name(rec), &first)));
+    return v;
+}
+
+/* The volume named in the path, if the caller may see it (else 404, so
+ * names of other projects' volumes do not leak). */
+static const json_t *path_volume(struct shoald *d, struct api_req *req)
+{
+    const json_t *rec = volumes_get(d->volumes, api_param(req, 0));
+    if (!rec || !may_see(d, api_caller(req), rec)) {
+        api_errorf(req, SH_ENOTFOUND, "volume %.*s does not exist",
+                   UTF8_CUT(api_param(req, 0), 64));
+        return NULL;
+    }
+    return rec;
+}
+
+void api_volumes_list(struct shoald *d, struct api_req *req)
+{
+    const char *project = api_query(req, "project");
+    json_t *all = volumes_list(d->volumes);
+    json_t *out = json_array();
+    size_t i;
+    json_t *rec;
+    json_array_foreach (all, i, rec) {
+        const char *owner = volume_project(rec);
+        if (!may_see(d, api_caller(req), rec) ||
+            (project && (!owner || strcmp(owner, project) != 0)))
+            continue;
+        json_array_append_new(out, view(d, rec));
+    }
+    json_decref(all);
+    api_reply_json(req, 200, json_pack("{s:o}", "volumes", out));
+}
+
+void api_volumes_show(struct shoald *d, struct api_req *req)
+{
+    const json_t *rec = path_volume(d, req);
+    if (rec)
+        api_reply_json(req, 200, view(d, rec));
+}
+
+void api_volumes_create(struct shoald *d, struct api_req *req)
+{
+    const struct api_caller *c = api_caller(req);
+    struct sh_error err;
+    json_t *body = api_body(req);
+    if (!body)
+        return;
+    json_t *rec = volume_from_request(body, c->user, shoald_now_ms(d), &err);
+    const char *project = rec ? volume_project(rec) : NULL;
+    if (!rec || may_manage(d, c, rec, &err) < 0 ||
+        (project && !tenancy_project_exists(d->tenancy, project) &&
+         sh_errorf(&err, SH_EINVAL, "project %s does not exist", project)) ||
+        volumes_add(d->volumes, shoald_batch(d), rec, &err) < 0) {
+        json_decref(rec);
+        api_reply_error(req, &err);
+        return;
+    }
+    api_reply_json(req, 201, view(d, rec));
+    json_decref(rec);
+}
+
+void api_volumes_delete(struct shoald *d, struct api_req *req)
+{
+    struct sh_error err;
+    const json_t *rec = path_volume(d, req);
+    if (!rec)
+        return;
+    char name[JOB_IDENT_MAX + 1];
+    snprintf(name, sizeof(name), "%s", volume_name(rec));
+    uint64_t first = 0;
+    int n = active_users(d, name, &first);
+    if (may_manage(d, api_caller(req), rec, &err) < 0 ||
+        (n > 0 && sh_errorf(&err, SH_ECONFLICT,
+                            "volume %s is used by %d pending or running "
+                            "job(s) (e.g. job %llu); wait for them to end or "
+                            "cancel them first",
+                            name, n, (unsigned long long)first)) ||
+        volumes_delete(d->volumes, shoald_batch(d), name, &err) < 0) {
+        api_reply_error(req, &err);
+        return;
+    }
+    api_reply_json(req, 200,
+                   json_pack("{s:s, s:b}", "name", name, "deleted", 1));
+}
