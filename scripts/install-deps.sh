@@ -6,7 +6,10 @@
 set -eu
 
 # clang and libclang-rt-dev build the fuzz targets (scripts/fuzz.sh): the
-# latter holds libFuzzer's runtime, which clang only recommends.
+# latter holds libFuzzer's runtime, which clang only recommends. s3fs
+# mounts S3 volumes; the S3 volume tests also need a local S3 server,
+# s3rver from the npm registry (tests/system/s3/package.json), installed
+# below with the machine's node and npm.
 PACKAGES="
 build-essential
 clang
@@ -30,7 +33,20 @@ openssl
 iproute2
 sqlite3
 python3
+s3fs
 "
+# Node.js and npm from Debian, unless the machine already has them.
+command -v node >/dev/null 2>&1 || PACKAGES="$PACKAGES nodejs"
+command -v npm >/dev/null 2>&1 || PACKAGES="$PACKAGES npm"
+
+# The S3 server the tests start; npm's lock file pins what it installs.
+install_s3_server() {
+    dir="$(dirname "$0")/../tests/system/s3"
+    if [ ! -x "$dir/node_modules/.bin/s3rver" ]; then
+        echo "install-deps: installing the test S3 server (npm, $dir)"
+        (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+    fi
+}
 
 missing=""
 for p in $PACKAGES; do
@@ -40,6 +56,7 @@ for p in $PACKAGES; do
 done
 
 if [ -z "$missing" ]; then
+    install_s3_server
     echo "install-deps: all packages present"
     exit 0
 fi
@@ -59,3 +76,4 @@ export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 # shellcheck disable=SC2086
 $SUDO apt-get install -y -qq --no-install-recommends $missing
+install_s3_server

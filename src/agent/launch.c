@@ -218,8 +218,12 @@ json_t *launch_from_work(const json_t *work, const struct launch_ctx *ctx,
         json_object_set_new(out, "allow_users", allow);
         json_object_set_new(out, "min_uid", json_integer(ctx->min_uid));
         const json_t *mounts = json_object_get(work, "mounts");
-        if (json_array_size(mounts) > 0)
+        if (json_array_size(mounts) > 0) {
             json_object_set(out, "mounts", (json_t *)mounts);
+            if (ctx->stages_dir)
+                json_object_set_new(out, "stages_dir",
+                                    json_string(ctx->stages_dir));
+        }
     }
     if (!out)
         sh_errorf(err, SH_EINTERNAL, "out of memory");

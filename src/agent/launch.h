@@ -16,10 +16,11 @@
 #include "lib/util/error.h"
 
 struct launch_ctx {
-    const char *node;      /* this node's name */
-    const char *run_dir;   /* the run's folder (the script goes there) */
-    bool as_root;          /* the agent runs as root: switch to the user */
-    const char *cg_parent; /* cgroup parent, NULL without cgroups */
+    const char *node;       /* this node's name */
+    const char *run_dir;    /* the run's folder (the script goes there) */
+    const char *stages_dir; /* node-level mounts of volumes (stage.h) */
+    bool as_root;           /* the agent runs as root: switch to the user */
+    const char *cg_parent;  /* cgroup parent, NULL without cgroups */
     const struct gpu_info *gpus; /* this node's GPUs (for time-slices) */
     int ngpus;
     bool mps;                       /* MPS fences time-slices on this node */
@@ -33,7 +34,8 @@ struct launch_ctx {
  *    "user": "alice"|null, "tasks": N, "node_rank": r, "world_size": W,
  *    "script": "<text>"|null, "cgroup_parent": ..., "cgroup_key": ...,
  *    "min_uid": N, "allow_users": ["name", ...],
- *    "mounts": [...] (the work entry's, see mounts.h; absent when none)}
+ *    "mounts": [...] (the work entry's, see mounts.h; absent when none),
+ *    "stages_dir": "/..." (with mounts)}
  * The per-task variables RANK and LOCAL_RANK are added by the shim for each
  * task from node_rank and tasks. New reference, or NULL with err. work is
  * borrowed. */

@@ -14,6 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent/stage.h"
+#include "lib/model/job.h"
 #include "lib/model/volume.h"
 
 static int failf(char *why, size_t size, const char *fmt, ...)
@@ -79,19 +81,22 @@ static int open_target(const char *name, const char *path, int *parent,
     }
 }
 
-static int mount_host(const json_t *m, char *why, size_t size)
+/* Bind source (a folder of the node: a host volume's path, or a stage)
+ * at the mount's path, read-only when it says so. */
+static int bind_volume(const json_t *m, const char *source, char *why,
+                       size_t size)
 {
     const char *name = json_string_value(json_object_get(m, "name"));
     const char *path = json_string_value(json_object_get(m, "path"));
-    const char *source = json_string_value(json_object_get(m, "source"));
     bool ro = json_is_true(json_object_get(m, "readonly"));
-    if (!source)
-        return failf(why, size, "volume %s has no host path", name);
     int src = open(source, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (src < 0)
-        return failf(why, size,
-                     "volume %s: host path %s is not usable on this node: %s",
-                     name, source, strerror(errno));
+        return failf(
+            why, size, "volume %s: %s %s is not usable on this node: %s", name,
+            strcmp(json_string_value(json_object_get(m, "kind")), "host") == 0
+                ? "host path"
+                : "its mount",
+            source, strerror(errno));
     int parent = -1, target = -1;
     const char *leaf = NULL;
     if (open_target(name, path, &parent, &target, &leaf, why, size) < 0) {
@@ -131,14 +136,58 @@ out:
     return rc;
 }
 
-int mounts_enter(const json_t *mounts, char *why, size_t size)
+/* The folder of the node each volume is bound from: a host volume's own
+ * path, or the stage an s3 volume is mounted on (mounted here first if no
+ * other job of the node has it). */
+static int find_source(const json_t *m, const char *stages_dir, char *source,
+                       size_t ssize, char *why, size_t size)
 {
-    if (json_array_size(mounts) == 0)
+    const char *name = json_string_value(json_object_get(m, "name"));
+    const char *kind = json_string_value(json_object_get(m, "kind"));
+    const char *error = json_string_value(json_object_get(m, "error"));
+    if (error)
+        return failf(why, size, "%s", error);
+    if (kind && strcmp(kind, "host") == 0) {
+        const char *src = json_string_value(json_object_get(m, "source"));
+        if (!src)
+            return failf(why, size, "volume %s has no host path", name);
+        snprintf(source, ssize, "%s", src);
+        return 0;
+    }
+    if (kind && strcmp(kind, "s3") == 0)
+        return stage_acquire(stages_dir, m, source, ssize, why, size);
+    return failf(why, size, "volume %s: this agent cannot mount %s volumes",
+                 name, kind ? kind : "unknown");
+}
+
+int mounts_enter(const json_t *mounts, const char *stages_dir, char *why,
+                 size_t size)
+{
+    size_t n = json_array_size(mounts);
+    if (n == 0)
         return 0;
     if (geteuid() != 0)
         return failf(why, size,
                      "this job mounts volumes, which needs the node's agent "
                      "to run as root");
+    if (n > JOB_VOLUMES_MAX)
+        return failf(why, size, "too many volumes");
+    char sources[JOB_VOLUMES_MAX][4200];
+    size_t i;
+    const json_t *m;
+    /* Stages first, in the node's namespace, where other jobs find them. */
+    json_array_foreach (mounts, i, m) {
+        const char *name = json_string_value(json_object_get(m, "name"));
+        const char *path = json_string_value(json_object_get(m, "path"));
+        struct sh_error err;
+        if (!name || !path)
+            return failf(why, size, "a volume of this job is malformed");
+        if (volume_mount_path_check(path, &err) < 0)
+            return failf(why, size, "volume %s: %s", name, err.msg);
+        if (find_source(m, stages_dir, sources[i], sizeof(sources[i]), why,
+                        size) < 0)
+            return -1;
+    }
     if (unshare(CLONE_NEWNS) < 0)
         return failf(why, size, "cannot make the job's mount namespace: %s",
                      strerror(errno));
@@ -146,25 +195,8 @@ int mounts_enter(const json_t *mounts, char *why, size_t size)
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
         return failf(why, size, "cannot make the job's mounts private: %s",
                      strerror(errno));
-    size_t i;
-    const json_t *m;
     json_array_foreach (mounts, i, m) {
-        const char *name = json_string_value(json_object_get(m, "name"));
-        const char *path = json_string_value(json_object_get(m, "path"));
-        const char *kind = json_string_value(json_object_get(m, "kind"));
-        if (!name || !path)
-            return failf(why, size, "a volume of this job is malformed");
-        if (json_is_true(json_object_get(m, "missing")))
-            return failf(why, size,
-                         "volume %s no longer exists (it was deleted)", name);
-        struct sh_error err;
-        if (volume_mount_path_check(path, &err) < 0)
-            return failf(why, size, "volume %s: %s", name, err.msg);
-        if (!kind || strcmp(kind, "host") != 0)
-            return failf(why, size,
-                         "volume %s: this agent cannot mount %s volumes", name,
-                         kind ? kind : "unknown");
-        if (mount_host(m, why, size) < 0)
+        if (bind_volume(m, sources[i], why, size) < 0)
             return -1;
     }
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)

@@ -6,9 +6,10 @@
  *
  * The launch description carries them (from the controller's work entry):
  *   "mounts": [{"name", "kind", "path", "readonly", "source"}, ...]
- * Drivers by kind: `host` binds source, a folder on this node. (NFS, S3
- * and CSI volumes stage a node-level mount first, then bind it the same
- * way; the controller does not accept them yet.)
+ * Drivers by kind: `host` binds "source", a folder on this node; `s3`
+ * mounts the bucket once per node with s3fs (stage.h) and binds that.
+ * An entry with "error" fails the run with that reason (the controller
+ * could not give the volume).
  *
  * What a job controls is hostile: the mount path is walked one component
  * at a time without following links and created (root's, 0755) where
@@ -22,10 +23,12 @@
 #include <jansson.h>
 #include <stddef.h>
 
-/* Enter a new mount namespace and mount every entry of mounts (an array;
- * NULL or empty does nothing). 0, or -1 with why (a sentence naming the
- * volume, for the job's reason) filled. On failure the namespace may hold
+/* Mount the stages mounts need (in the node's namespace, under
+ * stages_dir), enter a new mount namespace and bind every entry of mounts
+ * (an array; NULL or empty does nothing). 0, or -1 with why (a sentence naming
+ * the volume, for the job's reason) filled. On failure the namespace may hold
  * some of the mounts: the caller must not start the job. */
-int mounts_enter(const json_t *mounts, char *why, size_t size);
+int mounts_enter(const json_t *mounts, const char *stages_dir, char *why,
+                 size_t size);
 
 #endif

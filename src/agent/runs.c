@@ -20,6 +20,7 @@
 #include "agent/launch.h"
 #include "agent/link.h"
 #include "agent/shim.h"
+#include "agent/stage.h"
 #include "lib/loop/loop.h"
 #include "lib/util/clock.h"
 #include "lib/util/file.h"
@@ -71,6 +72,8 @@ struct run {
 struct runs {
     struct agent *a;
     char dir[PATH_MAX];
+    char stages[PATH_MAX]; /* node-level mounts of volumes (stage.h) */
+    bool loading;          /* adopting runs: the set of live runs is partial */
     struct run *by_key;
 };
 
@@ -362,6 +365,33 @@ static void run_stop(struct run *r, const char *reason, int grace_s)
 
 /* ---- exit ---- */
 
+/* Unmount the stages no run that is not over uses any more. The count is
+ * never stored: it is read from the live runs' work entries. */
+static void release_stages(struct runs *rs)
+{
+    if (rs->loading)
+        return;
+    json_t *in_use = json_array();
+    struct run *r, *tmp;
+    HASH_ITER (hh, rs->by_key, r, tmp) {
+        if (r->phase == RUN_EXITED)
+            continue;
+        json_t *work = read_json(r->dir, "work.json");
+        size_t i;
+        json_t *m;
+        json_array_foreach (json_object_get(work, "mounts"), i, m) {
+            json_t *stage = json_object_get(m, "stage");
+            if (json_is_string(stage))
+                json_array_append(in_use, stage);
+        }
+        json_decref(work);
+    }
+    int n = stage_release_unused(rs->stages, in_use);
+    if (n > 0)
+        sh_log(LOG_INFO, "runs", "released %d volume mount(s) no run uses", n);
+    json_decref(in_use);
+}
+
 static void run_exited(struct run *r)
 {
     struct agent *a = r->runs->a;
@@ -404,6 +434,7 @@ static void run_exited(struct run *r)
            r->exit_code, r->exit_signal, r->stop_reason[0] ? " reason=" : "",
            r->stop_reason);
     run_save(r);
+    release_stages(r->runs);
     link_heartbeat_soon(a->link);
 }
 
@@ -474,6 +505,7 @@ static int prepare(struct run *r, const json_t *work, struct sh_error *err)
     struct launch_ctx ctx = {
         .node = a->cfg.name,
         .run_dir = r->dir,
+        .stages_dir = r->runs->stages,
         .as_root = geteuid() == 0,
         .cg_parent = cg ? a->cg_parent : NULL,
         .gpus = a->gpus,
@@ -881,6 +913,7 @@ struct runs *runs_create(struct agent *a, struct sh_error *err)
     }
     rs->a = a;
     snprintf(rs->dir, sizeof(rs->dir), "%s/runs", a->cfg.state_dir);
+    snprintf(rs->stages, sizeof(rs->stages), "%s/stages", a->cfg.state_dir);
     /* 0711: the jobs' users reach their own run folder, nobody lists. */
     if (mkdir(rs->dir, 0711) < 0 && errno != EEXIST) {
         sh_errorf(err, SH_EUNAVAILABLE, "cannot create %s: %s", rs->dir,
@@ -890,6 +923,7 @@ struct runs *runs_create(struct agent *a, struct sh_error *err)
     }
     chmod(rs->dir, 0711);
     DIR *d = opendir(rs->dir);
+    rs->loading = true;
     if (d) {
         struct dirent *e;
         while ((e = readdir(d)) != NULL) {
@@ -898,6 +932,9 @@ struct runs *runs_create(struct agent *a, struct sh_error *err)
         }
         closedir(d);
     }
+    rs->loading = false;
+    /* Stages of runs that ended while the agent was away. */
+    release_stages(rs);
     return rs;
 }
 

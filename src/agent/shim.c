@@ -254,8 +254,10 @@ static int write_script(struct shim *s)
 static int mount_volumes(struct shim *s)
 {
     char why[512];
-    if (mounts_enter(json_object_get(s->launch, "mounts"), why, sizeof(why)) <
-        0)
+    const char *stages =
+        json_string_value(json_object_get(s->launch, "stages_dir"));
+    if (mounts_enter(json_object_get(s->launch, "mounts"), stages, why,
+                     sizeof(why)) < 0)
         return fail_start(s, "%s", why);
     return 1;
 }
@@ -354,6 +356,15 @@ static pid_t start_task(struct shim *s, int t, pid_t pgid, int *exec_errno)
     return pid;
 }
 
+static bool is_task(const pid_t *pids, int n, pid_t pid)
+{
+    for (int i = 0; i < n; i++) {
+        if (pids[i] == pid)
+            return true;
+    }
+    return false;
+}
+
 static int run_tasks(struct shim *s)
 {
     pid_t pids[SHIM_TASKS_MAX];
@@ -384,6 +395,8 @@ static int run_tasks(struct shim *s)
                 continue;
             break;
         }
+        if (!is_task(pids, started, pid))
+            continue; /* an s3fs the shim started for a volume's stage */
         left--;
         int c = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
         int g = WIFSIGNALED(status) ? WTERMSIG(status) : 0;

@@ -69,5 +69,6 @@ int cmd_team(int argc, char **argv);
 int cmd_project(int argc, char **argv);
 int cmd_user(int argc, char **argv);
 int cmd_volume(int argc, char **argv);
+int cmd_secret(int argc, char **argv);
 
 #endif

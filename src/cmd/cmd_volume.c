@@ -8,6 +8,9 @@
 
 static const char volume_usage[] =
     "Usage: shoal volume create NAME --host PATH [--project P] [--read-only]\n"
+    "       shoal volume create NAME --s3 URL/BUCKET[/PREFIX] --secret S\n"
+    "                           [--region R] [--cache] [--project P] "
+    "[--read-only]\n"
     "       shoal volume list [--project P] [--json]\n"
     "       shoal volume show NAME [--json]\n"
     "       shoal volume delete NAME\n"
@@ -15,7 +18,11 @@ static const char volume_usage[] =
     "  shoal submit -v NAME:/PATH[:ro] ...\n"
     "A volume belongs to one project (--project: only its jobs may mount\n"
     "it) or to the whole cluster. --host PATH binds a folder that exists on\n"
-    "every node (cluster admins only). --read-only mounts it read-only for\n"
+    "every node (cluster admins only). --s3 mounts a bucket of an\n"
+    "S3-compatible store (path-style URL, e.g. https://s3.example.com/data)\n"
+    "once per node with s3fs; --secret names the secret holding its\n"
+    "access_key and secret_key (shoal secret create); --cache keeps a\n"
+    "node-local copy of what jobs read. --read-only mounts it read-only for\n"
     "every job; ':ro' does so for one job. The job sees the volume at PATH\n"
     "in its own mount namespace; a volume that cannot be mounted fails the\n"
     "job with the reason.\n";
@@ -31,6 +38,33 @@ static const char *urlenc(const char *s, char *buf, size_t size)
     return buf;
 }
 
+/* "https://host:port/bucket/some/prefix" -> endpoint, bucket, prefix. */
+static json_t *s3_from_url(const char *url)
+{
+    const char *host = strstr(url, "://");
+    const char *slash = host ? strchr(host + 3, '/') : NULL;
+    if (!slash || !slash[1])
+        die("--s3 '%s' must be URL/BUCKET[/PREFIX], e.g. "
+            "https://s3.example.com/datasets",
+            url);
+    const char *bucket = slash + 1;
+    const char *rest = strchr(bucket, '/');
+    json_t *s3 = json_object();
+    json_object_set_new(s3, "endpoint",
+                        json_stringn(url, (size_t)(slash - url)));
+    json_object_set_new(
+        s3, "bucket",
+        json_stringn(bucket, rest ? (size_t)(rest - bucket) : strlen(bucket)));
+    if (rest && rest[1]) {
+        size_t n = strlen(rest + 1);
+        while (n > 0 && rest[1 + n - 1] == '/')
+            n--;
+        if (n > 0)
+            json_object_set_new(s3, "prefix", json_stringn(rest + 1, n));
+    }
+    return s3;
+}
+
 static int create(int argc, char **argv)
 {
     if (argc < 3 || argv[2][0] == '-')
@@ -38,26 +72,52 @@ static int create(int argc, char **argv)
             "[--read-only]");
     json_t *body = json_pack("{s:s}", "name", argv[2]);
     const char *host = NULL;
+    json_t *s3 = NULL;
+    const char *secret = NULL, *region = NULL;
+    bool cache = false;
     for (int i = 3; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--host") == 0 && i + 1 < argc)
             host = argv[++i];
+        else if (strcmp(a, "--s3") == 0 && i + 1 < argc && !s3)
+            s3 = s3_from_url(argv[++i]);
+        else if (strcmp(a, "--secret") == 0 && i + 1 < argc)
+            secret = argv[++i];
+        else if (strcmp(a, "--region") == 0 && i + 1 < argc)
+            region = argv[++i];
+        else if (strcmp(a, "--cache") == 0)
+            cache = true;
         else if (strcmp(a, "--project") == 0 && i + 1 < argc)
             json_object_set_new(body, "project", json_string(argv[++i]));
         else if (strcmp(a, "--read-only") == 0)
             json_object_set_new(body, "readonly", json_true());
-        else if (strcmp(a, "--nfs") == 0 || strcmp(a, "--s3") == 0 ||
-                 strcmp(a, "--csi") == 0)
+        else if (strcmp(a, "--nfs") == 0 || strcmp(a, "--csi") == 0)
             die("%s volumes are not supported by this version yet; use --host "
-                "PATH for a folder present on every node",
+                "PATH for a folder present on every node, or --s3",
                 a + 2);
         else
             die("unexpected argument '%s' (see shoal volume --help)", a);
     }
-    if (!host)
-        die("say what the volume is: --host PATH (see shoal volume --help)");
-    json_object_set_new(body, "kind", json_string("host"));
-    json_object_set_new(body, "host", json_pack("{s:s}", "path", host));
+    if (!host == !s3)
+        die("say what the volume is: --host PATH or --s3 URL/BUCKET (see "
+            "shoal volume --help)");
+    if (!s3 && (secret || region || cache))
+        die("--secret, --region and --cache are for --s3 volumes");
+    if (host) {
+        json_object_set_new(body, "kind", json_string("host"));
+        json_object_set_new(body, "host", json_pack("{s:s}", "path", host));
+    } else {
+        if (!secret)
+            die("an --s3 volume needs --secret NAME holding access_key and "
+                "secret_key (shoal secret create)");
+        json_object_set_new(s3, "secret", json_string(secret));
+        if (region)
+            json_object_set_new(s3, "region", json_string(region));
+        if (cache)
+            json_object_set_new(s3, "cache", json_true());
+        json_object_set_new(body, "kind", json_string("s3"));
+        json_object_set_new(body, "s3", s3);
+    }
     struct client *c = cmd_connect();
     json_t *ans = cmd_call(c, "POST", "/v1/volumes", body);
     printf("volume %s created\n", str(ans, "name"));
@@ -69,9 +129,14 @@ static int create(int argc, char **argv)
 
 static void source_of(const json_t *v, char *buf, size_t size)
 {
+    const json_t *s3 = json_object_get(v, "s3");
     if (strcmp(str(v, "kind"), "host") == 0)
         snprintf(buf, size, "%s",
                  str(json_object_get(v, "host"), "path") ?: "-");
+    else if (s3)
+        snprintf(buf, size, "%s/%s%s%s (secret %s)", str(s3, "endpoint"),
+                 str(s3, "bucket"), str(s3, "prefix") ? "/" : "",
+                 str(s3, "prefix") ?: "", str(s3, "secret"));
     else
         snprintf(buf, size, "-");
 }

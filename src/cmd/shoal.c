@@ -32,6 +32,7 @@ static const struct command commands[] = {
     {"project", cmd_project, "projects: quotas, members and roles"},
     {"user", cmd_user, "users, tokens, limits, default projects"},
     {"volume", cmd_volume, "storage jobs mount by name: create, list, show"},
+    {"secret", cmd_secret, "credentials volumes use, stored sealed"},
     {NULL, NULL, NULL},
 };
 

@@ -50,6 +50,12 @@ void api_volumes_create(struct shoald *d, struct api_req *req);
 void api_volumes_show(struct shoald *d, struct api_req *req);
 void api_volumes_delete(struct shoald *d, struct api_req *req);
 
+/* api_secrets.c */
+void api_secrets_list(struct shoald *d, struct api_req *req);
+void api_secrets_create(struct shoald *d, struct api_req *req);
+void api_secrets_show(struct shoald *d, struct api_req *req);
+void api_secrets_delete(struct shoald *d, struct api_req *req);
+
 /* api_tenancy.c: teams, projects, members, quotas, users, tokens, limits */
 void api_teams_list(struct shoald *d, struct api_req *req);
 void api_teams_create(struct shoald *d, struct api_req *req);

@@ -15,6 +15,7 @@
 #include "lib/util/utf8.h"
 #include "shoald/api_handlers.h"
 #include "shoald/jobtab.h"
+#include "shoald/secrets.h"
 #include "shoald/tenancy.h"
 #include "shoald/volumes.h"
 
@@ -116,6 +117,46 @@ void api_volumes_show(struct shoald *d, struct api_req *req)
         api_reply_json(req, 200, view(d, rec));
 }
 
+/* An s3 volume's secret: it exists, holds the credentials, and belongs to
+ * the volume's project (a cluster-wide one: for cluster admins only). */
+static int check_secret(struct shoald *d, const struct api_caller *c,
+                        const json_t *rec, struct sh_error *err)
+{
+    const char *name = volume_secret(rec);
+    if (!name)
+        return 0;
+    const json_t *sec = secrets_get(d->secrets, name);
+    const char *owner = json_string_value(json_object_get(sec, "project"));
+    const char *project = volume_project(rec);
+    if (!sec ||
+        (owner && !c->admin &&
+         tenancy_role(d->tenancy, owner, c->user) < TENANCY_ROLE_VIEWER))
+        return sh_errorf(err, SH_EINVAL,
+                         "secret %s does not exist (shoal secret create)",
+                         name);
+    if (owner ? !project || strcmp(owner, project) != 0 : !c->admin)
+        return sh_errorf(err, SH_EFORBIDDEN,
+                         "secret %s belongs to %s%s; volume %s belongs to "
+                         "%s%s",
+                         name, owner ? "project " : "the whole cluster",
+                         owner ? owner : "", volume_name(rec),
+                         project ? "project " : "the whole cluster",
+                         project ? project : "");
+    bool ak = false, sk = false;
+    size_t i;
+    json_t *k;
+    json_array_foreach (json_object_get(sec, "keys"), i, k) {
+        ak = ak || strcmp(json_string_value(k), "access_key") == 0;
+        sk = sk || strcmp(json_string_value(k), "secret_key") == 0;
+    }
+    if (!ak || !sk)
+        return sh_errorf(err, SH_EINVAL,
+                         "secret %s must hold access_key and secret_key for "
+                         "an s3 volume",
+                         name);
+    return 0;
+}
+
 void api_volumes_create(struct shoald *d, struct api_req *req)
 {
     const struct api_caller *c = api_caller(req);
@@ -128,6 +169,7 @@ void api_volumes_create(struct shoald *d, struct api_req *req)
     if (!rec || may_manage(d, c, rec, &err) < 0 ||
         (project && !tenancy_project_exists(d->tenancy, project) &&
          sh_errorf(&err, SH_EINVAL, "project %s does not exist", project)) ||
+        check_secret(d, c, rec, &err) < 0 ||
         volumes_add(d->volumes, shoald_batch(d), rec, &err) < 0) {
         json_decref(rec);
         api_reply_error(req, &err);

@@ -527,7 +527,7 @@ static json_t *work_entry(struct shoald *d, const struct job *job, int part)
         json_object_set_new(e, "stop_reason", json_string(stop_reason(job)));
     if (e && run && job->spec.nvolumes > 0)
         json_object_set_new(e, "mounts",
-                            volumes_mounts(d->volumes, &job->spec));
+                            volumes_mounts(d->volumes, d->secrets, &job->spec));
     return e;
 }
 

@@ -31,6 +31,7 @@
 #include "shoald/slices.h"
 #include "shoald/state.h"
 #include "shoald/tenancy.h"
+#include "shoald/secrets.h"
 #include "shoald/volumes.h"
 #include "store/store.h"
 
@@ -310,6 +311,9 @@ static int setup(struct shoald *d, char *store_url, size_t url_size,
     d->volumes = volumes_create(err);
     if (!d->volumes)
         return -1;
+    d->secrets = secrets_create(d->cfg.state_dir, err);
+    if (!d->secrets)
+        return -1;
     d->commit = commit_create(d, state_reload, err);
     if (!d->commit || state_load(d, err) < 0 || cluster_create(d, err) < 0 ||
         state_init_cluster(d, err) < 0)
@@ -369,6 +373,7 @@ static void teardown(struct shoald *d)
     auth_destroy(d->auth);
     tenancy_destroy(d->tenancy);
     volumes_destroy(d->volumes);
+    secrets_destroy(d->secrets);
     slices_destroy(d->slices);
     store_close(d->store);
     loop_destroy(d->loop);

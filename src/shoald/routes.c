@@ -66,5 +66,9 @@ const struct api_route api_routes[] = {
     {"POST", "/v1/volumes", api_volumes_create, API_ACCESS_USER},
     {"GET", "/v1/volumes/{}", api_volumes_show, API_ACCESS_USER},
     {"DELETE", "/v1/volumes/{}", api_volumes_delete, API_ACCESS_USER},
+    {"GET", "/v1/secrets", api_secrets_list, API_ACCESS_USER},
+    {"POST", "/v1/secrets", api_secrets_create, API_ACCESS_USER},
+    {"GET", "/v1/secrets/{}", api_secrets_show, API_ACCESS_USER},
+    {"DELETE", "/v1/secrets/{}", api_secrets_delete, API_ACCESS_USER},
     {NULL, NULL, NULL, API_ACCESS_PUBLIC},
 };

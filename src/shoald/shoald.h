@@ -32,6 +32,7 @@ struct tenancy;
 struct logs;
 struct slices;
 struct volumes;
+struct secrets;
 
 struct shoald_config {
     const char *state_dir;   /* holds the database, tokens and the URL */
@@ -69,6 +70,7 @@ struct shoald {
     struct logs *logs;
     struct slices *slices;
     struct volumes *volumes; /* storage jobs mount by name */
+    struct secrets *secrets; /* e.g. volumes' credentials, sealed */
     char url[300];           /* the URL clients use */
     char cluster_id[33];     /* random hex, made once (state.c) */
     bool stopping;

@@ -23,6 +23,7 @@
 #include "shoald/nodetab.h"
 #include "shoald/slices.h"
 #include "shoald/tenancy.h"
+#include "shoald/secrets.h"
 #include "shoald/volumes.h"
 #include "store/store.h"
 
@@ -113,7 +114,8 @@ int state_load(struct shoald *d, struct sh_error *err)
     if (d->slices && slices_load(d->slices, d->store, err) < 0)
         return -1;
     if (tenancy_load(d->tenancy, d->store, err) < 0 ||
-        volumes_load(d->volumes, d->store, err) < 0)
+        volumes_load(d->volumes, d->store, err) < 0 ||
+        secrets_load(d->secrets, d->store, err) < 0)
         return -1;
     return 0;
 }

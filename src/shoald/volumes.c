@@ -3,11 +3,14 @@
  * each volume's canonical record, the same JSON the store keeps. */
 #include "shoald/volumes.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lib/model/job.h"
 #include "lib/model/volume.h"
+#include "shoald/secrets.h"
 #include "store/store.h"
 
 struct volumes {
@@ -158,24 +161,89 @@ int volumes_check_job(const struct volumes *v, const struct job_spec *spec,
     return 0;
 }
 
-json_t *volumes_mounts(const struct volumes *v, const struct job_spec *spec)
+const char *volumes_using_secret(const struct volumes *v, const char *secret)
+{
+    const char *key;
+    json_t *rec;
+    json_object_foreach (v->table, key, rec) {
+        const char *s = volume_secret(rec);
+        if (s && strcmp(s, secret) == 0)
+            return key;
+    }
+    return NULL;
+}
+
+static json_t *mount_error(const struct job_volume *jv, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static json_t *mount_error(const struct job_volume *jv, const char *fmt, ...)
+{
+    char msg[300];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    return json_pack("{s:s, s:s, s:s}", "name", jv->name, "path", jv->path,
+                     "error", msg);
+}
+
+static json_t *s3_mount(const struct secrets *secrets,
+                        const struct job_volume *jv, const json_t *rec,
+                        json_t *m)
+{
+    const json_t *s3 = json_object_get(rec, "s3");
+    struct sh_error err;
+    json_t *creds = secrets_open(secrets, volume_secret(rec), &err);
+    const char *ak = json_string_value(json_object_get(creds, "access_key"));
+    const char *sk = json_string_value(json_object_get(creds, "secret_key"));
+    if (!creds || !ak || !sk) {
+        json_decref(creds);
+        json_decref(m);
+        return mount_error(jv, "volume %s: %s", jv->name,
+                           creds ? "its secret lacks access_key or secret_key"
+                                 : err.msg);
+    }
+    char stage[JOB_IDENT_MAX + 32];
+    snprintf(stage, sizeof(stage), "%s.%lld", jv->name,
+             (long long)json_integer_value(json_object_get(rec, "created_ms")));
+    json_object_set_new(m, "stage", json_string(stage));
+    static const char *const copy[] = {"endpoint", "bucket", "prefix",
+                                       "region"};
+    for (size_t i = 0; i < sizeof(copy) / sizeof(copy[0]); i++) {
+        json_t *f = json_object_get(s3, copy[i]);
+        if (f)
+            json_object_set(m, copy[i], f);
+    }
+    json_object_set_new(
+        m, "cache", json_boolean(json_is_true(json_object_get(s3, "cache"))));
+    json_object_set_new(m, "access_key", json_string(ak));
+    json_object_set_new(m, "secret_key", json_string(sk));
+    json_decref(creds);
+    return m;
+}
+
+json_t *volumes_mounts(const struct volumes *v, const struct secrets *secrets,
+                       const struct job_spec *spec)
 {
     json_t *out = json_array();
     for (int i = 0; out && i < spec->nvolumes; i++) {
         const struct job_volume *jv = &spec->volumes[i];
         const json_t *rec = json_object_get(v->table, jv->name);
-        json_t *m;
         if (!rec) {
-            m = json_pack("{s:s, s:s, s:b}", "name", jv->name, "path", jv->path,
-                          "missing", 1);
-        } else {
-            const json_t *host = json_object_get(rec, "host");
-            m = json_pack("{s:s, s:s, s:s, s:b, s:s}", "name", jv->name, "kind",
-                          volume_kind_name(volume_kind(rec)), "path", jv->path,
-                          "readonly", jv->readonly || volume_readonly(rec),
-                          "source",
-                          json_string_value(json_object_get(host, "path")));
+            json_array_append_new(
+                out, mount_error(jv, "volume %s no longer exists", jv->name));
+            continue;
         }
+        enum volume_kind kind = volume_kind(rec);
+        json_t *m = json_pack("{s:s, s:s, s:s, s:b}", "name", jv->name, "kind",
+                              volume_kind_name(kind), "path", jv->path,
+                              "readonly", jv->readonly || volume_readonly(rec));
+        if (m && kind == VOLUME_HOST)
+            json_object_set(
+                m, "source",
+                json_object_get(json_object_get(rec, "host"), "path"));
+        else if (m && kind == VOLUME_S3)
+            m = s3_mount(secrets, jv, rec, m);
         json_array_append_new(out, m);
     }
     return out;

@@ -19,6 +19,7 @@ struct volumes;
 struct store;
 struct store_batch;
 struct job_spec;
+struct secrets;
 
 /* NULL with SH_EINTERNAL on out of memory. */
 struct volumes *volumes_create(struct sh_error *err);
@@ -51,10 +52,19 @@ int volumes_owned_by(const struct volumes *v, const char *project,
 int volumes_check_job(const struct volumes *v, const struct job_spec *spec,
                       struct sh_error *err);
 
-/* What the agent mounts for a job: an array of {"name", "kind", "path",
- * "readonly", "source"} (source: the host path), in the job's order. A
- * volume deleted meanwhile is given as {"name", "path", "missing": true}
- * so the agent fails the run with the reason. New reference. */
-json_t *volumes_mounts(const struct volumes *v, const struct job_spec *spec);
+/* The first volume that names secret, or NULL. */
+const char *volumes_using_secret(const struct volumes *v, const char *secret);
+
+/* What the agent mounts for a job, in the job's order (see
+ * agent/mounts.h): {"name", "kind", "path", "readonly"} and per kind
+ *   host  "source": the host path
+ *   s3    "stage": "<name>.<created_ms>" (one node-level mount per volume
+ *         version), "endpoint", "bucket", "prefix"?, "region"?, "cache",
+ *         "access_key", "secret_key" (opened from the secret)
+ * A volume that cannot be given (deleted meanwhile, its secret unopenable)
+ * is {"name", "path", "error": reason}, so the agent fails the run with
+ * the reason. New reference. */
+json_t *volumes_mounts(const struct volumes *v, const struct secrets *secrets,
+                       const struct job_spec *spec);
 
 #endif

@@ -124,14 +124,98 @@ static int check_host(const json_t *host, struct sh_error *err)
     return 0;
 }
 
+/* An S3 bucket name: 3..63 lowercase letters, digits, '.' and '-'. */
+static bool bucket_valid(const char *b)
+{
+    size_t n = b ? strlen(b) : 0;
+    if (n < 3 || n > 63)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = b[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
+              c == '-'))
+            return false;
+    }
+    return true;
+}
+
+/* http(s)://host[:port][/path], printable, no spaces, no credentials. */
+static bool endpoint_valid(const char *e)
+{
+    if (!e || strlen(e) > 512)
+        return false;
+    const char *rest = strncmp(e, "https://", 8) == 0  ? e + 8
+                       : strncmp(e, "http://", 7) == 0 ? e + 7
+                                                       : NULL;
+    if (!rest || !*rest || *rest == '/')
+        return false;
+    for (const char *c = rest; *c; c++) {
+        if ((unsigned char)*c <= 0x20 || *c == 0x7f || *c == '@' || *c == ',' ||
+            *c == '\\')
+            return false;
+    }
+    return true;
+}
+
+static int check_s3(const json_t *s3, struct sh_error *err)
+{
+    static const char *const allowed[] = {
+        "endpoint", "bucket", "prefix", "region", "secret", "cache", NULL};
+    if (!json_is_object(s3))
+        return sh_errorf(err, SH_EINVAL,
+                         "an s3 volume needs \"s3\": {\"endpoint\", "
+                         "\"bucket\", \"secret\", ...}");
+    if (check_fields(s3, allowed, "s3", err) < 0)
+        return -1;
+    const char *endpoint = json_string_value(json_object_get(s3, "endpoint"));
+    if (!endpoint_valid(endpoint))
+        return sh_errorf(err, SH_EINVAL,
+                         "s3 endpoint '%.*s' must be an http:// or https:// "
+                         "URL without spaces, commas or credentials",
+                         UTF8_CUT(endpoint ? endpoint : "", 64));
+    const char *bucket = json_string_value(json_object_get(s3, "bucket"));
+    if (!bucket_valid(bucket))
+        return sh_errorf(err, SH_EINVAL,
+                         "s3 bucket '%.*s' must be 3..63 lowercase letters, "
+                         "digits, '.' or '-'",
+                         UTF8_CUT(bucket ? bucket : "", 64));
+    const json_t *prefix = json_object_get(s3, "prefix");
+    if (prefix) {
+        char abs[JOB_PATH_MAX + 2];
+        const char *p = json_string_value(prefix);
+        if (!p || strlen(p) > JOB_PATH_MAX || strchr(p, ',') ||
+            (snprintf(abs, sizeof(abs), "/%s", p), !path_normal(abs)))
+            return sh_errorf(err, SH_EINVAL,
+                             "s3 prefix '%.*s' must be a folder path like "
+                             "datasets/x (no leading or trailing '/', '.', "
+                             "'..' or ',')",
+                             UTF8_CUT(p ? p : "", 64));
+    }
+    const json_t *region = json_object_get(s3, "region");
+    if (region && (!json_is_string(region) ||
+                   !job_ident_valid(json_string_value(region))))
+        return sh_errorf(err, SH_EINVAL,
+                         "s3 region must be a name like us-east-1");
+    const char *secret = json_string_value(json_object_get(s3, "secret"));
+    if (!secret || !job_ident_valid(secret))
+        return sh_errorf(err, SH_EINVAL,
+                         "an s3 volume names the secret holding its "
+                         "credentials: \"secret\": \"NAME\" (shoal secret "
+                         "create)");
+    const json_t *cache = json_object_get(s3, "cache");
+    if (cache && !json_is_boolean(cache))
+        return sh_errorf(err, SH_EINVAL, "s3 cache must be true or false");
+    return 0;
+}
+
 /* What every record holds, request or stored. */
 static int check_common(const json_t *o, bool stored, struct sh_error *err)
 {
-    static const char *const req_fields[] = {"name",     "kind", "project",
-                                             "readonly", "host", NULL};
-    static const char *const rec_fields[] = {"name",       "kind", "project",
-                                             "readonly",   "host", "created_ms",
-                                             "created_by", NULL};
+    static const char *const req_fields[] = {
+        "name", "kind", "project", "readonly", "host", "s3", NULL};
+    static const char *const rec_fields[] = {
+        "name", "kind",       "project",    "readonly", "host",
+        "s3",   "created_ms", "created_by", NULL};
     if (!json_is_object(o))
         return sh_errorf(err, SH_EINVAL, "a volume must be a JSON object");
     if (check_fields(o, stored ? rec_fields : req_fields, "volume", err) < 0)
@@ -160,13 +244,18 @@ static int check_common(const json_t *o, bool stored, struct sh_error *err)
     enum volume_kind k;
     if (volume_kind_from_name(kind, &k, err) < 0)
         return -1;
-    if (k != VOLUME_HOST)
-        return sh_errorf(err, SH_EINVAL,
-                         "volume %s: kind %s is not supported by this version "
-                         "yet; only host volumes (a path present on every "
-                         "node) can be mounted",
-                         name, kind);
-    return check_host(json_object_get(o, "host"), err);
+    if (k == VOLUME_HOST)
+        return json_object_get(o, "s3")
+                   ? sh_errorf(err, SH_EINVAL, "a host volume has no \"s3\"")
+                   : check_host(json_object_get(o, "host"), err);
+    if (k == VOLUME_S3)
+        return json_object_get(o, "host")
+                   ? sh_errorf(err, SH_EINVAL, "an s3 volume has no \"host\"")
+                   : check_s3(json_object_get(o, "s3"), err);
+    return sh_errorf(err, SH_EINVAL,
+                     "volume %s: kind %s is not supported by this version "
+                     "yet; host and s3 volumes can be mounted",
+                     name, kind);
 }
 
 json_t *volume_from_request(const json_t *body, const char *created_by,
@@ -176,15 +265,20 @@ json_t *volume_from_request(const json_t *body, const char *created_by,
         return NULL;
     const json_t *project = json_object_get(body, "project");
     const json_t *ro = json_object_get(body, "readonly");
+    const char *kind = json_string_value(json_object_get(body, "kind"));
     json_t *rec =
-        json_pack("{s:s, s:s, s:O, s:b, s:{s:s}, s:I, s:s}", "name",
+        json_pack("{s:s, s:s, s:O, s:b, s:I, s:s}", "name",
                   json_string_value(json_object_get(body, "name")), "kind",
-                  json_string_value(json_object_get(body, "kind")), "project",
-                  project ? project : json_null(), "readonly", json_is_true(ro),
-                  "host", "path",
-                  json_string_value(
-                      json_object_get(json_object_get(body, "host"), "path")),
-                  "created_ms", (json_int_t)now_ms, "created_by", created_by);
+                  kind, "project", project ? project : json_null(), "readonly",
+                  json_is_true(ro), "created_ms", (json_int_t)now_ms,
+                  "created_by", created_by);
+    /* The kind's own object, checked field by field above. */
+    if (rec &&
+        json_object_set_new(rec, kind,
+                            json_deep_copy(json_object_get(body, kind))) < 0) {
+        json_decref(rec);
+        rec = NULL;
+    }
     if (!rec)
         sh_errorf(err, SH_EINTERNAL, "out of memory");
     return rec;
@@ -208,6 +302,12 @@ const char *volume_project(const json_t *rec)
 bool volume_readonly(const json_t *rec)
 {
     return json_is_true(json_object_get(rec, "readonly"));
+}
+
+const char *volume_secret(const json_t *rec)
+{
+    return json_string_value(
+        json_object_get(json_object_get(rec, "s3"), "secret"));
 }
 
 enum volume_kind volume_kind(const json_t *rec)

@@ -35,6 +35,25 @@ Test(volume, host_request_becomes_a_record)
     json_decref(body);
 }
 
+Test(volume, s3_request_becomes_a_record)
+{
+    json_t *body = parse("{\"name\":\"ds\",\"kind\":\"s3\",\"readonly\":"
+                         "true,\"s3\":{\"endpoint\":\"https://s3.example.com:"
+                         "9000\",\"bucket\":\"data.sets\",\"prefix\":"
+                         "\"imagenet/train\",\"region\":\"eu-west-1\","
+                         "\"secret\":\"cred\",\"cache\":true}}");
+    struct sh_error err;
+    json_t *rec = volume_from_request(body, "alice", 1, &err);
+    cr_assert_not_null(rec, "%s", err.msg);
+    cr_assert_eq(volume_kind(rec), VOLUME_S3);
+    cr_assert_str_eq(volume_secret(rec), "cred");
+    cr_assert(
+        json_equal(json_object_get(rec, "s3"), json_object_get(body, "s3")));
+    cr_assert_eq(volume_record_check(rec, &err), 0, "%s", err.msg);
+    json_decref(rec);
+    json_decref(body);
+}
+
 Test(volume, cluster_wide_when_no_project)
 {
     json_t *body = parse("{\"name\":\"d\",\"kind\":\"host\",\"host\":{"
@@ -60,6 +79,30 @@ Test(volume, bad_requests_are_refused_with_the_reason)
         {"{\"name\":\"d\",\"host\":{\"path\":\"/x\"}}", "needs a kind"},
         {"{\"name\":\"d\",\"kind\":\"ftp\"}", "unknown; use host"},
         {"{\"name\":\"d\",\"kind\":\"nfs\"}", "kind nfs is not supported"},
+        {"{\"name\":\"d\",\"kind\":\"s3\"}", "an s3 volume needs"},
+        {"{\"name\":\"d\",\"kind\":\"s3\",\"s3\":{\"endpoint\":\"ftp://x\","
+         "\"bucket\":\"abc\",\"secret\":\"s\"}}",
+         "s3 endpoint"},
+        {"{\"name\":\"d\",\"kind\":\"s3\",\"s3\":{\"endpoint\":\"http://u@x\","
+         "\"bucket\":\"abc\",\"secret\":\"s\"}}",
+         "s3 endpoint"},
+        {"{\"name\":\"d\",\"kind\":\"s3\",\"s3\":{\"endpoint\":\"http://x\","
+         "\"bucket\":\"AB\",\"secret\":\"s\"}}",
+         "s3 bucket"},
+        {"{\"name\":\"d\",\"kind\":\"s3\",\"s3\":{\"endpoint\":\"http://x\","
+         "\"bucket\":\"abc\"}}",
+         "names the secret"},
+        {"{\"name\":\"d\",\"kind\":\"s3\",\"s3\":{\"endpoint\":\"http://x\","
+         "\"bucket\":\"abc\",\"secret\":\"s\",\"prefix\":\"/a\"}}",
+         "s3 prefix"},
+        {"{\"name\":\"d\",\"kind\":\"s3\",\"s3\":{\"endpoint\":\"http://x\","
+         "\"bucket\":\"abc\",\"secret\":\"s\",\"prefix\":\"a/../b\"}}",
+         "s3 prefix"},
+        {"{\"name\":\"d\",\"kind\":\"s3\",\"s3\":{\"endpoint\":\"http://x\","
+         "\"bucket\":\"abc\",\"secret\":\"s\",\"cache\":1}}",
+         "s3 cache"},
+        {"{\"name\":\"d\",\"kind\":\"s3\",\"host\":{\"path\":\"/x\"}}",
+         "has no \"host\""},
         {"{\"name\":\"d\",\"kind\":\"host\"}", "host volume needs"},
         {"{\"name\":\"d\",\"kind\":\"host\",\"host\":{\"path\":\"rel\"}}",
          "host path"},

@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* `shoal secret create|list|show|delete`: credentials volumes use, stored
+ * sealed by the controller and never shown back. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd/cmd.h"
+
+static const char secret_usage[] =
+    "Usage: shoal secret create NAME [--project P] KEY=VALUE... | "
+    "--from-file KEY=PATH...\n"
+    "       shoal secret list [--json]\n"
+    "       shoal secret show NAME [--json]\n"
+    "       shoal secret delete NAME\n"
+    "A secret holds credentials, e.g. an S3 volume's access_key and\n"
+    "secret_key. The controller stores values encrypted and never shows\n"
+    "them back: listings give the names of the keys only. KEY=- reads the\n"
+    "value from standard input (one line), so it stays out of your shell\n"
+    "history. A secret belongs to one project (--project; its admins\n"
+    "manage it) or to the whole cluster (cluster admins).\n";
+
+static const char *str(const json_t *o, const char *k)
+{
+    return json_string_value(json_object_get(o, k));
+}
+
+/* The value of KEY=VALUE, KEY=- (stdin) or, with from_file, KEY=PATH. */
+static void add_entry(json_t *data, const char *arg, bool from_file)
+{
+    const char *eq = strchr(arg, '=');
+    if (!eq || eq == arg)
+        die("'%s' must be KEY=VALUE", arg);
+    char key[128];
+    size_t kn = (size_t)(eq - arg);
+    if (kn >= sizeof(key))
+        die("key of '%.20s...' is too long", arg);
+    memcpy(key, arg, kn);
+    key[kn] = '\0';
+    char buf[8192];
+    const char *value = eq + 1;
+    FILE *f = NULL;
+    if (from_file && !(f = fopen(value, "re")))
+        die("--from-file %s: cannot read %s", key, value);
+    if (!from_file && strcmp(value, "-") == 0)
+        f = stdin;
+    if (f) {
+        size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+        if (f != stdin)
+            fclose(f);
+        buf[n] = '\0';
+        buf[strcspn(buf, "\r\n")] = '\0';
+        value = buf;
+    }
+    json_object_set_new(data, key, json_string(value));
+}
+
+static int create(int argc, char **argv)
+{
+    if (argc < 4 || argv[2][0] == '-')
+        die("usage: shoal secret create NAME [--project P] KEY=VALUE...");
+    json_t *body = json_pack("{s:s}", "name", argv[2]);
+    json_t *data = json_object();
+    for (int i = 3; i < argc; i++) {
+        if (strcmp(argv[i], "--project") == 0 && i + 1 < argc)
+            json_object_set_new(body, "project", json_string(argv[++i]));
+        else if (strcmp(argv[i], "--from-file") == 0 && i + 1 < argc)
+            add_entry(data, argv[++i], true);
+        else if (argv[i][0] == '-')
+            die("unexpected argument '%s' (see shoal secret --help)", argv[i]);
+        else
+            add_entry(data, argv[i], false);
+    }
+    json_object_set_new(body, "data", data);
+    struct client *c = cmd_connect();
+    json_t *ans = cmd_call(c, "POST", "/v1/secrets", body);
+    printf("secret %s created\n", str(ans, "name"));
+    json_decref(ans);
+    json_decref(body);
+    client_destroy(c);
+    return 0;
+}
+
+static void keys_of(const json_t *s, char *buf, size_t size)
+{
+    size_t i, o = 0;
+    json_t *k;
+    buf[0] = '\0';
+    json_array_foreach (json_object_get(s, "keys"), i, k)
+        o += (size_t)snprintf(buf + o, o < size ? size - o : 0, "%s%s",
+                              i ? "," : "", json_string_value(k));
+}
+
+static int list(int argc, char **argv)
+{
+    bool json_out = argc == 3 && strcmp(argv[2], "--json") == 0;
+    if (argc > 3 || (argc == 3 && !json_out))
+        die("usage: shoal secret list [--json]");
+    struct client *c = cmd_connect();
+    json_t *ans = cmd_call(c, "GET", "/v1/secrets", NULL);
+    json_t *list = json_object_get(ans, "secrets");
+    if (json_out) {
+        cmd_print_json(json_incref(list));
+    } else {
+        static const char *const hdr[] = {"NAME", "PROJECT", "KEYS"};
+        struct table *t = table_create(3, hdr);
+        size_t i;
+        json_t *s;
+        json_array_foreach (list, i, s) {
+            char keys[1024];
+            keys_of(s, keys, sizeof(keys));
+            const char *row[] = {str(s, "name"),
+                                 str(s, "project") ?: "(cluster)", keys};
+            table_add(t, row);
+        }
+        table_print(t);
+        table_destroy(t);
+    }
+    json_decref(ans);
+    client_destroy(c);
+    return 0;
+}
+
+static int show(int argc, char **argv)
+{
+    if (argc < 3 || argc > 4 || (argc == 4 && strcmp(argv[3], "--json") != 0))
+        die("usage: shoal secret show NAME [--json]");
+    char path[300], enc[200];
+    client_urlencode(argv[2], enc, sizeof(enc));
+    snprintf(path, sizeof(path), "/v1/secrets/%s", enc);
+    struct client *c = cmd_connect();
+    json_t *s = cmd_call(c, "GET", path, NULL);
+    if (argc == 4) {
+        cmd_print_json(json_incref(s));
+    } else {
+        char keys[1024];
+        keys_of(s, keys, sizeof(keys));
+        printf("Name:      %s\nProject:   %s\nKeys:      %s (values are "
+               "never shown)\nCreated:   by %s\n",
+               str(s, "name"), str(s, "project") ?: "(cluster-wide)", keys,
+               str(s, "created_by") ?: "-");
+    }
+    json_decref(s);
+    client_destroy(c);
+    return 0;
+}
+
+static int delete (int argc, char **argv)
+{
+    if (argc != 3)
+        die("usage: shoal secret delete NAME");
+    char path[300], enc[200];
+    client_urlencode(argv[2], enc, sizeof(enc));
+    snprintf(path, sizeof(path), "/v1/secrets/%s", enc);
+    struct client *c = cmd_connect();
+    json_decref(cmd_call(c, "DELETE", path, NULL));
+    printf("secret %s deleted\n", argv[2]);
+    client_destroy(c);
+    return 0;
+}
+
+int cmd_secret(int argc, char **argv)
+{
+    cmd_help_if_asked(argc, argv, secret_usage);
+    if (argc < 2)
+        die("usage: shoal secret create|list|show|delete (see shoal secret "
+            "--help)");
+    if (strcmp(argv[1], "create") == 0)
+        return create(argc, argv);
+    if (strcmp(argv[1], "list") == 0)
+        return list(argc, argv);
+    if (strcmp(argv[1], "show") == 0)
+        return show(argc, argv);
+    if (strcmp(argv[1], "delete") == 0)
+        return delete (argc, argv);
+    die("unknown secret command '%s': use create, list, show or delete",
+        argv[1]);
+}
