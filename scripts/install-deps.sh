@@ -7,7 +7,9 @@ set -eu
 
 # clang and libclang-rt-dev build the fuzz targets (scripts/fuzz.sh): the
 # latter holds libFuzzer's runtime, which clang only recommends. s3fs
-# mounts S3 volumes; the S3 volume tests also need a local S3 server,
+# mounts S3 volumes; libnfs-dev and libfuse3-dev build shoal-nfs-fuse, the
+# userspace NFS client for nodes without a kernel one; nfs-ganesha serves
+# NFS to the NFS volume tests. The S3 volume tests also need a local S3 server,
 # s3rver from the npm registry (tests/system/s3/package.json), installed
 # below with the machine's node and npm.
 PACKAGES="
@@ -34,6 +36,10 @@ iproute2
 sqlite3
 python3
 s3fs
+libnfs-dev
+libfuse3-dev
+nfs-ganesha
+nfs-ganesha-vfs
 "
 # Node.js and npm from Debian, unless the machine already has them.
 command -v node >/dev/null 2>&1 || PACKAGES="$PACKAGES nodejs"

@@ -154,7 +154,7 @@ static int find_source(const json_t *m, const char *stages_dir, char *source,
         snprintf(source, ssize, "%s", src);
         return 0;
     }
-    if (kind && strcmp(kind, "s3") == 0)
+    if (kind && (strcmp(kind, "s3") == 0 || strcmp(kind, "nfs") == 0))
         return stage_acquire(stages_dir, m, source, ssize, why, size);
     return failf(why, size, "volume %s: this agent cannot mount %s volumes",
                  name, kind ? kind : "unknown");

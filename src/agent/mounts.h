@@ -7,7 +7,8 @@
  * The launch description carries them (from the controller's work entry):
  *   "mounts": [{"name", "kind", "path", "readonly", "source"}, ...]
  * Drivers by kind: `host` binds "source", a folder on this node; `s3`
- * mounts the bucket once per node with s3fs (stage.h) and binds that.
+ * and `nfs` mount the bucket or export once per node (stage.h: s3fs; the
+ * kernel NFS client or shoal-nfs-fuse) and bind that.
  * An entry with "error" fails the run with that reason (the controller
  * could not give the volume).
  *

@@ -61,13 +61,15 @@ static void sleep_ms(int ms)
     nanosleep(&ts, NULL);
 }
 
-/* What s3fs said last that explains a failure: its last [CRT] or [ERR]
- * line, without the time stamp and source location. */
-static void log_reason(const char *dir, char *out, size_t size)
+/* What the daemon said last that explains a failure: its last [CRT] (or
+ * else [ERR]) line, without time stamp and source location, as
+ * "what: message". */
+static void log_reason(const char *dir, const char *what, char *out,
+                       size_t size)
 {
     char path[4200], line[1024];
     snprintf(path, sizeof(path), "%s/log", dir);
-    snprintf(out, size, "s3fs gave up (see %s)", path);
+    snprintf(out, size, "%s gave up (see %s)", what, path);
     FILE *f = fopen(path, "re");
     if (!f)
         return;
@@ -80,13 +82,17 @@ static void log_reason(const char *dir, char *out, size_t size)
             continue;
         /* "...[CRT] file.cpp:func(123): message" -> "message" */
         const char *msg = strstr(line, "): ");
-        snprintf(best, sizeof(best), "%s", msg ? msg + 3 : line);
+        const char *tag = strstr(line, rank == 2 ? "[CRT] " : "[ERR] ");
+        snprintf(best, sizeof(best), "%s",
+                 msg   ? msg + 3
+                 : tag ? tag + 6
+                       : line);
         best_rank = rank;
     }
     fclose(f);
     best[strcspn(best, "\n")] = '\0';
     if (best[0])
-        snprintf(out, size, "s3fs: %s", best);
+        snprintf(out, size, "%s: %s", what, best);
 }
 
 static int write_passwd(int dirfd, const json_t *m, char *why, size_t wsize)
@@ -104,16 +110,67 @@ static int write_passwd(int dirfd, const json_t *m, char *why, size_t wsize)
     return 0;
 }
 
-/* Start s3fs in the foreground of a process of its own (a session apart
- * from the job's, so stopping the job never stops the mount) and wait
- * until the mount works or s3fs gives up. */
+/* Start a FUSE daemon (argv, in the foreground) in a session of its own,
+ * apart from the job's, so stopping the job never stops the mount; its
+ * output goes to the stage's log. Wait until the mount works, or the
+ * daemon gives up (why: what it said last). */
+static int run_mount_daemon(const char *dir, const char *what,
+                            const char *const *argv, char *why, size_t wsize)
+{
+    char mnt[4200], logp[4200];
+    snprintf(mnt, sizeof(mnt), "%s/mnt", dir);
+    snprintf(logp, sizeof(logp), "%s/log", dir);
+    pid_t pid = fork();
+    if (pid < 0) {
+        snprintf(why, wsize, "cannot start %s: %s", what, strerror(errno));
+        return -1;
+    }
+    if (pid == 0) {
+        setsid();
+        int in = open("/dev/null", O_RDONLY);
+        int out = open(logp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
+        if (in < 0 || out < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 ||
+            dup2(out, 2) < 0)
+            _exit(126);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        for (int sig = 1; sig < NSIG; sig++)
+            signal(sig, SIG_DFL);
+        execvp(argv[0], (char *const *)argv);
+        dprintf(2, "[CRT] cannot run %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    int64_t until = clock_mono_ms() + STAGE_START_MS;
+    while (clock_mono_ms() < until) {
+        int status;
+        if (waitpid(pid, &status, WNOHANG) == pid) {
+            log_reason(dir, what, why, wsize);
+            if (stage_is_mountpoint(mnt))
+                umount2(mnt, MNT_DETACH);
+            return -1;
+        }
+        if (stage_is_mountpoint(mnt) && mount_works(mnt) &&
+            waitpid(pid, &status, WNOHANG) == 0)
+            return 0;
+        sleep_ms(50);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    if (stage_is_mountpoint(mnt))
+        umount2(mnt, MNT_DETACH);
+    snprintf(why, wsize, "%s did not mount within %d s", what,
+             STAGE_START_MS / 1000);
+    return -1;
+}
+
+/* s3fs, for a bucket (or a folder of it) of an S3-compatible store. */
 static int start_s3fs(const char *dir, const json_t *m, char *why, size_t wsize)
 {
-    char mnt[4200], passwd[4200], logp[4200], cache[4200], bucket[600];
+    char mnt[4200], passwd[4200], cache[4200], bucket[600];
     char url[700], region[100], umask[64];
     snprintf(mnt, sizeof(mnt), "%s/mnt", dir);
     snprintf(passwd, sizeof(passwd), "passwd_file=%s/passwd", dir);
-    snprintf(logp, sizeof(logp), "%s/log", dir);
     snprintf(cache, sizeof(cache), "use_cache=%s/cache", dir);
     const char *prefix = str(m, "prefix");
     snprintf(bucket, sizeof(bucket), "%s%s%s", str(m, "bucket"),
@@ -155,49 +212,179 @@ static int start_s3fs(const char *dir, const json_t *m, char *why, size_t wsize)
         }
     }
     argv[n] = NULL;
-    pid_t pid = fork();
-    if (pid < 0) {
-        snprintf(why, wsize, "cannot start s3fs: %s", strerror(errno));
-        return -1;
+    return run_mount_daemon(dir, "s3fs", argv, why, wsize);
+}
+
+/* The value of option key in a comma-separated list ("" for a flag), or
+ * NULL when absent. */
+static const char *option(const char *list, const char *key, char *buf,
+                          size_t size)
+{
+    size_t n = strlen(key);
+    for (const char *p = list; p && *p;
+         p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
+        if (strncmp(p, key, n) == 0 && (p[n] == '=' || p[n] == ',' || !p[n])) {
+            const char *v = p[n] == '=' ? p + n + 1 : "";
+            snprintf(buf, size, "%.*s", (int)strcspn(v, ","), v);
+            return buf;
+        }
     }
-    if (pid == 0) {
-        setsid();
-        int in = open("/dev/null", O_RDONLY);
-        int out = open(logp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
-        if (in < 0 || out < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 ||
-            dup2(out, 2) < 0)
-            _exit(126);
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        for (int sig = 1; sig < NSIG; sig++)
-            signal(sig, SIG_DFL);
-        execvp("s3fs", (char *const *)argv);
-        dprintf(2, "[CRT] stage.c:exec(0): cannot run s3fs: %s\n",
-                strerror(errno));
-        _exit(127);
+    return NULL;
+}
+
+static bool kernel_has(const char *fs)
+{
+    FILE *f = fopen("/proc/filesystems", "re");
+    char line[128];
+    bool found = false;
+    while (f && !found && fgets(line, sizeof(line), f)) {
+        line[strcspn(line, "\n")] = '\0';
+        const char *name = strrchr(line, '\t');
+        found = strcmp(name ? name + 1 : line, fs) == 0;
     }
-    int64_t until = clock_mono_ms() + STAGE_START_MS;
-    while (clock_mono_ms() < until) {
-        int status;
-        if (waitpid(pid, &status, WNOHANG) == pid) {
-            log_reason(dir, why, wsize);
-            if (stage_is_mountpoint(mnt))
-                umount2(mnt, MNT_DETACH);
+    if (f)
+        fclose(f);
+    return found;
+}
+
+/* NFS: the kernel client when this node has one (mount.nfs), else
+ * shoal-nfs-fuse (libnfs), which honours vers and port only and refuses
+ * the other options rather than ignore them. */
+static int start_nfs(const char *dir, const json_t *m, char *why, size_t wsize)
+{
+    char mnt[4200], src[1400], opts[400], vbuf[32], pbuf[32];
+    snprintf(mnt, sizeof(mnt), "%s/mnt", dir);
+    snprintf(src, sizeof(src), "%s:%s", str(m, "server"), str(m, "export"));
+    const char *options = str(m, "options") ? str(m, "options") : "vers=4.1";
+    bool ro = json_is_true(json_object_get(m, "readonly"));
+    const char *vers = option(options, "vers", vbuf, sizeof(vbuf));
+    if (!vers)
+        vers = option(options, "nfsvers", vbuf, sizeof(vbuf));
+    int major = vers && vers[0] == '3' ? 3 : 4;
+    if (kernel_has(major == 3 ? "nfs" : "nfs4") &&
+        access("/sbin/mount.nfs", X_OK) == 0) {
+        snprintf(opts, sizeof(opts), "%s%s", options, ro ? ",ro" : "");
+        const char *argv[] = {"mount", "-t", "nfs", "-o", opts, src, mnt, NULL};
+        char logp[4300];
+        snprintf(logp, sizeof(logp), "%s/log", dir);
+        pid_t pid = fork();
+        if (pid == 0) {
+            int out =
+                open(logp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
+            if (out >= 0) {
+                dup2(out, 1);
+                dup2(out, 2);
+            }
+            execvp("mount", (char *const *)argv);
+            _exit(127);
+        }
+        int status = 0;
+        if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
+            WEXITSTATUS(status) != 0) {
+            FILE *f = fopen(logp, "re");
+            char line[512] = "mount.nfs failed";
+            if (f) {
+                if (!fgets(line, sizeof(line), f))
+                    snprintf(line, sizeof(line), "mount.nfs failed");
+                fclose(f);
+            }
+            line[strcspn(line, "\n")] = '\0';
+            snprintf(why, wsize, "%s", line);
             return -1;
         }
-        if (stage_is_mountpoint(mnt) && mount_works(mnt) &&
-            waitpid(pid, &status, WNOHANG) == 0)
-            return 0;
-        sleep_ms(50);
+        return 0;
     }
-    kill(pid, SIGKILL);
-    waitpid(pid, NULL, 0);
-    if (stage_is_mountpoint(mnt))
-        umount2(mnt, MNT_DETACH);
-    snprintf(why, wsize, "s3fs did not mount within %d s",
-             STAGE_START_MS / 1000);
-    return -1;
+    /* The userspace client. */
+    char list[400];
+    snprintf(list, sizeof(list), "%s", options);
+    char *save = NULL;
+    for (char *o = strtok_r(list, ",", &save); o;
+         o = strtok_r(NULL, ",", &save)) {
+        o[strcspn(o, "=")] = '\0';
+        if (strcmp(o, "vers") && strcmp(o, "nfsvers") && strcmp(o, "port")) {
+            snprintf(why, wsize,
+                     "option %s needs the kernel NFS client, which this node "
+                     "lacks (its userspace client honours vers and port)",
+                     o);
+            return -1;
+        }
+    }
+    char self[4096], helper[4200];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    self[n > 0 ? n : 0] = '\0';
+    char *slash = strrchr(self, '/');
+    if (slash)
+        *slash = '\0';
+    snprintf(helper, sizeof(helper), "%s/shoal-nfs-fuse", self);
+    if (access(helper, X_OK) != 0) {
+        snprintf(why, wsize,
+                 "this node has no kernel NFS client and no %s (build with "
+                 "libnfs-dev and libfuse3-dev)",
+                 helper);
+        return -1;
+    }
+    const char *port = option(options, "port", pbuf, sizeof(pbuf));
+    const char *argv[12];
+    int k = 0;
+    argv[k++] = helper;
+    argv[k++] = str(m, "server");
+    argv[k++] = str(m, "export");
+    argv[k++] = mnt;
+    argv[k++] = "--vers";
+    argv[k++] = major == 3 ? "3" : "4";
+    if (port) {
+        argv[k++] = "--port";
+        argv[k++] = port;
+    }
+    if (ro)
+        argv[k++] = "--ro";
+    argv[k] = NULL;
+    return run_mount_daemon(dir, "nfs", argv, why, wsize);
+}
+
+/* Mount the stage of m in dir/mnt, by kind. why names the source. */
+static int mount_stage(const char *dir, const json_t *m, char *why,
+                       size_t wsize)
+{
+    const char *kind = str(m, "kind");
+    char reason[600];
+    int rc;
+    if (strcmp(kind, "s3") == 0) {
+        int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        rc = dfd < 0 ? -1 : write_passwd(dfd, m, reason, sizeof(reason));
+        if (dfd < 0)
+            snprintf(reason, sizeof(reason), "%s", strerror(errno));
+        else
+            close(dfd);
+        if (rc == 0)
+            rc = start_s3fs(dir, m, reason, sizeof(reason));
+        if (rc < 0)
+            snprintf(why, wsize, "volume %s: bucket %s at %s: %s",
+                     str(m, "name"), str(m, "bucket"), str(m, "endpoint"),
+                     reason);
+        return rc;
+    }
+    rc = start_nfs(dir, m, reason, sizeof(reason));
+    if (rc < 0)
+        snprintf(why, wsize, "volume %s: nfs %s:%s: %s", str(m, "name"),
+                 str(m, "server"), str(m, "export"), reason);
+    return rc;
+}
+
+/* Does the controller's entry hold what its kind needs? */
+static bool entry_complete(const json_t *m)
+{
+    const char *kind = str(m, "kind");
+    const char *stage = str(m, "stage");
+    if (!kind || !stage || !job_ident_valid(stage))
+        return false;
+    if (strcmp(kind, "s3") == 0)
+        return str(m, "bucket") && str(m, "endpoint") && str(m, "access_key") &&
+               str(m, "secret_key");
+    if (strcmp(kind, "nfs") == 0)
+        return str(m, "server") && str(m, "export") &&
+               str(m, "server")[0] != '-';
+    return false;
 }
 
 int stage_acquire(const char *stages_dir, const json_t *m, char *source,
@@ -205,8 +392,7 @@ int stage_acquire(const char *stages_dir, const json_t *m, char *source,
 {
     const char *name = str(m, "name");
     const char *stage = str(m, "stage");
-    if (!stage || !job_ident_valid(stage) || !str(m, "bucket") ||
-        !str(m, "endpoint") || !str(m, "access_key") || !str(m, "secret_key")) {
+    if (!entry_complete(m)) {
         snprintf(why, wsize, "volume %s: the controller's entry is incomplete",
                  name);
         return -1;
@@ -232,20 +418,9 @@ int stage_acquire(const char *stages_dir, const json_t *m, char *source,
     }
     int rc = 0;
     if (stage_is_mountpoint(mnt) && !mount_works(mnt))
-        umount2(mnt, MNT_DETACH); /* its s3fs died: mount it again */
-    if (!stage_is_mountpoint(mnt)) {
-        int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        char reason[600];
-        rc = dfd < 0 ? -1 : write_passwd(dfd, m, reason, sizeof(reason));
-        if (dfd >= 0)
-            close(dfd);
-        if (rc == 0)
-            rc = start_s3fs(dir, m, reason, sizeof(reason));
-        if (rc < 0)
-            snprintf(why, wsize, "volume %s: bucket %s at %s: %s", name,
-                     str(m, "bucket"), str(m, "endpoint"),
-                     dfd < 0 ? strerror(errno) : reason);
-    }
+        umount2(mnt, MNT_DETACH); /* its daemon died: mount it again */
+    if (!stage_is_mountpoint(mnt))
+        rc = mount_stage(dir, m, why, wsize);
     if (rc == 0)
         snprintf(source, size, "%s", mnt);
     close(lock); /* releases the flock */

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Node-level mounts ("stages") that jobs' volumes are bound from: an S3
- * bucket is mounted once per node with s3fs, however many jobs of the node
- * use it, and unmounted when the last of them has ended.
+ * bucket (s3fs) or an NFS export (the kernel client where the node has
+ * one, else shoal-nfs-fuse over libnfs) is mounted once per node, however
+ * many jobs of the node use it, and unmounted when the last of them has
+ * ended.
  *
  * A stage lives in <state>/stages/<stage>/ (root's, 0700): "mnt" (the
  * mount point), "lock" (flock: one shim mounts while others wait),
@@ -21,9 +23,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* Make sure the stage of mount m (an s3 entry, see mounts.h) is mounted
- * and working; source gets the folder to bind from. Blocks up to about
- * 20 s while s3fs starts. 0, or -1 with why. */
+/* Make sure the stage of mount m (an s3 or nfs entry, see mounts.h) is
+ * mounted and working; source gets the folder to bind from. Blocks up to
+ * about 20 s while the mount starts. 0, or -1 with why. */
 int stage_acquire(const char *stages_dir, const json_t *m, char *source,
                   size_t size, char *why, size_t wsize);
 

@@ -8,6 +8,8 @@
 
 static const char volume_usage[] =
     "Usage: shoal volume create NAME --host PATH [--project P] [--read-only]\n"
+    "       shoal volume create NAME --nfs SERVER:/EXPORT [--options O]\n"
+    "                           [--project P] [--read-only]\n"
     "       shoal volume create NAME --s3 URL/BUCKET[/PREFIX] --secret S\n"
     "                           [--region R] [--cache] [--project P] "
     "[--read-only]\n"
@@ -18,7 +20,10 @@ static const char volume_usage[] =
     "  shoal submit -v NAME:/PATH[:ro] ...\n"
     "A volume belongs to one project (--project: only its jobs may mount\n"
     "it) or to the whole cluster. --host PATH binds a folder that exists on\n"
-    "every node (cluster admins only). --s3 mounts a bucket of an\n"
+    "every node (cluster admins only). --nfs mounts an NFS export once per\n"
+    "node (the kernel client, or a userspace one where the kernel has\n"
+    "none); --options are NFS mount options (default vers=4.1).\n"
+    "--s3 mounts a bucket of an\n"
     "S3-compatible store (path-style URL, e.g. https://s3.example.com/data)\n"
     "once per node with s3fs; --secret names the secret holding its\n"
     "access_key and secret_key (shoal secret create); --cache keeps a\n"
@@ -73,6 +78,7 @@ static int create(int argc, char **argv)
     json_t *body = json_pack("{s:s}", "name", argv[2]);
     const char *host = NULL;
     json_t *s3 = NULL;
+    const char *nfs = NULL, *options = NULL;
     const char *secret = NULL, *region = NULL;
     bool cache = false;
     for (int i = 3; i < argc; i++) {
@@ -81,6 +87,10 @@ static int create(int argc, char **argv)
             host = argv[++i];
         else if (strcmp(a, "--s3") == 0 && i + 1 < argc && !s3)
             s3 = s3_from_url(argv[++i]);
+        else if (strcmp(a, "--nfs") == 0 && i + 1 < argc)
+            nfs = argv[++i];
+        else if (strcmp(a, "--options") == 0 && i + 1 < argc)
+            options = argv[++i];
         else if (strcmp(a, "--secret") == 0 && i + 1 < argc)
             secret = argv[++i];
         else if (strcmp(a, "--region") == 0 && i + 1 < argc)
@@ -91,21 +101,32 @@ static int create(int argc, char **argv)
             json_object_set_new(body, "project", json_string(argv[++i]));
         else if (strcmp(a, "--read-only") == 0)
             json_object_set_new(body, "readonly", json_true());
-        else if (strcmp(a, "--nfs") == 0 || strcmp(a, "--csi") == 0)
-            die("%s volumes are not supported by this version yet; use --host "
-                "PATH for a folder present on every node, or --s3",
-                a + 2);
+        else if (strcmp(a, "--csi") == 0)
+            die("csi volumes are not supported by this version yet; use "
+                "--host, --nfs or --s3");
         else
             die("unexpected argument '%s' (see shoal volume --help)", a);
     }
-    if (!host == !s3)
-        die("say what the volume is: --host PATH or --s3 URL/BUCKET (see "
-            "shoal volume --help)");
+    if ((host != NULL) + (s3 != NULL) + (nfs != NULL) != 1)
+        die("say what the volume is: one of --host PATH, --nfs "
+            "SERVER:/EXPORT or --s3 URL/BUCKET (see shoal volume --help)");
+    if (!nfs && options)
+        die("--options is for --nfs volumes");
     if (!s3 && (secret || region || cache))
         die("--secret, --region and --cache are for --s3 volumes");
     if (host) {
         json_object_set_new(body, "kind", json_string("host"));
         json_object_set_new(body, "host", json_pack("{s:s}", "path", host));
+    } else if (nfs) {
+        const char *colon = strrchr(nfs, ':');
+        if (!colon || colon == nfs || colon[1] != '/')
+            die("--nfs '%s' must be SERVER:/EXPORT", nfs);
+        json_t *o = json_pack("{s:s%, s:s}", "server", nfs,
+                              (size_t)(colon - nfs), "export", colon + 1);
+        if (options)
+            json_object_set_new(o, "options", json_string(options));
+        json_object_set_new(body, "kind", json_string("nfs"));
+        json_object_set_new(body, "nfs", o);
     } else {
         if (!secret)
             die("an --s3 volume needs --secret NAME holding access_key and "
@@ -133,6 +154,9 @@ static void source_of(const json_t *v, char *buf, size_t size)
     if (strcmp(str(v, "kind"), "host") == 0)
         snprintf(buf, size, "%s",
                  str(json_object_get(v, "host"), "path") ?: "-");
+    else if (json_object_get(v, "nfs"))
+        snprintf(buf, size, "%s:%s", str(json_object_get(v, "nfs"), "server"),
+                 str(json_object_get(v, "nfs"), "export"));
     else if (s3)
         snprintf(buf, size, "%s/%s%s%s (secret %s)", str(s3, "endpoint"),
                  str(s3, "bucket"), str(s3, "prefix") ? "/" : "",

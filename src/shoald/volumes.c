@@ -187,6 +187,15 @@ static json_t *mount_error(const struct job_volume *jv, const char *fmt, ...)
                      "error", msg);
 }
 
+/* One node-level mount per volume version: "<name>.<created_ms>". */
+static void set_stage(const json_t *rec, json_t *m)
+{
+    char stage[JOB_IDENT_MAX + 32];
+    snprintf(stage, sizeof(stage), "%s.%lld", volume_name(rec),
+             (long long)json_integer_value(json_object_get(rec, "created_ms")));
+    json_object_set_new(m, "stage", json_string(stage));
+}
+
 static json_t *s3_mount(const struct secrets *secrets,
                         const struct job_volume *jv, const json_t *rec,
                         json_t *m)
@@ -203,10 +212,7 @@ static json_t *s3_mount(const struct secrets *secrets,
                            creds ? "its secret lacks access_key or secret_key"
                                  : err.msg);
     }
-    char stage[JOB_IDENT_MAX + 32];
-    snprintf(stage, sizeof(stage), "%s.%lld", jv->name,
-             (long long)json_integer_value(json_object_get(rec, "created_ms")));
-    json_object_set_new(m, "stage", json_string(stage));
+    set_stage(rec, m);
     static const char *const copy[] = {"endpoint", "bucket", "prefix",
                                        "region"};
     for (size_t i = 0; i < sizeof(copy) / sizeof(copy[0]); i++) {
@@ -220,6 +226,17 @@ static json_t *s3_mount(const struct secrets *secrets,
     json_object_set_new(m, "secret_key", json_string(sk));
     json_decref(creds);
     return m;
+}
+
+static void nfs_mount_entry(const json_t *rec, json_t *m)
+{
+    const json_t *nfs = json_object_get(rec, "nfs");
+    set_stage(rec, m);
+    json_object_set(m, "server", json_object_get(nfs, "server"));
+    json_object_set(m, "export", json_object_get(nfs, "export"));
+    const json_t *o = json_object_get(nfs, "options");
+    json_object_set_new(m, "options",
+                        o ? json_incref((json_t *)o) : json_string("vers=4.1"));
 }
 
 json_t *volumes_mounts(const struct volumes *v, const struct secrets *secrets,
@@ -244,6 +261,8 @@ json_t *volumes_mounts(const struct volumes *v, const struct secrets *secrets,
                 json_object_get(json_object_get(rec, "host"), "path"));
         else if (m && kind == VOLUME_S3)
             m = s3_mount(secrets, jv, rec, m);
+        else if (m && kind == VOLUME_NFS)
+            nfs_mount_entry(rec, m);
         json_array_append_new(out, m);
     }
     return out;

@@ -116,12 +116,12 @@ err_msg() { echo "$body" | jq -r .error.message; }
     after=$(curl -sf -H "Authorization: Bearer $SHOAL_TOKEN" "$SHOAL_URL/v1/jobs" | jq '.jobs | length')
     [ "$before" = "$after" ]
     # Kinds without a driver yet are refused, not stored.
-    api POST /v1/volumes '{"name":"n","kind":"nfs"}'
+    api POST /v1/volumes '{"name":"n","kind":"csi"}'
     [ "$status_code" = 400 ]
-    [[ "$(err_msg)" == *"kind nfs is not supported by this version yet"* ]]
-    run shoal volume create n --nfs srv:/export
+    [[ "$(err_msg)" == *"kind csi is not supported by this version yet"* ]]
+    run shoal volume create n --csi x
     [ "$status" != 0 ]
-    [[ "$output" == *"nfs volumes are not supported"* ]]
+    [[ "$output" == *"csi volumes are not supported"* ]]
     api POST /v1/volumes '{"name":"x","kind":"host","host":{"path":"/srv"},"size":3}'
     [ "$status_code" = 400 ]
     [[ "$(err_msg)" == *"unknown field 'size'"* ]]

@@ -2,6 +2,7 @@
 /* Volume records and the mount path rule (see volume.h). */
 #include "lib/model/volume.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "lib/model/job.h"
@@ -208,14 +209,96 @@ static int check_s3(const json_t *s3, struct sh_error *err)
     return 0;
 }
 
+/* NFS mount options the volume may carry: the kernel client takes them
+ * all; the userspace client (nodes without one) honours vers and port and
+ * fails the mount on the others rather than ignore them. */
+static const char *const nfs_options[] = {
+    "vers",   "nfsvers", "port",       "proto", "timeo",       "retrans",
+    "rsize",  "wsize",   "hard",       "soft",  "noac",        "actimeo",
+    "nolock", "noatime", "nodiratime", "sec",   "lookupcache", NULL};
+
+static bool nfs_options_valid(const char *o)
+{
+    if (strlen(o) > 256)
+        return false;
+    char buf[260];
+    snprintf(buf, sizeof(buf), "%s", o);
+    char *save = NULL;
+    for (char *opt = strtok_r(buf, ",", &save); opt;
+         opt = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(opt, '=');
+        if (eq)
+            *eq = '\0';
+        bool known = false;
+        for (int i = 0; nfs_options[i] && !known; i++)
+            known = strcmp(opt, nfs_options[i]) == 0;
+        if (!known)
+            return false;
+        for (const char *c = eq ? eq + 1 : ""; *c; c++) {
+            if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+                  (*c >= '0' && *c <= '9') || *c == '.' || *c == ':'))
+                return false;
+        }
+    }
+    return o[0] != '\0' && o[0] != ',' && o[strlen(o) - 1] != ',' &&
+           !strstr(o, ",,");
+}
+
+/* A host name or an IP address (v6 in brackets). */
+static bool server_valid(const char *s)
+{
+    size_t n = s ? strlen(s) : 0;
+    if (n == 0 || n > 253 || s[0] == '-' || s[0] == '.')
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+              (c >= '0' && c <= '9') || c == '.' || c == '-' || c == ':' ||
+              c == '[' || c == ']'))
+            return false;
+    }
+    return true;
+}
+
+static int check_nfs(const json_t *nfs, struct sh_error *err)
+{
+    static const char *const allowed[] = {"server", "export", "options", NULL};
+    if (!json_is_object(nfs))
+        return sh_errorf(err, SH_EINVAL,
+                         "an nfs volume needs \"nfs\": {\"server\", "
+                         "\"export\", \"options\"?}");
+    if (check_fields(nfs, allowed, "nfs", err) < 0)
+        return -1;
+    const char *server = json_string_value(json_object_get(nfs, "server"));
+    if (!server_valid(server))
+        return sh_errorf(err, SH_EINVAL,
+                         "nfs server '%.*s' must be a host name or an IP "
+                         "address",
+                         UTF8_CUT(server ? server : "", 64));
+    const char *export = json_string_value(json_object_get(nfs, "export"));
+    if (!export || (strcmp(export, "/") != 0 && !path_normal(export)))
+        return sh_errorf(err, SH_EINVAL,
+                         "nfs export '%.*s' must be an absolute path",
+                         UTF8_CUT(export ? export : "", 64));
+    const json_t *options = json_object_get(nfs, "options");
+    if (options && (!json_is_string(options) ||
+                    !nfs_options_valid(json_string_value(options))))
+        return sh_errorf(err, SH_EINVAL,
+                         "nfs options must be a comma-separated list of "
+                         "vers=, port=, proto=, timeo=, retrans=, rsize=, "
+                         "wsize=, hard, soft, noac, actimeo=, nolock, "
+                         "noatime, nodiratime, sec=, lookupcache=");
+    return 0;
+}
+
 /* What every record holds, request or stored. */
 static int check_common(const json_t *o, bool stored, struct sh_error *err)
 {
     static const char *const req_fields[] = {
-        "name", "kind", "project", "readonly", "host", "s3", NULL};
+        "name", "kind", "project", "readonly", "host", "s3", "nfs", NULL};
     static const char *const rec_fields[] = {
-        "name", "kind",       "project",    "readonly", "host",
-        "s3",   "created_ms", "created_by", NULL};
+        "name", "kind", "project",    "readonly",   "host",
+        "s3",   "nfs",  "created_ms", "created_by", NULL};
     if (!json_is_object(o))
         return sh_errorf(err, SH_EINVAL, "a volume must be a JSON object");
     if (check_fields(o, stored ? rec_fields : req_fields, "volume", err) < 0)
@@ -244,17 +327,21 @@ static int check_common(const json_t *o, bool stored, struct sh_error *err)
     enum volume_kind k;
     if (volume_kind_from_name(kind, &k, err) < 0)
         return -1;
+    /* Exactly the kind's own object. */
+    for (size_t i = 0; i < sizeof(kind_names) / sizeof(kind_names[0]); i++) {
+        if (i != (size_t)k && json_object_get(o, kind_names[i]))
+            return sh_errorf(err, SH_EINVAL, "a %s volume has no \"%s\"", kind,
+                             kind_names[i]);
+    }
     if (k == VOLUME_HOST)
-        return json_object_get(o, "s3")
-                   ? sh_errorf(err, SH_EINVAL, "a host volume has no \"s3\"")
-                   : check_host(json_object_get(o, "host"), err);
+        return check_host(json_object_get(o, "host"), err);
     if (k == VOLUME_S3)
-        return json_object_get(o, "host")
-                   ? sh_errorf(err, SH_EINVAL, "an s3 volume has no \"host\"")
-                   : check_s3(json_object_get(o, "s3"), err);
+        return check_s3(json_object_get(o, "s3"), err);
+    if (k == VOLUME_NFS)
+        return check_nfs(json_object_get(o, "nfs"), err);
     return sh_errorf(err, SH_EINVAL,
                      "volume %s: kind %s is not supported by this version "
-                     "yet; host and s3 volumes can be mounted",
+                     "yet; host, nfs and s3 volumes can be mounted",
                      name, kind);
 }
 

@@ -78,7 +78,23 @@ Test(volume, bad_requests_are_refused_with_the_reason)
          "volume name"},
         {"{\"name\":\"d\",\"host\":{\"path\":\"/x\"}}", "needs a kind"},
         {"{\"name\":\"d\",\"kind\":\"ftp\"}", "unknown; use host"},
-        {"{\"name\":\"d\",\"kind\":\"nfs\"}", "kind nfs is not supported"},
+        {"{\"name\":\"d\",\"kind\":\"csi\"}", "kind csi is not supported"},
+        {"{\"name\":\"d\",\"kind\":\"nfs\"}", "an nfs volume needs"},
+        {"{\"name\":\"d\",\"kind\":\"nfs\",\"nfs\":{\"server\":\"-x\","
+         "\"export\":\"/e\"}}",
+         "nfs server"},
+        {"{\"name\":\"d\",\"kind\":\"nfs\",\"nfs\":{\"server\":\"h\","
+         "\"export\":\"e\"}}",
+         "nfs export"},
+        {"{\"name\":\"d\",\"kind\":\"nfs\",\"nfs\":{\"server\":\"h\","
+         "\"export\":\"/e\",\"options\":\"vers=4,suid\"}}",
+         "nfs options"},
+        {"{\"name\":\"d\",\"kind\":\"nfs\",\"nfs\":{\"server\":\"h\","
+         "\"export\":\"/e\",\"options\":\"port=1 2\"}}",
+         "nfs options"},
+        {"{\"name\":\"d\",\"kind\":\"nfs\",\"nfs\":{\"server\":\"h\","
+         "\"export\":\"/e\"},\"s3\":{}}",
+         "has no \"s3\""},
         {"{\"name\":\"d\",\"kind\":\"s3\"}", "an s3 volume needs"},
         {"{\"name\":\"d\",\"kind\":\"s3\",\"s3\":{\"endpoint\":\"ftp://x\","
          "\"bucket\":\"abc\",\"secret\":\"s\"}}",
