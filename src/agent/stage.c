@@ -21,7 +21,8 @@
 #include "lib/util/clock.h"
 #include "lib/util/file.h"
 
-#define STAGE_START_MS 20000 /* s3fs may take this long to mount */
+#define STAGE_START_MS 20000 /* a mount daemon may take this long */
+#define STAGE_SETTLE_MS 1500 /* ...and must keep working this long */
 
 static const char *str(const json_t *o, const char *k)
 {
@@ -141,7 +142,12 @@ static int run_mount_daemon(const char *dir, const char *what,
         dprintf(2, "[CRT] cannot run %s: %s\n", argv[0], strerror(errno));
         _exit(127);
     }
+    /* A daemon may answer the first listing before it has checked its
+     * server (s3fs checks the bucket and credentials beside serving): the
+     * mount counts as working once it still works, daemon alive, after
+     * STAGE_SETTLE_MS. */
     int64_t until = clock_mono_ms() + STAGE_START_MS;
+    int64_t worked_at = 0;
     while (clock_mono_ms() < until) {
         int status;
         if (waitpid(pid, &status, WNOHANG) == pid) {
@@ -150,9 +156,12 @@ static int run_mount_daemon(const char *dir, const char *what,
                 umount2(mnt, MNT_DETACH);
             return -1;
         }
-        if (stage_is_mountpoint(mnt) && mount_works(mnt) &&
-            waitpid(pid, &status, WNOHANG) == 0)
-            return 0;
+        if (stage_is_mountpoint(mnt) && mount_works(mnt)) {
+            if (worked_at == 0)
+                worked_at = clock_mono_ms();
+            else if (clock_mono_ms() - worked_at >= STAGE_SETTLE_MS)
+                return 0;
+        }
         sleep_ms(50);
     }
     kill(pid, SIGKILL);
