@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent/csi.h"
 #include "agent/stage.h"
 #include "lib/model/job.h"
 #include "lib/model/volume.h"
@@ -136,11 +137,35 @@ out:
     return rc;
 }
 
+/* A CSI volume: staged once per node, then published for this run at a
+ * target of its own, which is what the job's namespace binds. */
+static int csi_source(const json_t *m, const char *stages_dir,
+                      const char *run_key, char *source, size_t ssize,
+                      char *why, size_t size)
+{
+    char staging[4200], publish[4300];
+    if (!run_key ||
+        stage_acquire(stages_dir, m, staging, sizeof(staging), why, size) < 0)
+        return -1;
+    stage_csi_target(stages_dir, m, run_key, source, ssize);
+    /* The CO makes the target's parent; the plugin the target. */
+    snprintf(publish, sizeof(publish), "%s", source);
+    char *slash = strrchr(publish, '/');
+    if (slash)
+        *slash = '\0';
+    if (mkdir(publish, 0700) < 0 && errno != EEXIST)
+        return failf(why, size, "volume %s: cannot make %s: %s",
+                     json_string_value(json_object_get(m, "name")), publish,
+                     strerror(errno));
+    return csi_publish(m, staging, source, why, size);
+}
+
 /* The folder of the node each volume is bound from: a host volume's own
  * path, or the stage an s3 volume is mounted on (mounted here first if no
  * other job of the node has it). */
-static int find_source(const json_t *m, const char *stages_dir, char *source,
-                       size_t ssize, char *why, size_t size)
+static int find_source(const json_t *m, const char *stages_dir,
+                       const char *run_key, char *source, size_t ssize,
+                       char *why, size_t size)
 {
     const char *name = json_string_value(json_object_get(m, "name"));
     const char *kind = json_string_value(json_object_get(m, "kind"));
@@ -154,14 +179,16 @@ static int find_source(const json_t *m, const char *stages_dir, char *source,
         snprintf(source, ssize, "%s", src);
         return 0;
     }
+    if (kind && strcmp(kind, "csi") == 0)
+        return csi_source(m, stages_dir, run_key, source, ssize, why, size);
     if (kind && (strcmp(kind, "s3") == 0 || strcmp(kind, "nfs") == 0))
         return stage_acquire(stages_dir, m, source, ssize, why, size);
     return failf(why, size, "volume %s: this agent cannot mount %s volumes",
                  name, kind ? kind : "unknown");
 }
 
-int mounts_enter(const json_t *mounts, const char *stages_dir, char *why,
-                 size_t size)
+int mounts_enter(const json_t *mounts, const char *stages_dir,
+                 const char *run_key, char *why, size_t size)
 {
     size_t n = json_array_size(mounts);
     if (n == 0)
@@ -184,8 +211,8 @@ int mounts_enter(const json_t *mounts, const char *stages_dir, char *why,
             return failf(why, size, "a volume of this job is malformed");
         if (volume_mount_path_check(path, &err) < 0)
             return failf(why, size, "volume %s: %s", name, err.msg);
-        if (find_source(m, stages_dir, sources[i], sizeof(sources[i]), why,
-                        size) < 0)
+        if (find_source(m, stages_dir, run_key, sources[i], sizeof(sources[i]),
+                        why, size) < 0)
             return -1;
     }
     if (unshare(CLONE_NEWNS) < 0)

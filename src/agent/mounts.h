@@ -8,7 +8,9 @@
  *   "mounts": [{"name", "kind", "path", "readonly", "source"}, ...]
  * Drivers by kind: `host` binds "source", a folder on this node; `s3`
  * and `nfs` mount the bucket or export once per node (stage.h: s3fs; the
- * kernel NFS client or shoal-nfs-fuse) and bind that.
+ * kernel NFS client or shoal-nfs-fuse) and bind that; `csi` asks the
+ * volume's CSI node plugin to stage it once per node and to publish it for
+ * this run (run_key, "<id>.<attempt>"), and binds what it published.
  * An entry with "error" fails the run with that reason (the controller
  * could not give the volume).
  *
@@ -29,7 +31,7 @@
  * (an array; NULL or empty does nothing). 0, or -1 with why (a sentence naming
  * the volume, for the job's reason) filled. On failure the namespace may hold
  * some of the mounts: the caller must not start the job. */
-int mounts_enter(const json_t *mounts, const char *stages_dir, char *why,
-                 size_t size);
+int mounts_enter(const json_t *mounts, const char *stages_dir,
+                 const char *run_key, char *why, size_t size);
 
 #endif

@@ -434,6 +434,10 @@ static void run_exited(struct run *r)
            r->exit_code, r->exit_signal, r->stop_reason[0] ? " reason=" : "",
            r->stop_reason);
     run_save(r);
+    json_t *work = read_json(r->dir, "work.json");
+    stage_csi_unpublish_run(r->runs->stages, json_object_get(work, "mounts"),
+                            r->key);
+    json_decref(work);
     release_stages(r->runs);
     link_heartbeat_soon(a->link);
 }

@@ -256,8 +256,9 @@ static int mount_volumes(struct shim *s)
     char why[512];
     const char *stages =
         json_string_value(json_object_get(s->launch, "stages_dir"));
-    if (mounts_enter(json_object_get(s->launch, "mounts"), stages, why,
-                     sizeof(why)) < 0)
+    const char *key = strrchr(s->dir, '/');
+    if (mounts_enter(json_object_get(s->launch, "mounts"), stages,
+                     key ? key + 1 : s->dir, why, sizeof(why)) < 0)
         return fail_start(s, "%s", why);
     return 1;
 }

@@ -17,9 +17,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent/csi.h"
 #include "lib/model/job.h"
 #include "lib/util/clock.h"
 #include "lib/util/file.h"
+#include "lib/util/log.h"
 
 #define STAGE_START_MS 20000 /* a mount daemon may take this long */
 #define STAGE_SETTLE_MS 1500 /* ...and must keep working this long */
@@ -380,6 +382,45 @@ static int mount_stage(const char *dir, const json_t *m, char *why,
     return rc;
 }
 
+/* A CSI volume's stage: NodeStageVolume once per node (when the plugin
+ * stages), remembered in csi.json with the entry, so the agent can unstage
+ * it after a restart. */
+static int csi_acquire(const char *dir, const json_t *m, char *why,
+                       size_t wsize)
+{
+    char path[4300], mnt[4300];
+    snprintf(path, sizeof(path), "%s/csi.json", dir);
+    snprintf(mnt, sizeof(mnt), "%s/mnt", dir);
+    json_t *rec = json_load_file(path, JSON_REJECT_DUPLICATES, NULL);
+    if (rec) {
+        json_decref(rec);
+        return 0; /* staged (or not needed) by an earlier run */
+    }
+    int stages = csi_stages(m, why, wsize);
+    if (stages < 0 || (stages && csi_stage(m, mnt, why, wsize) < 0))
+        return -1;
+    /* The entry, without what the job asked (path, readonly) is the
+     * volume's; kept for the unstage. */
+    rec = json_pack("{s:b, s:O}", "staged", stages, "mount", m);
+    char *text = rec ? json_dumps(rec, JSON_COMPACT) : NULL;
+    json_decref(rec);
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int rc = text && dfd >= 0
+                 ? file_write_atomic_at(dfd, "csi.json", text, strlen(text),
+                                        0600, true, NULL)
+                 : -1;
+    if (dfd >= 0)
+        close(dfd);
+    free(text);
+    if (rc < 0) {
+        snprintf(why, wsize, "volume %s: cannot record its stage in %s",
+                 str(m, "name"), dir);
+        if (stages)
+            csi_unstage(m, mnt, why + strlen(why), 0);
+    }
+    return rc;
+}
+
 /* Does the controller's entry hold what its kind needs? */
 static bool entry_complete(const json_t *m)
 {
@@ -393,6 +434,8 @@ static bool entry_complete(const json_t *m)
     if (strcmp(kind, "nfs") == 0)
         return str(m, "server") && str(m, "export") &&
                str(m, "server")[0] != '-';
+    if (strcmp(kind, "csi") == 0)
+        return str(m, "socket") && str(m, "volume_id");
     return false;
 }
 
@@ -426,6 +469,13 @@ int stage_acquire(const char *stages_dir, const json_t *m, char *source,
         return -1;
     }
     int rc = 0;
+    if (strcmp(str(m, "kind"), "csi") == 0) {
+        rc = csi_acquire(dir, m, why, wsize);
+        if (rc == 0)
+            snprintf(source, size, "%s", mnt);
+        close(lock);
+        return rc;
+    }
     if (stage_is_mountpoint(mnt) && !mount_works(mnt))
         umount2(mnt, MNT_DETACH); /* its daemon died: mount it again */
     if (!stage_is_mountpoint(mnt))
@@ -433,6 +483,26 @@ int stage_acquire(const char *stages_dir, const json_t *m, char *source,
     if (rc == 0)
         snprintf(source, size, "%s", mnt);
     close(lock); /* releases the flock */
+    return rc;
+}
+
+/* A CSI stage is the plugin's: ask it to unstage (when it staged). 0 when
+ * done or not a CSI stage. */
+static int csi_release(const char *dir)
+{
+    char path[4300], mnt[4300], why[600];
+    snprintf(path, sizeof(path), "%s/csi.json", dir);
+    json_t *rec = json_load_file(path, JSON_REJECT_DUPLICATES, NULL);
+    if (!rec)
+        return 0;
+    int rc = 0;
+    snprintf(mnt, sizeof(mnt), "%s/mnt", dir);
+    if (json_is_true(json_object_get(rec, "staged")) &&
+        csi_unstage(json_object_get(rec, "mount"), mnt, why, sizeof(why)) < 0) {
+        sh_log(LOG_WARNING, "stage", "%s", why);
+        rc = -1;
+    }
+    json_decref(rec);
     return rc;
 }
 
@@ -475,13 +545,21 @@ int stage_release_unused(const char *stages_dir, const json_t *in_use)
             close(lock); /* a shim is mounting it for a new run */
             continue;
         }
+        if (csi_release(dir) < 0) {
+            if (lock >= 0)
+                close(lock);
+            continue; /* the plugin refused: try again at the next end */
+        }
         snprintf(path, sizeof(path), "%s/mnt", dir);
         if (stage_is_mountpoint(path) && umount2(path, MNT_DETACH) < 0) {
             if (lock >= 0)
                 close(lock);
             continue;
         }
-        static const char *const files[] = {"passwd", "log", "lock"};
+        snprintf(path, sizeof(path), "%s/publish", dir);
+        rmdir(path);
+        static const char *const files[] = {"passwd", "log", "csi.json",
+                                            "lock"};
         for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
             snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
             unlink(path);
@@ -497,4 +575,33 @@ int stage_release_unused(const char *stages_dir, const json_t *in_use)
     }
     closedir(d);
     return released;
+}
+
+void stage_csi_target(const char *stages_dir, const json_t *m,
+                      const char *run_key, char *buf, size_t size)
+{
+    snprintf(buf, size, "%s/%s/publish/%s", stages_dir, str(m, "stage"),
+             run_key);
+}
+
+void stage_csi_unpublish_run(const char *stages_dir, const json_t *mounts,
+                             const char *run_key)
+{
+    size_t i;
+    const json_t *m;
+    json_array_foreach (mounts, i, m) {
+        const char *kind = str(m, "kind");
+        if (!kind || strcmp(kind, "csi") != 0 || !entry_complete(m))
+            continue;
+        char target[4400], why[600];
+        stage_csi_target(stages_dir, m, run_key, target, sizeof(target));
+        struct stat st;
+        if (lstat(target, &st) < 0)
+            continue; /* never published, or already done */
+        if (csi_unpublish(m, target, why, sizeof(why)) < 0) {
+            sh_log(LOG_WARNING, "stage", "%s", why);
+            continue;
+        }
+        rmdir(target);
+    }
 }

@@ -34,6 +34,16 @@ int stage_acquire(const char *stages_dir, const json_t *m, char *source,
  * alone. Returns how many were released. */
 int stage_release_unused(const char *stages_dir, const json_t *in_use);
 
+/* A CSI volume's publish target for one run:
+ * <stages_dir>/<stage>/publish/<run_key>. The caller creates it. */
+void stage_csi_target(const char *stages_dir, const json_t *m,
+                      const char *run_key, char *buf, size_t size);
+
+/* Ask the plugin to unpublish a run's CSI volumes (its work entry's
+ * mounts) and remove their targets. Called when the run has ended. */
+void stage_csi_unpublish_run(const char *stages_dir, const json_t *mounts,
+                             const char *run_key);
+
 /* Is dir a mount point (of a working or a dead FUSE mount)? */
 bool stage_is_mountpoint(const char *dir);
 

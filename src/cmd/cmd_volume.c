@@ -10,6 +10,9 @@ static const char volume_usage[] =
     "Usage: shoal volume create NAME --host PATH [--project P] [--read-only]\n"
     "       shoal volume create NAME --nfs SERVER:/EXPORT [--options O]\n"
     "                           [--project P] [--read-only]\n"
+    "       shoal volume create NAME --csi SOCKET --volume-id ID [--attr "
+    "K=V]...\n"
+    "                           [--fs-type T] [--mount-flag F]...\n"
     "       shoal volume create NAME --s3 URL/BUCKET[/PREFIX] --secret S\n"
     "                           [--region R] [--cache] [--project P] "
     "[--read-only]\n"
@@ -23,6 +26,9 @@ static const char volume_usage[] =
     "every node (cluster admins only). --nfs mounts an NFS export once per\n"
     "node (the kernel client, or a userspace one where the kernel has\n"
     "none); --options are NFS mount options (default vers=4.1).\n"
+    "--csi names a CSI node plugin's unix socket (on every node) and the\n"
+    "volume's id and attributes (its volume context): the agent stages it\n"
+    "once per node and publishes it per job (cluster admins only).\n"
     "--s3 mounts a bucket of an\n"
     "S3-compatible store (path-style URL, e.g. https://s3.example.com/data)\n"
     "once per node with s3fs; --secret names the secret holding its\n"
@@ -79,6 +85,7 @@ static int create(int argc, char **argv)
     const char *host = NULL;
     json_t *s3 = NULL;
     const char *nfs = NULL, *options = NULL;
+    json_t *csi = NULL;
     const char *secret = NULL, *region = NULL;
     bool cache = false;
     for (int i = 3; i < argc; i++) {
@@ -101,15 +108,39 @@ static int create(int argc, char **argv)
             json_object_set_new(body, "project", json_string(argv[++i]));
         else if (strcmp(a, "--read-only") == 0)
             json_object_set_new(body, "readonly", json_true());
-        else if (strcmp(a, "--csi") == 0)
-            die("csi volumes are not supported by this version yet; use "
-                "--host, --nfs or --s3");
-        else
+        else if (strcmp(a, "--csi") == 0 && i + 1 < argc && !csi)
+            csi = json_pack("{s:s}", "socket", argv[++i]);
+        else if (strcmp(a, "--volume-id") == 0 && i + 1 < argc && csi)
+            json_object_set_new(csi, "volume_id", json_string(argv[++i]));
+        else if (strcmp(a, "--fs-type") == 0 && i + 1 < argc && csi)
+            json_object_set_new(csi, "fs_type", json_string(argv[++i]));
+        else if (strcmp(a, "--mount-flag") == 0 && i + 1 < argc && csi) {
+            json_t *f = json_object_get(csi, "mount_flags");
+            if (!f) {
+                f = json_array();
+                json_object_set_new(csi, "mount_flags", f);
+            }
+            json_array_append_new(f, json_string(argv[++i]));
+        } else if (strcmp(a, "--attr") == 0 && i + 1 < argc && csi) {
+            const char *kv = argv[++i];
+            const char *eq = strchr(kv, '=');
+            if (!eq || eq == kv)
+                die("--attr '%s' must be KEY=VALUE", kv);
+            json_t *at = json_object_get(csi, "attributes");
+            if (!at) {
+                at = json_object();
+                json_object_set_new(csi, "attributes", at);
+            }
+            char key[256];
+            snprintf(key, sizeof(key), "%.*s", (int)(eq - kv), kv);
+            json_object_set_new(at, key, json_string(eq + 1));
+        } else
             die("unexpected argument '%s' (see shoal volume --help)", a);
     }
-    if ((host != NULL) + (s3 != NULL) + (nfs != NULL) != 1)
+    if ((host != NULL) + (s3 != NULL) + (nfs != NULL) + (csi != NULL) != 1)
         die("say what the volume is: one of --host PATH, --nfs "
-            "SERVER:/EXPORT or --s3 URL/BUCKET (see shoal volume --help)");
+            "SERVER:/EXPORT, --s3 URL/BUCKET or --csi SOCKET (see shoal "
+            "volume --help)");
     if (!nfs && options)
         die("--options is for --nfs volumes");
     if (!s3 && (secret || region || cache))
@@ -117,6 +148,9 @@ static int create(int argc, char **argv)
     if (host) {
         json_object_set_new(body, "kind", json_string("host"));
         json_object_set_new(body, "host", json_pack("{s:s}", "path", host));
+    } else if (csi) {
+        json_object_set_new(body, "kind", json_string("csi"));
+        json_object_set_new(body, "csi", csi);
     } else if (nfs) {
         const char *colon = strrchr(nfs, ':');
         if (!colon || colon == nfs || colon[1] != '/')
@@ -154,6 +188,10 @@ static void source_of(const json_t *v, char *buf, size_t size)
     if (strcmp(str(v, "kind"), "host") == 0)
         snprintf(buf, size, "%s",
                  str(json_object_get(v, "host"), "path") ?: "-");
+    else if (json_object_get(v, "csi"))
+        snprintf(buf, size, "%s (%s)",
+                 str(json_object_get(v, "csi"), "volume_id"),
+                 str(json_object_get(v, "csi"), "socket"));
     else if (json_object_get(v, "nfs"))
         snprintf(buf, size, "%s:%s", str(json_object_get(v, "nfs"), "server"),
                  str(json_object_get(v, "nfs"), "export"));

@@ -38,6 +38,11 @@ static int may_manage(struct shoald *d, const struct api_caller *c,
         return sh_errorf(err, SH_EFORBIDDEN,
                          "host volumes expose a node's own files: only a "
                          "cluster admin may create or delete them");
+    if (volume_kind(rec) == VOLUME_CSI)
+        return sh_errorf(err, SH_EFORBIDDEN,
+                         "csi volumes make the nodes' agents call a plugin "
+                         "socket: only a cluster admin may create or delete "
+                         "them");
     if (!project)
         return sh_errorf(err, SH_EFORBIDDEN,
                          "cluster-wide volumes need a cluster admin");

@@ -228,6 +228,18 @@ static json_t *s3_mount(const struct secrets *secrets,
     return m;
 }
 
+/* The plugin's socket, the volume's id and context, as csi.proto names
+ * them (the agent's csi.c makes the calls). */
+static void csi_mount_entry(const json_t *rec, json_t *m)
+{
+    const json_t *csi = json_object_get(rec, "csi");
+    set_stage(rec, m);
+    const char *key;
+    json_t *v;
+    json_object_foreach ((json_t *)csi, key, v)
+        json_object_set(m, key, v);
+}
+
 static void nfs_mount_entry(const json_t *rec, json_t *m)
 {
     const json_t *nfs = json_object_get(rec, "nfs");
@@ -263,6 +275,8 @@ json_t *volumes_mounts(const struct volumes *v, const struct secrets *secrets,
             m = s3_mount(secrets, jv, rec, m);
         else if (m && kind == VOLUME_NFS)
             nfs_mount_entry(rec, m);
+        else if (m && kind == VOLUME_CSI)
+            csi_mount_entry(rec, m);
         json_array_append_new(out, m);
     }
     return out;

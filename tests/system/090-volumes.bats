@@ -115,13 +115,16 @@ err_msg() { echo "$body" | jq -r .error.message; }
     [[ "$output" == *"volume vdata belongs to project vision; jobs of project default may not mount it"* ]]
     after=$(curl -sf -H "Authorization: Bearer $SHOAL_TOKEN" "$SHOAL_URL/v1/jobs" | jq '.jobs | length')
     [ "$before" = "$after" ]
-    # Kinds without a driver yet are refused, not stored.
+    # Unknown kinds and incomplete definitions are refused, not stored.
+    api POST /v1/volumes '{"name":"n","kind":"ftp"}'
+    [ "$status_code" = 400 ]
+    [[ "$(err_msg)" == *"volume kind 'ftp' is unknown; use host, nfs, s3 or csi"* ]]
     api POST /v1/volumes '{"name":"n","kind":"csi"}'
     [ "$status_code" = 400 ]
-    [[ "$(err_msg)" == *"kind csi is not supported by this version yet"* ]]
-    run shoal volume create n --csi x
+    [[ "$(err_msg)" == *"a csi volume needs"* ]]
+    run shoal volume create n --csi /run/x.sock
     [ "$status" != 0 ]
-    [[ "$output" == *"csi volumes are not supported"* ]]
+    [[ "$output" == *"csi volume_id"* ]]
     api POST /v1/volumes '{"name":"x","kind":"host","host":{"path":"/srv"},"size":3}'
     [ "$status_code" = 400 ]
     [[ "$(err_msg)" == *"unknown field 'size'"* ]]

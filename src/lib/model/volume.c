@@ -291,14 +291,77 @@ static int check_nfs(const json_t *nfs, struct sh_error *err)
     return 0;
 }
 
+static bool printable_max(const char *s, size_t max)
+{
+    return s && *s && strlen(s) <= max && printable_path(s);
+}
+
+static int check_csi(const json_t *csi, struct sh_error *err)
+{
+    static const char *const allowed[] = {
+        "socket", "volume_id", "attributes", "fs_type", "mount_flags", NULL};
+    if (!json_is_object(csi))
+        return sh_errorf(err, SH_EINVAL,
+                         "a csi volume needs \"csi\": {\"socket\", "
+                         "\"volume_id\", \"attributes\"?, ...}");
+    if (check_fields(csi, allowed, "csi", err) < 0)
+        return -1;
+    const char *socket = json_string_value(json_object_get(csi, "socket"));
+    if (!socket || !path_normal(socket) || strlen(socket) > 100)
+        return sh_errorf(err, SH_EINVAL,
+                         "csi socket must be the absolute path (at most 100 "
+                         "bytes) of the plugin's unix socket on every node");
+    if (!printable_max(json_string_value(json_object_get(csi, "volume_id")),
+                       256))
+        return sh_errorf(err, SH_EINVAL,
+                         "csi volume_id must be a printable string of 1..256 "
+                         "bytes");
+    const json_t *attrs = json_object_get(csi, "attributes");
+    if (attrs) {
+        const char *k;
+        json_t *v;
+        if (!json_is_object(attrs) || json_object_size(attrs) > 32)
+            return sh_errorf(err, SH_EINVAL,
+                             "csi attributes must be an object of at most 32 "
+                             "\"KEY\": \"VALUE\" strings");
+        json_object_foreach ((json_t *)attrs, k, v) {
+            if (!printable_max(k, 128) ||
+                !printable_max(json_string_value(v), 1024))
+                return sh_errorf(err, SH_EINVAL,
+                                 "csi attribute '%.*s' must be a printable "
+                                 "string",
+                                 UTF8_CUT(k, 64));
+        }
+    }
+    const json_t *fs = json_object_get(csi, "fs_type");
+    if (fs && (!json_is_string(fs) || !job_ident_valid(json_string_value(fs))))
+        return sh_errorf(err, SH_EINVAL, "csi fs_type must be a name");
+    const json_t *flags = json_object_get(csi, "mount_flags");
+    if (flags) {
+        size_t i;
+        json_t *f;
+        if (!json_is_array(flags) || json_array_size(flags) > 32)
+            return sh_errorf(err, SH_EINVAL,
+                             "csi mount_flags must be an array of at most 32 "
+                             "strings");
+        json_array_foreach (flags, i, f) {
+            if (!printable_max(json_string_value(f), 256))
+                return sh_errorf(err, SH_EINVAL,
+                                 "csi mount_flags must be printable strings");
+        }
+    }
+    return 0;
+}
+
 /* What every record holds, request or stored. */
 static int check_common(const json_t *o, bool stored, struct sh_error *err)
 {
-    static const char *const req_fields[] = {
-        "name", "kind", "project", "readonly", "host", "s3", "nfs", NULL};
+    static const char *const req_fields[] = {"name",     "kind", "project",
+                                             "readonly", "host", "s3",
+                                             "nfs",      "csi",  NULL};
     static const char *const rec_fields[] = {
-        "name", "kind", "project",    "readonly",   "host",
-        "s3",   "nfs",  "created_ms", "created_by", NULL};
+        "name", "kind", "project",    "readonly",   "host", "s3",
+        "nfs",  "csi",  "created_ms", "created_by", NULL};
     if (!json_is_object(o))
         return sh_errorf(err, SH_EINVAL, "a volume must be a JSON object");
     if (check_fields(o, stored ? rec_fields : req_fields, "volume", err) < 0)
@@ -339,10 +402,7 @@ static int check_common(const json_t *o, bool stored, struct sh_error *err)
         return check_s3(json_object_get(o, "s3"), err);
     if (k == VOLUME_NFS)
         return check_nfs(json_object_get(o, "nfs"), err);
-    return sh_errorf(err, SH_EINVAL,
-                     "volume %s: kind %s is not supported by this version "
-                     "yet; host, nfs and s3 volumes can be mounted",
-                     name, kind);
+    return check_csi(json_object_get(o, "csi"), err);
 }
 
 json_t *volume_from_request(const json_t *body, const char *created_by,

@@ -78,7 +78,18 @@ Test(volume, bad_requests_are_refused_with_the_reason)
          "volume name"},
         {"{\"name\":\"d\",\"host\":{\"path\":\"/x\"}}", "needs a kind"},
         {"{\"name\":\"d\",\"kind\":\"ftp\"}", "unknown; use host"},
-        {"{\"name\":\"d\",\"kind\":\"csi\"}", "kind csi is not supported"},
+        {"{\"name\":\"d\",\"kind\":\"csi\"}", "a csi volume needs"},
+        {"{\"name\":\"d\",\"kind\":\"csi\",\"csi\":{\"socket\":\"rel.sock\","
+         "\"volume_id\":\"v\"}}",
+         "csi socket"},
+        {"{\"name\":\"d\",\"kind\":\"csi\",\"csi\":{\"socket\":\"/s\"}}",
+         "csi volume_id"},
+        {"{\"name\":\"d\",\"kind\":\"csi\",\"csi\":{\"socket\":\"/s\","
+         "\"volume_id\":\"v\",\"attributes\":{\"k\":1}}}",
+         "csi attribute 'k'"},
+        {"{\"name\":\"d\",\"kind\":\"csi\",\"csi\":{\"socket\":\"/s\","
+         "\"volume_id\":\"v\",\"mount_flags\":\"ro\"}}",
+         "csi mount_flags"},
         {"{\"name\":\"d\",\"kind\":\"nfs\"}", "an nfs volume needs"},
         {"{\"name\":\"d\",\"kind\":\"nfs\",\"nfs\":{\"server\":\"-x\","
          "\"export\":\"/e\"}}",
