@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/csi.h"
+#include "lib/csi/csi.h"
 #include "agent/stage.h"
 #include "lib/model/job.h"
 #include "lib/model/volume.h"

@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/csi.h"
+#include "lib/csi/csi.h"
 #include "lib/model/job.h"
 #include "lib/util/clock.h"
 #include "lib/util/file.h"

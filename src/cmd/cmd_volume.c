@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cmd/cmd.h"
+#include "lib/util/parse.h"
 
 static const char volume_usage[] =
     "Usage: shoal volume create NAME --host PATH [--project P] [--read-only]\n"
@@ -13,6 +14,8 @@ static const char volume_usage[] =
     "       shoal volume create NAME --csi SOCKET --volume-id ID [--attr "
     "K=V]...\n"
     "                           [--fs-type T] [--mount-flag F]...\n"
+    "       shoal volume create NAME --csi SOCKET --csi-controller SOCKET\n"
+    "                           [--capacity SIZE] [--param K=V]... [...]\n"
     "       shoal volume create NAME --s3 URL/BUCKET[/PREFIX] --secret S\n"
     "                           [--region R] [--cache] [--project P] "
     "[--read-only]\n"
@@ -28,7 +31,10 @@ static const char volume_usage[] =
     "none); --options are NFS mount options (default vers=4.1).\n"
     "--csi names a CSI node plugin's unix socket (on every node) and the\n"
     "volume's id and attributes (its volume context): the agent stages it\n"
-    "once per node and publishes it per job (cluster admins only).\n"
+    "once per node and publishes it per job (cluster admins only). With\n"
+    "--csi-controller, the controller plugin at that socket (on the\n"
+    "controller's machine) creates the volume (CreateVolume, with\n"
+    "--capacity and --param) and deletes it with the volume.\n"
     "--s3 mounts a bucket of an\n"
     "S3-compatible store (path-style URL, e.g. https://s3.example.com/data)\n"
     "once per node with s3fs; --secret names the secret holding its\n"
@@ -47,6 +53,19 @@ static const char *urlenc(const char *s, char *buf, size_t size)
 {
     client_urlencode(s, buf, size);
     return buf;
+}
+
+/* KEY=VALUE into *obj (made when NULL). */
+static void add_kv(json_t **obj, const char *opt, const char *kv)
+{
+    const char *eq = strchr(kv, '=');
+    if (!eq || eq == kv)
+        die("%s '%s' must be KEY=VALUE", opt, kv);
+    if (!*obj)
+        *obj = json_object();
+    char key[256];
+    snprintf(key, sizeof(key), "%.*s", (int)(eq - kv), kv);
+    json_object_set_new(*obj, key, json_string(eq + 1));
 }
 
 /* "https://host:port/bucket/some/prefix" -> endpoint, bucket, prefix. */
@@ -85,7 +104,8 @@ static int create(int argc, char **argv)
     const char *host = NULL;
     json_t *s3 = NULL;
     const char *nfs = NULL, *options = NULL;
-    json_t *csi = NULL;
+    json_t *csi = NULL, *params = NULL;
+    const char *ctrl_socket = NULL, *capacity = NULL;
     const char *secret = NULL, *region = NULL;
     bool cache = false;
     for (int i = 3; i < argc; i++) {
@@ -112,6 +132,12 @@ static int create(int argc, char **argv)
             csi = json_pack("{s:s}", "socket", argv[++i]);
         else if (strcmp(a, "--volume-id") == 0 && i + 1 < argc && csi)
             json_object_set_new(csi, "volume_id", json_string(argv[++i]));
+        else if (strcmp(a, "--csi-controller") == 0 && i + 1 < argc && csi)
+            ctrl_socket = argv[++i];
+        else if (strcmp(a, "--capacity") == 0 && i + 1 < argc && csi)
+            capacity = argv[++i];
+        else if (strcmp(a, "--param") == 0 && i + 1 < argc && csi)
+            add_kv(&params, "--param", argv[++i]);
         else if (strcmp(a, "--fs-type") == 0 && i + 1 < argc && csi)
             json_object_set_new(csi, "fs_type", json_string(argv[++i]));
         else if (strcmp(a, "--mount-flag") == 0 && i + 1 < argc && csi) {
@@ -122,18 +148,10 @@ static int create(int argc, char **argv)
             }
             json_array_append_new(f, json_string(argv[++i]));
         } else if (strcmp(a, "--attr") == 0 && i + 1 < argc && csi) {
-            const char *kv = argv[++i];
-            const char *eq = strchr(kv, '=');
-            if (!eq || eq == kv)
-                die("--attr '%s' must be KEY=VALUE", kv);
             json_t *at = json_object_get(csi, "attributes");
-            if (!at) {
-                at = json_object();
+            add_kv(&at, "--attr", argv[++i]);
+            if (!json_object_get(csi, "attributes"))
                 json_object_set_new(csi, "attributes", at);
-            }
-            char key[256];
-            snprintf(key, sizeof(key), "%.*s", (int)(eq - kv), kv);
-            json_object_set_new(at, key, json_string(eq + 1));
         } else
             die("unexpected argument '%s' (see shoal volume --help)", a);
     }
@@ -149,6 +167,22 @@ static int create(int argc, char **argv)
         json_object_set_new(body, "kind", json_string("host"));
         json_object_set_new(body, "host", json_pack("{s:s}", "path", host));
     } else if (csi) {
+        if (!ctrl_socket && (capacity || params))
+            die("--capacity and --param go with --csi-controller");
+        if (ctrl_socket) {
+            json_t *ctrl = json_pack("{s:s}", "socket", ctrl_socket);
+            uint64_t bytes;
+            struct sh_error err;
+            if (capacity) {
+                if (parse_size("--capacity", capacity, &bytes, &err) < 0)
+                    die("%s", err.msg);
+                json_object_set_new(ctrl, "capacity",
+                                    json_integer((json_int_t)bytes));
+            }
+            if (params)
+                json_object_set_new(ctrl, "parameters", params);
+            json_object_set_new(csi, "controller", ctrl);
+        }
         json_object_set_new(body, "kind", json_string("csi"));
         json_object_set_new(body, "csi", csi);
     } else if (nfs) {

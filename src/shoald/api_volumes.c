@@ -8,10 +8,13 @@
  * A volume that pending or running jobs use cannot be deleted.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "lib/csi/csi.h"
 #include "lib/model/job.h"
 #include "lib/model/volume.h"
+#include "lib/util/log.h"
 #include "lib/util/utf8.h"
 #include "shoald/api_handlers.h"
 #include "shoald/jobtab.h"
@@ -162,6 +165,51 @@ static int check_secret(struct shoald *d, const struct api_caller *c,
     return 0;
 }
 
+/* A CSI volume with a controller plugin: the plugin makes it (named
+ * "shoal-<volume>", so a retry after a failed commit finds the same one)
+ * and gives its id and context, which the record keeps. Called last, once
+ * everything else is checked. */
+static int csi_provision(json_t *rec, struct sh_error *err)
+{
+    json_t *csi = json_object_get(rec, "csi");
+    const json_t *ctrl = json_object_get(csi, "controller");
+    if (!ctrl)
+        return 0;
+    char name[JOB_IDENT_MAX + 16], why[700];
+    snprintf(name, sizeof(name), "shoal-%s", volume_name(rec));
+    char *id = NULL;
+    json_t *context = NULL;
+    if (csi_create_volume(
+            json_string_value(json_object_get(ctrl, "socket")), name,
+            json_integer_value(json_object_get(ctrl, "capacity")),
+            volume_readonly(rec), json_object_get(ctrl, "parameters"), &id,
+            &context, why, sizeof(why)) < 0)
+        return sh_errorf(err, SH_EUNAVAILABLE, "%s", why);
+    json_object_set_new(csi, "volume_id", json_string(id));
+    json_t *attrs = json_object_get(csi, "attributes");
+    if (!attrs) {
+        attrs = json_object();
+        json_object_set_new(csi, "attributes", attrs);
+    }
+    json_object_update(attrs, context);
+    json_decref(context);
+    free(id);
+    return 0;
+}
+
+/* Undo csi_provision (the volume was not kept after all). */
+static void csi_unprovision(const json_t *rec)
+{
+    const json_t *csi = json_object_get(rec, "csi");
+    const json_t *ctrl = json_object_get(csi, "controller");
+    const char *id = json_string_value(json_object_get(csi, "volume_id"));
+    char why[700];
+    if (ctrl && id &&
+        csi_delete_volume(json_string_value(json_object_get(ctrl, "socket")),
+                          id, why, sizeof(why)) < 0)
+        sh_log(LOG_WARNING, "volumes", "%s", why);
+}
+
 void api_volumes_create(struct shoald *d, struct api_req *req)
 {
     const struct api_caller *c = api_caller(req);
@@ -175,13 +223,37 @@ void api_volumes_create(struct shoald *d, struct api_req *req)
         (project && !tenancy_project_exists(d->tenancy, project) &&
          sh_errorf(&err, SH_EINVAL, "project %s does not exist", project)) ||
         check_secret(d, c, rec, &err) < 0 ||
-        volumes_add(d->volumes, shoald_batch(d), rec, &err) < 0) {
+        (volumes_get(d->volumes, volume_name(rec)) &&
+         sh_errorf(&err, SH_ECONFLICT, "volume %s already exists",
+                   volume_name(rec))) ||
+        csi_provision(rec, &err) < 0) {
+        json_decref(rec);
+        api_reply_error(req, &err);
+        return;
+    }
+    if (volumes_add(d->volumes, shoald_batch(d), rec, &err) < 0) {
+        csi_unprovision(rec);
         json_decref(rec);
         api_reply_error(req, &err);
         return;
     }
     api_reply_json(req, 201, view(d, rec));
     json_decref(rec);
+}
+
+/* Before forgetting a CSI volume its controller plugin made: DeleteVolume.
+ * Refused by the plugin, the volume stays (and says why). */
+static int csi_deprovision(const json_t *rec, struct sh_error *err)
+{
+    const json_t *csi = json_object_get(rec, "csi");
+    const json_t *ctrl = json_object_get(csi, "controller");
+    char why[700];
+    if (ctrl &&
+        csi_delete_volume(json_string_value(json_object_get(ctrl, "socket")),
+                          json_string_value(json_object_get(csi, "volume_id")),
+                          why, sizeof(why)) < 0)
+        return sh_errorf(err, SH_EUNAVAILABLE, "%s; the volume is kept", why);
+    return 0;
 }
 
 void api_volumes_delete(struct shoald *d, struct api_req *req)
@@ -200,6 +272,7 @@ void api_volumes_delete(struct shoald *d, struct api_req *req)
                             "job(s) (e.g. job %llu); wait for them to end or "
                             "cancel them first",
                             name, n, (unsigned long long)first)) ||
+        csi_deprovision(rec, &err) < 0 ||
         volumes_delete(d->volumes, shoald_batch(d), name, &err) < 0) {
         api_reply_error(req, &err);
         return;

@@ -9,6 +9,7 @@
 #   csi-002 two jobs: one stage, two publishes; read-only reaches the plugin
 #   csi-003 a failing plugin fails the job with its status and message; a
 #           transient UNAVAILABLE is retried
+#   csi-004 a controller plugin creates the volume and deletes it with it
 
 load lib/cluster
 
@@ -127,4 +128,34 @@ calls_are() { [ "$(calls)" = "$1" ]; }
     API_TOKEN=$alice api POST /v1/volumes "{\"name\":\"m\",\"kind\":\"csi\",\"csi\":{\"socket\":\"$SOCK\",\"volume_id\":\"x\"}}"
     [ "$status_code" = 403 ]
     health_ok
+}
+
+@test "csi-004 a controller plugin creates the volume and deletes it with it" {
+    base="$SHOAL_TEST_DIR/provisioned"
+    mkdir -p "$base"
+    shoal volume create made --csi "$SOCK" --csi-controller "$SOCK" \
+        --capacity 2G --param "base=$base"
+    create=$(jq -c 'select(.method=="CreateVolume")' "$CALLS")
+    [ "$(echo "$create" | jq -r .name)" = shoal-made ]
+    [ "$(echo "$create" | jq -r .capacity)" = $((2 << 30)) ]
+    [ "$(echo "$create" | jq -r .capabilities[0].mode)" = 5 ]
+    [ -d "$base/shoal-made" ]
+    shoal volume show made --json | jq -e '.csi.volume_id == "shoal-made"'
+    shoal volume show made --json | jq -e ".csi.attributes.source == \"$base/shoal-made\""
+    id=$(submit -D /tmp -v "made:$MNT/m" -- sh -c "echo kept >$MNT/m/f.txt")
+    wait_job_state "$id" completed 40
+    [ "$(cat "$base/shoal-made/f.txt")" = kept ]
+    wait_for 20 sh -c "jq -r .method $CALLS | grep -qx NodeUnstageVolume"
+    shoal volume delete made
+    [ "$(jq -r 'select(.method=="DeleteVolume") | .volume_id' "$CALLS")" = shoal-made ]
+    [ ! -e "$base/shoal-made" ]
+    # A controller plugin that is not there: nothing is stored.
+    run shoal volume create nope --csi "$SOCK" --csi-controller "$SHOAL_TEST_DIR/none.sock"
+    [ "$status" != 0 ]
+    [[ "$output" == *"CSI CreateVolume: UNAVAILABLE"* ]]
+    run shoal volume show nope
+    [ "$status" != 0 ]
+    run shoal volume create x --csi "$SOCK" --csi-controller "$SOCK" --volume-id given
+    [ "$status" != 0 ]
+    [[ "$output" == *"gets its volume_id from the plugin"* ]]
 }

@@ -2,6 +2,7 @@
 /* Volume records and the mount path rule (see volume.h). */
 #include "lib/model/volume.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -296,10 +297,51 @@ static bool printable_max(const char *s, size_t max)
     return s && *s && strlen(s) <= max && printable_path(s);
 }
 
-static int check_csi(const json_t *csi, struct sh_error *err)
+/* "controller": {"socket", "capacity"?, "parameters"?}: a CSI controller
+ * plugin on the controller's machine creates the volume. */
+static int check_csi_controller(const json_t *c, struct sh_error *err)
+{
+    static const char *const allowed[] = {"socket", "capacity", "parameters",
+                                          NULL};
+    if (!json_is_object(c) || check_fields(c, allowed, "csi controller", err))
+        return sh_errorf(err, SH_EINVAL,
+                         "csi controller must be {\"socket\", \"capacity\"?, "
+                         "\"parameters\"?}");
+    const char *socket = json_string_value(json_object_get(c, "socket"));
+    if (!socket || !path_normal(socket) || strlen(socket) > 100)
+        return sh_errorf(err, SH_EINVAL,
+                         "csi controller socket must be the absolute path of "
+                         "the controller plugin's unix socket");
+    const json_t *cap = json_object_get(c, "capacity");
+    if (cap && (!json_is_integer(cap) || json_integer_value(cap) < 0 ||
+                json_integer_value(cap) > (INT64_C(1) << 56)))
+        return sh_errorf(err, SH_EINVAL,
+                         "csi controller capacity must be a size in bytes");
+    const json_t *params = json_object_get(c, "parameters");
+    if (params) {
+        const char *k;
+        json_t *v;
+        if (!json_is_object(params) || json_object_size(params) > 32)
+            return sh_errorf(err, SH_EINVAL,
+                             "csi controller parameters must be an object of "
+                             "at most 32 strings");
+        json_object_foreach ((json_t *)params, k, v) {
+            if (!printable_max(k, 128) ||
+                !printable_max(json_string_value(v), 1024))
+                return sh_errorf(err, SH_EINVAL,
+                                 "csi controller parameter '%.*s' must be a "
+                                 "printable string",
+                                 UTF8_CUT(k, 64));
+        }
+    }
+    return 0;
+}
+
+static int check_csi(const json_t *csi, bool stored, struct sh_error *err)
 {
     static const char *const allowed[] = {
-        "socket", "volume_id", "attributes", "fs_type", "mount_flags", NULL};
+        "socket",      "volume_id",  "attributes", "fs_type",
+        "mount_flags", "controller", NULL};
     if (!json_is_object(csi))
         return sh_errorf(err, SH_EINVAL,
                          "a csi volume needs \"csi\": {\"socket\", "
@@ -311,8 +353,15 @@ static int check_csi(const json_t *csi, struct sh_error *err)
         return sh_errorf(err, SH_EINVAL,
                          "csi socket must be the absolute path (at most 100 "
                          "bytes) of the plugin's unix socket on every node");
-    if (!printable_max(json_string_value(json_object_get(csi, "volume_id")),
-                       256))
+    const json_t *ctrl = json_object_get(csi, "controller");
+    if (ctrl && check_csi_controller(ctrl, err) < 0)
+        return -1;
+    const json_t *vid = json_object_get(csi, "volume_id");
+    if (ctrl && !stored && vid)
+        return sh_errorf(err, SH_EINVAL,
+                         "a csi volume made by a controller plugin gets its "
+                         "volume_id from the plugin; give none");
+    if ((!ctrl || stored) && !printable_max(json_string_value(vid), 256))
         return sh_errorf(err, SH_EINVAL,
                          "csi volume_id must be a printable string of 1..256 "
                          "bytes");
@@ -402,7 +451,7 @@ static int check_common(const json_t *o, bool stored, struct sh_error *err)
         return check_s3(json_object_get(o, "s3"), err);
     if (k == VOLUME_NFS)
         return check_nfs(json_object_get(o, "nfs"), err);
-    return check_csi(json_object_get(o, "csi"), err);
+    return check_csi(json_object_get(o, "csi"), stored, err);
 }
 
 json_t *volume_from_request(const json_t *body, const char *created_by,

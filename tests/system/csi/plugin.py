@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """A CSI node plugin for the tests (tests/system/093-volumes-csi.bats).
 
-It serves CSI v1's Identity and Node services on a unix socket with
+It serves CSI v1's Identity, Node and Controller services on a unix socket with
 python3-grpcio, decoding and encoding the few protobuf messages it needs by
 hand (field numbers from the CSI specification), and mounts with bind
 mounts: NodeStageVolume binds volume_context["source"] at the staging
@@ -10,6 +10,9 @@ path, NodePublishVolume binds the staging path at the target (read-only
 when asked), the Unpublish and Unstage calls unmount. Every call is logged
 as one JSON line (method and arguments) to the log file, so a test can
 check the order and the arguments of what the agent asked.
+
+CreateVolume makes the folder parameters["base"]/<name> and answers it
+as volume_context["source"]; DeleteVolume removes it.
 
 A volume_context of {"fail": "NodeStageVolume"} makes that call fail with
 INTERNAL; {"unavailable_once": "NodePublishVolume"} makes its first call
@@ -108,6 +111,7 @@ class Plugin:
     def __init__(self, log):
         self.log = log
         self.failed_once = set()
+        self.volumes = {}
 
     def record(self, method, **args):
         with open(self.log, "a") as f:
@@ -129,6 +133,35 @@ class Plugin:
         return b""
 
     def GetPluginCapabilities(self, req, ctx):
+        return b""
+
+    def CreateVolume(self, req, ctx):
+        f = fields(req)
+        name = text(f, 1)
+        params = string_map(f, 4)
+        capacity = 0
+        if 2 in f:
+            capacity = fields(f[2][0]).get(1, [0])[0]
+        caps = [capability({3: [c]}, 3) for c in f.get(3, [])]
+        self.record("CreateVolume", name=name, capacity=capacity,
+                    parameters=params, capabilities=caps)
+        if "base" not in params:
+            ctx.abort(grpc.StatusCode.INVALID_ARGUMENT, "no base parameter")
+        path = os.path.join(params["base"], name)
+        os.makedirs(path, exist_ok=True)
+        self.volumes[name] = path
+        context = enc_bytes(1, b"source") + enc_bytes(2, path.encode())
+        volume = (enc_varint(1 << 3) + enc_varint(capacity) +
+                  enc_bytes(2, name.encode()) + enc_bytes(3, context))
+        return enc_bytes(1, volume)
+
+    def DeleteVolume(self, req, ctx):
+        f = fields(req)
+        vid = text(f, 1)
+        self.record("DeleteVolume", volume_id=vid)
+        path = self.volumes.pop(vid, None)
+        if path:
+            subprocess.run(["rm", "-rf", "--", path], check=True)
         return b""
 
     def NodeGetInfo(self, req, ctx):
@@ -193,7 +226,8 @@ def main():
                                  "GetPluginCapabilities"]),
             ("csi.v1.Node", ["NodeGetInfo", "NodeGetCapabilities",
                              "NodeStageVolume", "NodeUnstageVolume",
-                             "NodePublishVolume", "NodeUnpublishVolume"])):
+                             "NodePublishVolume", "NodeUnpublishVolume"]),
+            ("csi.v1.Controller", ["CreateVolume", "DeleteVolume"])):
         handlers[service] = grpc.method_handlers_generic_handler(
             service, {m: grpc.unary_unary_rpc_method_handler(
                 getattr(plugin, m)) for m in methods})

@@ -85,6 +85,12 @@ Test(volume, bad_requests_are_refused_with_the_reason)
         {"{\"name\":\"d\",\"kind\":\"csi\",\"csi\":{\"socket\":\"/s\"}}",
          "csi volume_id"},
         {"{\"name\":\"d\",\"kind\":\"csi\",\"csi\":{\"socket\":\"/s\","
+         "\"volume_id\":\"v\",\"controller\":{\"socket\":\"/c\"}}}",
+         "gets its volume_id from the plugin"},
+        {"{\"name\":\"d\",\"kind\":\"csi\",\"csi\":{\"socket\":\"/s\","
+         "\"controller\":{\"socket\":\"/c\",\"capacity\":-1}}}",
+         "capacity must be"},
+        {"{\"name\":\"d\",\"kind\":\"csi\",\"csi\":{\"socket\":\"/s\","
          "\"volume_id\":\"v\",\"attributes\":{\"k\":1}}}",
          "csi attribute 'k'"},
         {"{\"name\":\"d\",\"kind\":\"csi\",\"csi\":{\"socket\":\"/s\","

@@ -24,6 +24,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* Does the plugin want staging? -1 with why when it cannot be asked. */
 int csi_stages(const json_t *m, char *why, size_t size);
@@ -34,6 +35,16 @@ int csi_unstage(const json_t *m, const char *staging, char *why, size_t size);
 int csi_publish(const json_t *m, const char *staging, const char *target,
                 char *why, size_t size);
 int csi_unpublish(const json_t *m, const char *target, char *why, size_t size);
+
+/* Controller calls, on a controller plugin's socket (on the controller's
+ * machine). CreateVolume: name is the idempotency key, capacity 0 when
+ * unset, parameters an object of strings (NULL for none); on success
+ * *volume_id (malloc'd) and *context (new object) are the plugin's. */
+int csi_create_volume(const char *socket, const char *name, int64_t capacity,
+                      bool readonly, const json_t *parameters, char **volume_id,
+                      json_t **context, char *why, size_t size);
+int csi_delete_volume(const char *socket, const char *volume_id, char *why,
+                      size_t size);
 
 /* Built with CSI support (protobuf-c and nghttp2 were found)? */
 bool csi_available(void);

@@ -2,7 +2,7 @@
 /* One unary gRPC call over a unix socket with nghttp2 (see grpc.h). The
  * session is driven with mem_send/mem_recv over a non-blocking socket and
  * poll(), so one deadline covers connecting, sending and the answer. */
-#include "agent/grpc.h"
+#include "lib/csi/grpc.h"
 
 #include <errno.h>
 #include <fcntl.h>

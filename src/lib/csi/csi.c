@@ -2,7 +2,7 @@
 /* CSI node calls (see csi.h). Each call packs its request with protobuf-c,
  * makes it with grpc_call() and retries the transient failures the
  * specification names. */
-#include "agent/csi.h"
+#include "lib/csi/csi.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,12 +10,15 @@
 #include <time.h>
 
 #ifdef SHOAL_HAVE_CSI
-#include "agent/csi/csi.pb-c.h"
-#include "agent/grpc.h"
+#include "lib/csi/csi.pb-c.h"
+#include "lib/csi/grpc.h"
 #endif
 
 #define CSI_TIMEOUT_MS 30000
 #define CSI_TRIES 4
+/* The controller makes its calls in its loop: kept short. */
+#define CSI_CONTROLLER_TIMEOUT_MS 5000
+#define CSI_CONTROLLER_TRIES 2
 
 static const char *str(const json_t *o, const char *k)
 {
@@ -69,6 +72,33 @@ int csi_unpublish(const json_t *m, const char *target, char *why, size_t size)
     return unavailable(m, why, size);
 }
 
+int csi_create_volume(const char *socket, const char *name, int64_t capacity,
+                      bool readonly, const json_t *parameters, char **volume_id,
+                      json_t **context, char *why, size_t size)
+{
+    (void)socket;
+    (void)capacity;
+    (void)readonly;
+    (void)parameters;
+    (void)volume_id;
+    (void)context;
+    snprintf(why, size,
+             "volume %s: this controller was built without CSI support "
+             "(libprotobuf-c-dev, protobuf-c-compiler, libnghttp2-dev)",
+             name);
+    return -1;
+}
+
+int csi_delete_volume(const char *socket, const char *volume_id, char *why,
+                      size_t size)
+{
+    (void)socket;
+    snprintf(why, size,
+             "volume %s: this controller was built without CSI support",
+             volume_id);
+    return -1;
+}
+
 #else
 
 bool csi_available(void)
@@ -84,19 +114,19 @@ static bool transient(int status)
 
 /* Make one call, retrying transient failures. The reply's body is the
  * caller's to free (grpc_reply_fini) on success. */
-static int call(const json_t *m, const char *method, const uint8_t *req,
-                size_t len, struct grpc_reply *reply, char *why, size_t size)
+static int call_at(const char *socket, const char *what, const char *method,
+                   const uint8_t *req, size_t len, int timeout_ms, int tries,
+                   struct grpc_reply *reply, char *why, size_t size)
 {
     char path[128];
     snprintf(path, sizeof(path), "/csi.v1.%s", method);
     int delay_ms = 200;
     for (int attempt = 1;; attempt++) {
-        int st =
-            grpc_call(str(m, "socket"), path, req, len, CSI_TIMEOUT_MS, reply);
+        int st = grpc_call(socket, path, req, len, CSI_TIMEOUT_MS, reply);
         if (st == GRPC_OK)
             return 0;
-        if (!transient(st) || attempt == CSI_TRIES) {
-            snprintf(why, size, "volume %s: CSI %s: %s: %s", str(m, "name"),
+        if (!transient(st) || attempt == tries) {
+            snprintf(why, size, "%s: CSI %s: %s: %s", what,
                      strrchr(method, '/') + 1, grpc_status_name(st),
                      reply->message);
             grpc_reply_fini(reply);
@@ -107,6 +137,16 @@ static int call(const json_t *m, const char *method, const uint8_t *req,
         nanosleep(&ts, NULL);
         delay_ms *= 2;
     }
+}
+
+/* A node call for the volume of mount entry m. */
+static int call(const json_t *m, const char *method, const uint8_t *req,
+                size_t len, struct grpc_reply *reply, char *why, size_t size)
+{
+    char what[200];
+    snprintf(what, sizeof(what), "volume %s", str(m, "name"));
+    return call_at(str(m, "socket"), what, method, req, len, CSI_TIMEOUT_MS,
+                   CSI_TRIES, reply, why, size);
 }
 
 /* String maps: the protobuf-c entries point into the JSON object. */
@@ -289,6 +329,88 @@ int csi_unpublish(const json_t *m, const char *target, char *why, size_t size)
     req.volume_id = (char *)str(m, "volume_id");
     req.target_path = (char *)target;
     return simple_call(m, "Node/NodeUnpublishVolume", &req.base, why, size);
+}
+
+int csi_create_volume(const char *socket, const char *name, int64_t capacity,
+                      bool readonly, const json_t *parameters, char **volume_id,
+                      json_t **context, char *why, size_t size)
+{
+    json_t *m = json_pack("{s:b}", "readonly", readonly);
+    struct capability cap;
+    capability_init(&cap, m);
+    Csi__V1__CapacityRange range = CSI__V1__CAPACITY_RANGE__INIT;
+    range.required_bytes = capacity;
+    Csi__V1__VolumeCapability *caps[1] = {&cap.cap};
+    Csi__V1__CreateVolumeRequest req = CSI__V1__CREATE_VOLUME_REQUEST__INIT;
+    req.name = (char *)name;
+    req.capacity_range = capacity > 0 ? &range : NULL;
+    req.n_volume_capabilities = 1;
+    req.volume_capabilities = caps;
+    req.parameters = (Csi__V1__CreateVolumeRequest__ParametersEntry **)map_from(
+        parameters, &req.n_parameters,
+        &csi__v1__create_volume_request__parameters_entry__descriptor);
+    size_t len = csi__v1__create_volume_request__get_packed_size(&req);
+    uint8_t *buf = malloc(len ? len : 1);
+    char what[200];
+    snprintf(what, sizeof(what), "volume %s", name);
+    struct grpc_reply reply;
+    int rc = -1;
+    if (buf) {
+        csi__v1__create_volume_request__pack(&req, buf);
+        rc = call_at(socket, what, "Controller/CreateVolume", buf, len,
+                     CSI_CONTROLLER_TIMEOUT_MS, CSI_CONTROLLER_TRIES, &reply,
+                     why, size);
+    } else {
+        snprintf(why, size, "out of memory");
+    }
+    free(buf);
+    map_free((void **)req.parameters);
+    json_decref(m);
+    if (rc < 0)
+        return -1;
+    Csi__V1__CreateVolumeResponse *resp =
+        csi__v1__create_volume_response__unpack(NULL, reply.len, reply.body);
+    grpc_reply_fini(&reply);
+    if (!resp || !resp->volume || !resp->volume->volume_id ||
+        !*resp->volume->volume_id) {
+        snprintf(why, size, "%s: CSI CreateVolume: an answer without a volume",
+                 what);
+        if (resp)
+            csi__v1__create_volume_response__free_unpacked(resp, NULL);
+        return -1;
+    }
+    *volume_id = strdup(resp->volume->volume_id);
+    *context = json_object();
+    for (size_t i = 0; i < resp->volume->n_volume_context; i++)
+        json_object_set_new(
+            *context, resp->volume->volume_context[i]->key,
+            json_string(resp->volume->volume_context[i]->value));
+    csi__v1__create_volume_response__free_unpacked(resp, NULL);
+    return *volume_id ? 0 : -1;
+}
+
+int csi_delete_volume(const char *socket, const char *volume_id, char *why,
+                      size_t size)
+{
+    Csi__V1__DeleteVolumeRequest req = CSI__V1__DELETE_VOLUME_REQUEST__INIT;
+    req.volume_id = (char *)volume_id;
+    size_t len = csi__v1__delete_volume_request__get_packed_size(&req);
+    uint8_t *buf = malloc(len ? len : 1);
+    if (!buf) {
+        snprintf(why, size, "out of memory");
+        return -1;
+    }
+    csi__v1__delete_volume_request__pack(&req, buf);
+    char what[300];
+    snprintf(what, sizeof(what), "volume id %s", volume_id);
+    struct grpc_reply reply;
+    int rc = call_at(socket, what, "Controller/DeleteVolume", buf, len,
+                     CSI_CONTROLLER_TIMEOUT_MS, CSI_CONTROLLER_TRIES, &reply,
+                     why, size);
+    if (rc == 0)
+        grpc_reply_fini(&reply);
+    free(buf);
+    return rc;
 }
 
 #endif
