@@ -93,7 +93,8 @@ struct sched *sched_create(const struct sched_config *cfg, struct sh_error *err)
     s->memopts_dirty = true;
     s->epoch = 1; /* GPUs start with epoch 0: no reservation */
     s->resv_ids = calloc(65, sizeof(*s->resv_ids));
-    if (!s->resv_ids)
+    s->resv_prev = calloc(65, sizeof(*s->resv_prev));
+    if (!s->resv_ids || !s->resv_prev)
         goto nomem;
     if (sched_profile_intern(s, "shared", &s->shared_any) < 0)
         goto nomem;
@@ -140,6 +141,7 @@ void sched_destroy(struct sched *s)
     free(s->running);
     free(s->by_end);
     free(s->resv_ids);
+    free(s->resv_prev);
     free(s->memopts);
     free(s->memopt_mem);
     free(s->scratch);

@@ -80,8 +80,9 @@ struct sched_config {
      * freed resources down the current order. 0 = every run. Default 60 s. */
     int64_t full_pass_interval_ms;
     /* Give every pending job a fresh reason in every full pass (default
-     * true). false lets full passes stop, like incremental ones, as soon
-     * as nothing more can start: the simulator, which reads no reasons. */
+     * true): after its decisions, the pass walks the jobs it did not reach
+     * (a walk that decides nothing). false skips that walk: the simulator,
+     * which reads no reasons. Decisions never depend on it. */
     bool all_reasons;
     /* Per-user limits for users without their own; SCHED_UNLIMITED or 0
      * jobs (= unlimited). */

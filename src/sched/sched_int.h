@@ -352,6 +352,8 @@ struct sched {
     uint32_t stamp; /* shadow stamp */
     int nresv;
     uint64_t *resv_ids; /* jobs holding reservations */
+    int nresv_prev;
+    uint64_t *resv_prev; /* those of the full pass before */
     /* Preemption plans that failed this pass, per model: any gang at
      * least this large fails too. pfail_pass tags the pass. */
     uint32_t pfail_nodes[SCHED_MODELS_MAX];

@@ -14,10 +14,17 @@
  * order, the jobs that could only borrow, and starts them on idle GPUs.
  *
  * A full pass (forced, after a change to nodes, tenants or config, or every
- * full_pass_interval_ms) recomputes fair-share scores, reservations and every
- * pending job's reason. An incremental pass reuses them and stops as soon as
- * nothing more can start (no free GPU or slice and nothing to reclaim), so
- * a freed GPU costs a few queue entries, not the whole queue.
+ * full_pass_interval_ms) recomputes fair-share scores and reservations. An
+ * incremental pass reuses them and stops as soon as nothing more can start
+ * (no free GPU or slice and nothing to reclaim), so a freed GPU costs a few
+ * queue entries, not the whole queue.
+ *
+ * A full pass stops, or skips the size classes that cannot fit, only where
+ * that cannot change a decision: once nothing more can start, no further
+ * reservation is to be made and nothing can be reclaimed (may_stop(),
+ * full_may_skip()). Its decisions never depend on all_reasons: that
+ * setting only adds a reason walk after them, which gives the jobs the
+ * pass did not reach a reason and decides nothing (reason_walk()).
  *
  * Failed placements are memoised for the pass: resources only shrink during
  * a pass, so a job at least as large (and as long) as one that failed fails
@@ -51,7 +58,9 @@ struct pass {
     int memo_next;
     struct sched_decisions *out;
     bool claim_released; /* the evaluated job's claim is given back */
-    bool early;          /* stop when nothing more can start */
+    bool reasons_only;   /* the reason walk: start, reserve, reclaim nothing */
+    struct cursor *rest; /* queues a full pass skipped, for the reason walk */
+    uint32_t nrest;
     uint32_t maxfree;    /* max_free() cache ... */
     int64_t maxfree_key; /* ... valid for this free_whole + 1 */
     bool no_resv;        /* make no reservation (out of order) */
@@ -190,10 +199,13 @@ static int merge_init(struct sched *s, struct pass *ps)
                       ? 1
                       : s->project_names.n * SCHED_NQUEUES;
     free(ps->heap);
+    free(ps->rest);
     ps->heap = malloc(sizeof(*ps->heap) * (nq ? nq : 1));
-    if (!ps->heap)
+    ps->rest = malloc(sizeof(*ps->rest) * (nq ? nq : 1));
+    if (!ps->heap || !ps->rest)
         return -1;
     ps->nheap = 0;
+    ps->nrest = 0;
     if (s->cfg.policy == SCHED_POLICY_FIFO) {
         if (s->fifo.head != SCHED_NONE) {
             ps->heap[0] = (struct cursor){s->fifo.head, 0, 0, 0, 0};
@@ -321,17 +333,30 @@ static uint64_t free_models(const struct sched *s)
     return m;
 }
 
-/* Incremental passes skip whole queues that cannot act: a kind that
- * cannot fit any more, and in phase 1 (in-quota jobs) the queues of
+/* Whether a full pass may pass over jobs that cannot start: only when such
+ * a job could change nothing else. While fewer than max_reservations are
+ * made it could get one; with quotas on it could reclaim GPUs, or borrow
+ * in phase 2 (which walks only the jobs phase 1 looked at); without
+ * backfill it would hold up every job behind it. */
+static bool full_may_skip(const struct sched *s)
+{
+    return !s->quotas_on && s->cfg.max_reservations > 0 &&
+           s->nresv >= s->cfg.max_reservations;
+}
+
+/* Whole queues that cannot act are skipped: a kind that cannot fit any
+ * more, and in incremental passes' phase 1 (in-quota jobs) the queues of
  * projects with no guarantee left on a model with free GPUs. Resources
  * and guarantees only shrink during a pass, so a skipped queue stays
- * skippable. */
+ * skippable. Full passes skip only under full_may_skip(); without backfill
+ * no pass skips: a job that cannot start holds up every job behind it
+ * (and the pass stops there). */
 static bool queue_skip(struct sched *s, struct pass *ps, const struct cursor *c)
 {
-    if (!ps->early || s->cfg.policy != SCHED_POLICY_DEFAULT)
+    if (s->cfg.policy != SCHED_POLICY_DEFAULT || ps->reasons_only ||
+        s->cfg.max_reservations == 0)
         return false;
-    /* A full pass may still reclaim for any project with room. */
-    if (ps->full && s->quotas_on && s->nborrowing > 0)
+    if (ps->full && !full_may_skip(s))
         return false;
     static const uint32_t lo[SCHED_CLASSES] = {1, 2, 3, 5, 9, 1};
     static const uint32_t hi[SCHED_CLASSES] = {1, 2, 4, 8, SCHED_KMAX, 1};
@@ -345,7 +370,7 @@ static bool queue_skip(struct sched *s, struct pass *ps, const struct cursor *c)
         return true;
     /* The smallest job of the queue's kind: a GPU, or a slice. */
     int64_t least = c->cls != SCHED_CLASS_SLICE ? SCHED_UNITS_PER_GPU : 1;
-    return ps->phase == 1 &&
+    return !ps->full && ps->phase == 1 &&
            !quota_has_room(s, c->project, free_models(s), least);
 }
 
@@ -353,6 +378,8 @@ static bool queue_skip(struct sched *s, struct pass *ps, const struct cursor *c)
 static uint32_t merge_next(struct sched *s, struct pass *ps)
 {
     while (ps->nheap > 0 && queue_skip(s, ps, &ps->heap[0])) {
+        if (ps->full)
+            ps->rest[ps->nrest++] = ps->heap[0];
         ps->heap[0] = ps->heap[--ps->nheap];
         heap_down(s, ps, 0);
     }
@@ -677,8 +704,16 @@ static int try_options(struct sched *s, struct pass *ps, uint32_t ji,
     for (int i = 0; i < no; i++) {
         if (!masks[i])
             continue;
-        if (try_place(s, ps, ji, &o[i], masks[i], f))
-            return start_apply(s, ps, ji, f) < 0 ? -1 : 1;
+        if (!try_place(s, ps, ji, &o[i], masks[i], f))
+            continue;
+        if (ps->reasons_only) {
+            /* The reason walk decides nothing. (It looks only at jobs that
+             * cannot start: not reached once nothing could.) */
+            s->jobs[ji].wait = SCHED_WAIT_RESOURCES;
+            s->jobs[ji].other = 0;
+            return 0;
+        }
+        return start_apply(s, ps, ji, f) < 0 ? -1 : 1;
     }
     return 0;
 }
@@ -770,13 +805,13 @@ static int eval_blocked(struct sched *s, struct pass *ps, uint32_t ji,
     if (held_resv) {
         j->wait = SCHED_WAIT_RESERVED;
         j->est = held_est;
-    } else if (!fifo && may_preempt && s->quotas_on && s->nborrowing > 0 &&
-               waits_for_gpus(j)) {
+    } else if (!fifo && (may_preempt || ps->reasons_only) && s->quotas_on &&
+               s->nborrowing > 0 && waits_for_gpus(j)) {
         if (j->victims > 0) {
             j->wait = SCHED_WAIT_PREEMPTING;
             j->est = held_est;
         }
-        for (int i = 0; i < x->no && j->victims == 0; i++) {
+        for (int i = 0; i < x->no && j->victims == 0 && may_preempt; i++) {
             if (x->in[i] &&
                 preempt_plan(s, ji, &x->o[i], x->in[i], ps->now, ps->out) < 0)
                 return -1;
@@ -800,7 +835,8 @@ static int eval_job(struct sched *s, struct pass *ps, uint32_t ji)
     bool held_resv = !ps->full && j->wait == SCHED_WAIT_RESERVED;
     /* Incremental passes reclaim only for jobs never looked at before; the
      * rest wait for the next full pass. */
-    bool may_preempt = ps->full || j->wait == SCHED_WAIT_NEW;
+    bool may_preempt =
+        !ps->reasons_only && (ps->full || j->wait == SCHED_WAIT_NEW);
     int64_t held_est = j->est;
     j->est = 0;
     if (eval_gate(s, ps, ji, &x))
@@ -942,6 +978,8 @@ static void pass_begin(struct sched *s, struct pass *ps)
     }
     if (ps->full) {
         usage_keys(s, ps->now);
+        memcpy(s->resv_prev, s->resv_ids, sizeof(*s->resv_ids) * s->nresv);
+        s->nresv_prev = s->nresv;
         s->epoch++;
         s->nresv = 0;
         s->last_full = ps->now;
@@ -954,14 +992,21 @@ static void pass_begin(struct sched *s, struct pass *ps)
     ps->blocked_head = SCHED_NONE;
 }
 
-/* Whether the pass may stop now: nothing can start, and (full passes)
- * nothing could be reclaimed by preemption further down the order. */
+/* Whether the pass may stop now: nothing more can start, and (full
+ * passes) no job further down the order could get a reservation or
+ * reclaim GPUs by preemption. A blocked head (FIFO, no backfill) holds up
+ * only starts, so it no longer matters. Nothing else a job's evaluation
+ * changes is read by a decision: its reason, estimate and the pass's memo.
+ */
 static bool may_stop(struct sched *s, struct pass *ps)
 {
     if (!nothing_can_start(s, ps))
         return false;
-    return !ps->full || !s->quotas_on || s->nborrowing == 0 ||
-           s->cfg.policy != SCHED_POLICY_DEFAULT;
+    if (!ps->full || s->cfg.policy != SCHED_POLICY_DEFAULT)
+        return true;
+    if (s->quotas_on && s->nborrowing > 0)
+        return false;
+    return s->nresv >= s->cfg.max_reservations;
 }
 
 /* Phase 1: the order, in-quota jobs first (every job without quotas). */
@@ -969,7 +1014,7 @@ static int phase1(struct sched *s, struct pass *ps)
 {
     ps->phase = 1;
     for (;;) {
-        if (ps->early && may_stop(s, ps))
+        if (may_stop(s, ps))
             break;
         uint32_t ji = merge_next(s, ps);
         if (ji == SCHED_NONE)
@@ -981,12 +1026,13 @@ static int phase1(struct sched *s, struct pass *ps)
     return 0;
 }
 
-/* Phase 2: jobs that may only borrow idle GPUs. A pass that skipped
- * queues walks the order again; a complete one has them listed. */
+/* Phase 2: jobs that may only borrow idle GPUs. A full pass has them
+ * listed (it skips no queue while quotas are on); an incremental one,
+ * which may have skipped queues, walks the order again. */
 static int phase2(struct sched *s, struct pass *ps)
 {
     ps->phase = 2;
-    if (!ps->early) {
+    if (ps->full) {
         for (uint32_t i = 0; i < ps->ndeferred; i++) {
             if (nothing_can_start(s, ps))
                 break; /* the rest keep "resources" from phase 1 */
@@ -1015,13 +1061,14 @@ static int phase2(struct sched *s, struct pass *ps)
     return 0;
 }
 
-/* Jobs added since the last pass that an early stop did not reach: they
- * cannot start now, but they get a reason (and may reclaim). */
+/* Incremental passes: jobs added since the last pass that the early stop
+ * did not reach cannot start now, but they get a reason (and may
+ * reclaim). */
 static int fresh_reasons(struct sched *s, struct pass *ps)
 {
     ps->phase = 1;
     ps->no_resv = true;
-    for (uint32_t i = 0; i < s->nfresh && ps->early; i++) {
+    for (uint32_t i = 0; i < s->nfresh; i++) {
         struct sjob *j = sched_job_get(s, s->fresh[i]);
         if (!j || j->state != SCHED_JOB_PENDING || j->wait != SCHED_WAIT_NEW)
             continue;
@@ -1034,6 +1081,58 @@ static int fresh_reasons(struct sched *s, struct pass *ps)
     }
     s->nfresh = 0;
     return 0;
+}
+
+/* The last full pass's reservation holders that this one did not reach
+ * (nor reserved for again) no longer hold one: as if it had looked at
+ * them, only the holders of this pass keep that wait. (It matters: a
+ * holder's placements are never memoised.) */
+static void resv_lapse(struct sched *s)
+{
+    for (int i = 0; i < s->nresv_prev; i++) {
+        struct sjob *j = sched_job_get(s, s->resv_prev[i]);
+        if (!j || j->state != SCHED_JOB_PENDING ||
+            j->wait != SCHED_WAIT_RESERVED)
+            continue;
+        bool holds = false;
+        for (int k = 0; k < s->nresv && !holds; k++)
+            holds = s->resv_ids[k] == j->id;
+        if (!holds) {
+            j->wait = SCHED_WAIT_RESOURCES;
+            j->other = 0;
+            j->est = 0;
+        }
+    }
+    s->nresv_prev = 0;
+}
+
+/* Full passes, after every decision: a reason for the jobs the pass did
+ * not reach (they cannot start now). With all_reasons every one of them,
+ * in order: the queues phase 1 skipped and the rest of the order; else
+ * only those added since the last pass. The walk starts, reserves and
+ * reclaims nothing, and leaves no job "new" (which would let the next
+ * incremental pass reclaim for it) and no job "reserved" but those of this
+ * pass, so the next passes decide the same either way. */
+static int reason_walk(struct sched *s, struct pass *ps)
+{
+    ps->phase = 1;
+    ps->no_resv = true;
+    ps->reasons_only = true;
+    if (s->cfg.all_reasons) {
+        memcpy(ps->heap + ps->nheap, ps->rest, ps->nrest * sizeof(*ps->rest));
+        ps->nheap += ps->nrest;
+        ps->nrest = 0;
+        for (uint32_t i = ps->nheap / 2; i-- > 0;)
+            heap_down(s, ps, i);
+        for (uint32_t ji; (ji = merge_next(s, ps)) != SCHED_NONE;) {
+            uint32_t nd = ps->ndeferred;
+            if (eval_claimed(s, ps, ji, 1) < 0)
+                return -1;
+            ps->ndeferred = nd;
+        }
+    }
+    resv_lapse(s);
+    return fresh_reasons(s, ps);
 }
 
 int sched_run(struct sched *s, int64_t now, bool full,
@@ -1051,9 +1150,6 @@ int sched_run(struct sched *s, int64_t now, bool full,
     ps.full = full || s->dirty || !s->ran ||
               s->cfg.full_pass_interval_ms == 0 ||
               now - s->last_full >= s->cfg.full_pass_interval_ms;
-    /* Incremental passes, and full ones when not every pending job needs
-     * a fresh reason, stop as soon as nothing more can start. */
-    ps.early = !ps.full || !s->cfg.all_reasons;
     if (sched_memopts_build(s) < 0 || ensure_scratch(s) < 0)
         goto nomem;
     /* Fair-share scores first: the merge orders queues by them. */
@@ -1062,7 +1158,8 @@ int sched_run(struct sched *s, int64_t now, bool full,
     pass_begin(s, &ps);
     out->full_pass = ps.full;
     if (sched_queues_sort(s) < 0 || merge_init(s, &ps) < 0 ||
-        phase1(s, &ps) < 0 || phase2(s, &ps) < 0 || fresh_reasons(s, &ps) < 0)
+        phase1(s, &ps) < 0 || phase2(s, &ps) < 0 ||
+        (ps.full ? reason_walk(s, &ps) : fresh_reasons(s, &ps)) < 0)
         goto nomem;
     rc = 0;
     goto out;
@@ -1070,5 +1167,6 @@ nomem:
     sh_errorf(err, SH_EINTERNAL, "out of memory in a scheduling pass");
 out:
     free(ps.heap);
+    free(ps.rest);
     return rc;
 }

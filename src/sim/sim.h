@@ -120,12 +120,20 @@ int64_t sim_cluster_units(const struct sim_cluster *c, const char *node,
 
 /* --------------------------------------------------------------- runs */
 
+/* Called after every engine run of a replay with its decisions (engine
+ * job ids are trace positions + 1). s and dec are borrowed for the call;
+ * s may be read (sched_job_status(), sched_job_reason()), not changed. */
+typedef void (*sim_decisions_f)(void *arg, struct sched *s, int64_t now,
+                                const struct sched_decisions *dec);
+
 struct sim_options {
-    struct sched_config sched; /* policy, backfill, weights, ... */
-    int64_t grace_ms;          /* preempted jobs stop after it */
-    bool exact_limits;         /* no time limit: use the duration */
-    const char *tenants;       /* sim_tenants_apply() text, or NULL */
-    const char *tenants_name;  /* its file name, for messages */
+    struct sched_config sched;    /* policy, backfill, weights, ... */
+    int64_t grace_ms;             /* preempted jobs stop after it */
+    bool exact_limits;            /* no time limit: use the duration */
+    const char *tenants;          /* sim_tenants_apply() text, or NULL */
+    const char *tenants_name;     /* its file name, for messages */
+    sim_decisions_f on_decisions; /* NULL = none (tests, tools) */
+    void *on_decisions_arg;
 };
 
 void sim_options_init(struct sim_options *o);

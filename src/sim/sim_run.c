@@ -234,8 +234,11 @@ static int loop(struct run *x, struct sh_error *err)
             if (arrive(x, a++, err) < 0)
                 return -1;
         }
-        if (sched_run(x->s, now, false, &x->dec, err) < 0 ||
-            decisions(x, now, err) < 0)
+        if (sched_run(x->s, now, false, &x->dec, err) < 0)
+            return -1;
+        if (x->o->on_decisions)
+            x->o->on_decisions(x->o->on_decisions_arg, x->s, now, &x->dec);
+        if (decisions(x, now, err) < 0)
             return -1;
     }
     return 0;
@@ -337,8 +340,10 @@ void sim_options_init(struct sim_options *o)
     sched_config_init(&o->sched);
     o->grace_ms = 30 * 1000;
     o->sched.preempt_grace_ms = o->grace_ms;
-    /* Nobody reads pending reasons in a replay: let full passes stop as
-     * soon as nothing more can start. */
+    /* Nobody reads pending reasons in a replay: skip the reason walk of
+     * full passes. It decides nothing (the controller, which walks, takes
+     * the same decisions: sched.md), and it would cost the whole queue
+     * every full pass. */
     o->sched.all_reasons = false;
 }
 
