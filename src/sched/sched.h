@@ -59,6 +59,14 @@ enum sched_policy {
     SCHED_POLICY_FIFO,        /* submit order; nothing passes the head job */
 };
 
+/* The controller's settings, which the simulator takes too
+ * (sim_options_init), so both decide alike: a full pass every second, and
+ * 10 s from SIGTERM to SIGKILL for a preempted job (shoald --kill-grace's
+ * default). The engine's own defaults below stay what its scenario tests
+ * were written against. */
+#define SCHED_FULL_PASS_MS 1000
+#define SCHED_PREEMPT_GRACE_MS 10000
+
 struct sched_config {
     enum sched_policy policy;
     /* Queue order within a priority class: score = fair_weight x (fair

@@ -338,8 +338,10 @@ void sim_options_init(struct sim_options *o)
 {
     memset(o, 0, sizeof(*o));
     sched_config_init(&o->sched);
-    o->grace_ms = 30 * 1000;
+    /* The controller's settings (sched.h). */
+    o->grace_ms = SCHED_PREEMPT_GRACE_MS;
     o->sched.preempt_grace_ms = o->grace_ms;
+    o->sched.full_pass_interval_ms = SCHED_FULL_PASS_MS;
     /* Nobody reads pending reasons in a replay: skip the reason walk of
      * full passes. It decides nothing (the controller, which walks, takes
      * the same decisions: sched.md), and it would cost the whole queue

@@ -303,9 +303,9 @@ Test(sim_run, same_trace_same_result)
 }
 
 /* Quotas in a replay: "other" borrows the node; "own" reclaims it at 10.
- * Job 1 stops after the 30 s grace (at 40) and is requeued; job 2 runs
- * 40-90; job 1 reruns 90-190. GPU time 4*40 + 4*50 + 4*100 = 760 over
- * 4 GPUs x 190 s: the node was never idle. */
+ * Job 1 stops after the 10 s grace (the controller's, at 20) and is
+ * requeued; job 2 runs 20-70; job 1 reruns 70-170. GPU time 4*20 + 4*50 +
+ * 4*100 = 680 over 4 GPUs x 170 s: the node was never idle. */
 Test(sim_run, quotas_reclaim_and_requeue)
 {
     struct fixture f;
@@ -322,13 +322,13 @@ Test(sim_run, quotas_reclaim_and_requeue)
     cr_assert_eq(f.r.jobs, 2);
     const struct sim_outcome *o1 = &f.r.outcomes[0], *o2 = &f.r.outcomes[1];
     cr_assert_eq(o1->first_start_ms, 0);
-    cr_assert_eq(o1->start_ms, 90000);
-    cr_assert_eq(o1->end_ms, 190000);
+    cr_assert_eq(o1->start_ms, 70000);
+    cr_assert_eq(o1->end_ms, 170000);
     cr_assert_eq(o1->attempts, 2);
-    cr_assert_eq(o2->start_ms, 40000);
-    cr_assert_eq(o2->end_ms, 90000);
+    cr_assert_eq(o2->start_ms, 20000);
+    cr_assert_eq(o2->end_ms, 70000);
     cr_assert_float_eq(f.r.utilization, 1.0, 1e-9);
-    cr_assert_float_eq(f.r.wait_avg_s, (50 + 30) / 2.0, 1e-9);
+    cr_assert_float_eq(f.r.wait_avg_s, (50 + 10) / 2.0, 1e-9);
     done(&f);
 }
 
