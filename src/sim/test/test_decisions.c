@@ -197,8 +197,8 @@ static void assert_overloaded(const struct replay *rp, const char *what)
               what, rp->seen.reserved);
     cr_assert(rp->seen.backfilled > 10, "%s: only %zu backfilled starts", what,
               rp->seen.backfilled);
-    cr_assert(rp->r.wait_avg_s > 600, "%s: jobs waited %.0f s on average",
-              what, rp->r.wait_avg_s);
+    cr_assert(rp->r.wait_avg_s > 600, "%s: jobs waited %.0f s on average", what,
+              rp->r.wait_avg_s);
 }
 
 Test(sim_decisions, all_reasons_does_not_change_a_replay)
