@@ -2,6 +2,7 @@
 /* Computing a run's launch description (see launch.h). */
 #include "agent/launch.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,33 @@
 void launch_cgroup_key(uint64_t id, int attempt, char *buf, size_t size)
 {
     snprintf(buf, size, "job-%llu-%d", (unsigned long long)id, attempt);
+}
+
+int launch_grace_s(const json_t *work)
+{
+    const json_t *g = json_object_get(work, "grace_s");
+    if (!json_is_integer(g) || json_integer_value(g) < 0 ||
+        json_integer_value(g) > INT_MAX / 1000)
+        return LAUNCH_DEFAULT_GRACE_S;
+    return (int)json_integer_value(g);
+}
+
+int64_t launch_kill_at_ms(int64_t now_ms, int grace_s)
+{
+    int64_t t = now_ms + (int64_t)(grace_s > 0 ? grace_s : 0) * 1000;
+    int64_t rem = t % 1000;
+    if (rem < 0)
+        rem += 1000;
+    return rem ? t - rem + 1000 : t;
+}
+
+int launch_deadline_text(int64_t kill_at_ms, char *buf, size_t size)
+{
+    int64_t sec = kill_at_ms / 1000;
+    if (kill_at_ms % 1000 < 0)
+        sec--; /* round down before 1970 too */
+    int n = snprintf(buf, size, "%lld\n", (long long)sec);
+    return n < 0 || (size_t)n >= size ? -1 : n;
 }
 
 /* Join the strings of a JSON array with commas. */
@@ -61,7 +89,7 @@ static void env_unset(json_t *env, const char *key)
 }
 
 static int contract_env(json_t *env, const json_t *work, const json_t *spec,
-                        int node_rank, int nnodes, int tpn)
+                        const char *run_dir, int node_rank, int nnodes, int tpn)
 {
     struct strbuf gpus, nodes;
     strbuf_init(&gpus, 1 << 16);
@@ -84,6 +112,8 @@ static int contract_env(json_t *env, const json_t *work, const json_t *spec,
         "LOCAL_RANK",           NULL};
     for (int i = 0; keys[i]; i++)
         env_unset(env, keys[i]);
+    env_unset(env, "SHOAL_PREEMPT_GRACE");
+    env_unset(env, "SHOAL_PREEMPT_DEADLINE");
     const char *name = json_string_value(json_object_get(spec, "name"));
     rc = 0;
     rc |=
@@ -116,6 +146,15 @@ static int contract_env(json_t *env, const json_t *work, const json_t *spec,
     rc |= add_env_int(env, "WORLD_SIZE", (long long)nnodes * tpn);
     rc |= add_env_int(env, "NODE_RANK", node_rank);
     rc |= add_env_int(env, "LOCAL_WORLD_SIZE", tpn);
+    /* Where and how long a stopped job learns its SIGKILL deadline. */
+    rc |= add_env_int(env, "SHOAL_PREEMPT_GRACE", launch_grace_s(work));
+    char *deadline;
+    if (asprintf(&deadline, "%s/%s", run_dir, LAUNCH_DEADLINE_FILE) < 0) {
+        rc = -1;
+    } else {
+        rc |= add_env(env, "SHOAL_PREEMPT_DEADLINE", deadline);
+        free(deadline);
+    }
 out:
     strbuf_fini(&gpus);
     strbuf_fini(&nodes);
@@ -185,8 +224,9 @@ json_t *launch_from_work(const json_t *work, const struct launch_ctx *ctx,
         env_unset(env, key); /* the job's PATH replaces the default */
         add_env(env, key, json_string_value(v));
     }
-    if (contract_env(env, work, spec, node_rank, nnodes, tpn) < 0 ||
-        mps_env(env, work, ctx) < 0)
+    int rc =
+        contract_env(env, work, spec, ctx->run_dir, node_rank, nnodes, tpn);
+    if (rc < 0 || mps_env(env, work, ctx) < 0)
         goto fail;
     if (script) {
         char path[4200];

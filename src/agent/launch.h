@@ -45,4 +45,30 @@ json_t *launch_from_work(const json_t *work, const struct launch_ctx *ctx,
 /* The cgroup key of a run: "job-<id>-<attempt>". */
 void launch_cgroup_key(uint64_t id, int attempt, char *buf, size_t size);
 
+/* ---- the stop deadline (SHOAL_PREEMPT_DEADLINE, SHOAL_PREEMPT_GRACE) ----
+ * Every job gets SHOAL_PREEMPT_GRACE (the grace, seconds, between SIGTERM
+ * and SIGKILL) and SHOAL_PREEMPT_DEADLINE, the path of the file
+ * LAUNCH_DEADLINE_FILE in its run folder. The file does not exist while
+ * the run runs; when the agent stops the run (preemption, cancel, time
+ * limit), it creates it atomically, root's and read-only to the job,
+ * BEFORE the SIGTERM, holding the Unix second of the SIGKILL on one line
+ * ("1764640000\n"). */
+#define LAUNCH_DEADLINE_FILE "preempt-deadline"
+#define LAUNCH_DEFAULT_GRACE_S 10
+
+/* The grace of a work entry (borrowed): its "grace_s" when an integer of 0
+ * or more, else LAUNCH_DEFAULT_GRACE_S. */
+int launch_grace_s(const json_t *work);
+
+/* When a stop asked at now_ms (Unix ms) with grace_s seconds ends in
+ * SIGKILL: now_ms + grace_s, rounded up to a whole second, so the second
+ * the job reads is the moment of the SIGKILL and the job never gets less
+ * than its grace. */
+int64_t launch_kill_at_ms(int64_t now_ms, int grace_s);
+
+/* The deadline file's text for a SIGKILL at kill_at_ms: the Unix second
+ * (rounded down) and a newline, into buf. The length, or -1 when size is
+ * too small. */
+int launch_deadline_text(int64_t kill_at_ms, char *buf, size_t size);
+
 #endif

@@ -30,7 +30,6 @@
 #define LOG_TICK_BUDGET (1u << 20)
 #define GC_AFTER_MS (10 * 60 * 1000)
 #define REPORT_WAIT_LOGS_MS 5000
-#define DEFAULT_GRACE_S 10
 
 enum run_phase {
     RUN_RUNNING = 0,
@@ -267,7 +266,7 @@ static struct run *run_new(struct runs *rs, uint64_t id, int attempt)
     r->runs = rs;
     r->pidfd = -1;
     r->exit_code = -1;
-    r->grace_s = DEFAULT_GRACE_S;
+    r->grace_s = LAUNCH_DEFAULT_GRACE_S;
     snprintf(r->key, sizeof(r->key), "%llu.%d", (unsigned long long)id,
              attempt);
     snprintf(r->dir, sizeof(r->dir), "%s/%s", rs->dir, r->key);
@@ -350,15 +349,38 @@ static void run_signal(struct run *r, int sig)
         cgroup_job_kill(a->cg, r->cg_key, sig, NULL);
 }
 
+/* Tell the job when its SIGKILL comes (SHOAL_PREEMPT_DEADLINE, launch.h):
+ * the file appears whole (renamed into place) and is the agent's, 0644, in
+ * the agent's folder: the job reads it and cannot change it. */
+static void write_deadline(const struct run *r)
+{
+    char text[32];
+    struct sh_error err;
+    int len = launch_deadline_text(r->kill_at_ms, text, sizeof(text));
+    int dfd = run_dirfd(r->dir);
+    if (len < 0 || dfd < 0)
+        sh_log(LOG_WARNING, "runs", "run %s: cannot write its deadline: %s: %s",
+               r->key, r->dir, len < 0 ? "bad time" : strerror(errno));
+    else if (file_write_atomic_at(dfd, LAUNCH_DEADLINE_FILE, text, (size_t)len,
+                                  0644, false, &err) < 0)
+        sh_log(LOG_WARNING, "runs", "run %s: cannot write its deadline: %s",
+               r->key, err.msg);
+    if (dfd >= 0)
+        close(dfd);
+}
+
+/* SIGTERM now, SIGKILL at the deadline (runs_tick), which the job can read
+ * in its deadline file before the SIGTERM reaches it. */
 static void run_stop(struct run *r, const char *reason, int grace_s)
 {
     if (r->phase != RUN_RUNNING)
         return;
     r->phase = RUN_STOPPING;
     snprintf(r->stop_reason, sizeof(r->stop_reason), "%s", reason);
-    r->kill_at_ms = clock_wall_ms() + (int64_t)grace_s * 1000;
-    sh_log(LOG_INFO, "runs", "stopping run %s: %s (SIGKILL in %ds)", r->key,
-           reason, grace_s);
+    r->kill_at_ms = launch_kill_at_ms(clock_wall_ms(), grace_s);
+    write_deadline(r);
+    sh_log(LOG_INFO, "runs", "stopping run %s: %s (SIGKILL in %ds, at %lld)",
+           r->key, reason, grace_s, (long long)(r->kill_at_ms / 1000));
     run_signal(r, SIGTERM);
     run_save(r);
 }
@@ -572,8 +594,7 @@ static void run_start(struct runs *rs, const json_t *work)
         return;
     r->wanted = true;
     r->started_ms = clock_wall_ms();
-    int grace = (int)json_integer_value(json_object_get(work, "grace_s"));
-    r->grace_s = grace > 0 ? grace : DEFAULT_GRACE_S;
+    r->grace_s = launch_grace_s(work);
     json_int_t limit = json_integer_value(
         json_object_get(json_object_get(work, "spec"), "time_limit"));
     r->deadline_ms = limit > 0 ? r->started_ms + limit * 1000 : 0;
@@ -641,8 +662,10 @@ void runs_reconcile(struct runs *rs, const json_t *work)
         if (action && strcmp(action, "stop") == 0) {
             const char *why =
                 json_string_value(json_object_get(e, "stop_reason"));
-            int grace = (int)json_integer_value(json_object_get(e, "grace_s"));
-            run_stop(r, why ? why : "stopped", grace > 0 ? grace : r->grace_s);
+            /* The controller's grace now (--kill-grace; 0 is a kill). */
+            int grace =
+                json_object_get(e, "grace_s") ? launch_grace_s(e) : r->grace_s;
+            run_stop(r, why ? why : "stopped", grace);
         }
     }
     HASH_ITER (hh, rs->by_key, r, tmp) {

@@ -467,6 +467,73 @@ Test(launch, launch_carries_the_cgroup_parent_and_key_of_the_attempt)
     job_spec_fini(&s);
 }
 
+/* ---- the stop deadline ---- */
+
+/* Every job learns its grace and where its deadline will appear; the file
+ * is in the run folder (the agent's), and the job cannot point it
+ * elsewhere. */
+Test(launch, job_learns_its_grace_and_where_its_deadline_appears)
+{
+    struct job_spec s;
+    spec_make(&s, (const char *const[]){"python", "train.py", NULL});
+    spec_add_env(&s, "SHOAL_PREEMPT_DEADLINE", "/tmp/mine");
+    spec_add_env(&s, "SHOAL_PREEMPT_GRACE", "3600");
+    struct launch_ctx ctx = ctx_make();
+    json_t *w = work_make(42, 0, 0, ONE_NODE, TWO_GPUS, &s);
+    json_object_set_new(w, "grace_s", json_integer(30));
+    struct sh_error err = {0};
+    json_t *l = launch_from_work(w, &ctx, &err);
+    cr_assert_not_null(l, "%s", err.msg);
+    assert_env(l, "SHOAL_PREEMPT_GRACE", "30");
+    assert_env(l, "SHOAL_PREEMPT_DEADLINE", RUN_DIR "/preempt-deadline");
+    json_decref(l);
+    json_decref(w);
+    job_spec_fini(&s);
+}
+
+Test(launch, grace_is_the_controllers_or_the_default)
+{
+    json_t *w = json_object();
+    cr_assert_eq(launch_grace_s(w), LAUNCH_DEFAULT_GRACE_S, "absent");
+    json_object_set_new(w, "grace_s", json_integer(0));
+    cr_assert_eq(launch_grace_s(w), 0, "0 kills at once");
+    json_object_set_new(w, "grace_s", json_integer(45));
+    cr_assert_eq(launch_grace_s(w), 45);
+    json_object_set_new(w, "grace_s", json_integer(-5));
+    cr_assert_eq(launch_grace_s(w), LAUNCH_DEFAULT_GRACE_S, "negative");
+    json_object_set_new(w, "grace_s", json_string("30"));
+    cr_assert_eq(launch_grace_s(w), LAUNCH_DEFAULT_GRACE_S, "not a number");
+    json_object_set_new(w, "grace_s", json_integer(1LL << 40));
+    cr_assert_eq(launch_grace_s(w), LAUNCH_DEFAULT_GRACE_S, "overflows");
+    json_decref(w);
+}
+
+/* The SIGKILL falls on a whole second, never before now + grace, so the
+ * second the job reads is the moment it is killed. */
+Test(launch, kill_time_is_now_plus_grace_rounded_up_to_a_second)
+{
+    cr_assert_eq(launch_kill_at_ms(1764640000000LL, 10), 1764640010000LL);
+    cr_assert_eq(launch_kill_at_ms(1764640000001LL, 10), 1764640011000LL);
+    cr_assert_eq(launch_kill_at_ms(1764640000999LL, 3), 1764640004000LL);
+    cr_assert_eq(launch_kill_at_ms(1764640000500LL, 0), 1764640001000LL);
+    cr_assert_eq(launch_kill_at_ms(1764640000500LL, -4), 1764640001000LL,
+                 "a negative grace is none");
+}
+
+Test(launch, deadline_file_holds_the_unix_second_on_one_line)
+{
+    char buf[32];
+    cr_assert_eq(launch_deadline_text(1764640010000LL, buf, sizeof(buf)), 11);
+    cr_assert_str_eq(buf, "1764640010\n");
+    cr_assert_eq(launch_deadline_text(1764640010999LL, buf, sizeof(buf)), 11);
+    cr_assert_str_eq(buf, "1764640010\n", "rounded down");
+    cr_assert_eq(launch_deadline_text(-1500, buf, sizeof(buf)), 3);
+    cr_assert_str_eq(buf, "-2\n");
+    char small[11];
+    cr_assert_eq(launch_deadline_text(1764640010000LL, small, sizeof(small)),
+                 -1, "no room for the newline");
+}
+
 /* ---- refusals ---- */
 
 static void assert_bad_ranks(json_t *w)
