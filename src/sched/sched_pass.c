@@ -789,6 +789,17 @@ static int eval_gate(struct sched *s, struct pass *ps, uint32_t ji,
     return 0;
 }
 
+/* Whether a full pass still gives a reservation to the next whole-GPU
+ * job that cannot start: in quota (phase 1) or only borrowing (phase 2),
+ * the first blocked jobs in the order hold them, so a short job never
+ * passes a blocked big one because the big one is beyond its guarantee. */
+static bool resv_open(const struct sched *s, const struct pass *ps,
+                      const struct sjob *j)
+{
+    return ps->full && !ps->no_resv && s->cfg.policy == SCHED_POLICY_DEFAULT &&
+           j->kind == SJOB_WHOLE && s->nresv < s->cfg.max_reservations;
+}
+
 static bool waits_for_gpus(const struct sjob *j)
 {
     return j->wait == SCHED_WAIT_RESOURCES || j->wait == SCHED_WAIT_RESERVATION;
@@ -817,8 +828,7 @@ static int eval_blocked(struct sched *s, struct pass *ps, uint32_t ji,
                 return -1;
         }
     }
-    if (ps->full && !ps->no_resv && !fifo && j->kind == SJOB_WHOLE &&
-        s->nresv < s->cfg.max_reservations && waits_for_gpus(j) &&
+    if (!fifo && resv_open(s, ps, j) && waits_for_gpus(j) &&
         resv_compute(s, ji, x->in[0], ps->now) < 0)
         return -1;
     if ((fifo || s->cfg.max_reservations == 0) && !x->any_borrow &&
@@ -851,9 +861,13 @@ static int eval_job(struct sched *s, struct pass *ps, uint32_t ji)
     if (x.any_borrow) {
         /* Its reason unless phase 2 finds better; no phase 2 at all once
          * nothing can start (resources only shrink in a pass). */
-        if (!x.any_in)
+        if (!x.any_in && held_resv) {
+            j->wait = SCHED_WAIT_RESERVED; /* a borrower's, kept */
+            j->est = held_est;
+        } else if (!x.any_in) {
             j->wait = SCHED_WAIT_RESOURCES;
-        if (!nothing_can_start(s, ps))
+        }
+        if (!nothing_can_start(s, ps) || resv_open(s, ps, j))
             s->scratch[ps->ndeferred++] = ji;
     }
     return 0;
@@ -901,7 +915,12 @@ static int eval_borrower(struct sched *s, struct pass *ps, uint32_t ji)
         j->wait = wait;
         j->other = other;
         j->est = est;
+        return 0;
     }
+    /* Blocked while borrowing: it may still get the pass's reservation. */
+    if (resv_open(s, ps, j) && waits_for_gpus(j) &&
+        resv_compute(s, ji, borrow[0], ps->now) < 0)
+        return -1;
     return 0;
 }
 
@@ -1034,9 +1053,11 @@ static int phase2(struct sched *s, struct pass *ps)
     ps->phase = 2;
     if (ps->full) {
         for (uint32_t i = 0; i < ps->ndeferred; i++) {
-            if (nothing_can_start(s, ps))
-                break; /* the rest keep "resources" from phase 1 */
             uint32_t ji = s->scratch[i];
+            if (nothing_can_start(s, ps) &&
+                (s->jobs[ji].state != SCHED_JOB_PENDING ||
+                 !resv_open(s, ps, &s->jobs[ji])))
+                continue; /* keeps "resources" from phase 1 */
             if (s->jobs[ji].state != SCHED_JOB_PENDING)
                 continue;
             if (eval_claimed(s, ps, ji, 2) < 0)

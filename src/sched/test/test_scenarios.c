@@ -72,6 +72,11 @@ Test(sched_scenario, backfill_never_delays_the_reservation)
     run("backfill.scn");
 }
 
+Test(sched_scenario, backfill_reserves_for_jobs_beyond_their_guarantee)
+{
+    run("backfill_quotas.scn");
+}
+
 Test(sched_scenario, slices_profiles_memory_and_unfenced_gpus)
 {
     run("slices.scn");
