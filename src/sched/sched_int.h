@@ -445,6 +445,13 @@ bool place_whole(struct sched *s, const struct sjob *j, uint64_t mask,
                  int64_t end, bool ignore_resv, struct sfound *f);
 bool place_slice(struct sched *s, const struct sjob *j, uint16_t profile,
                  uint64_t mask, struct sfound *f);
+/* When place_slice() finds nothing only because every free slice that
+ * would do is on an unfenced GPU another project holds: those projects
+ * (up to max ids into projects; max + 1 returned when there are more),
+ * else 0. For the reason text. */
+int place_slice_fenced(const struct sched *s, const struct sjob *j,
+                       uint16_t profile, uint64_t mask, uint32_t *projects,
+                       int max);
 uint64_t nvl_pick(const struct snode *nd, uint64_t usable, uint32_t g);
 uint64_t node_usable(const struct sched *s, const struct snode *nd, uint16_t m,
                      int64_t end, uint32_t self);

@@ -339,6 +339,52 @@ bool place_slice(struct sched *s, const struct sjob *j, uint16_t profile,
     return f->slice_gpu >= 0;
 }
 
+int place_slice_fenced(const struct sched *s, const struct sjob *j,
+                       uint16_t profile, uint64_t mask, uint32_t *projects,
+                       int max)
+{
+    const struct sprofile *pr = &s->profiles[profile];
+    uint64_t mem = (uint64_t)j->mem_mib * 1024 * 1024;
+    int n = 0;
+    if (pr->free == 0)
+        return 0;
+    /* The same GPUs and slices as place_slice(), fence aside. */
+    for (uint32_t w = 0; w < s->nwords; w++) {
+        for (uint64_t b = pr->nodes[w]; b; b &= b - 1) {
+            const struct snode *nd = &s->nodes[w * 64 + __builtin_ctzll(b)];
+            for (int g = 0; g < nd->ngpus; g++) {
+                const struct sgpu *gp = &nd->gpus[g];
+                if (!(gp->flags & SGPU_SLICED) || (gp->flags & SGPU_UNSCHED) ||
+                    !((mask >> gp->model) & 1) || gp->slice_free == 0)
+                    continue;
+                bool fits = false;
+                for (int k = 0; k < gp->nslices && !fits; k++) {
+                    const struct sslice *sl = &gp->slices[k];
+                    fits =
+                        ((gp->slice_free >> k) & 1) && sl->mem >= mem &&
+                        (profile == s->shared_any ? sl->kind == GPU_SLICE_SHARED
+                                                  : sl->profile == profile);
+                }
+                if (!fits)
+                    continue;
+                if (!(gp->flags & SGPU_UNFENCED) || gp->fence_count == 0 ||
+                    gp->fence_project == j->project)
+                    return 0; /* a usable slice: not the fence */
+                bool seen = false;
+                for (int i = 0; i < n && i < max && !seen; i++)
+                    seen = projects[i] == gp->fence_project;
+                if (seen)
+                    continue;
+                if (n < max)
+                    projects[n] = gp->fence_project;
+                if (n <= max)
+                    n++;
+            }
+        }
+    }
+    return n;
+}
+
 /* ------------------------------------------------------ memory options */
 
 static int memopt_cmp(const void *a, const void *b, void *arg)

@@ -6,6 +6,8 @@
  *   quota: project vision 8/8 H100-80GB guaranteed, limit 12 reached
  *   limit: user alice runs 4/4 GPUs
  *   resources: needs 2 nodes x 8 H100-80GB
+ *   resources: needs a shared slice; the free ones are on unfenced GPUs
+ *     (time-sliced, no MPS) held by project vision
  *   reservation: waiting for its reserved start
  */
 #include "sched/sched_int.h"
@@ -94,6 +96,37 @@ static void quota_text(const struct sched *s, const struct sjob *j, char *buf,
                  gpus_str(l, c, sizeof(c)));
 }
 
+/* A slice job whose only free slices are on unfenced GPUs (time-sliced
+ * without MPS) that other projects hold: say so, naming them, e.g.
+ * "; the free ones are on unfenced GPUs (time-sliced, no MPS) held by
+ * project vision". Nothing otherwise. */
+static void fence_text(const struct sched *s, const struct sjob *j, char *buf,
+                       size_t size)
+{
+    enum { NAMES = 3 };
+    uint32_t ids[NAMES];
+    uint64_t mask =
+        j->model != SCHED_NONE16 ? UINT64_C(1) << j->model : ~UINT64_C(0);
+    int n = place_slice_fenced(s, j, j->profile, mask, ids, NAMES);
+    if (n == 0)
+        return;
+    /* "vision", "vision and nlp", "vision, nlp and cv", "..., cv and
+     * others"; names are at most SCHED_NAME_MAX bytes. */
+    char names[NAMES * (SCHED_NAME_MAX + 8) + 16] = "";
+    size_t off = 0;
+    for (int i = 0; i < n && i < NAMES; i++) {
+        const char *sep = i == 0 ? "" : i == n - 1 ? " and " : ", ";
+        off += (size_t)snprintf(names + off, sizeof(names) - off, "%s%.64s",
+                                sep, s->project_names.names[ids[i]]);
+    }
+    if (n > NAMES)
+        snprintf(names + off, sizeof(names) - off, " and others");
+    snprintf(buf, size,
+             "; the free ones are on unfenced GPUs (time-sliced, no MPS) "
+             "held by project%s %s",
+             n > 1 ? "s" : "", names);
+}
+
 static void resources_text(const struct sched *s, const struct sjob *j,
                            char *buf, size_t size)
 {
@@ -111,8 +144,10 @@ static void resources_text(const struct sched *s, const struct sjob *j,
         model = s->model_names.names[only];
     if (j->kind == SJOB_SLICE) {
         const char *p = s->profile_names.names[j->profile];
-        snprintf(buf, size, "resources: needs a %s slice%s%s", p,
-                 model ? " of " : "", model ? model : "");
+        int w = snprintf(buf, size, "resources: needs a %s slice%s%s", p,
+                         model ? " of " : "", model ? model : "");
+        if (w > 0 && (size_t)w < size)
+            fence_text(s, j, buf + w, size - (size_t)w);
     } else if (j->kind == SJOB_FLEX) {
         snprintf(buf, size,
                  "resources: needs a GPU or slice with %u MiB "
