@@ -415,7 +415,7 @@ int sched_check_invariants(const struct sched *s, struct sh_error *err)
 {
     if (check_jobs(s, err) < 0 || check_gpus(s, err) < 0 ||
         check_index(s, err) < 0 || check_usage(s, err) < 0 ||
-        check_queues(s, err) < 0)
+        check_queues(s, err) < 0 || node_check_models(s, err) < 0)
         return -1;
     return 0;
 }

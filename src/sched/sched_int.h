@@ -417,6 +417,9 @@ void node_free_changed(struct sched *s, uint32_t n);
 int node_hold(struct sched *s, uint32_t j, const struct splace *p, int np);
 void node_release(struct sched *s, uint32_t j);
 void node_recount_models(struct sched *s);
+/* For sched_check_invariants(): the figures node_recount_models() keeps
+ * equal a recount. 0, or -1 with SH_EINTERNAL. */
+int node_check_models(const struct sched *s, struct sh_error *err);
 int sched_ensure_words(struct sched *s, uint32_t nnodes);
 
 /* sched_quota.c */

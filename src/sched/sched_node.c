@@ -304,49 +304,150 @@ static void node_totals(struct sched *s, uint32_t n, int sign)
     }
 }
 
-/* Recompute the per-model and per-profile figures that cannot be kept
- * incrementally (largest node, smallest slice). Node changes are rare. */
-void node_recount_models(struct sched *s)
+/* Fold one present node into per-model and per-profile figures (largest
+ * node, nodes with at least k GPUs, largest memory, smallest slice, largest
+ * share), in node order: GPUs, then their slices. */
+static void node_fold(const struct sched *s, const struct snode *nd,
+                      struct smodel *models, struct sprofile *profiles)
 {
-    for (uint32_t m = 0; m < s->model_names.n; m++) {
-        s->models[m].maxper = 0;
-        s->models[m].mem = 0;
-        memset(s->models[m].atleast, 0, sizeof(s->models[m].atleast));
+    for (int i = 0; i < nd->nmodels; i++) {
+        struct smodel *md = &models[nd->models[i].model];
+        int c = popcount64(nd->models[i].mask);
+        if (c > md->maxper)
+            md->maxper = c;
+        for (int k = 1; k <= c; k++)
+            md->atleast[k]++;
     }
-    for (uint32_t p = 0; p < s->profile_names.n; p++) {
-        s->profiles[p].mem_min = 0;
-        s->profiles[p].units_max = 0;
-    }
-    for (uint32_t n = 0; n < s->node_names.n; n++) {
-        const struct snode *nd = &s->nodes[n];
-        if (!nd->present)
-            continue;
-        for (int i = 0; i < nd->nmodels; i++) {
-            struct smodel *md = &s->models[nd->models[i].model];
-            int c = popcount64(nd->models[i].mask);
-            if (c > md->maxper)
-                md->maxper = c;
-            for (int k = 1; k <= c; k++)
-                md->atleast[k]++;
-        }
-        for (int g = 0; g < nd->ngpus; g++) {
-            const struct sgpu *gp = &nd->gpus[g];
-            if (gp->mem > s->models[gp->model].mem)
-                s->models[gp->model].mem = gp->mem;
-            for (int k = 0; k < gp->nslices; k++) {
-                const struct sslice *sl = &gp->slices[k];
-                uint16_t ids[2] = {sl->profile, s->shared_any};
-                int nids = sl->kind == GPU_SLICE_SHARED ? 2 : 1;
-                for (int x = 0; x < nids; x++) {
-                    struct sprofile *pr = &s->profiles[ids[x]];
-                    if (pr->mem_min == 0 || sl->mem < pr->mem_min)
-                        pr->mem_min = sl->mem;
-                    if (sl->units > pr->units_max)
-                        pr->units_max = sl->units;
-                }
+    for (int g = 0; g < nd->ngpus; g++) {
+        const struct sgpu *gp = &nd->gpus[g];
+        if (gp->mem > models[gp->model].mem)
+            models[gp->model].mem = gp->mem;
+        for (int k = 0; k < gp->nslices; k++) {
+            const struct sslice *sl = &gp->slices[k];
+            uint16_t ids[2] = {sl->profile, s->shared_any};
+            int nids = sl->kind == GPU_SLICE_SHARED ? 2 : 1;
+            for (int x = 0; x < nids; x++) {
+                struct sprofile *pr = &profiles[ids[x]];
+                if (pr->mem_min == 0 || sl->mem < pr->mem_min)
+                    pr->mem_min = sl->mem;
+                if (sl->units > pr->units_max)
+                    pr->units_max = sl->units;
             }
         }
     }
+}
+
+/* The folded figures of every present node, from zero. */
+static void figures_count(const struct sched *s, struct smodel *models,
+                          struct sprofile *profiles)
+{
+    for (uint32_t m = 0; m < s->model_names.n; m++) {
+        models[m].maxper = 0;
+        models[m].mem = 0;
+        memset(models[m].atleast, 0, sizeof(models[m].atleast));
+    }
+    for (uint32_t p = 0; p < s->profile_names.n; p++) {
+        profiles[p].mem_min = 0;
+        profiles[p].units_max = 0;
+    }
+    for (uint32_t n = 0; n < s->node_names.n; n++) {
+        if (s->nodes[n].present)
+            node_fold(s, &s->nodes[n], models, profiles);
+    }
+}
+
+/* Recompute the per-model and per-profile figures that cannot be kept
+ * incrementally (largest node, smallest slice): O(nodes). Only for a node
+ * that changed its layout or went away (node_models_update). */
+void node_recount_models(struct sched *s)
+{
+    figures_count(s, s->models, s->profiles);
+    s->memopts_dirty = true;
+}
+
+int node_check_models(const struct sched *s, struct sh_error *err)
+{
+    uint32_t nm = s->model_names.n, np = s->profile_names.n;
+    struct smodel *models = malloc(sizeof(*models) * (nm ? nm : 1));
+    struct sprofile *profiles = malloc(sizeof(*profiles) * (np ? np : 1));
+    int rc = -1;
+    if (!models || !profiles) {
+        sh_errorf(err, SH_EINTERNAL, "out of memory");
+        goto out;
+    }
+    memcpy(models, s->models, sizeof(*models) * nm);
+    memcpy(profiles, s->profiles, sizeof(*profiles) * np);
+    figures_count(s, models, profiles);
+    for (uint32_t m = 0; m < nm; m++) {
+        const struct smodel *a = &models[m], *b = &s->models[m];
+        if (a->maxper != b->maxper || a->mem != b->mem ||
+            memcmp(a->atleast, b->atleast, sizeof(a->atleast)) != 0) {
+            sh_errorf(err, SH_EINTERNAL,
+                      "model %s: largest node %d, memory %llu or node "
+                      "counts stale (recount: %d, %llu)",
+                      s->model_names.names[m], b->maxper,
+                      (unsigned long long)b->mem, a->maxper,
+                      (unsigned long long)a->mem);
+            goto out;
+        }
+    }
+    for (uint32_t p = 0; p < np; p++) {
+        const struct sprofile *a = &profiles[p], *b = &s->profiles[p];
+        if (a->mem_min != b->mem_min || a->units_max != b->units_max) {
+            sh_errorf(err, SH_EINTERNAL,
+                      "profile %s: smallest memory %llu or largest share "
+                      "%lld stale (recount: %llu, %lld)",
+                      s->profile_names.names[p], (unsigned long long)b->mem_min,
+                      (long long)b->units_max, (unsigned long long)a->mem_min,
+                      (long long)a->units_max);
+            goto out;
+        }
+    }
+    rc = 0;
+out:
+    free(models);
+    free(profiles);
+    return rc;
+}
+
+/* Whether two layouts of a node give the recount the same figures: the
+ * same models with the same GPU counts, the same GPU memory and the same
+ * slices, in the same order. */
+static bool node_layout_same(const struct snode *a, const struct snode *b)
+{
+    if (a->nmodels != b->nmodels || a->ngpus != b->ngpus)
+        return false;
+    for (int i = 0; i < a->nmodels; i++) {
+        if (a->models[i].model != b->models[i].model ||
+            popcount64(a->models[i].mask) != popcount64(b->models[i].mask))
+            return false;
+    }
+    for (int g = 0; g < a->ngpus; g++) {
+        const struct sgpu *x = &a->gpus[g], *y = &b->gpus[g];
+        if (x->model != y->model || x->mem != y->mem ||
+            x->nslices != y->nslices)
+            return false;
+        for (int k = 0; k < x->nslices; k++) {
+            const struct sslice *p = &x->slices[k], *q = &y->slices[k];
+            if (p->profile != q->profile || p->kind != q->kind ||
+                p->mem != q->mem || p->units != q->units)
+                return false;
+        }
+    }
+    return true;
+}
+
+/* After node n was set: bring the per-model and per-profile figures up to
+ * date. A new node that comes last is folded in and a node that kept its
+ * layout changes nothing (the controller re-sets nodes on every state
+ * change); anything else recounts. */
+static void node_models_update(struct sched *s, uint32_t n, bool was_present,
+                               bool same_layout)
+{
+    if (!was_present && n + 1 == s->node_names.n)
+        node_fold(s, &s->nodes[n], s->models, s->profiles);
+    else if (!was_present || !same_layout)
+        node_recount_models(s);
     s->memopts_dirty = true;
 }
 
@@ -665,6 +766,7 @@ int sched_node_set(struct sched *s, const struct sched_node_desc *d,
         gpus_free(gpus, d->ngpus);
         goto nomem;
     }
+    bool same_layout = saved.present && node_layout_same(&saved, nd);
     if (saved.gpus)
         gpus_free(saved.gpus, saved.ngpus);
     free(saved.models);
@@ -678,7 +780,7 @@ int sched_node_set(struct sched *s, const struct sched_node_desc *d,
     node_totals(s, n, +1);
     node_derive(s, nd);
     node_index_add(s, n);
-    node_recount_models(s);
+    node_models_update(s, n, saved.present, same_layout);
     s->dirty = true;
     s->lb_stale = true;
     return 0;
