@@ -105,9 +105,8 @@ static void fence_text(const struct sched *s, const struct sjob *j, char *buf,
 {
     enum { NAMES = 3 };
     uint32_t ids[NAMES];
-    uint64_t mask =
-        j->model != SCHED_NONE16 ? UINT64_C(1) << j->model : ~UINT64_C(0);
-    int n = place_slice_fenced(s, j, j->profile, mask, ids, NAMES);
+    int n =
+        place_slice_fenced(s, j, j->profile, model_mask_for(s, j), ids, NAMES);
     if (n == 0)
         return;
     /* "vision", "vision and nlp", "vision, nlp and cv", "..., cv and
