@@ -16,6 +16,10 @@
  *     time limit: SIGTERM    ▼ │                                      after
  *                          STOPPING ── grace over: SIGKILL            a while
  *
+ * Before the SIGTERM the agent writes the SIGKILL's Unix second to the
+ * run's deadline file (launch.h, SHOAL_PREEMPT_DEADLINE), so the job can
+ * checkpoint in time.
+ *
  * A run is never started twice: an exited run stays known (its folder is
  * kept) long after the controller acknowledged it.
  */
