@@ -9,6 +9,9 @@
 #           exits 0 in time and is still recorded as preempted
 #   pre-002 a job that ignores SIGTERM is killed at its deadline, not before;
 #           it is requeued and its next attempt sees no deadline file
+#   pre-003 (root) a job of an unprivileged user under a root agent reads
+#           the file in the agent's run folder and can neither write,
+#           remove nor replace it
 
 load lib/cluster
 
@@ -61,6 +64,8 @@ borrow() {
     wait_job_state "$job" running
     wait_for 10 test -s "$OUT/0.alive"
 }
+
+logs_have() { shoal logs "$1" | grep -q "$2"; }
 
 # The owner's job that takes its GPUs back; sets $own.
 reclaim() { own=$(submit --project owner --gpus 3 -- true); }
@@ -119,4 +124,45 @@ reclaim() { own=$(submit --project owner --gpus 3 -- true); }
     [ "$(cat "$OUT/1.early")" = absent ]
     wait_job_state "$job" completed 30
     [ "$(job_state "$own")" = completed ]
+}
+
+@test "pre-003 under a root agent a job of another user reads its deadline and cannot change it" {
+    [ "$(id -u)" = 0 ] || skip "needs root: the agent must switch users"
+    local u=shoalpre
+    if ! id "$u" >/dev/null 2>&1; then
+        useradd -M -d /tmp -s /bin/sh "$u"
+    fi
+    [ "$(id -u "$u")" -ge 1000 ] || usermod -u 23457 "$u"
+    cluster_with_quotas
+    chmod 0711 "$SHOAL_TEST_DIR" # the job's user reaches its run folder
+    API_TOKEN=$SHOAL_TOKEN api POST /v1/users "{\"name\":\"$u\"}"
+    [ "$status_code" = 201 ] || [ "$status_code" = 409 ]
+    cat >"$SHOAL_TEST_DIR/user-job.sh" <<'EOF'
+#!/bin/bash
+f=$SHOAL_PREEMPT_DEADLINE
+on_term() {
+    echo "deadline=$(cat "$f")"
+    echo 1 >"$f" 2>/dev/null && echo WROTE
+    rm -f "$f" 2>/dev/null && echo REMOVED
+    ln -sf /etc/passwd "$f" 2>/dev/null && echo LINKED
+    echo "after=$(cat "$f")"
+    exit 0
+}
+trap on_term TERM
+echo started
+while :; do sleep 0.1; done
+EOF
+    chmod 0644 "$SHOAL_TEST_DIR/user-job.sh"
+    job=$(submit --user "$u" -D /tmp --project borrower --gpus 3 \
+        "$SHOAL_TEST_DIR/user-job.sh")
+    wait_job_state "$job" running
+    wait_for 10 logs_have "$job" started
+    reclaim
+    wait_job_state "$job" preempted 30
+    wait_for 10 logs_have "$job" after=
+    out=$(shoal logs "$job")
+    deadline=$(echo "$out" | sed -n 's/^deadline=//p')
+    [[ "$deadline" =~ ^[0-9]+$ ]]
+    [ "$(echo "$out" | sed -n 's/^after=//p')" = "$deadline" ]
+    ! echo "$out" | grep -qE 'WROTE|REMOVED|LINKED'
 }
