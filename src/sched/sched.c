@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -197,6 +198,72 @@ int sched_model_intern(struct sched *s, const char *name, uint16_t *id)
     s->memopts_dirty = true;
     *id = (uint16_t)nid;
     return 0;
+}
+
+/* The next name of a gpu_type set ("A100-80GB|H100-80GB") into name;
+ * *p moves past it. -1 for an empty or too long name. */
+static int models_next(const char **p, char name[SCHED_NAME_MAX + 1])
+{
+    size_t n = strcspn(*p, "|");
+    if (n == 0 || n > SCHED_NAME_MAX)
+        return -1;
+    memcpy(name, *p, n);
+    name[n] = '\0';
+    *p += n + ((*p)[n] == '|');
+    return 0;
+}
+
+int sched_models_find(const struct sched *s, const char *gpu_type,
+                      uint64_t *known, int *unknown)
+{
+    char name[SCHED_NAME_MAX + 1];
+    const char *p = gpu_type;
+    uint64_t mask = 0;
+    int nnew = 0, count = 0;
+    if (!*p || p[strlen(p) - 1] == '|')
+        return -1;
+    while (*p) {
+        if (models_next(&p, name) < 0 || ++count > SCHED_MODELS_MAX)
+            return -1;
+        uint32_t m = strtab_find(&s->model_names, name);
+        if (m == SCHED_NONE)
+            nnew++;
+        else
+            mask |= UINT64_C(1) << m;
+    }
+    if (known)
+        *known = mask;
+    if (unknown)
+        *unknown = nnew;
+    return 0;
+}
+
+int sched_models_intern(struct sched *s, const char *gpu_type, uint64_t *mask)
+{
+    char name[SCHED_NAME_MAX + 1];
+    const char *p = gpu_type;
+    *mask = 0;
+    while (*p) {
+        uint16_t m;
+        if (models_next(&p, name) < 0 || sched_model_intern(s, name, &m) < 0)
+            return -1;
+        *mask |= UINT64_C(1) << m;
+    }
+    return 0;
+}
+
+void sched_models_str(const struct sched *s, uint64_t mask, char *buf,
+                      size_t size)
+{
+    size_t off = 0;
+    buf[0] = '\0';
+    for (uint64_t b = mask; b && off + 1 < size; b &= b - 1) {
+        int w = snprintf(buf + off, size - off, "%s%s", off ? "|" : "",
+                         s->model_names.names[__builtin_ctzll(b)]);
+        if (w < 0)
+            break;
+        off += (size_t)w;
+    }
 }
 
 int sched_profile_intern(struct sched *s, const char *name, uint16_t *id)
@@ -600,9 +667,14 @@ static int desc_validate(const struct sched *s, const struct sched_job_desc *d,
         return sh_errorf(err, SH_EINVAL,
                          "priority must be high, normal or "
                          "low");
-    if (d->gpu_type && !name_ok(d->gpu_type))
+    if (d->gpu_type && !strchr(d->gpu_type, '|') && !name_ok(d->gpu_type))
         return sh_errorf(err, SH_EINVAL, "gpu_type must be 1..%d bytes",
                          SCHED_NAME_MAX);
+    if (d->gpu_type && sched_models_find(s, d->gpu_type, NULL, NULL) < 0)
+        return sh_errorf(err, SH_EINVAL,
+                         "gpu_type must be 1..%d models of 1..%d bytes "
+                         "separated by '|'",
+                         SCHED_MODELS_MAX, SCHED_NAME_MAX);
     if (d->slice &&
         (!*d->slice || strnlen(d->slice, GPU_PROFILE_MAX) >= GPU_PROFILE_MAX))
         return sh_errorf(err, SH_EINVAL, "slice must be 1..%d bytes",
@@ -643,9 +715,10 @@ static int desc_validate(const struct sched *s, const struct sched_job_desc *d,
 static int job_alloc(struct sched *s, const struct sched_job_desc *d,
                      uint32_t *out, struct sh_error *err)
 {
-    if (d->gpu_type &&
-        strtab_find(&s->model_names, d->gpu_type) == SCHED_NONE &&
-        s->model_names.n >= SCHED_MODELS_MAX)
+    int new_models = 0;
+    if (d->gpu_type)
+        sched_models_find(s, d->gpu_type, NULL, &new_models);
+    if (s->model_names.n + (uint32_t)new_models > SCHED_MODELS_MAX)
         return sh_errorf(err, SH_ETOOLARGE, "at most %d GPU models",
                          SCHED_MODELS_MAX);
     if (d->slice && strtab_find(&s->profile_names, d->slice) == SCHED_NONE &&
@@ -653,10 +726,11 @@ static int job_alloc(struct sched *s, const struct sched_job_desc *d,
         return sh_errorf(err, SH_ETOOLARGE, "at most %d slice profiles",
                          SCHED_PROFILES_MAX);
     uint32_t user, project;
-    uint16_t model = SCHED_NONE16, profile = SCHED_NONE16;
+    uint16_t profile = SCHED_NONE16;
+    uint64_t models = 0;
     if (sched_user_intern(s, d->user, &user) < 0 ||
         sched_project_intern(s, d->project, &project) < 0 ||
-        (d->gpu_type && sched_model_intern(s, d->gpu_type, &model) < 0) ||
+        (d->gpu_type && sched_models_intern(s, d->gpu_type, &models) < 0) ||
         (d->slice && sched_profile_intern(s, d->slice, &profile) < 0))
         return sh_errorf(err, SH_EINTERNAL, "out of memory");
     if (s->free_job == SCHED_NONE) {
@@ -682,7 +756,10 @@ static int job_alloc(struct sched *s, const struct sched_job_desc *d,
     job->limit = d->time_limit_ms;
     job->user = user;
     job->project = project;
-    job->model = model;
+    job->models = models;
+    job->model = __builtin_popcountll(models) == 1
+                     ? (uint16_t)__builtin_ctzll(models)
+                     : SCHED_NONE16;
     job->profile = profile;
     job->run_model = SCHED_NONE16;
     job->prio = (uint8_t)d->priority;

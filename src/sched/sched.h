@@ -214,10 +214,13 @@ struct sched_job_desc {
     enum job_priority priority;
     int nodes;
     int gpus;
-    const char *gpu_type; /* NULL = any model */
-    const char *slice;    /* NULL = whole GPUs */
-    uint64_t gpu_mem;     /* bytes; 0 = any */
-    bool flexible;        /* see "a minimum memory" above */
+    /* NULL = any model; a model ("H100-80GB"); or a set of models
+     * separated by '|' ("A100-80GB|H100-80GB"): the job runs on any one
+     * of them that the cluster has, all its GPUs of one model. */
+    const char *gpu_type;
+    const char *slice; /* NULL = whole GPUs */
+    uint64_t gpu_mem;  /* bytes; 0 = any */
+    bool flexible;     /* see "a minimum memory" above */
     int64_t submit_ms;
     int64_t time_limit_ms; /* 0 = none */
 };

@@ -225,6 +225,8 @@ struct sjob {
     int64_t start;  /* running: start time */
     int64_t est;    /* pending: estimated start; running: end */
     uint64_t other; /* reason's other job / preempting-for job */
+    /* Model constraint: the allowed model ids (a set), 0 = any. */
+    uint64_t models;
     uint32_t user;
     uint32_t project;
     uint32_t next;        /* pending: queue link; free list link */
@@ -236,7 +238,7 @@ struct sjob {
     uint32_t wait_arg;    /* reason detail (model id, ...) */
     uint16_t nodes;       /* 0 = auto */
     uint16_t nplace;
-    uint16_t model;   /* constraint, SCHED_NONE16 = any */
+    uint16_t model;   /* constraint of one model; SCHED_NONE16 = any or set */
     uint16_t profile; /* slice profile, SCHED_NONE16 */
     uint16_t run_model;
     uint16_t victims; /* preempting jobs this job waits for */
@@ -384,6 +386,17 @@ int sched_project_intern(struct sched *s, const char *name, uint32_t *id);
 int sched_user_intern(struct sched *s, const char *name, uint32_t *id);
 int sched_model_intern(struct sched *s, const char *name, uint16_t *id);
 int sched_profile_intern(struct sched *s, const char *name, uint16_t *id);
+/* A job's gpu_type: one model or several separated by '|'. find: the
+ * known ones as a mask in *known and how many names are not known in
+ * *unknown (either may be NULL); -1 when malformed (an empty or too long
+ * name, more than SCHED_MODELS_MAX). intern: all of them as a mask, -1
+ * when memory is short or there would be too many models. */
+int sched_models_find(const struct sched *s, const char *gpu_type,
+                      uint64_t *known, int *unknown);
+int sched_models_intern(struct sched *s, const char *gpu_type, uint64_t *mask);
+/* The models of mask as "A100-80GB|H100-80GB" (id order), into buf. */
+void sched_models_str(const struct sched *s, uint64_t mask, char *buf,
+                      size_t size);
 void sched_queue_insert(struct sched *s, uint32_t j);
 void sched_queue_unlink(struct sched *s, uint32_t j);
 int sched_queues_sort(struct sched *s);

@@ -570,8 +570,7 @@ static int job_options(struct sched *s, const struct sjob *j, struct sopt *o)
         o[0].units = (int64_t)job_total(j) * SCHED_UNITS_PER_GPU;
         return 1;
     }
-    uint64_t all =
-        j->model != SCHED_NONE16 ? UINT64_C(1) << j->model : ~UINT64_C(0);
+    uint64_t all = j->models ? j->models : ~UINT64_C(0);
     if (j->kind == SJOB_SLICE) {
         o[0].kind = SJOB_SLICE;
         o[0].profile = j->profile;

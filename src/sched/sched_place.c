@@ -31,7 +31,7 @@ uint64_t model_mask_for(const struct sched *s, const struct sjob *j)
     uint64_t mask = 0;
     uint64_t mem = (uint64_t)j->mem_mib * 1024 * 1024;
     for (uint32_t m = 0; m < s->model_names.n; m++) {
-        if (j->model != SCHED_NONE16 && m != j->model)
+        if (j->models && !((j->models >> m) & 1))
             continue;
         if (s->models[m].nnodes == 0)
             continue;
@@ -493,11 +493,13 @@ static bool fit_whole(const struct sched *s, const struct sjob *j,
     char names[160] = "";
     if (err)
         list_names(&s->model_names, &present, names, sizeof(names));
-    if (j->model != SCHED_NONE16 && !((present >> j->model) & 1)) {
+    if (j->models && !(present & j->models)) {
+        char want[SCHED_MODELS_MAX * (SCHED_NAME_MAX + 1)];
+        sched_models_str(s, j->models, want, sizeof(want));
         sh_errorf(err, SH_EINVAL,
                   "unknown GPU model '%s' (the cluster has "
                   "%s)",
-                  s->model_names.names[j->model], present ? names : "no GPUs");
+                  want, present ? names : "no GPUs");
         return false;
     }
     uint64_t mask = model_mask_for(s, j);
@@ -558,9 +560,9 @@ bool static_fit(const struct sched *s, const struct sjob *j,
     char names[160];
     if (j->kind == SJOB_WHOLE)
         return fit_whole(s, j, err);
-    if (j->model != SCHED_NONE16 && s->models[j->model].nnodes == 0) {
-        sh_errorf(err, SH_EINVAL, "unknown GPU model '%s'",
-                  s->model_names.names[j->model]);
+    if (j->models && !(model_mask_for(s, j) & j->models)) {
+        sched_models_str(s, j->models, names, sizeof(names));
+        sh_errorf(err, SH_EINVAL, "unknown GPU model '%s'", names);
         return false;
     }
     if (j->kind == SJOB_SLICE) {
@@ -583,7 +585,7 @@ bool static_fit(const struct sched *s, const struct sjob *j,
     for (uint32_t m = 0; m < s->model_names.n; m++) {
         if (s->models[m].nnodes == 0)
             continue;
-        if (j->model != SCHED_NONE16 && m != j->model)
+        if (j->models && !((j->models >> m) & 1))
             continue;
         if (s->models[m].mem >= mem)
             return true;

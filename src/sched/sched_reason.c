@@ -129,8 +129,12 @@ static void fence_text(const struct sched *s, const struct sjob *j, char *buf,
 static void resources_text(const struct sched *s, const struct sjob *j,
                            char *buf, size_t size)
 {
-    const char *model =
-        j->model != SCHED_NONE16 ? s->model_names.names[j->model] : NULL;
+    char set[SCHED_MODELS_MAX * (SCHED_NAME_MAX + 1)];
+    const char *model = NULL;
+    if (j->models) {
+        sched_models_str(s, j->models, set, sizeof(set));
+        model = set;
+    }
     /* No constraint, but the cluster has one model: name it. */
     uint32_t present = 0, only = 0;
     for (uint32_t m = 0; m < s->model_names.n && !model; m++) {
@@ -232,11 +236,21 @@ static int temp_job(const struct sched *s, const struct sched_job_desc *d,
     j->model = SCHED_NONE16;
     j->profile = SCHED_NONE16;
     if (d->gpu_type) {
-        uint32_t m = strtab_find(&s->model_names, d->gpu_type);
-        if (m == SCHED_NONE || s->models[m].nnodes == 0)
+        uint64_t present = 0;
+        if (sched_models_find(s, d->gpu_type, &j->models, NULL) < 0)
+            return sh_errorf(err, SH_EINVAL,
+                             "gpu_type must be 1..%d models of 1..%d "
+                             "bytes separated by '|'",
+                             SCHED_MODELS_MAX, SCHED_NAME_MAX);
+        for (uint64_t b = j->models; b; b &= b - 1) {
+            if (s->models[__builtin_ctzll(b)].nnodes > 0)
+                present |= b & -b;
+        }
+        if (!present)
             return sh_errorf(err, SH_EINVAL, "unknown GPU model '%s'",
                              d->gpu_type);
-        j->model = (uint16_t)m;
+        if (__builtin_popcountll(j->models) == 1)
+            j->model = (uint16_t)__builtin_ctzll(j->models);
     }
     if (d->slice) {
         uint32_t p = strtab_find(&s->profile_names, d->slice);
@@ -289,13 +303,14 @@ static int64_t limit_of(const struct squota *q, uint16_t m)
 /* The limit a job meets: its model's, or without a model constraint the
  * most generous among the models present (it may run on any of them). */
 static int64_t limit_of_job(const struct sched *s, const struct squota *q,
-                            uint16_t m)
+                            uint64_t allowed)
 {
-    if (m != SCHED_NONE16)
-        return limit_of(q, m);
+    uint16_t m = SCHED_NONE16;
+    if (__builtin_popcountll(allowed) == 1)
+        return limit_of(q, (uint16_t)__builtin_ctzll(allowed));
     int64_t best = -2;
     for (uint32_t i = 0; i < s->model_names.n; i++) {
-        if (s->models[i].nnodes == 0)
+        if (s->models[i].nnodes == 0 || (allowed && !((allowed >> i) & 1)))
             continue;
         int64_t l = limit_of(q, (uint16_t)i);
         if (l == SCHED_UNLIMITED)
@@ -338,9 +353,9 @@ int sched_job_check_limits(const struct sched *s,
         d->project ? strtab_find(&s->project_names, d->project) : SCHED_NONE;
     if (pid == SCHED_NONE || !s->quotas_on)
         return 0;
-    uint32_t m =
-        d->gpu_type ? strtab_find(&s->model_names, d->gpu_type) : SCHED_NONE;
-    uint16_t m16 = m == SCHED_NONE ? SCHED_NONE16 : (uint16_t)m;
+    uint64_t m16 = 0; /* the job's models (one or a set); 0 = any */
+    if (d->gpu_type && sched_models_find(s, d->gpu_type, &m16, NULL) < 0)
+        m16 = 0;
     const struct sproject *p = &s->projects[pid];
     int64_t l = limit_of_job(s, &p->q, m16);
     if (l != SCHED_UNLIMITED && units > l)
