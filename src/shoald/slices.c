@@ -343,72 +343,397 @@ json_t *slices_view(struct shoald *d)
     return arr;
 }
 
-/* ---- re-slicing on demand ---- */
+/* ---- re-slicing on demand ----
+ *
+ * A waiting job gets a GPU re-sliced for it only when nothing serves it now
+ * and nothing underway will: for a slice job, no free slice of its profile
+ * (any time-slice for "shared") with its memory on a GPU of its model that
+ * it may use (not an unfenced GPU another project holds); for a whole-GPU
+ * job, no node with enough free whole GPUs. Then an idle GPU that no plan
+ * touched for reslice_hold_ms is changed: a whole one sliced (else an idle
+ * one of another layout re-sliced), or for a whole-GPU job an idle sliced
+ * one made whole, on a node where that makes the job fit. The engine must
+ * also say the job waits for resources (not for quota, a limit or a
+ * reservation). One change per tick. */
 
-static bool gpu_has_profile(const struct gpu_info *g, const char *profile)
+/* What holds one GPU of a node, from the jobs placed there. */
+struct gpu_use {
+    int jobs;            /* jobs on the GPU or any of its slices */
+    uint32_t held;       /* MIG slices held, one bit per slice */
+    const char *project; /* the first holder's project */
+    bool projects;       /* holders of more than one project */
+};
+
+static void node_use(const struct shoald *d, const struct node *n,
+                     struct gpu_use *use)
 {
-    for (int s = 0; s < g->nslices; s++) {
-        if (strcmp(g->slices[s].profile, profile) == 0 ||
-            (strcmp(profile, "shared") == 0 &&
-             g->slices[s].kind == GPU_SLICE_SHARED))
+    struct node_rt *rt = nodetab_rt(d->nodes, n->name);
+    memset(use, 0, sizeof(*use) * (size_t)n->ngpus);
+    for (int i = 0; rt && i < rt->njobs; i++) {
+        const struct job *job = jobtab_get(d->jobs, rt->jobs[i]);
+        for (int a = 0; job && a < job->nalloc; a++) {
+            const struct job_alloc *al = &job->alloc[a];
+            if (al->done || strcmp(al->node, n->name) != 0)
+                continue;
+            int last = -1;
+            for (int k = 0; k < al->ngpus; k++) {
+                int slice;
+                const struct gpu_info *gi =
+                    node_find_gpu(n, al->gpus[k], &slice);
+                if (!gi)
+                    continue;
+                struct gpu_use *u = &use[gi - n->gpus];
+                if (slice >= 0)
+                    u->held |= 1u << slice;
+                if (gi - n->gpus == last)
+                    continue;
+                last = (int)(gi - n->gpus);
+                const char *pr = job->spec.project ? job->spec.project : "";
+                if (u->jobs++ == 0)
+                    u->project = pr;
+                else if (strcmp(u->project, pr) != 0)
+                    u->projects = true;
+            }
+        }
+    }
+}
+
+/* A node that takes new jobs (the engine's view: up, no stray runs). */
+static bool node_open(const struct shoald *d, const struct node *n)
+{
+    struct node_rt *rt = nodetab_rt(d->nodes, n->name);
+    return node_state(n) == NODE_UP && !(rt && rt->stale > 0);
+}
+
+/* The job's gpu_type allows the GPU's model: no constraint, the model, or
+ * a set of models separated by '|' that holds it. */
+static bool type_ok(const struct job *job, const struct gpu_info *g)
+{
+    const char *t = job->spec.gpu_type;
+    size_t len = strlen(g->model);
+    while (t) {
+        const char *bar = strchr(t, '|');
+        size_t n = bar ? (size_t)(bar - t) : strlen(t);
+        if (n == len && strncmp(t, g->model, len) == 0)
+            return true;
+        t = bar ? bar + 1 : NULL;
+    }
+    return !job->spec.gpu_type;
+}
+
+/* A slice or layout slice matches the job's slice profile (NULL: any, for
+ * a job asking only for memory) with its memory. */
+static bool slice_fits(const struct job *job, enum gpu_slice_kind kind,
+                       const char *profile, uint64_t mem)
+{
+    const char *want = job->spec.slice;
+    if (mem < job->spec.gpu_mem)
+        return false;
+    if (!want)
+        return true;
+    if (strcmp(want, "shared") == 0)
+        return kind == GPU_SLICE_SHARED;
+    return strcmp(want, profile) == 0;
+}
+
+/* A free slice of GPU g that the job may take now. */
+static bool slice_free(const struct node *n, int g, const struct gpu_use *u,
+                       const struct job *job)
+{
+    const struct gpu_info *gi = &n->gpus[g];
+    if (gi->nslices == 0)
+        return false;
+    if (gi->slices[0].kind == GPU_SLICE_SHARED) {
+        const char *pr = job->spec.project ? job->spec.project : "";
+        /* Time-slices without MPS serve one project at a time. */
+        if (!n->mps && u->jobs > 0 &&
+            (u->projects || strcmp(u->project, pr) != 0))
+            return false;
+        return u->jobs < gi->nslices &&
+               slice_fits(job, GPU_SLICE_SHARED, gi->slices[0].profile,
+                          gi->slices[0].mem_bytes);
+    }
+    for (int k = 0; k < gi->nslices; k++) {
+        const struct gpu_slice *sl = &gi->slices[k];
+        if (!((u->held >> k) & 1) &&
+            slice_fits(job, sl->kind, sl->profile, sl->mem_bytes))
             return true;
     }
     return false;
 }
 
-/* A GPU no job holds and no plan touched lately. */
-static bool gpu_free_for_change(const struct shoald *d, const struct node *n,
-                                int g, int64_t now)
+static bool whole_free(const struct gpu_info *gi, const struct gpu_use *u,
+                       const struct job *job)
 {
-    const struct plan *p = plan_get(d->slices, n->name, g);
-    if (p && (p->state == PLAN_WAITING || p->state == PLAN_APPLYING ||
-              now - p->changed_ms < d->cfg.reslice_hold_ms))
-        return false;
-    return node_state(n) == NODE_UP && gpu_jobs(d, n, g) == 0;
+    return gi->nslices == 0 && !gi->mig_enabled && u->jobs == 0 &&
+           gi->mem_total >= job->spec.gpu_mem;
 }
 
-/* Find a pending job of the wanted kind whose need nothing serves now. */
-static void reslice_for(struct shoald *d, const struct job *job, int64_t now)
+static bool plan_underway(const struct plan *p)
 {
-    char why[200], preset[PRESET_NAME_MAX];
+    return p && (p->state == PLAN_WAITING || p->state == PLAN_APPLYING);
+}
+
+/* A GPU no job holds, on a node that takes jobs, that no plan changes
+ * now or changed in the last reslice_hold_ms. */
+static bool gpu_free_for_change(const struct shoald *d, const struct node *n,
+                                const struct gpu_use *u, int g, int64_t now)
+{
+    const struct plan *p = plan_get(d->slices, n->name, g);
+    if (plan_underway(p) || (p && now - p->changed_ms < d->cfg.reslice_hold_ms))
+        return false;
+    return node_open(d, n) && u->jobs == 0;
+}
+
+/* A plan underway on GPU g gives the job what it asks for: a slice that
+ * fits (slice jobs) or a whole GPU (whole-GPU jobs; either for memory
+ * jobs). */
+static bool plan_serves(const struct plan *p, const struct gpu_info *gi,
+                        const struct job *job, bool slices, bool whole)
+{
+    struct preset_layout layout;
     struct sh_error err;
+    if (!plan_underway(p) ||
+        preset_expand(gi->model, p->preset, &layout, &err) < 0)
+        return false;
+    if (layout.nslices == 0)
+        return whole && !layout.mig && gi->mem_total >= job->spec.gpu_mem;
+    for (int k = 0; slices && k < layout.nslices; k++) {
+        const struct preset_slice *sl = &layout.slices[k];
+        if (slice_fits(job, sl->kind, sl->profile, sl->mem_bytes))
+            return true;
+    }
+    return false;
+}
+
+/* A job asking for memory only, which the engine places on a slice or a
+ * whole GPU (see cluster.c). */
+static bool memory_job(const struct job *job)
+{
+    return !job->spec.slice && job->spec.gpu_mem > 0 &&
+           job->spec.gpus_per_node == 1 && job->spec.nodes == 1;
+}
+
+/* The preset that gives GPU gi a slice for the job; false when none does.
+ */
+static bool slice_preset(const struct gpu_info *gi, const struct job *job,
+                         char *preset, size_t size)
+{
     const char *want = job->spec.slice;
-    for (struct node *n = nodetab_next(d->nodes, NULL); n;
-         n = nodetab_next(d->nodes, n)) {
+    uint64_t mem = job->spec.gpu_mem;
+    if (strncmp(want, "shared", 6) == 0) {
+        /* "shared": four shares, fewer when the job needs more memory;
+         * "shared/N": N shares. */
+        int n = 4;
+        if (want[6] == '/') {
+            if (sscanf(want + 7, "%d", &n) != 1)
+                return false;
+        } else if (mem > 0 && gi->mem_total / mem < 4) {
+            n = (int)(gi->mem_total / mem);
+        }
+        if (n < 2 || n > PRESET_SHARED_MAX || gi->mem_total / (uint64_t)n < mem)
+            return false;
+        snprintf(preset, size, "shared-%d", n);
+        return true;
+    }
+    const struct preset_profile *pf =
+        gi->mig_capable ? preset_profile_find(gi->model, want) : NULL;
+    if (!pf || pf->mem_mib * 1024 * 1024 < mem)
+        return false;
+    snprintf(preset, size, "all-%s", want);
+    return true;
+}
+
+/* What re-slicing can do for one kind of request, worked out once a tick. */
+struct want {
+    char key[JOB_IDENT_MAX * 3 + 64];
+    bool done;               /* served, or nothing to change */
+    const struct node *node; /* the GPU to change */
+    int gpu;
+    char preset[PRESET_NAME_MAX];
+    UT_hash_handle hh;
+};
+
+/* The tick's view of the nodes: what holds each GPU. */
+struct view {
+    const struct node **nodes;
+    struct gpu_use **use;
+    int n;
+};
+
+static void want_key(const struct job *job, char *key, size_t size)
+{
+    const char *sl = job->spec.slice;
+    /* Only time-slices depend on the project (the unfenced rule). */
+    snprintf(key, size, "%s|%s|%llu|%d|%s", sl ? sl : "-",
+             job->spec.gpu_type ? job->spec.gpu_type : "-",
+             (unsigned long long)job->spec.gpu_mem, job->spec.gpus_per_node,
+             sl && strncmp(sl, "shared", 6) == 0 && job->spec.project
+                 ? job->spec.project
+                 : "-");
+}
+
+/* A slice job: served, or the GPU to slice for it (a whole one first). */
+static void want_slice(const struct shoald *d, const struct view *v,
+                       const struct job *job, int64_t now, struct want *w)
+{
+    const struct node *other = NULL;
+    int other_gpu = -1;
+    char other_preset[PRESET_NAME_MAX] = "";
+    for (int i = 0; i < v->n; i++) {
+        const struct node *n = v->nodes[i];
+        if (!node_open(d, n))
+            continue;
         for (int g = 0; g < n->ngpus; g++) {
             const struct gpu_info *gi = &n->gpus[g];
-            if (!gpu_free_for_change(d, n, g, now) ||
-                (job->spec.gpu_type && strcmp(job->spec.gpu_type, gi->model)))
+            const struct plan *p = plan_get(d->slices, n->name, g);
+            if (!type_ok(job, gi))
                 continue;
-            if (want) {
-                /* A whole GPU to slice for a slice job. */
-                if (gi->nslices > 0)
-                    continue;
-                if (strcmp(want, "shared") == 0)
-                    snprintf(preset, sizeof(preset), "shared-4");
-                else if (gi->mig_capable &&
-                         preset_profile_find(gi->model, want))
-                    snprintf(preset, sizeof(preset), "all-%s", want);
-                else
-                    continue;
-                snprintf(why, sizeof(why),
-                         "re-sliced on demand: job %llu waits for a %s slice",
-                         (unsigned long long)job->id, want);
-            } else {
-                /* A sliced GPU made whole for a whole-GPU job. */
-                if (gi->nslices == 0)
-                    continue;
-                snprintf(preset, sizeof(preset), "all-disabled");
-                snprintf(why, sizeof(why),
-                         "made whole on demand: job %llu waits for whole GPUs",
-                         (unsigned long long)job->id);
+            if (plan_underway(p)) {
+                if (plan_serves(p, gi, job, true, false)) {
+                    w->done = true;
+                    return;
+                }
+                continue;
             }
-            int one = g;
-            if (slices_request(d, n->name, &one, 1, preset, why, &err) < 0)
+            if (slice_free(n, g, &v->use[i][g], job)) {
+                w->done = true;
+                return;
+            }
+            char preset[PRESET_NAME_MAX];
+            if (w->node || !gpu_free_for_change(d, n, &v->use[i][g], g, now) ||
+                !slice_preset(gi, job, preset, sizeof(preset)))
                 continue;
-            return;
+            if (gi->nslices == 0 && !gi->mig_enabled) {
+                w->node = n;
+                w->gpu = g;
+                snprintf(w->preset, sizeof(w->preset), "%s", preset);
+            } else if (!other) {
+                other = n;
+                other_gpu = g;
+                snprintf(other_preset, sizeof(other_preset), "%s", preset);
+            }
         }
     }
+    if (!w->node && other) {
+        w->node = other;
+        w->gpu = other_gpu;
+        snprintf(w->preset, sizeof(w->preset), "%s", other_preset);
+    }
+    w->done = !w->node;
+}
+
+/* A whole-GPU job on one node, or a memory job (a free slice with the
+ * memory serves it too): served, or an idle sliced GPU on a node where
+ * making it whole lets the job fit. */
+static void want_whole(const struct shoald *d, const struct view *v,
+                       const struct job *job, int64_t now, struct want *w)
+{
+    bool mem_job = memory_job(job);
+    int need = job->spec.gpus_per_node;
+    for (int i = 0; i < v->n; i++) {
+        const struct node *n = v->nodes[i];
+        int have = 0, change = -1, changeable = 0;
+        if (!node_open(d, n))
+            continue;
+        for (int g = 0; g < n->ngpus; g++) {
+            const struct gpu_info *gi = &n->gpus[g];
+            const struct gpu_use *u = &v->use[i][g];
+            const struct plan *p = plan_get(d->slices, n->name, g);
+            if (!type_ok(job, gi))
+                continue;
+            if (plan_underway(p)) {
+                have += plan_serves(p, gi, job, mem_job, true);
+                continue;
+            }
+            if (whole_free(gi, u, job) ||
+                (mem_job && slice_free(n, g, u, job))) {
+                have++;
+                continue;
+            }
+            if ((gi->nslices > 0 || gi->mig_enabled) &&
+                gi->mem_total >= job->spec.gpu_mem &&
+                gpu_free_for_change(d, n, u, g, now)) {
+                changeable++;
+                if (change < 0)
+                    change = g;
+            }
+        }
+        if (have >= need) {
+            w->done = true;
+            w->node = NULL;
+            return;
+        }
+        if (!w->node && change >= 0 && have + changeable >= need) {
+            w->node = n;
+            w->gpu = change;
+            snprintf(w->preset, sizeof(w->preset), "all-disabled");
+        }
+    }
+    w->done = !w->node;
+}
+
+/* The engine says the job waits for GPUs or slices (or for a profile no
+ * GPU has: "can never fit"), not for quota, a limit or a reservation. */
+static bool waits_for_resources(struct shoald *d, const struct job *job)
+{
+    char reason[512];
+    int64_t est;
+    cluster_job_reason(d, job, reason, sizeof(reason), &est);
+    return strncmp(reason, "resources:", 10) == 0;
+}
+
+static bool view_build(const struct shoald *d, struct view *v)
+{
+    size_t max = nodetab_count(d->nodes);
+    v->n = 0;
+    v->nodes = calloc(max ? max : 1, sizeof(*v->nodes));
+    v->use = calloc(max ? max : 1, sizeof(*v->use));
+    if (!v->nodes || !v->use)
+        return false;
+    for (const struct node *n = nodetab_next(d->nodes, NULL); n;
+         n = nodetab_next(d->nodes, n)) {
+        if ((size_t)v->n == max)
+            break;
+        v->use[v->n] =
+            calloc(n->ngpus ? (size_t)n->ngpus : 1, sizeof(struct gpu_use));
+        if (!v->use[v->n])
+            return false;
+        node_use(d, n, v->use[v->n]);
+        v->nodes[v->n++] = n;
+    }
+    return true;
+}
+
+static void view_free(struct view *v)
+{
+    for (int i = 0; v->use && i < v->n; i++)
+        free(v->use[i]);
+    free(v->use);
+    free(v->nodes);
+}
+
+/* Ask for the change; false when it was refused (logged). */
+static bool reslice_for(struct shoald *d, const struct job *job,
+                        const struct want *w)
+{
+    char why[200];
+    struct sh_error err;
+    if (strcmp(w->preset, "all-disabled") == 0)
+        snprintf(why, sizeof(why),
+                 "made whole on demand: job %llu waits for whole GPUs",
+                 (unsigned long long)job->id);
+    else
+        snprintf(why, sizeof(why),
+                 "re-sliced on demand: job %llu waits for a %s slice",
+                 (unsigned long long)job->id, job->spec.slice);
+    int one = w->gpu;
+    if (slices_request(d, w->node->name, &one, 1, w->preset, why, &err) < 0) {
+        sh_log(LOG_WARNING, "slices", "node=%s gpu=%d preset=%s: %s",
+               w->node->name, w->gpu, w->preset, err.msg);
+        return false;
+    }
+    return true;
 }
 
 void slices_reslice_tick(struct shoald *d)
@@ -416,25 +741,39 @@ void slices_reslice_tick(struct shoald *d)
     if (!d->cfg.reslice_on_demand)
         return;
     int64_t now = shoald_now_ms(d);
+    struct view v = {0};
+    struct want *wants = NULL, *w, *tmp;
+    if (!view_build(d, &v))
+        goto out;
     for (struct job *j = jobtab_next(d->jobs, NULL); j;
          j = jobtab_next(d->jobs, j)) {
         if (j->state != JOB_PENDING || j->spec.gpus_per_node == 0 ||
             j->spec.nodes != 1)
             continue;
-        /* Served already by some GPU of the right kind? Then it waits for
-         * other reasons (busy slices); re-slicing would not help it. */
-        bool served = false;
-        for (struct node *n = nodetab_next(d->nodes, NULL); n && !served;
-             n = nodetab_next(d->nodes, n)) {
-            for (int g = 0; g < n->ngpus && !served; g++) {
-                const struct gpu_info *gi = &n->gpus[g];
-                served = j->spec.slice ? gpu_has_profile(gi, j->spec.slice)
-                                       : gi->nslices == 0;
-            }
+        char key[sizeof(w->key)];
+        want_key(j, key, sizeof(key));
+        HASH_FIND_STR(wants, key, w);
+        if (!w) {
+            w = calloc(1, sizeof(*w));
+            if (!w)
+                goto out;
+            snprintf(w->key, sizeof(w->key), "%s", key);
+            HASH_ADD_STR(wants, key, w);
+            if (j->spec.slice)
+                want_slice(d, &v, j, now, w);
+            else
+                want_whole(d, &v, j, now, w);
         }
-        if (!served) {
-            reslice_for(d, j, now);
-            return; /* one change per tick */
-        }
+        if (w->done || !waits_for_resources(d, j))
+            continue;
+        if (reslice_for(d, j, w))
+            break; /* one change per tick */
+        w->done = true;
     }
+out:
+    HASH_ITER (hh, wants, w, tmp) {
+        HASH_DEL(wants, w);
+        free(w);
+    }
+    view_free(&v);
 }

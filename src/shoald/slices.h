@@ -58,10 +58,14 @@ void slices_failed(struct shoald *d, const char *node, int gpu,
  * show`. New reference. */
 json_t *slices_view(struct shoald *d);
 
-/* Re-slicing on demand (off unless the controller was started with it):
- * when slice jobs wait and a whole GPU sits idle, slice it for them; when
- * whole-GPU jobs wait and a sliced GPU sits idle, make it whole again.
- * Called periodically. */
+/* Re-slicing on demand (off unless the controller was started with it).
+ * A job the engine says waits for resources, for which no free slice of
+ * its profile (or no node with enough free whole GPUs) exists now that it
+ * may use (its gpu_type, memory, the unfenced rule), and no plan underway
+ * will give one: an idle GPU that no plan touched for reslice_hold_ms is
+ * sliced for it (a whole one first, else one of another layout), or for a
+ * whole-GPU job an idle sliced one is made whole on a node where that lets
+ * the job fit. At most one change per call. Called periodically. */
 void slices_reslice_tick(struct shoald *d);
 
 #endif
