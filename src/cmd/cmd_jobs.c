@@ -69,12 +69,14 @@ static void format_where(const json_t *j, char *buf, size_t size)
     const char *state = str(j, "state");
     if (strcmp(state, "pending") == 0) {
         const char *reason = str(j, "reason");
-        char est[48] = "";
+        char est[160] = "";
         long long e = iso_ms(str(j, "estimated_start"));
         if (e) {
             char ago[32];
             cmd_format_ago(e, ago, sizeof(ago));
             snprintf(est, sizeof(est), " (start %s)", ago);
+        } else if (str(j, "estimate")) {
+            snprintf(est, sizeof(est), " (%s)", str(j, "estimate"));
         }
         snprintf(buf, size, "%s%s", reason ? reason : "waiting to be scheduled",
                  est);
@@ -251,6 +253,8 @@ static void print_job(const json_t *j)
     show_line("ended:", str(j, "end_time"));
     if (str(j, "estimated_start"))
         show_line("estimated start:", str(j, "estimated_start"));
+    else if (str(j, "estimate"))
+        show_line("estimated start:", str(j, "estimate"));
     json_t *ec = json_object_get(j, "exit_code");
     json_t *sig = json_object_get(j, "exit_signal");
     if (json_is_integer(ec) || json_is_integer(sig)) {

@@ -143,6 +143,8 @@ void sched_destroy(struct sched *s)
     free(s->by_end);
     free(s->resv_ids);
     free(s->resv_prev);
+    free(s->plan_est);
+    free(s->plan_why);
     free(s->memopts);
     free(s->memopt_mem);
     free(s->scratch);
@@ -1122,6 +1124,16 @@ int sched_job_status(const struct sched *s, uint64_t id,
         st->wait = (enum sched_wait)j->wait;
         st->est_start_ms = j->est;
         st->other_job = j->other;
+        st->est_why = SCHED_EST_STALE;
+        int64_t e;
+        enum sched_est_why why;
+        if (sched_plan_get(s, (uint32_t)(j - s->jobs), &e, &why)) {
+            st->est_why = why;
+            if (why == SCHED_EST_OK && st->est_start_ms == 0)
+                st->est_start_ms = e;
+        }
+        if (st->est_start_ms > 0)
+            st->est_why = SCHED_EST_OK;
     } else {
         st->start_ms = j->start;
         st->other_job = j->state == SCHED_JOB_PREEMPTING ? j->other : 0;

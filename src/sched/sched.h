@@ -340,17 +340,43 @@ enum sched_wait {
     SCHED_WAIT_NEVER,         /* cannot fit the cluster as it is now */
 };
 
+/* Why a pending job has no estimated start (sched_plan_estimates()). */
+enum sched_est_why {
+    SCHED_EST_OK = 0,  /* it has one */
+    SCHED_EST_LIMITS,  /* waits for a quota or user limit */
+    SCHED_EST_NEVER,   /* can never fit */
+    SCHED_EST_NO_ROOM, /* not even once every running job has ended */
+    SCHED_EST_FAR,     /* beyond the first SCHED_PLAN_MAX of the order */
+    SCHED_EST_STALE,   /* no plan since the last change */
+};
+
+/* Jobs planned per plan (the rest of the order: SCHED_EST_FAR). */
+#define SCHED_PLAN_MAX 2000
+#define SCHED_PLAN_MAX_TEXT "2000"
+
 struct sched_job_status {
     enum sched_job_state state;
-    enum sched_wait wait; /* pending only */
-    int64_t est_start_ms; /* pending: 0 when unknown */
-    int64_t start_ms;     /* running */
-    uint64_t other_job;   /* the reservation holder / preempting-for */
+    enum sched_wait wait;       /* pending only */
+    int64_t est_start_ms;       /* pending: 0 when unknown */
+    enum sched_est_why est_why; /* pending: why est_start_ms is 0 */
+    int64_t start_ms;           /* running */
+    uint64_t other_job;         /* the reservation holder / preempting-for */
 };
 
 /* Status of a job. SH_ENOTFOUND when the engine does not know it. */
 int sched_job_status(const struct sched *s, uint64_t id,
                      struct sched_job_status *st, struct sh_error *err);
+
+/* Plan an estimated start for every pending job: the queue order, each
+ * job at the earliest time its shape fits once the jobs before it and the
+ * running ones hold their GPUs until their time limits (reservation
+ * holders and preemptors keep the engine's own estimate). Decides nothing.
+ * Cheap when nothing changed since the last plan; sched_job_status() reads
+ * it until the next change. Fails only out of memory. */
+int sched_plan_estimates(struct sched *s, int64_t now, struct sh_error *err);
+
+/* "no estimate: ..." for a status's est_why ("" for SCHED_EST_OK). */
+const char *sched_est_why_text(enum sched_est_why why);
 
 /* The pending reason as text a person reads, e.g.
  * "quota: project vision 8/8 H100-80GB guaranteed, limit 12 reached".

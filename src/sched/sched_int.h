@@ -363,6 +363,11 @@ struct sched {
     size_t pfail_pass[SCHED_MODELS_MAX];
     size_t full_passes;
     size_t incr_passes;
+    /* Estimated starts of the last plan (sched_plan.c), by job slot. */
+    int64_t *plan_est;
+    uint8_t *plan_why; /* enum sched_est_why */
+    uint32_t plan_cap;
+    uint64_t plan_key; /* 0: none */
     /* sorted memory options for flexible jobs */
     struct sopt *memopts;
     uint64_t *memopt_mem;
@@ -495,6 +500,11 @@ static inline bool resv_live(const struct sched *s, const struct sgpu *gp,
     return j->state == SCHED_JOB_PENDING && j->wait == SCHED_WAIT_RESERVED &&
            gp->resv_job != x && sched_before(s, j, &s->jobs[x]);
 }
+
+/* sched_plan.c: the last plan's estimate for job slot j, false when
+ * there is none or something changed since. */
+bool sched_plan_get(const struct sched *s, uint32_t j, int64_t *est,
+                    enum sched_est_why *why);
 
 /* sched_resv.c */
 int resv_compute(struct sched *s, uint32_t j, uint64_t mask, int64_t now);

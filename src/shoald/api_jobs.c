@@ -31,6 +31,10 @@ static json_t *job_view(struct shoald *d, const struct job *job)
             char iso[32];
             clock_format_iso(est, iso, sizeof(iso));
             json_object_set_new(o, "estimated_start", json_string(iso));
+        } else {
+            const char *note = cluster_job_estimate_note(d, job);
+            if (note[0])
+                json_object_set_new(o, "estimate", json_string(note));
         }
     }
     return o;

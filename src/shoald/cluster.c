@@ -956,9 +956,24 @@ void cluster_job_reason(struct shoald *d, const struct job *job, char *buf,
         snprintf(buf, size, "resources: no node has joined yet");
         return;
     }
+    /* Estimates come from one plan down the queue, made again only when
+     * something changed since the last one. */
+    struct sh_error err;
+    if (sched_plan_estimates(c->sched, shoald_now_ms(d), &err) < 0)
+        sh_log(LOG_WARNING, "cluster", "estimates: %s", err.msg);
     struct sched_job_status st;
     if (sched_job_status(c->sched, job->id, &st, NULL) == 0) {
         *est = st.est_start_ms;
         sched_job_reason(c->sched, job->id, buf, size);
     }
+}
+
+const char *cluster_job_estimate_note(struct shoald *d, const struct job *job)
+{
+    struct cluster *c = d->cluster;
+    struct sched_job_status st;
+    if (job->state != JOB_PENDING || !c || !uses_gpus(job) ||
+        sched_job_status(c->sched, job->id, &st, NULL) < 0)
+        return "";
+    return sched_est_why_text(st.est_why);
 }

@@ -73,6 +73,9 @@ double cluster_slice_share_sum(const struct shoald *d, const struct job *job);
  * text into buf, estimated start (epoch ms, 0 unknown) into *est. */
 void cluster_job_reason(struct shoald *d, const struct job *job, char *buf,
                         size_t size, int64_t *est);
+/* After cluster_job_reason(): "no estimate: ..." when the job has no
+ * estimated start, else "". */
+const char *cluster_job_estimate_note(struct shoald *d, const struct job *job);
 
 /* Run a scheduling pass when one was asked for; called before the loop
  * sleeps, before the group commit. */

@@ -641,6 +641,19 @@ static int do_run(struct scn *c, char **w, int n)
     return 0;
 }
 
+/* plan T: sched_plan_estimates() at time T (what shoald does before it
+ * lists jobs). */
+static int do_plan(struct scn *c, char **w, int n)
+{
+    int64_t t;
+    struct sh_error err;
+    if (n < 2 || secs(c, w[1], &t) < 0)
+        return failf(c, "plan TIME");
+    if (sched_plan_estimates(c->s, t * 1000, &err) < 0)
+        return failf(c, "plan: %s", err.msg);
+    return 0;
+}
+
 static int do_end(struct scn *c, char **w, int n)
 {
     int64_t id, t = 0;
@@ -838,6 +851,11 @@ static int expect_est(struct scn *c, char **w, int n)
         if (st.est_start_ms != 0)
             return failf(c, "job %lld estimated at %lld s, expected none",
                          (long long)id, (long long)(st.est_start_ms / 1000));
+        /* expect est ID none ~"part of the no-estimate text" */
+        const char *why = sched_est_why_text(st.est_why);
+        if (n >= 5 && w[4][0] == '~' && !strstr(why, w[4] + 1))
+            return failf(c, "job %lld: '%s', expected it to hold '%s'",
+                         (long long)id, why, w[4] + 1);
         return 0;
     }
     if (secs(c, w[3], &t) < 0)
@@ -966,6 +984,8 @@ static int do_line(struct scn *c, char **w, int n)
         return do_check(c, w, n, d[0] == 'a');
     if (strcmp(d, "run") == 0)
         return do_run(c, w, n);
+    if (strcmp(d, "plan") == 0)
+        return do_plan(c, w, n);
     if (strcmp(d, "end") == 0)
         return do_end(c, w, n);
     if (strcmp(d, "remove") == 0)

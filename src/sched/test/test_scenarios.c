@@ -77,6 +77,11 @@ Test(sched_scenario, backfill_reserves_for_jobs_beyond_their_guarantee)
     run("backfill_quotas.scn");
 }
 
+Test(sched_scenario, every_pending_job_has_an_estimate_or_why_not)
+{
+    run("estimates.scn");
+}
+
 Test(sched_scenario, slices_profiles_memory_and_unfenced_gpus)
 {
     run("slices.scn");
