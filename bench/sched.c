@@ -341,6 +341,12 @@ int main(int argc, char **argv)
     keep_starts(&rs, &dec);
     struct sched_stats st;
     sched_stats_get(s, &st);
+    /* Estimates for every pending job (what shoald does before listing). */
+    struct sh_error perr;
+    t0 = clock_mono_us();
+    if (sched_plan_estimates(s, now, &perr) < 0)
+        die("plan", &perr);
+    double plan_ms = ms_since(t0);
 
     size_t recovered, readded;
     t0 = clock_mono_us();
@@ -366,6 +372,9 @@ int main(int argc, char **argv)
     printf("  periodic full passes among those      %9.2f ms avg (%d)\n",
            in.nfull ? in.full_total / in.nfull : 0.0, in.nfull);
     printf("  full pass after those                 %9.2f ms\n", full2_ms);
+    printf("  estimates for every pending job       %9.2f ms  (plan of "
+           "the first %d in order)\n",
+           plan_ms, SCHED_PLAN_MAX);
     printf("  rebuild from scratch                  %9.2f ms  (%zu running "
            "recovered, %zu pending)\n",
            rebuild_ms, recovered, readded);

@@ -25,7 +25,8 @@
 
 struct plan_node {
     uint32_t n;
-    int64_t t; /* when g GPUs of the model are free on it */
+    int64_t t;     /* when g GPUs of the model are free on it */
+    uint64_t pick; /* those GPUs */
 };
 
 static int plan_node_cmp(const void *a, const void *b)
@@ -66,37 +67,6 @@ static int64_t held_until(const struct sched *s, uint32_t v, int64_t now)
     return e > now ? e : now;
 }
 
-/* The g smallest of a node's times for model m's whole GPUs: returns the
- * g-th (INT64_MAX when the node has fewer) and their GPU mask in *pick. */
-static int64_t node_time(const struct sched *s, const int64_t *avail,
-                         uint32_t n, uint16_t m, uint32_t g, uint64_t *pick)
-{
-    const struct snode *nd = &s->nodes[n];
-    uint64_t mb = 0;
-    for (int i = 0; i < nd->nmodels; i++) {
-        if (nd->models[i].model == m)
-            mb = nd->models[i].mask;
-    }
-    mb &= nd->whole;
-    if ((uint32_t)__builtin_popcountll(mb) < g)
-        return INT64_MAX;
-    uint64_t chosen = 0;
-    int64_t t = INT64_MIN;
-    for (uint32_t k = 0; k < g; k++) {
-        int best = -1;
-        for (uint64_t b = mb & ~chosen; b; b &= b - 1) {
-            int x = __builtin_ctzll(b);
-            if (best < 0 || avail[x] < avail[best])
-                best = x;
-        }
-        chosen |= UINT64_C(1) << best;
-        if (avail[best] > t)
-            t = avail[best];
-    }
-    *pick = chosen;
-    return t;
-}
-
 struct plan_ctx {
     struct sched *s;
     int64_t now;
@@ -105,7 +75,52 @@ struct plan_ctx {
     uint32_t *gpu_off;
     uint32_t *slice_off; /* per GPU, flattened like gpu_avail */
     struct plan_node *pn;
+    struct plan_node *chosen; /* the best model's nodes */
+    uint8_t *ord;             /* per node, its GPUs by free-from time */
 };
+
+static void node_sort(struct plan_ctx *c, uint32_t n)
+{
+    const struct snode *nd = &c->s->nodes[n];
+    const int64_t *av = c->gpu_avail + c->gpu_off[n];
+    uint8_t *o = c->ord + c->gpu_off[n];
+    for (int i = 1; i < nd->ngpus; i++) {
+        uint8_t x = o[i];
+        int k = i;
+        for (; k > 0 && av[o[k - 1]] > av[x]; k--)
+            o[k] = o[k - 1];
+        o[k] = x;
+    }
+}
+
+/* When g whole GPUs of model m are free on node n (INT64_MAX: it has
+ * fewer), and which (the earliest free) in *pick. */
+static int64_t node_time(const struct plan_ctx *c, uint32_t n, uint16_t m,
+                         uint32_t g, uint64_t *pick)
+{
+    const struct snode *nd = &c->s->nodes[n];
+    uint64_t mb = 0;
+    for (int i = 0; i < nd->nmodels; i++) {
+        if (nd->models[i].model == m)
+            mb = nd->models[i].mask;
+    }
+    mb &= nd->whole;
+    if ((uint32_t)__builtin_popcountll(mb) < g)
+        return INT64_MAX;
+    const uint8_t *o = c->ord + c->gpu_off[n];
+    uint64_t chosen = 0;
+    uint32_t k = 0;
+    for (int i = 0; i < nd->ngpus; i++) {
+        if (!((mb >> o[i]) & 1))
+            continue;
+        chosen |= UINT64_C(1) << o[i];
+        if (++k == g) {
+            *pick = chosen;
+            return c->gpu_avail[c->gpu_off[n] + o[i]];
+        }
+    }
+    return INT64_MAX;
+}
 
 /* Plan a whole-GPU job of model mask `mask`: earliest start, or
  * INT64_MAX; marks the GPUs it takes from then until then + run. */
@@ -114,58 +129,50 @@ static int64_t plan_whole(struct plan_ctx *c, const struct sjob *j,
 {
     struct sched *s = c->s;
     int64_t best = INT64_MAX;
-    uint16_t best_m = 0;
-    uint32_t best_nn = 0, best_g = 0;
+    uint32_t best_nn = 0;
     for (uint64_t b = mask; b; b &= b - 1) {
         uint16_t m = (uint16_t)__builtin_ctzll(b);
         if (m >= s->model_names.n)
             break;
         uint32_t nn, g;
-        if (!job_shape(s, j, m, &nn, &g) || g == 0)
+        if (!job_shape(s, j, m, &nn, &g) || g == 0 || nn == 0)
             continue;
-        uint32_t np = 0;
+        uint32_t np = 0, first = 0;
         for (uint32_t n = 0; n < s->node_names.n; n++) {
             if (!s->nodes[n].indexed)
                 continue;
             uint64_t pick;
-            int64_t t =
-                node_time(s, c->gpu_avail + c->gpu_off[n], n, m, g, &pick);
-            if (t != INT64_MAX)
-                c->pn[np++] = (struct plan_node){n, t};
+            int64_t t = node_time(c, n, m, g, &pick);
+            if (t == INT64_MAX)
+                continue;
+            c->pn[np] = (struct plan_node){n, t, pick};
+            if (c->pn[np].t < c->pn[first].t)
+                first = np;
+            np++;
         }
         if (np < nn)
             continue;
-        qsort(c->pn, np, sizeof(*c->pn), plan_node_cmp);
+        if (nn == 1) {
+            c->pn[0] = c->pn[first]; /* one node: the earliest */
+        } else {
+            qsort(c->pn, np, sizeof(*c->pn), plan_node_cmp);
+        }
         int64_t t = c->pn[nn - 1].t;
         if (t < best) {
             best = t;
-            best_m = m;
             best_nn = nn;
-            best_g = g;
+            memcpy(c->chosen, c->pn, sizeof(*c->pn) * nn);
         }
     }
     if (best == INT64_MAX)
         return INT64_MAX;
-    /* Take the GPUs of the best model (recomputed: pn holds the last). */
-    uint32_t np = 0;
-    for (uint32_t n = 0; n < s->node_names.n; n++) {
-        uint64_t pick;
-        if (!s->nodes[n].indexed)
-            continue;
-        int64_t t = node_time(s, c->gpu_avail + c->gpu_off[n], n, best_m,
-                              best_g, &pick);
-        if (t != INT64_MAX)
-            c->pn[np++] = (struct plan_node){n, t};
-    }
-    qsort(c->pn, np, sizeof(*c->pn), plan_node_cmp);
     int64_t start = best > not_before ? best : not_before;
     for (uint32_t i = 0; i < best_nn; i++) {
-        uint32_t n = c->pn[i].n;
-        uint64_t pick = 0;
-        node_time(s, c->gpu_avail + c->gpu_off[n], n, best_m, best_g, &pick);
-        for (uint64_t b = pick; b; b &= b - 1)
+        uint32_t n = c->chosen[i].n;
+        for (uint64_t b = c->chosen[i].pick; b; b &= b - 1)
             c->gpu_avail[c->gpu_off[n] + (uint32_t)__builtin_ctzll(b)] =
                 start + run;
+        node_sort(c, n);
     }
     return start;
 }
@@ -313,8 +320,9 @@ int sched_plan_estimates(struct sched *s, int64_t now, struct sh_error *err)
         goto out;
     c.gpu_off = malloc(sizeof(*c.gpu_off) * (nn + 1));
     c.pn = malloc(sizeof(*c.pn) * (nn + 1));
+    c.chosen = malloc(sizeof(*c.chosen) * (nn + 1));
     order = malloc(sizeof(*order) * (s->npending + 1));
-    if (!c.gpu_off || !c.pn || !order)
+    if (!c.gpu_off || !c.pn || !c.chosen || !order)
         goto out;
     uint32_t ng = 0;
     for (uint32_t n = 0; n < nn; n++) {
@@ -324,7 +332,8 @@ int sched_plan_estimates(struct sched *s, int64_t now, struct sh_error *err)
     c.gpu_off[nn] = ng;
     c.gpu_avail = malloc(sizeof(*c.gpu_avail) * (ng + 1));
     c.slice_off = malloc(sizeof(*c.slice_off) * (ng + 1));
-    if (!c.gpu_avail || !c.slice_off)
+    c.ord = malloc(ng + 1);
+    if (!c.gpu_avail || !c.slice_off || !c.ord)
         goto out;
     uint32_t nsl = 0;
     for (uint32_t n = 0; n < nn; n++) {
@@ -334,8 +343,10 @@ int sched_plan_estimates(struct sched *s, int64_t now, struct sh_error *err)
             c.gpu_avail[c.gpu_off[n] + (uint32_t)g] =
                 held_until(s, gp->job, c.now);
             c.slice_off[c.gpu_off[n] + (uint32_t)g] = nsl;
+            c.ord[c.gpu_off[n] + (uint32_t)g] = (uint8_t)g;
             nsl += gp->nslices;
         }
+        node_sort(&c, n);
     }
     c.slice_avail = malloc(sizeof(*c.slice_avail) * (nsl + 1));
     if (!c.slice_avail)
@@ -375,8 +386,10 @@ out:
         sh_errorf(err, SH_EINTERNAL, "out of memory planning estimates");
     free(c.gpu_off);
     free(c.pn);
+    free(c.chosen);
     free(c.gpu_avail);
     free(c.slice_off);
+    free(c.ord);
     free(c.slice_avail);
     free(order);
     return rc;
