@@ -42,11 +42,12 @@ struct sim_job {
     int64_t submit_ms;
     int64_t duration_ms; /* run time when it runs undisturbed */
     int64_t limit_ms;    /* time limit; 0 = none */
-    int32_t gpus;        /* in total (1 for a slice job) */
+    int32_t gpus;        /* in total (1 for a slice or fraction job) */
+    int32_t frac_ppm;    /* gpus below 1: millionths of a GPU; 0 = none */
     int32_t nodes;       /* 0 = the engine chooses */
     uint32_t user;       /* names[] index */
     uint32_t project;    /* names[] index */
-    int32_t gpu_type;    /* names[] index, -1 = any */
+    int32_t gpu_type;    /* names[] index ("A|B": any of them), -1 = any */
     int32_t slice;       /* names[] index, -1 = whole GPUs */
     uint8_t prio;        /* enum job_priority */
 };

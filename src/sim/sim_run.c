@@ -7,7 +7,9 @@
  * schedule completions, its preemptions schedule stops. A preempted job is
  * requeued (re-added as pending, keeping its submit time) and reruns from
  * the start. A job whose trace duration exceeds its time limit ends at the
- * limit (a timeout).
+ * limit (a timeout). A fraction of a GPU (gpus 0.25) runs on the smallest
+ * slice profile of the cluster that holds it (frac_profile), or on one
+ * whole GPU when no slice does.
  */
 #include "sim/sim.h"
 
@@ -111,6 +113,55 @@ struct run {
     struct sim_result *r;
 };
 
+/* Whether a gpu_type (NULL: any; "A100-80GB|H100-80GB": any of them)
+ * allows model. */
+static bool model_allowed(const char *type, const char *model)
+{
+    size_t n = strlen(model);
+    for (const char *p = type; p;) {
+        size_t len = strcspn(p, "|");
+        if (len == n && strncmp(p, model, n) == 0)
+            return true;
+        p = p[len] ? p + len + 1 : NULL;
+    }
+    return !type;
+}
+
+/* Whether slice a is a better home for a fraction than b: a smaller share
+ * of its GPU, then less memory, then the name. */
+static bool slice_before(const struct gpu_slice *a, const struct gpu_slice *b)
+{
+    int64_t x = (int64_t)a->share_num * b->share_den;
+    int64_t y = (int64_t)b->share_num * a->share_den;
+    if (x != y)
+        return x < y;
+    if (a->mem_bytes != b->mem_bytes)
+        return a->mem_bytes < b->mem_bytes;
+    return strcmp(a->profile, b->profile) < 0;
+}
+
+/* The slice profile a fraction of a GPU (ppm millionths) replays on: of
+ * the cluster's slices on the job's models, the smallest share that holds
+ * it (share >= the fraction). NULL when none does: one whole GPU. */
+static const char *frac_profile(const struct sim_cluster *c, int32_t ppm,
+                                const char *type)
+{
+    const struct gpu_slice *best = NULL;
+    for (int pi = 0; pi < c->npools; pi++) {
+        const struct sim_pool *p = &c->pools[pi];
+        if (!model_allowed(type, p->model))
+            continue;
+        for (int k = 0; k < p->nslices; k++) {
+            const struct gpu_slice *sl = &p->slices[k];
+            if ((int64_t)sl->share_num * 1000000 < (int64_t)ppm * sl->share_den)
+                continue;
+            if (!best || slice_before(sl, best))
+                best = sl;
+        }
+    }
+    return best ? best->profile : NULL;
+}
+
 static void job_desc(const struct run *x, size_t i, struct sched_job_desc *d)
 {
     const struct sim_job *j = &x->t->jobs[i];
@@ -123,6 +174,11 @@ static void job_desc(const struct run *x, size_t i, struct sched_job_desc *d)
     d->gpus = j->nodes > 0 ? j->gpus / j->nodes : j->gpus;
     d->gpu_type = j->gpu_type >= 0 ? x->t->names.names[j->gpu_type] : NULL;
     d->slice = j->slice >= 0 ? x->t->names.names[j->slice] : NULL;
+    if (j->frac_ppm > 0) {
+        d->slice = frac_profile(x->c, j->frac_ppm, d->gpu_type);
+        d->gpus = 1;
+        d->nodes = d->slice ? 1 : j->nodes;
+    }
     d->submit_ms = j->submit_ms;
     d->time_limit_ms = j->limit_ms;
     if (d->time_limit_ms == 0 && x->o->exact_limits)

@@ -2,7 +2,9 @@
 /* Trace reader. The contract (doc/design/sim.md): CSV with a header whose
  * columns come in any order: id, submit (s), duration (s), gpus, and
  * optionally nodes, user, project, gpu_type, priority, time_limit (s),
- * slice. Unknown or repeated columns are errors; every error names the line
+ * slice. gpus below 1 (0.25) is a fraction of one GPU, replayed on a slice
+ * (sim_run.c); gpu_type may be a set of models, "A100-80GB|H100-80GB".
+ * Unknown or repeated columns are errors; every error names the line
  * (and the column); lines are at most SIM_LINE_MAX bytes. Also reads three
  * public formats directly (chosen by --trace-format, or by their header):
  *   philly:   timestamp,duration,num_gpus,gpu_time,cluster (Pollux's copy
@@ -251,6 +253,41 @@ static int seconds_ms(const char *s, int64_t *ms)
     return 0;
 }
 
+/* A GPU count: a whole number ("2", also "2.0") into *gpus, or a fraction
+ * below 1 ("0.25", ".5", at most 6 decimals) into *ppm (millionths, gpus
+ * 1). 0 ok, -1 not a number, -2 a non-whole number above 1, -3 too many
+ * decimals. */
+static int gpus_value(const char *s, int64_t max, int64_t *gpus, int64_t *ppm)
+{
+    int64_t whole = 0, frac = 0, scale = 1000000;
+    const char *p = s;
+    bool digits = false;
+    for (; *p >= '0' && *p <= '9'; p++, digits = true) {
+        whole = whole * 10 + (*p - '0');
+        if (whole > max)
+            return -1;
+    }
+    if (*p == '.') {
+        for (p++; *p >= '0' && *p <= '9'; p++, digits = true) {
+            if (scale == 1 && *p != '0')
+                return -3;
+            scale /= scale > 1 ? 10 : 1;
+            frac += (*p - '0') * scale;
+        }
+    }
+    if (*p || !digits)
+        return -1;
+    *ppm = 0;
+    *gpus = whole;
+    if (frac == 0)
+        return 0;
+    if (whole > 0)
+        return -2;
+    *gpus = 1;
+    *ppm = frac;
+    return 0;
+}
+
 /* "YYYY-MM-DD HH:MM:SS" (UTC) into seconds since the epoch. */
 static int timestamp_s(const char *s, int64_t *out)
 {
@@ -392,6 +429,42 @@ static int name_field(struct reader *r, struct sh_error *err, const char *col,
     return 0;
 }
 
+/* gpu_type: a model or a set of models separated by '|' (the job runs on
+ * any of them), each a name; kept as written. */
+static int gpu_type_field(struct reader *r, struct sim_job *j, const char *col,
+                          const char *v, struct sh_error *err)
+{
+    char part[JOB_IDENT_MAX + 2];
+    const char *p = v;
+    int n = 0;
+    for (;;) {
+        size_t len = strcspn(p, "|");
+        if (len == 0 || len > JOB_IDENT_MAX)
+            return rowerr(r, err, col,
+                          "'%s' is not a GPU model or models separated "
+                          "by '|'",
+                          v);
+        memcpy(part, p, len);
+        part[len] = '\0';
+        if (!job_ident_valid(part))
+            return rowerr(r, err, col,
+                          "'%s' is not a valid name (1..64 of "
+                          "A-Z a-z 0-9 . _ -)",
+                          part);
+        if (++n > SCHED_MODELS_MAX)
+            return rowerr(r, err, col, "more than %d models", SCHED_MODELS_MAX);
+        if (!p[len])
+            break;
+        p += len + 1;
+    }
+    uint32_t id;
+    if (sim_names_intern(&r->t->names, v, &id) < 0)
+        return sh_errorf(err, SH_ETOOLARGE, "%s:%zu: too many names",
+                         r->in.name, r->in.line);
+    j->gpu_type = (int32_t)id;
+    return 0;
+}
+
 /* The numeric columns: id, times, counts. */
 static int num_field(struct reader *r, struct sim_job *j, enum role role,
                      const char *col, const char *v, struct sh_error *err)
@@ -418,12 +491,26 @@ static int num_field(struct reader *r, struct sim_job *j, enum role role,
         else
             j->limit_ms = x;
         return 0;
-    case R_GPUS:
-        if (parse_int64(col, v, 0, JOB_NODES_MAX * JOB_GPUS_PER_NODE_MAX, &x,
-                        &e2) < 0)
-            return rowerr(r, err, col, "'%s' is not a GPU count (0..65536)", v);
+    case R_GPUS: {
+        int64_t ppm;
+        int rc = gpus_value(v, JOB_NODES_MAX * JOB_GPUS_PER_NODE_MAX, &x, &ppm);
+        if (rc == -2)
+            return rowerr(r, err, col,
+                          "'%s': fractions above 1 are not GPUs (a whole "
+                          "number, or a fraction of one GPU below 1)",
+                          v);
+        if (rc == -3)
+            return rowerr(r, err, col,
+                          "'%s': a fraction has at most 6 decimals", v);
+        if (rc < 0)
+            return rowerr(r, err, col,
+                          "'%s' is not a GPU count (0..65536, or a fraction "
+                          "below 1 such as 0.25)",
+                          v);
         j->gpus = (int32_t)x;
+        j->frac_ppm = (int32_t)ppm;
         return 0;
+    }
     case R_NODES:
         if (parse_int64(col, v, 1, JOB_NODES_MAX, &x, &e2) < 0)
             return rowerr(r, err, col, "'%s' is not a node count (1..1024)", v);
@@ -452,10 +539,7 @@ static int text_field(struct reader *r, struct sim_job *j, enum role role,
     case R_PROJECT:
         return name_field(r, err, col, v, &j->project);
     case R_GPU_TYPE:
-        if (name_field(r, err, col, v, &id) < 0)
-            return -1;
-        j->gpu_type = (int32_t)id;
-        return 0;
+        return gpu_type_field(r, j, col, v, err);
     case R_SLICE:
         /* The rule of job submissions (job_spec_validate), which also keeps
          * out what sim_trace_write could not write back (',', '"'). */
@@ -496,6 +580,18 @@ static int row_field(struct reader *r, struct sim_job *j, enum role role,
     return text_field(r, j, role, col, v, app_hours, err);
 }
 
+/* A fraction in millionths as the trace writes it: "0.25". */
+static const char *frac_text(int32_t ppm, char *buf, size_t size)
+{
+    int digits = 6;
+    while (digits > 1 && ppm % 10 == 0) {
+        ppm /= 10;
+        digits--;
+    }
+    snprintf(buf, size, "0.%0*d", digits, (int)ppm);
+    return buf;
+}
+
 static int row(struct reader *r, char **f, int n, struct sh_error *err)
 {
     struct sim_trace *t = r->t;
@@ -528,6 +624,7 @@ static int row(struct reader *r, char **f, int n, struct sh_error *err)
     j->user = j->project = r->default_name;
     bool have_user = false;
     double app_hours = 0;
+    char frac[16];
     for (int i = 0; i < n; i++) {
         if (row_field(r, j, r->role[i], r->colname[i], f[i], &app_hours, err) <
             0)
@@ -536,7 +633,17 @@ static int row(struct reader *r, char **f, int n, struct sh_error *err)
     }
     if (!have_user)
         j->user = j->project;
-    if (j->slice >= 0) {
+    if (j->frac_ppm > 0) {
+        if (j->slice >= 0)
+            return rowerr(r, err, "gpus",
+                          "a fraction of a GPU (%s) and a slice exclude "
+                          "each other",
+                          frac_text(j->frac_ppm, frac, sizeof(frac)));
+        if (j->nodes > 1)
+            return rowerr(r, err, "gpus",
+                          "a fraction of a GPU (%s) runs on 1 node, not %d",
+                          frac_text(j->frac_ppm, frac, sizeof(frac)), j->nodes);
+    } else if (j->slice >= 0) {
         if (j->gpus > 1 || (j->nodes > 1))
             return rowerr(r, err, "slice",
                           "a slice job takes 1 GPU on 1 "
@@ -544,7 +651,9 @@ static int row(struct reader *r, char **f, int n, struct sh_error *err)
         j->gpus = 1;
         j->nodes = 1;
     } else if (j->gpus < 1) {
-        return rowerr(r, err, "gpus", "must be >= 1 (or give a slice)");
+        return rowerr(r, err, "gpus",
+                      "must be >= 1, or a fraction of one GPU above 0 such "
+                      "as 0.25 (or give a slice)");
     } else if (j->nodes > 0 && j->gpus % j->nodes) {
         return rowerr(r, err, "gpus",
                       "%d GPUs do not split evenly over %d "
@@ -699,7 +808,12 @@ int sim_trace_write(FILE *f, const struct sim_trace *t)
         put_seconds(f, j->submit_ms);
         fputc(',', f);
         put_seconds(f, j->duration_ms);
-        fprintf(f, ",%d,", j->gpus);
+        if (j->frac_ppm > 0) {
+            char frac[16];
+            fprintf(f, ",%s,", frac_text(j->frac_ppm, frac, sizeof(frac)));
+        } else {
+            fprintf(f, ",%d,", j->gpus);
+        }
         if (j->nodes > 0)
             fprintf(f, "%d", j->nodes);
         fprintf(f, ",%s,%s,%s,%s,", t->names.names[j->user],
