@@ -878,12 +878,16 @@ void runs_stop_all(struct runs *rs, int grace_ms)
     struct run *r;
     for (r = rs->by_key; r; r = r->hh.next)
         run_stop(r, "the agent stopped", grace_ms / 1000);
-    int64_t deadline = clock_wall_ms() + grace_ms;
+    /* At or after every deadline just written (the clock moves on), so no
+     * run is killed before the second its file names; a run that was
+     * stopping already, with a longer grace, is cut to it. */
+    int64_t deadline = launch_kill_at_ms(clock_wall_ms(), grace_ms / 1000);
     while (runs_alive_count(rs) > 0) {
         for (r = rs->by_key; r; r = r->hh.next) {
             if (r->phase == RUN_EXITED)
                 continue;
-            if (clock_wall_ms() >= deadline)
+            int64_t now = clock_wall_ms();
+            if (now >= deadline || now >= r->kill_at_ms)
                 run_signal(r, SIGKILL);
             if (r->shim_pid > 0 && proc_start(r->shim_pid) != r->shim_start)
                 run_exited(r);
