@@ -39,6 +39,9 @@ static const char usage[] =
     "                        0 = no backfill)\n"
     "  --full-pass DUR       full scheduling pass interval (default 1s, as\n"
     "                        the controller)\n"
+    "  --short-credit DUR    small jobs first: a 1-GPU job counts as\n"
+    "                        submitted DUR earlier (2 GPUs: half, 3-4: a\n"
+    "                        fifth); default 10d, as the controller; 0s = off\n"
     "  --grace DUR           preemption grace period (default 10s, as\n"
     "                        shoald --kill-grace)\n"
     "  --tenants FILE        teams, projects and users with quotas (lines\n"
@@ -116,6 +119,7 @@ static const struct option longs[] = {
     {"reservations", required_argument, NULL, 'r'},
     {"full-pass", required_argument, NULL, 'F'},
     {"grace", required_argument, NULL, 'g'},
+    {"short-credit", required_argument, NULL, 'S'},
     {"convert", no_argument, NULL, 'C'},
     {"tenants", required_argument, NULL, 'T'},
     {"help", no_argument, NULL, 'h'},
@@ -164,6 +168,16 @@ static int apply_opt(int c, const char *arg, struct opts *o)
         if (duration_ms("--grace", arg, &o->sim.grace_ms))
             return 2;
         sc->preempt_grace_ms = o->sim.grace_ms;
+        return 0;
+    case 'S':
+        if (strcmp(arg, "0") == 0 || strcmp(arg, "0s") == 0) {
+            sc->short_credit_ms = 0;
+            return 0;
+        }
+        if (duration_ms("--short-credit", arg, &sc->short_credit_ms))
+            return 2;
+        if (sc->short_credit_ms > 365 * 24 * 3600 * INT64_C(1000))
+            return fail(2, "--short-credit must be at most 365d");
         return 0;
     case 'r':
         if (parse_int64("--reservations", arg, 0, 64, &v, &err) < 0)

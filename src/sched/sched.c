@@ -44,6 +44,8 @@ static int config_validate(const struct sched_config *c, struct sh_error *err)
         return sh_errorf(err, SH_EINVAL, "fair_weight must be 0..1000000");
     if (c->age_weight < 0 || c->age_weight > 1000000)
         return sh_errorf(err, SH_EINVAL, "age_weight must be 0..1000000");
+    if (c->short_credit_ms < 0 || c->short_credit_ms > 365 * DAY_MS)
+        return sh_errorf(err, SH_EINVAL, "short_credit must be 0..365 days");
     if (c->usage_half_life_ms <= 0)
         return sh_errorf(err, SH_EINVAL, "usage_half_life must be > 0");
     if (c->max_reservations < 0 || c->max_reservations > 64)

@@ -66,6 +66,8 @@ enum sched_policy {
  * were written against. */
 #define SCHED_FULL_PASS_MS 1000
 #define SCHED_PREEMPT_GRACE_MS 10000
+/* ... and the short-job credit (below): 10 days for 1-GPU jobs. */
+#define SCHED_SHORT_CREDIT_MS (10 * 24 * 3600 * INT64_C(1000))
 
 struct sched_config {
     enum sched_policy policy;
@@ -74,6 +76,15 @@ struct sched_config {
     int64_t fair_weight;        /* default 1000 */
     int64_t age_weight;         /* default 10 */
     int64_t usage_half_life_ms; /* usage decay; default 7 days */
+    /* Small jobs first, inside the fair-share order (least attained
+     * service, as Tiresias/LAS, judged by the size asked for): a pending
+     * job counts as submitted this much earlier when it needs 1 GPU per
+     * node or a slice, half of it for 2 GPUs, a fifth for 3-4, nothing
+     * for more. Bounded, so it is its own starvation guard: a job is
+     * passed only by jobs submitted less than the difference after it.
+     * 0 = off (the engine's default; shoald and shoal sim use
+     * SCHED_SHORT_CREDIT_MS). At most 365 days. */
+    int64_t short_credit_ms;
     /* Backfill: reservations for the first blocked jobs (1 = EASY). 0
      * disables backfill (nothing passes a blocked job). Default 1. */
     int max_reservations;

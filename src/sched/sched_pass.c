@@ -129,14 +129,24 @@ static int64_t age_score(const struct sched *s, int64_t now, int64_t submit)
     return s->cfg.age_weight * (now - submit) * 10 / 864;
 }
 
+/* The short-job credit of a job's size class (its queue): the whole
+ * credit for 1 GPU per node and slices, 1/2 for 2, 1/5 for 3-4, none for
+ * more. Constant within a queue, so a queue stays in submit order. */
+static int64_t short_credit(const struct sched *s, const struct sjob *j)
+{
+    static const int64_t div[SCHED_CLASSES] = {1, 2, 5, 0, 0, 1};
+    int64_t d = div[sched_job_class(j)];
+    return d ? s->cfg.short_credit_ms / d : 0;
+}
+
 static void cursor_load(const struct sched *s, const struct pass *ps,
                         struct cursor *c)
 {
     const struct sjob *j = &s->jobs[c->job];
-    c->score =
-        s->cfg.policy == SCHED_POLICY_FIFO
-            ? 0
-            : s->projects[c->project].key + age_score(s, ps->now, j->submit);
+    c->score = s->cfg.policy == SCHED_POLICY_FIFO
+                   ? 0
+                   : s->projects[c->project].key +
+                         age_score(s, ps->now, j->submit - short_credit(s, j));
 }
 
 bool sched_before(const struct sched *s, const struct sjob *a,
@@ -146,10 +156,10 @@ bool sched_before(const struct sched *s, const struct sjob *a,
     if (!fifo && a->prio != b->prio)
         return a->prio < b->prio;
     if (!fifo) {
-        int64_t sa =
-            s->projects[a->project].key + age_score(s, s->last_now, a->submit);
-        int64_t sb =
-            s->projects[b->project].key + age_score(s, s->last_now, b->submit);
+        int64_t sa = s->projects[a->project].key +
+                     age_score(s, s->last_now, a->submit - short_credit(s, a));
+        int64_t sb = s->projects[b->project].key +
+                     age_score(s, s->last_now, b->submit - short_credit(s, b));
         if (sa != sb)
             return sa > sb;
     }

@@ -153,6 +153,10 @@ struct sim_project {
     double speed_sum; /* sum of duration / JCT over its jobs */
 };
 
+/* Jobs this large (GPUs in total) get their own wait figure: big gangs are
+ * the ones a scheduler starves. */
+#define SIM_BIG_GPUS 8
+
 /* What became of one job (trace order after sorting). */
 struct sim_outcome {
     int64_t first_start_ms; /* -1 when it never started */
@@ -172,8 +176,10 @@ struct sim_result {
     double makespan_s;
     double jct_avg_s, jct_p50_s, jct_p95_s, jct_p99_s;
     double wait_avg_s, wait_p99_s;
-    double utilization; /* GPU-time used / (GPUs x makespan) */
-    double jain;        /* over projects' mean duration/JCT */
+    size_t big_jobs;       /* completed jobs of >= SIM_BIG_GPUS GPUs */
+    double wait_big_p99_s; /* their queueing delay, p99 */
+    double utilization;    /* GPU-time used / (GPUs x makespan) */
+    double jain;           /* over projects' mean duration/JCT */
     int gpus;
     int nodes;
     enum sched_policy policy;

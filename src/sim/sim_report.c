@@ -54,6 +54,10 @@ void sim_report_text(FILE *f, const struct sim_result *r,
             dur(r->jct_p95_s, d, sizeof(d)), dur(r->jct_p99_s, e, sizeof(e)));
     fprintf(f, "  queueing delay    avg %s, p99 %s\n",
             dur(r->wait_avg_s, a, sizeof(a)), dur(r->wait_p99_s, b, sizeof(b)));
+    if (r->big_jobs > 0)
+        fprintf(f, "                    p99 %s for the %zu jobs of %d+ GPUs\n",
+                dur(r->wait_big_p99_s, a, sizeof(a)), r->big_jobs,
+                SIM_BIG_GPUS);
     fprintf(f, "  GPU utilization   %.1f%%\n", r->utilization * 100);
     fprintf(f, "  Jain's fairness   %.3f over projects (mean duration/JCT)\n",
             r->jain);
@@ -105,6 +109,7 @@ int sim_report_json(FILE *f, const struct sim_result *r)
     rc |= set(o, "jct_p99_s", json_real(r->jct_p99_s));
     rc |= set(o, "wait_avg_s", json_real(r->wait_avg_s));
     rc |= set(o, "wait_p99_s", json_real(r->wait_p99_s));
+    rc |= set(o, "wait_p99_8gpu_s", json_real(r->wait_big_p99_s));
     rc |= set(o, "utilization", json_real(r->utilization));
     rc |= set(o, "jain_fairness", json_real(r->jain));
     rc |= set(o, "preemptions", json_integer((json_int_t)r->preemptions));

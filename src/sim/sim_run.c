@@ -320,10 +320,13 @@ static int metrics(struct run *x, struct sh_error *err)
     size_t n = t->njobs;
     double *jct = malloc(sizeof(*jct) * (n ? n : 1));
     double *wait = malloc(sizeof(*wait) * (n ? n : 1));
+    double *bigw = malloc(sizeof(*bigw) * (n ? n : 1)); /* >= 8 GPUs */
+    size_t nbig = 0;
     r->projects = calloc(t->names.n ? t->names.n : 1, sizeof(*r->projects));
-    if (!jct || !wait || !r->projects) {
+    if (!jct || !wait || !bigw || !r->projects) {
         free(jct);
         free(wait);
+        free(bigw);
         return sh_errorf(err, SH_EINTERNAL, "out of memory");
     }
     int64_t first = n ? t->jobs[0].submit_ms : 0, last = first;
@@ -347,6 +350,8 @@ static int metrics(struct run *x, struct sh_error *err)
         double w = (double)(st->end - j->submit_ms - st->run_ms) / 1000.0;
         jct[k] = c;
         wait[k++] = w;
+        if (j->gpus >= SIM_BIG_GPUS)
+            bigw[nbig++] = w;
         jsum += c;
         wsum += w;
         p->name = t->names.names[j->project];
@@ -368,6 +373,11 @@ static int metrics(struct run *x, struct sh_error *err)
         r->jct_p99_s = pct(jct, k, 99);
         r->wait_avg_s = wsum / (double)k;
         r->wait_p99_s = pct(wait, k, 99);
+        r->big_jobs = nbig;
+        if (nbig > 0) {
+            qsort(bigw, nbig, sizeof(*bigw), dbl_cmp);
+            r->wait_big_p99_s = pct(bigw, nbig, 99);
+        }
     }
     if (r->makespan_s > 0 && x->c->gpus > 0)
         r->utilization = gpu_ms / 1000.0 / ((double)x->c->gpus * r->makespan_s);
@@ -387,6 +397,7 @@ static int metrics(struct run *x, struct sh_error *err)
     r->jain = np && s2 > 0 ? s1 * s1 / ((double)np * s2) : 1.0;
     free(jct);
     free(wait);
+    free(bigw);
     return 0;
 }
 
@@ -398,6 +409,7 @@ void sim_options_init(struct sim_options *o)
     o->grace_ms = SCHED_PREEMPT_GRACE_MS;
     o->sched.preempt_grace_ms = o->grace_ms;
     o->sched.full_pass_interval_ms = SCHED_FULL_PASS_MS;
+    o->sched.short_credit_ms = SCHED_SHORT_CREDIT_MS;
     /* Nobody reads pending reasons in a replay: skip the reason walk of
      * full passes. It decides nothing (the controller, which walks, takes
      * the same decisions: sched.md), and it would cost the whole queue

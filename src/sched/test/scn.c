@@ -942,6 +942,8 @@ static int do_config(struct scn *c, char **w, int n)
             c->cfg.full_pass_interval_ms = v * 1000;
         else if (strcmp(k, "half_life") == 0)
             c->cfg.usage_half_life_ms = v * 1000;
+        else if (strcmp(k, "short_credit") == 0)
+            c->cfg.short_credit_ms = v * 1000;
         else
             return failf(c, "unknown config '%s'", k);
     }

@@ -82,6 +82,11 @@ Test(sched_scenario, every_pending_job_has_an_estimate_or_why_not)
     run("estimates.scn");
 }
 
+Test(sched_scenario, small_jobs_first_within_a_bounded_credit)
+{
+    run("short_credit.scn");
+}
+
 Test(sched_scenario, slices_profiles_memory_and_unfenced_gpus)
 {
     run("slices.scn");

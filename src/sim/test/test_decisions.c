@@ -311,6 +311,7 @@ static void controller_replay(struct ctl *c, const struct sim_trace *t,
     sched_config_init(&cfg);
     cfg.full_pass_interval_ms = CTL_FULL_PASS_MS;
     cfg.preempt_grace_ms = CTL_GRACE_MS;
+    cfg.short_credit_ms = SCHED_SHORT_CREDIT_MS;
     c->s = sched_create(&cfg, &err);
     cr_assert(c->s, "%s", err.msg);
     cr_assert(sim_cluster_apply(cl, c->s, &err) == 0, "%s", err.msg);
