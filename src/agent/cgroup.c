@@ -61,6 +61,7 @@ static const char *const cg_v2_required[] = {"cpu", "memory", "pids"};
  * cgroup.procs when it cannot freeze. */
 #define CG_FREEZE_WAIT_MS 500
 #define CG_UNFROZEN_PASSES 3
+#define CG_KILL_SWEEPS 200 /* SIGKILL sweeps after the first, 2 ms apart */
 
 /* mountinfo lines longer than this are skipped: such a mount point is too
  * long to build cgroup paths under anyway. */
@@ -1212,6 +1213,18 @@ out:
      * act on the SIGKILL queued for them as soon as they run again. */
     if (frozen && cg_freeze(ctx, key, false, &frozen, rc < 0 ? NULL : err) < 0)
         rc = -1;
+    /* A freezer still FREEZING when its wait ran out (a loaded machine)
+     * or no freezer at all lets a task fork between the listing and the
+     * signal: sweep again until only dying tasks could remain. */
+    for (int round = 0; rc == 0 && sig == SIGKILL && round < CG_KILL_SWEEPS;
+         round++) {
+        int left = 0;
+        if (cg_procs_foreach(dir, key, cg_count_one, &left, NULL) < 0 ||
+            left == 0)
+            break;
+        cg_procs_foreach(dir, key, cg_kill_one, &k, NULL);
+        cg_sleep_ms(2);
+    }
     return rc;
 }
 
