@@ -7,9 +7,10 @@
  *
  * Plan lifecycle (one per GPU, stored as objects of kind "slice"):
  *
- *   slices_request          no job left on the GPU       agent reports the
- *   ─────────────▶ WAITING ─────────────────▶ APPLYING ──── preset ──────▶
- * APPLIED │ └── agent error ───────▶ FAILED
+ *   slices_request        no job left on the GPU     agent reports the
+ *   ───────────▶ WAITING ───────────────▶ APPLYING ──── preset ────▶ APPLIED
+ *                                            │
+ *                                            └── agent error ─────▶ FAILED
  *
  * While WAITING or APPLYING the GPU takes no new job. APPLIED and FAILED
  * plans are kept for `shoal slice show` (with their reason).

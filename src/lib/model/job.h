@@ -6,22 +6,22 @@
  * Job lifecycle. Every state change goes through job_transition(), the one
  * place that knows which changes are legal:
  *
- *                  job_transition(RUNNING)
- *      PENDING ─────────────────────────────▶ RUNNING
- *        │  ▲                                   │
- *        │  │ requeue (spec.requeue only)       ├──▶ COMPLETED   exit code 0
- *        │  └──────────── PREEMPTED ◀───────────┤
- *        │  └──────────── NODE_FAIL ◀───────────┤
- *        │                                      ├──▶ FAILED      exit != 0 /
- * signal │                                      ├──▶ TIMEOUT     time limit
- * reached └──────────────▶ CANCELLED ◀───────────┘
+ *              job_transition(RUNNING)
+ *  PENDING ─────────────────────────────▶ RUNNING
+ *    │  ▲                                   │
+ *    │  │ requeue (spec.requeue only)       ├──▶ COMPLETED   exit code 0
+ *    │  └──────────── PREEMPTED ◀───────────┤
+ *    │  └──────────── NODE_FAIL ◀───────────┤
+ *    │                                      ├──▶ FAILED      exit != 0 / signal
+ *    │                                      ├──▶ TIMEOUT     time limit reached
+ *    └──────────────▶ CANCELLED ◀───────────┘
  *
  * Invariants (checked by job_check_invariants):
- *   PENDING    no placement, start_ms == 0 (or from a previous run: requeues >
- * 0) RUNNING    placement of spec.nodes nodes, start_ms >= submit_ms, end_ms ==
- * 0 terminal   end_ms >= start_ms; COMPLETED/FAILED carry an exit status. A job
- * in a terminal state may still hold its GPUs (job.releasing) until the agent
- * confirms its processes are gone; the scheduler counts them busy.
+ *  PENDING   no placement, start_ms == 0 (or from a previous run: requeues > 0)
+ *  RUNNING   placement of spec.nodes nodes, start_ms >= submit_ms, end_ms == 0
+ *  terminal  end_ms >= start_ms; COMPLETED/FAILED carry an exit status.
+ * A job in a terminal state may still hold its GPUs (job.releasing) until
+ * the agent confirms its processes are gone; the scheduler counts them busy.
  */
 #ifndef SHOAL_MODEL_JOB_H
 #define SHOAL_MODEL_JOB_H
