@@ -44,6 +44,9 @@ static const char usage[] =
     "                        fifth); default 10d, as the controller; 0s = off\n"
     "  --grace DUR           preemption grace period (default 10s, as\n"
     "                        shoald --kill-grace)\n"
+    "  --resume WHO:DUR      jobs of project WHO (or all) checkpoint when\n"
+    "                        preempted and resume after DUR of restore\n"
+    "                        (others rerun from the start); repeatable\n"
     "  --tenants FILE        teams, projects and users with quotas (lines\n"
     "                        'project vision team=research guaranteed=8\n"
     "                        limit=H100-80GB:16', 'team ...', 'user ...\n"
@@ -120,6 +123,7 @@ static const struct option longs[] = {
     {"full-pass", required_argument, NULL, 'F'},
     {"grace", required_argument, NULL, 'g'},
     {"short-credit", required_argument, NULL, 'S'},
+    {"resume", required_argument, NULL, 'R'},
     {"convert", no_argument, NULL, 'C'},
     {"tenants", required_argument, NULL, 'T'},
     {"help", no_argument, NULL, 'h'},
@@ -168,6 +172,13 @@ static int apply_opt(int c, const char *arg, struct opts *o)
         if (duration_ms("--grace", arg, &o->sim.grace_ms))
             return 2;
         sc->preempt_grace_ms = o->sim.grace_ms;
+        return 0;
+    case 'R':
+        if (o->sim.nresume >= SIM_RESUME_MAX)
+            return fail(2, "--resume: at most %d", SIM_RESUME_MAX);
+        if (sim_resume_parse(arg, &o->sim.resume[o->sim.nresume], &err) < 0)
+            return fail(2, "%s", err.msg);
+        o->sim.nresume++;
         return 0;
     case 'S':
         if (strcmp(arg, "0") == 0 || strcmp(arg, "0s") == 0) {

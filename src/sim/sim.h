@@ -127,12 +127,28 @@ int64_t sim_cluster_units(const struct sim_cluster *c, const char *node,
 typedef void (*sim_decisions_f)(void *arg, struct sched *s, int64_t now,
                                 const struct sched_decisions *dec);
 
+/* Checkpoint/resume: the jobs of a project ("all": every job) save their
+ * progress when told to stop (at the preemption decision, SIGTERM) and,
+ * rerun, continue from it after restore_ms; other jobs rerun from the
+ * start. */
+#define SIM_RESUME_MAX 32
+struct sim_resume {
+    char who[SCHED_NAME_MAX + 1]; /* a project, or "all" */
+    int64_t restore_ms;
+};
+
+/* Parse "WHO:DUR" (DUR like 90s, 2m; 0s for none) into r. SH_EINVAL. */
+int sim_resume_parse(const char *spec, struct sim_resume *r,
+                     struct sh_error *err);
+
 struct sim_options {
-    struct sched_config sched;    /* policy, backfill, weights, ... */
-    int64_t grace_ms;             /* preempted jobs stop after it */
-    bool exact_limits;            /* no time limit: use the duration */
-    const char *tenants;          /* sim_tenants_apply() text, or NULL */
-    const char *tenants_name;     /* its file name, for messages */
+    struct sched_config sched; /* policy, backfill, weights, ... */
+    int64_t grace_ms;          /* preempted jobs stop after it */
+    bool exact_limits;         /* no time limit: use the duration */
+    const char *tenants;       /* sim_tenants_apply() text, or NULL */
+    const char *tenants_name;  /* its file name, for messages */
+    struct sim_resume resume[SIM_RESUME_MAX]; /* checkpointing jobs */
+    int nresume;
     sim_decisions_f on_decisions; /* NULL = none (tests, tools) */
     void *on_decisions_arg;
 };
@@ -171,6 +187,7 @@ struct sim_result {
     size_t unfinished; /* still pending or running at the end */
     size_t timeouts;   /* ran into their time limit */
     size_t preemptions;
+    size_t resumes; /* attempts that went on from a checkpoint */
     size_t events;
     double wall_s; /* time the replay took */
     double makespan_s;

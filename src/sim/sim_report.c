@@ -61,7 +61,10 @@ void sim_report_text(FILE *f, const struct sim_result *r,
     fprintf(f, "  GPU utilization   %.1f%%\n", r->utilization * 100);
     fprintf(f, "  Jain's fairness   %.3f over projects (mean duration/JCT)\n",
             r->jain);
-    fprintf(f, "  preemptions       %zu\n", r->preemptions);
+    fprintf(f,
+            "  preemptions       %zu (%zu attempts resumed from a "
+            "checkpoint)\n",
+            r->preemptions, r->resumes);
     double g = total_gpu_s(r);
     fprintf(f, "  %-24s %8s %12s %10s\n", "project", "jobs", "JCT avg",
             "GPU share");
@@ -110,6 +113,7 @@ int sim_report_json(FILE *f, const struct sim_result *r)
     rc |= set(o, "wait_avg_s", json_real(r->wait_avg_s));
     rc |= set(o, "wait_p99_s", json_real(r->wait_p99_s));
     rc |= set(o, "wait_p99_8gpu_s", json_real(r->wait_big_p99_s));
+    rc |= set(o, "resumes", json_integer((json_int_t)r->resumes));
     rc |= set(o, "utilization", json_real(r->utilization));
     rc |= set(o, "jain_fairness", json_real(r->jain));
     rc |= set(o, "preemptions", json_integer((json_int_t)r->preemptions));

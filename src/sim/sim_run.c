@@ -6,7 +6,8 @@
  * events of one instant, the engine runs once at that instant; its starts
  * schedule completions, its preemptions schedule stops. A preempted job is
  * requeued (re-added as pending, keeping its submit time) and reruns from
- * the start. A job whose trace duration exceeds its time limit ends at the
+ * the start, or, when its project checkpoints (--resume), from the
+ * progress it had when told to stop, after a restore cost. A job whose trace duration exceeds its time limit ends at the
  * limit (a timeout). A fraction of a GPU (gpus 0.25) runs on the smallest
  * slice profile of the cluster that holds it (frac_profile), or on one
  * whole GPU when no slice does.
@@ -18,6 +19,7 @@
 #include <string.h>
 
 #include "lib/util/clock.h"
+#include "lib/util/parse.h"
 
 enum { EV_END = 1, EV_STOP };
 enum { JS_WAITING = 0, JS_PENDING, JS_RUNNING, JS_DONE, JS_REJECTED };
@@ -100,6 +102,10 @@ struct jstate {
     uint32_t attempt;
     uint8_t state;
     bool timeout;
+    int64_t restore_ms; /* resumes with this cost; -1 = reruns from 0 */
+    int64_t done_ms;    /* progress saved by checkpoints */
+    int64_t overhead;   /* this attempt's restore time */
+    int64_t ckpt_at;    /* told to stop at (the checkpoint); -1 */
 };
 
 struct run {
@@ -226,7 +232,17 @@ static int event(struct run *x, const struct ev *e, struct sh_error *err)
         st->end = e->t;
         return 0;
     }
-    /* Preempted: back to the queue, keeping its submit time. */
+    /* Preempted: its checkpoint keeps the work done until it was told to
+     * stop (the grace went into saving it); back to the queue, keeping
+     * its submit time. */
+    if (st->restore_ms >= 0 && st->ckpt_at >= st->start) {
+        int64_t work = st->ckpt_at - st->start - st->overhead;
+        if (work > 0)
+            st->done_ms += work;
+        if (st->done_ms > x->t->jobs[e->job].duration_ms)
+            st->done_ms = x->t->jobs[e->job].duration_ms;
+    }
+    st->ckpt_at = -1;
     struct sched_job_desc d;
     job_desc(x, e->job, &d);
     st->attempt++;
@@ -251,7 +267,12 @@ static int decisions(struct run *x, int64_t now, struct sh_error *err)
             const struct sched_place *pl = &dec->places[s->first + (size_t)p];
             st->units += sim_cluster_units(x->c, pl->node, pl->gpu, pl->slice);
         }
-        int64_t run = j->duration_ms;
+        st->overhead = 0;
+        if (st->done_ms > 0) {
+            st->overhead = st->restore_ms;
+            x->r->resumes++;
+        }
+        int64_t run = j->duration_ms - st->done_ms + st->overhead;
         st->timeout = j->limit_ms > 0 && j->limit_ms < run;
         if (st->timeout)
             run = j->limit_ms;
@@ -261,6 +282,7 @@ static int decisions(struct run *x, int64_t now, struct sh_error *err)
     for (size_t k = 0; k < dec->npreempts; k++) {
         uint32_t i = (uint32_t)(dec->preempts[k].job - 1);
         x->r->preemptions++;
+        x->js[i].ckpt_at = now;
         if (heap_push(&x->h, now + x->o->grace_ms, i, x->js[i].attempt,
                       EV_STOP) < 0)
             return sh_errorf(err, SH_EINTERNAL, "out of memory");
@@ -401,6 +423,37 @@ static int metrics(struct run *x, struct sh_error *err)
     return 0;
 }
 
+int sim_resume_parse(const char *spec, struct sim_resume *r,
+                     struct sh_error *err)
+{
+    const char *colon = strrchr(spec, ':');
+    size_t n = colon ? (size_t)(colon - spec) : 0;
+    if (!colon || n == 0 || n > SCHED_NAME_MAX)
+        return sh_errorf(err, SH_EINVAL,
+                         "--resume takes PROJECT:DUR or all:DUR (the restore "
+                         "cost, e.g. all:2m), not '%s'",
+                         spec);
+    memcpy(r->who, spec, n);
+    r->who[n] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        char c = r->who[i];
+        if (!(c == '.' || c == '_' || c == '-' || (c >= '0' && c <= '9') ||
+              (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')))
+            return sh_errorf(err, SH_EINVAL,
+                             "--resume: '%s' is not a project name", r->who);
+    }
+    const char *d = colon + 1;
+    if (strcmp(d, "0") == 0 || strcmp(d, "0s") == 0) {
+        r->restore_ms = 0;
+        return 0;
+    }
+    int64_t s;
+    if (parse_duration("--resume", d, &s, err) < 0)
+        return -1;
+    r->restore_ms = s * 1000;
+    return 0;
+}
+
 void sim_options_init(struct sim_options *o)
 {
     memset(o, 0, sizeof(*o));
@@ -438,8 +491,19 @@ int sim_run(const struct sim_cluster *c, const struct sim_trace *t,
         sh_errorf(err, SH_EINTERNAL, "out of memory");
         goto out;
     }
-    for (size_t i = 0; i < t->njobs; i++)
+    for (size_t i = 0; i < t->njobs; i++) {
+        const char *proj = t->names.names[t->jobs[i].project];
         x.js[i].first_start = -1;
+        x.js[i].ckpt_at = -1;
+        x.js[i].restore_ms = -1;
+        for (int k = 0; k < o->nresume; k++) {
+            if (strcmp(o->resume[k].who, "all") == 0 ||
+                strcmp(o->resume[k].who, proj) == 0) {
+                x.js[i].restore_ms = o->resume[k].restore_ms;
+                break;
+            }
+        }
+    }
     x.s = sched_create(&o->sched, err);
     if (!x.s || sim_cluster_apply(c, x.s, err) < 0)
         goto out;

@@ -332,6 +332,67 @@ Test(sim_run, quotas_reclaim_and_requeue)
     done(&f);
 }
 
+/* The same reclaim with checkpointing: job 1 is told to stop at 10 (its
+ * checkpoint: 10 s of work), stops at 20, and resumes at 70 with 90 s
+ * left plus a 5 s restore: it ends at 165, not 170. Without --resume for
+ * its project it reruns from the start. */
+Test(sim_run, a_checkpointed_job_resumes_where_it_was_told_to_stop)
+{
+    static const char *trace = "id,submit,duration,gpus,project\n"
+                               "1,0,100,4,other\n"
+                               "2,10,50,4,own\n";
+    static const char *tenants = "project own guaranteed=4 limit=4\n"
+                                 "project other guaranteed=0 limit=4\n";
+    struct sh_error err = {0};
+    struct fixture f;
+    memset(&f, 0, sizeof(f));
+    struct sim_options o;
+    sim_options_init(&o);
+    o.tenants = tenants;
+    cr_assert_eq(sim_resume_parse("other:5s", &o.resume[0], &err), 0, "%s",
+                 err.msg);
+    cr_assert_eq(sim_resume_parse("vision:0s", &o.resume[1], &err), 0, "%s",
+                 err.msg);
+    o.nresume = 2;
+    cr_assert(sim_trace_parse(trace, "t.csv", SIM_FORMAT_AUTO, &f.t, &err) ==
+              0);
+    cr_assert(sim_cluster_parse("1x4xH100-80GB", &f.c, &err) == 0);
+    cr_assert(sim_run(&f.c, &f.t, &o, &f.r, &err) == 0, "%s", err.msg);
+    cr_assert_eq(f.r.preemptions, 1);
+    cr_assert_eq(f.r.resumes, 1);
+    cr_assert_eq(f.r.outcomes[0].start_ms, 70000);
+    cr_assert_eq(f.r.outcomes[0].end_ms, 165000);
+    cr_assert_eq(f.r.outcomes[1].end_ms, 70000);
+    done(&f);
+
+    /* Only "vision" checkpoints now: job 1 reruns from the start. */
+    memset(&f, 0, sizeof(f));
+    o.resume[0] = o.resume[1];
+    o.nresume = 1;
+    cr_assert(sim_trace_parse(trace, "t.csv", SIM_FORMAT_AUTO, &f.t, &err) ==
+              0);
+    cr_assert(sim_cluster_parse("1x4xH100-80GB", &f.c, &err) == 0);
+    cr_assert(sim_run(&f.c, &f.t, &o, &f.r, &err) == 0, "%s", err.msg);
+    cr_assert_eq(f.r.resumes, 0);
+    cr_assert_eq(f.r.outcomes[0].end_ms, 170000);
+    done(&f);
+}
+
+Test(sim_run, resume_specs_are_checked)
+{
+    struct sim_resume r;
+    struct sh_error err = {0};
+    cr_assert_eq(sim_resume_parse("all:2m", &r, &err), 0);
+    cr_assert_str_eq(r.who, "all");
+    cr_assert_eq(r.restore_ms, 120000);
+    cr_assert_lt(sim_resume_parse("all", &r, &err), 0);
+    cr_assert(strstr(err.msg, "PROJECT:DUR"), "%s", err.msg);
+    cr_assert_lt(sim_resume_parse(":2m", &r, &err), 0);
+    cr_assert_lt(sim_resume_parse("a b:2m", &r, &err), 0);
+    cr_assert(strstr(err.msg, "not a project name"), "%s", err.msg);
+    cr_assert_lt(sim_resume_parse("all:soon", &r, &err), 0);
+}
+
 Test(sim_run, tenants_errors_name_the_line)
 {
     struct sched *s = sched_create(NULL, NULL);
