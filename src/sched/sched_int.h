@@ -493,6 +493,31 @@ bool sched_before(const struct sched *s, const struct sjob *a,
  * a job still waiting for it that comes before x in the order. A job ahead
  * of the holder (say a new high-priority job between full passes) may use
  * the GPU. */
+/* Whether slice sl is of profile (any time-slice for the "shared"
+ * pseudo-profile). */
+static inline bool slice_is(const struct sched *s, const struct sslice *sl,
+                            uint16_t profile)
+{
+    return profile == s->shared_any ? sl->kind == GPU_SLICE_SHARED
+                                    : sl->profile == profile;
+}
+
+/* Whether a job may get slices of GPU gp: a sliced, schedulable GPU of an
+ * allowed model (mask), fence aside. */
+static inline bool gpu_serves_slices(const struct sgpu *gp, uint64_t mask)
+{
+    return (gp->flags & SGPU_SLICED) && !(gp->flags & SGPU_UNSCHED) &&
+           ((mask >> gp->model) & 1);
+}
+
+/* Whether an unfenced GPU (time-sliced without MPS) is held by another
+ * project than `project`, so it serves none of its jobs. */
+static inline bool gpu_fenced_off(const struct sgpu *gp, uint32_t project)
+{
+    return (gp->flags & SGPU_UNFENCED) && gp->fence_count > 0 &&
+           gp->fence_project != project;
+}
+
 static inline bool resv_live(const struct sched *s, const struct sgpu *gp,
                              uint32_t x)
 {

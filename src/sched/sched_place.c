@@ -308,11 +308,8 @@ bool place_slice(struct sched *s, const struct sjob *j, uint16_t profile,
             const struct snode *nd = &s->nodes[n];
             for (int g = 0; g < nd->ngpus && best_score > 1; g++) {
                 const struct sgpu *gp = &nd->gpus[g];
-                if (!(gp->flags & SGPU_SLICED) || (gp->flags & SGPU_UNSCHED) ||
-                    !((mask >> gp->model) & 1) || gp->slice_free == 0)
-                    continue;
-                if ((gp->flags & SGPU_UNFENCED) && gp->fence_count > 0 &&
-                    gp->fence_project != j->project)
+                if (!gpu_serves_slices(gp, mask) || gp->slice_free == 0 ||
+                    gpu_fenced_off(gp, j->project))
                     continue;
                 int score = popcount64(gp->slice_free);
                 if (score >= best_score)
@@ -321,8 +318,7 @@ bool place_slice(struct sched *s, const struct sjob *j, uint16_t profile,
                     const struct sslice *sl = &gp->slices[k];
                     if (!((gp->slice_free >> k) & 1) || sl->mem < mem)
                         continue;
-                    if (profile == s->shared_any ? sl->kind != GPU_SLICE_SHARED
-                                                 : sl->profile != profile)
+                    if (!slice_is(s, sl, profile))
                         continue;
                     best_score = score;
                     f->model = gp->model;
@@ -354,21 +350,17 @@ int place_slice_fenced(const struct sched *s, const struct sjob *j,
             const struct snode *nd = &s->nodes[w * 64 + __builtin_ctzll(b)];
             for (int g = 0; g < nd->ngpus; g++) {
                 const struct sgpu *gp = &nd->gpus[g];
-                if (!(gp->flags & SGPU_SLICED) || (gp->flags & SGPU_UNSCHED) ||
-                    !((mask >> gp->model) & 1) || gp->slice_free == 0)
+                if (!gpu_serves_slices(gp, mask) || gp->slice_free == 0)
                     continue;
                 bool fits = false;
                 for (int k = 0; k < gp->nslices && !fits; k++) {
                     const struct sslice *sl = &gp->slices[k];
-                    fits =
-                        ((gp->slice_free >> k) & 1) && sl->mem >= mem &&
-                        (profile == s->shared_any ? sl->kind == GPU_SLICE_SHARED
-                                                  : sl->profile == profile);
+                    fits = ((gp->slice_free >> k) & 1) && sl->mem >= mem &&
+                           slice_is(s, sl, profile);
                 }
                 if (!fits)
                     continue;
-                if (!(gp->flags & SGPU_UNFENCED) || gp->fence_count == 0 ||
-                    gp->fence_project == j->project)
+                if (!gpu_fenced_off(gp, j->project))
                     return 0; /* a usable slice: not the fence */
                 bool seen = false;
                 for (int i = 0; i < n && i < max && !seen; i++)

@@ -192,19 +192,13 @@ static int64_t plan_slice(struct plan_ctx *c, const struct sjob *j,
             continue;
         for (int g = 0; g < nd->ngpus; g++) {
             const struct sgpu *gp = &nd->gpus[g];
-            if (!(gp->flags & SGPU_SLICED) || (gp->flags & SGPU_UNSCHED) ||
-                !((mask >> gp->model) & 1))
-                continue;
-            if ((gp->flags & SGPU_UNFENCED) && gp->fence_count > 0 &&
-                gp->fence_project != j->project)
+            if (!gpu_serves_slices(gp, mask) || gpu_fenced_off(gp, j->project))
                 continue;
             for (int k = 0; k < gp->nslices; k++) {
                 const struct sslice *sl = &gp->slices[k];
                 if (sl->mem < mem)
                     continue;
-                if (profile != SCHED_NONE16 &&
-                    (profile == s->shared_any ? sl->kind != GPU_SLICE_SHARED
-                                              : sl->profile != profile))
+                if (profile != SCHED_NONE16 && !slice_is(s, sl, profile))
                     continue;
                 uint32_t i =
                     c->slice_off[c->gpu_off[n] + (uint32_t)g] + (uint32_t)k;

@@ -332,8 +332,7 @@ static int plan_slice(struct sched *s, uint32_t ji, const struct sopt *o,
         if (!nd->indexed || (gp->flags & (SGPU_UNFENCED | SGPU_UNSCHED)) ||
             sl->mem < mem)
             continue;
-        if (o->profile == s->shared_any ? sl->kind != GPU_SLICE_SHARED
-                                        : sl->profile != o->profile)
+        if (!slice_is(s, sl, o->profile))
             continue;
         if (best == SCHED_NONE || victim_before(s, vi, best))
             best = vi;
