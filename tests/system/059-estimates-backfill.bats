@@ -39,21 +39,24 @@ reason_has() { job_field "$1" .reason | grep -q "$2"; }
 }
 
 @test "est-002 backfill with quotas: a blocked borrower's reservation is not jumped" {
-    shoal_cluster_start 1 4
+    shoal_cluster_start 2 4
     # Any guarantee turns quotas on; the default project has none, so its
     # jobs borrow.
     shoal team create research --guaranteed 1
     shoal project create vision --team research --guaranteed 1
-    x=$(submit --gpus 2 --time 1m -- sleep 20)
+    x=$(submit --gpus 4 --time 1m -- sleep 20)
     wait_job_state "$x" running
-    big=$(submit --gpus 4 --time 5m -- true)
+    # A 2-node gang (4 GPUs per node, as the jobs below: the same size
+    # class, so no small-job credit reorders them) waits for x's node.
+    big=$(submit --nodes 2 --gpus 4 --time 5m -- true)
     wait_for 10 reason_has "$big" "reservation: waiting for its reserved start"
-    # Two GPUs are free, but a 10-minute job there would delay the big one.
-    short=$(submit --gpus 2 --time 10m -- sleep 1)
+    # The other node is free, but a 10-minute job there would delay the
+    # gang.
+    short=$(submit --gpus 4 --time 10m -- sleep 1)
     wait_for 10 reason_has "$short" "reservation: waiting for job $big"
     [ "$(job_state "$short")" = pending ]
-    # One that ends before the reservation may use them (backfill).
-    quick=$(submit --gpus 2 --time 5s -- true)
+    # One that ends before the reservation may use it (backfill).
+    quick=$(submit --gpus 4 --time 5s -- true)
     wait_job_state "$quick" completed 20
     [ "$(job_state "$short")" = pending ]
     shoal cancel "$x" >/dev/null
