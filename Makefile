@@ -3,6 +3,10 @@
 #   make up     install what is missing, build, start a local cluster
 #   make test   the whole test suite, normally and under ASan+UBSan
 # make fuzz runs every libFuzzer target for a minute (scripts/fuzz.sh).
+# make bench runs every benchmark and prints its figures (bench/run-all.sh):
+# bench-sched and bench-sim, then submit.sh and drain.sh, which start their
+# own throw-away local cluster (SHOAL_BENCH_NO_CLUSTER=1 skips those two).
+# Not part of make test: nothing in it passes or fails on time.
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz

@@ -33,13 +33,15 @@ PIDS+=($!)
 wait_for 15 test -s "$DIR/c/url"
 URL=$(cat "$DIR/c/url")
 TOKEN=$(cat "$DIR/c/admin.token")
+# The jobs run as whoever runs the bench (root in CI): allowed explicitly,
+# as `shoal up` does (agents refuse accounts below uid 1000 otherwise).
 for i in 1 2 3 4; do
     mkdir -p "$DIR/n$i"
     echo "{\"count\": 8, \"model\": \"H100-80GB\", \"uuid_prefix\": \"n$i\"}" >"$DIR/n$i/simgpu.json"
     SIMGPU_CONFIG="$DIR/n$i/simgpu.json" "$BIN/src/agent/shoal-agent" \
         --controller "$URL" --join-token-file "$DIR/c/join.token" \
         --name "n$i" --state "$DIR/n$i" --nvml-lib "$BIN/src/simgpu/libsimgpu.so" \
-        --stop-jobs-on-exit 2>"$DIR/n$i.log" &
+        --stop-jobs-on-exit --allow-job-user "$(id -un)" 2>"$DIR/n$i.log" &
     PIDS+=($!)
 done
 up() {
