@@ -14,6 +14,11 @@ void api_web_dashboard(struct shoald *d, struct api_req *req);
 void api_metrics(struct shoald *d, struct api_req *req);
 void api_health(struct shoald *d, struct api_req *req);
 void api_whoami(struct shoald *d, struct api_req *req);
+/* GET /v1/openapi.json: doc/api/openapi.json, built in as api_openapi_json
+ * (api_openapi_json_len bytes, not NUL-terminated). */
+void api_openapi(struct shoald *d, struct api_req *req);
+extern const unsigned char api_openapi_json[];
+extern const size_t api_openapi_json_len;
 
 void api_jobs_submit(struct shoald *d, struct api_req *req);
 void api_jobs_list(struct shoald *d, struct api_req *req);

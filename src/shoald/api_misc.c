@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* /v1/health and /v1/whoami. */
+/* /v1/health, /v1/whoami and /v1/openapi.json. */
 #include "shoald/api_handlers.h"
 #include "shoald/auth.h"
 #include "shoald/jobtab.h"
@@ -29,4 +29,23 @@ void api_whoami(struct shoald *d, struct api_req *req)
                    json_pack("{s:s, s:b, s:s?}", "user", c->user, "admin",
                              c->admin, "default_project",
                              u ? u->default_project : NULL));
+}
+
+void api_openapi(struct shoald *d, struct api_req *req)
+{
+    (void)d;
+    /* The document says which version it describes: this server's. */
+    json_error_t jerr;
+    json_t *doc = json_loadb((const char *)api_openapi_json,
+                             api_openapi_json_len, 0, &jerr);
+    json_t *info = json_object_get(doc, "info");
+    if (!json_is_object(info) ||
+        json_object_set_new(info, "version", json_string(SHOAL_VERSION)) < 0) {
+        json_decref(doc);
+        api_errorf(req, SH_EINTERNAL,
+                   "the built-in API document is broken: %s at line %d",
+                   doc ? "no info object" : jerr.text, jerr.line);
+        return;
+    }
+    api_reply_json(req, 200, doc);
 }
