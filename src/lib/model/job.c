@@ -2,6 +2,8 @@
 /* Job limits, validation and the state machine (see job.h for the diagram). */
 #include "lib/model/job.h"
 
+#include "lib/model/job_deps.h"
+
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,6 +106,7 @@ void job_spec_fini(struct job_spec *spec)
         free(spec->volumes[i].path);
     }
     free(spec->volumes);
+    free(spec->deps);
     job_spec_init(spec);
 }
 
@@ -292,7 +295,8 @@ int job_spec_copy(struct job_spec *dst, const struct job_spec *src)
     dst->argv = NULL;
     dst->env = NULL;
     dst->volumes = NULL;
-    dst->argc = dst->nenv = dst->nvolumes = 0;
+    dst->deps = NULL;
+    dst->argc = dst->nenv = dst->nvolumes = dst->ndeps = 0;
     if (dup_str(&dst->name, src->name) < 0 ||
         dup_str(&dst->user, src->user) < 0 ||
         dup_str(&dst->project, src->project) < 0 ||
@@ -334,6 +338,13 @@ int job_spec_copy(struct job_spec *dst, const struct job_spec *src)
                 goto error;
             }
         }
+    }
+    if (src->ndeps) {
+        dst->deps = malloc(sizeof(*dst->deps) * (size_t)src->ndeps);
+        if (!dst->deps)
+            goto error;
+        memcpy(dst->deps, src->deps, sizeof(*dst->deps) * (size_t)src->ndeps);
+        dst->ndeps = src->ndeps;
     }
     return 0;
 error:

@@ -74,6 +74,8 @@ struct job_env {
     char *value;
 };
 
+struct job_dep;
+
 struct job_volume {
     char *name;    /* a volume the project may use */
     char *path;    /* absolute mount point inside the job */
@@ -107,6 +109,9 @@ struct job_spec {
     char *workdir; /* absolute; NULL = the user's home on the node */
     struct job_volume *volumes;
     int nvolumes;
+    struct job_dep *deps; /* lib/model/job_deps.h: run after these */
+    int ndeps;
+    bool hold; /* submitted held: waits for `shoal release` */
 };
 
 /* One node's share of a running job. */
@@ -133,6 +138,7 @@ struct job {
     int exit_signal;   /* 0 when none */
     int requeues;      /* times it went back to pending */
     bool releasing;    /* terminal, but its GPUs are not yet confirmed free */
+    bool held;         /* pending, kept out of scheduling until released */
     char *reason;      /* why pending / how it ended; may be NULL */
     int64_t est_start_ms; /* estimated start for pending jobs; 0 = unknown */
     int master_port;      /* MASTER_PORT for distributed launchers; 0 none */

@@ -2,6 +2,8 @@
 /* JSON codecs for jobs (see job_json.h). */
 #include "lib/model/job_json.h"
 
+#include "lib/model/job_deps.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -293,6 +295,18 @@ static int spec_field(const char *key, const json_t *v, struct job_spec *s,
         return get_string(v, "script", JOB_SCRIPT_MAX, &s->script, err);
     if (strcmp(key, "volumes") == 0)
         return get_volumes(v, s, err);
+    if (strcmp(key, "dependency") == 0) {
+        if (!json_is_string(v))
+            return sh_errorf(err, SH_EINVAL,
+                             "dependency must be a string like "
+                             "\"afterok:12:13,singleton\"");
+        free(s->deps);
+        s->deps = NULL;
+        s->ndeps = 0;
+        return job_deps_parse(json_string_value(v), &s->deps, &s->ndeps, err);
+    }
+    if (strcmp(key, "hold") == 0)
+        return get_bool(v, "hold", &s->hold, err);
     return 1;
 }
 
@@ -394,6 +408,13 @@ json_t *job_spec_to_json(const struct job_spec *s)
                                               s->volumes[i].path, "readonly",
                                               s->volumes[i].readonly));
     json_object_set_new(o, "volumes", vols); /* steals vols */
+    if (s->ndeps > 0) {
+        char deps[JOB_DEPS_TEXT_MAX + 32];
+        set_str(o, "dependency",
+                job_deps_format(s->deps, s->ndeps, deps, sizeof(deps)));
+    }
+    if (s->hold)
+        json_object_set_new(o, "hold", json_true());
     return o;
 }
 
@@ -503,6 +524,7 @@ json_t *job_to_json(const struct job *job)
                                          : json_null());
     json_object_set_new(o, "requeues", json_integer(job->requeues));
     json_object_set_new(o, "releasing", json_boolean(job->releasing));
+    json_object_set_new(o, "held", json_boolean(job->held));
     json_object_set_new(o, "placement",
                         job_alloc_to_json(job->alloc, job->nalloc));
     json_object_set_new(o, "attempt", json_integer(job_attempt(job)));
@@ -558,6 +580,8 @@ json_t *job_to_record(const struct job *job)
                             json_integer(job->idle_since_ms));
     if (rec && job->idle)
         json_object_set_new(rec, "idle", json_true());
+    if (rec && job->held)
+        json_object_set_new(rec, "held", json_true());
     if (rec && job->cpu_ns)
         json_object_set_new(rec, "cpu_ns",
                             json_integer((json_int_t)job->cpu_ns));
@@ -633,6 +657,7 @@ struct job *job_from_record(const json_t *rec, struct sh_error *err)
     job->idle_since_ms =
         json_integer_value(json_object_get(rec, "idle_since_ms"));
     job->idle = json_is_true(json_object_get(rec, "idle"));
+    job->held = json_is_true(json_object_get(rec, "held"));
     job->cpu_ns = (uint64_t)json_integer_value(json_object_get(rec, "cpu_ns"));
     job->mem_peak =
         (uint64_t)json_integer_value(json_object_get(rec, "mem_peak"));
