@@ -9,7 +9,7 @@
 #include <stdbool.h>
 
 #include "agent/gpu.h"
-#include "agent/nvml.h"
+#include "lib/gpu/nvml.h"
 
 /* Every NVML function the backend may call: X(name, required). A missing
  * required one fails gpu_backend_create(); a missing optional one leaves

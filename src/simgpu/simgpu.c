@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* simgpu: a stand-in for NVIDIA's libnvidia-ml.so.1 on machines without
  * GPUs. It defines exactly the NVML functions Shoal's agent calls (declared
- * in src/agent/nvml.h, so the signatures are checked), with NVML's return
+ * in src/lib/gpu/nvml.h, so the signatures are checked), with NVML's return
  * codes, over GPUs described by a JSON file. It is not a general NVML
  * emulator: functions the agent does not call are absent, as from an old
  * driver.

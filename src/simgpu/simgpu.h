@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <sys/stat.h>
 
-#include "agent/nvml.h"
+#include "lib/gpu/nvml.h"
 #include "lib/model/gpu.h"
 #include "lib/model/preset.h"
 

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "agent/gpu.h"
-#include "agent/nvml.h"
+#include "lib/gpu/nvml.h"
 
 #define MIB (UINT64_C(1) << 20)
 

@@ -9,15 +9,17 @@
 #include <stdio.h>
 #include <string.h>
 
-/* NVML_GPU_INSTANCE_PROFILE_* values (see src/agent/nvml.h). Repeated here
- * as plain numbers because lib/model must not include agent headers. */
+#include "lib/gpu/nvml.h"
+
+/* NVML's GPU instance profile ids, as the presets name them. */
 enum {
-    NVML_IDX_1_SLICE = 0,
-    NVML_IDX_2_SLICE = 1,
-    NVML_IDX_3_SLICE = 2,
-    NVML_IDX_4_SLICE = 3,
-    NVML_IDX_7_SLICE = 4,
-    NVML_IDX_1_SLICE_REV2 = 9, /* one compute slice, two memory slices */
+    NVML_IDX_1_SLICE = NVML_GPU_INSTANCE_PROFILE_1_SLICE,
+    NVML_IDX_2_SLICE = NVML_GPU_INSTANCE_PROFILE_2_SLICE,
+    NVML_IDX_3_SLICE = NVML_GPU_INSTANCE_PROFILE_3_SLICE,
+    NVML_IDX_4_SLICE = NVML_GPU_INSTANCE_PROFILE_4_SLICE,
+    NVML_IDX_7_SLICE = NVML_GPU_INSTANCE_PROFILE_7_SLICE,
+    /* one compute slice, two memory slices */
+    NVML_IDX_1_SLICE_REV2 = NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV2,
 };
 
 /* The same placement rules hold on every model with 7+8 slices. */

@@ -2,12 +2,13 @@
 /* The part of NVIDIA's NVML C API that Shoal calls, declared by us from the
  * NVML API reference (docs.nvidia.com/deploy/nvml-api); this is not
  * NVIDIA's nvml.h. The agent never links against NVML: it resolves these
- * names with dlsym (see gpu_nvml.c). simgpu defines exactly these functions,
- * and includes this header so the compiler checks that its signatures match.
+ * names with dlsym (see agent/gpu_nvml.c). simgpu defines exactly these
+ * functions, and includes this header so the compiler checks that its
+ * signatures match; both use it, so it lives in lib/ (it includes nothing).
  * Add a declaration here only together with a caller and a simgpu version.
  */
-#ifndef SHOAL_AGENT_NVML_H
-#define SHOAL_AGENT_NVML_H
+#ifndef SHOAL_GPU_NVML_H
+#define SHOAL_GPU_NVML_H
 
 /* Return codes (nvmlReturn_t). The numeric values are ABI. */
 typedef enum nvmlReturn_enum {
