@@ -58,6 +58,8 @@ int cmd_submit_directives(json_t *job, const char *path, const char *text,
 int cmd_queue(int argc, char **argv);
 int cmd_show(int argc, char **argv);
 int cmd_cancel(int argc, char **argv);
+int cmd_hold(int argc, char **argv);
+int cmd_release(int argc, char **argv);
 int cmd_logs(int argc, char **argv);
 int cmd_nodes(int argc, char **argv);
 int cmd_node(int argc, char **argv);

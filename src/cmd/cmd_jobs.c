@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* `shoal queue`, `shoal show` and `shoal cancel`. */
+/* `shoal queue`, `shoal show`, `shoal cancel`, `shoal hold` and
+ * `shoal release`. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,14 @@ static const char cancel_usage[] =
     "Usage: shoal cancel JOB...\n"
     "Cancel jobs: pending ones at once, running ones are stopped (SIGTERM,\n"
     "then SIGKILL after the grace period).\n";
+
+static const char hold_usage[] =
+    "Usage: shoal hold JOB...\n"
+    "Keep pending jobs out of scheduling until `shoal release`. Who may\n"
+    "cancel a job may hold it; `shoal submit --hold` submits one held.\n";
+
+static const char release_usage[] = "Usage: shoal release JOB...\n"
+                                    "Let held jobs back into scheduling.\n";
 
 static const char *str(const json_t *o, const char *key)
 {
@@ -336,19 +345,22 @@ int cmd_show(int argc, char **argv)
     return 0;
 }
 
-int cmd_cancel(int argc, char **argv)
+/* POST /v1/jobs/ID/ACTION for every job named (all ids checked first);
+ * "DONE job ID" for each that worked. */
+static int each_job(int argc, char **argv, const char *usage,
+                    const char *action, const char *done)
 {
-    cmd_help_if_asked(argc, argv, cancel_usage);
+    cmd_help_if_asked(argc, argv, usage);
     if (argc < 2)
-        die("which jobs? (shoal cancel JOB...)");
+        die("which jobs? (shoal %s JOB...)", argv[0]);
     for (int i = 1; i < argc; i++)
-        job_id_arg(argv[i]); /* all ids valid before cancelling any */
+        job_id_arg(argv[i]); /* all ids valid before acting on any */
     struct client *c = cmd_connect();
     int failed = 0;
     for (int i = 1; i < argc; i++) {
         char path[64];
-        snprintf(path, sizeof(path), "/v1/jobs/%lld/cancel",
-                 job_id_arg(argv[i]));
+        snprintf(path, sizeof(path), "/v1/jobs/%lld/%s", job_id_arg(argv[i]),
+                 action);
         json_t *out = NULL;
         struct sh_error err;
         if (client_call(c, "POST", path, NULL, &out, NULL, &err) < 0) {
@@ -358,9 +370,24 @@ int cmd_cancel(int argc, char **argv)
                 break;
             continue;
         }
-        printf("cancelled job %s\n", argv[i]);
+        printf("%s job %s\n", done, argv[i]);
         json_decref(out);
     }
     client_destroy(c);
     return failed ? 1 : 0;
+}
+
+int cmd_cancel(int argc, char **argv)
+{
+    return each_job(argc, argv, cancel_usage, "cancel", "cancelled");
+}
+
+int cmd_hold(int argc, char **argv)
+{
+    return each_job(argc, argv, hold_usage, "hold", "held");
+}
+
+int cmd_release(int argc, char **argv)
+{
+    return each_job(argc, argv, release_usage, "release", "released");
 }

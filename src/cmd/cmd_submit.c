@@ -38,6 +38,10 @@ static const char usage[] =
     "  -e, --env K=V          set a variable in the job; K alone copies yours\n"
     "                         (repeatable)\n"
     "      --requeue          requeue after preemption or node failure\n"
+    "  -d, --dependency LIST  run after other jobs: afterok:ID[:ID...],\n"
+    "                         afterany:ID, afternotok:ID, singleton\n"
+    "                         (comma-separated, all must hold)\n"
+    "      --hold             submit held: it starts after shoal release\n"
     "      --tasks-per-node N processes per node, each with its own ranks\n"
     "  -D, --workdir DIR      working directory (default: the current one)\n"
     "      --user NAME        submit for another user (cluster admins)\n"
@@ -53,6 +57,7 @@ enum {
     OPT_TASKS,
     OPT_USER,
     OPT_JSON,
+    OPT_HOLD,
 };
 
 static const struct option opts[] = {
@@ -70,6 +75,8 @@ static const struct option opts[] = {
     {"name", required_argument, NULL, 'n'},
     {"env", required_argument, NULL, 'e'},
     {"requeue", no_argument, NULL, OPT_REQUEUE},
+    {"dependency", required_argument, NULL, 'd'},
+    {"hold", no_argument, NULL, OPT_HOLD},
     {"tasks-per-node", required_argument, NULL, OPT_TASKS},
     {"workdir", required_argument, NULL, 'D'},
     {"user", required_argument, NULL, OPT_USER},
@@ -208,6 +215,12 @@ static int apply(struct submit *s, int c, const char *arg)
     case OPT_REQUEUE:
         json_object_set_new(s->job, "requeue", json_true());
         break;
+    case 'd':
+        json_object_set_new(s->job, "dependency", json_string(arg));
+        break;
+    case OPT_HOLD:
+        json_object_set_new(s->job, "hold", json_true());
+        break;
     case 'D':
         if (arg[0] != '/')
             return fail(s, "--workdir '%s' must be an absolute path", arg);
@@ -235,7 +248,7 @@ static int parse_opts(struct submit *s, int argc, char **argv, bool *dashdash)
     int c;
     optind = 0; /* glibc: full reinitialisation between scans */
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "+g:N:p:t:c:m:v:n:e:D:h", opts,
+    while ((c = getopt_long(argc, argv, "+g:N:p:t:c:m:v:n:e:D:d:h", opts,
                             NULL)) != -1) {
         if (c == 'h' && s->in_script)
             return fail(s, "%s", "--help is not a directive");

@@ -19,6 +19,8 @@ static const struct command commands[] = {
     {"queue", cmd_queue, "list pending and running jobs, with reasons"},
     {"show", cmd_show, "show one job"},
     {"cancel", cmd_cancel, "cancel jobs"},
+    {"hold", cmd_hold, "keep pending jobs from starting"},
+    {"release", cmd_release, "let held jobs start"},
     {"logs", cmd_logs, "print a job's output (-f to follow)"},
     {"nodes", cmd_nodes, "list nodes and their GPUs"},
     {"node", cmd_node, "drain or resume a node"},

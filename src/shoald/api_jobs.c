@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* /v1/jobs: submit, list (filters: state, user, project), show, cancel. */
+/* /v1/jobs: submit, list (filters: state, user, project), show, cancel,
+ * hold and release. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -186,6 +187,41 @@ void api_jobs_cancel(struct shoald *d, struct api_req *req)
         return;
     }
     api_reply_json(req, 200, job_to_json(job));
+}
+
+/* POST /v1/jobs/{id}/hold and /release: keep a pending job out of
+ * scheduling, or let it back in. */
+static void hold_or_release(struct shoald *d, struct api_req *req, bool hold)
+{
+    bool owned;
+    struct job *job = path_job(d, req, &owned);
+    if (!job)
+        return;
+    struct sh_error err;
+    if (owned) {
+        api_errorf(req, SH_ECONFLICT,
+                   "job %llu is %s: only pending jobs can "
+                   "be %s",
+                   (unsigned long long)job->id, job_state_name(job->state),
+                   hold ? "held" : "released");
+        job_destroy(job);
+        return;
+    }
+    if ((hold ? jobs_hold : jobs_release)(d, api_caller(req), job, &err) < 0) {
+        api_reply_error(req, &err);
+        return;
+    }
+    api_reply_json(req, 200, job_view(d, job));
+}
+
+void api_jobs_hold(struct shoald *d, struct api_req *req)
+{
+    hold_or_release(d, req, true);
+}
+
+void api_jobs_release(struct shoald *d, struct api_req *req)
+{
+    hold_or_release(d, req, false);
 }
 
 void api_jobs_logs(struct shoald *d, struct api_req *req)

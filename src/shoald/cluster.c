@@ -21,6 +21,7 @@
 #include "shoald/api_handlers.h"
 #include "shoald/auth.h"
 #include "shoald/commit.h"
+#include "shoald/gate.h"
 #include "shoald/jobs.h"
 #include "shoald/jobtab.h"
 #include "shoald/logs.h"
@@ -47,6 +48,10 @@ struct cluster {
     uint64_t *cpu_queue; /* pending jobs without GPUs, in id order */
     int ncpu;
     int cpu_cap;
+    uint64_t *gated; /* pending jobs held or waiting for dependencies */
+    int ngated;
+    int gated_cap;
+    bool gate_dirty; /* a job changed: look at the gated ones again */
 };
 
 void shoald_schedule_soon(struct shoald *d)
@@ -182,11 +187,39 @@ static int placement_of(struct shoald *d, const struct job *job,
     return n;
 }
 
+/* A pending job whose gate is closed waits here, out of the engine. */
+static void gated_add(struct cluster *c, uint64_t id)
+{
+    for (int i = 0; i < c->ngated; i++) {
+        if (c->gated[i] == id)
+            return;
+    }
+    if (c->ngated == c->gated_cap) {
+        int cap = c->gated_cap ? c->gated_cap * 2 : 64;
+        uint64_t *p = realloc(c->gated, sizeof(*p) * (size_t)cap);
+        if (!p) {
+            sh_log(LOG_ERR, "cluster", "job %llu: out of memory",
+                   (unsigned long long)id);
+            return;
+        }
+        c->gated = p;
+        c->gated_cap = cap;
+    }
+    c->gated[c->ngated++] = id;
+    c->gate_dirty = true; /* a dependency that can never be met ends it */
+}
+
 static void engine_add_job(struct shoald *d, struct job *job)
 {
     struct cluster *c = d->cluster;
     struct sched_job_desc desc;
     struct sh_error err;
+    char why[JOB_REASON_MAX];
+    if (job->state == JOB_PENDING &&
+        gate_of(d, job, why, sizeof(why)) != GATE_OPEN) {
+        gated_add(c, job->id);
+        return;
+    }
     if (!uses_gpus(job)) {
         if (job->state == JOB_PENDING)
             cpu_queue_add(c, job->id);
@@ -273,6 +306,7 @@ static int build(struct shoald *d, struct sh_error *err)
     if (!c->sched)
         return -1;
     c->ncpu = 0;
+    c->ngated = 0; /* engine_add_job() gates them again */
     c->rebuild = false;
     sync_tenants(d);
     for (struct node *n = nodetab_next(d->nodes, NULL); n;
@@ -370,6 +404,7 @@ void cluster_destroy(struct shoald *d)
     sched_decisions_fini(&c->dec);
     sched_destroy(c->sched);
     free(c->cpu_queue);
+    free(c->gated);
     free(c);
     d->cluster = NULL;
 }
@@ -738,6 +773,58 @@ static void place_cpu_jobs(struct shoald *d)
     }
 }
 
+/* Look at the gated jobs again after a change: an open gate sends the
+ * job to the engine, one that can never open cancels it with the reason
+ * (which may open other gates: afterany, afternotok). */
+static void gate_recheck(struct shoald *d)
+{
+    struct cluster *c = d->cluster;
+    for (int round = 0; c->gate_dirty && round < 16; round++) {
+        c->gate_dirty = false;
+        for (int i = 0; i < c->ngated;) {
+            struct job *job = jobtab_get(d->jobs, c->gated[i]);
+            char why[JOB_REASON_MAX];
+            enum gate_state g = GATE_OPEN;
+            if (job && job->state == JOB_PENDING)
+                g = gate_of(d, job, why, sizeof(why));
+            if (g == GATE_HELD || g == GATE_WAIT) {
+                i++;
+                continue;
+            }
+            c->gated[i] = c->gated[--c->ngated];
+            if (!job || job->state != JOB_PENDING)
+                continue;
+            if (g == GATE_NEVER) {
+                struct sh_error err;
+                if (jobs_transition(d, job, JOB_CANCELLED, why, &err) < 0)
+                    sh_log(LOG_ERR, "cluster", "job %llu: %s",
+                           (unsigned long long)job->id, err.msg);
+                continue;
+            }
+            engine_add_job(d, job);
+            shoald_schedule_soon(d);
+        }
+    }
+}
+
+void cluster_job_hold(struct shoald *d, struct job *job)
+{
+    struct cluster *c = d->cluster;
+    if (uses_gpus(job))
+        sched_job_remove(c->sched, job->id, NULL);
+    else
+        cpu_queue_remove(c, job->id);
+    gated_add(c, job->id);
+    shoald_schedule_soon(d);
+}
+
+void cluster_job_release(struct shoald *d, struct job *job)
+{
+    (void)job;
+    d->cluster->gate_dirty = true;
+    shoald_schedule_soon(d);
+}
+
 void cluster_before_sleep(struct shoald *d)
 {
     struct cluster *c = d->cluster;
@@ -746,6 +833,7 @@ void cluster_before_sleep(struct shoald *d)
         sh_log(LOG_ERR, "cluster", "engine rebuild failed: %s", err.msg);
         return;
     }
+    gate_recheck(d);
     if (!c->schedule_pending)
         return;
     c->schedule_pending = false;
@@ -793,6 +881,8 @@ void cluster_job_changed(struct shoald *d, struct job *job, enum job_state from)
     struct cluster *c = d->cluster;
     if (!c)
         return;
+    if (c->ngated > 0)
+        c->gate_dirty = true; /* a dependency may be met now */
     if (from == JOB_PENDING && job->state == JOB_CANCELLED) {
         if (uses_gpus(job))
             sched_job_remove(c->sched, job->id, NULL);
@@ -946,6 +1036,8 @@ void cluster_job_reason(struct shoald *d, const struct job *job, char *buf,
     buf[0] = '\0';
     if (job->state != JOB_PENDING || !c)
         return;
+    if (gate_of(d, job, buf, size) != GATE_OPEN)
+        return; /* held, or waiting for a dependency: buf says which */
     if (!uses_gpus(job)) {
         snprintf(buf, size, "%s",
                  nodetab_count(d->nodes) == 0
@@ -973,8 +1065,19 @@ const char *cluster_job_estimate_note(struct shoald *d, const struct job *job)
 {
     struct cluster *c = d->cluster;
     struct sched_job_status st;
-    if (job->state != JOB_PENDING || !c || !uses_gpus(job) ||
-        sched_job_status(c->sched, job->id, &st, NULL) < 0)
+    char why[JOB_REASON_MAX];
+    if (job->state != JOB_PENDING || !c)
+        return "";
+    switch (gate_of(d, job, why, sizeof(why))) {
+    case GATE_HELD:
+        return "no estimate: it is held";
+    case GATE_WAIT:
+    case GATE_NEVER:
+        return "no estimate: it waits for a dependency";
+    case GATE_OPEN:
+        break;
+    }
+    if (!uses_gpus(job) || sched_job_status(c->sched, job->id, &st, NULL) < 0)
         return "";
     return sched_est_why_text(st.est_why);
 }

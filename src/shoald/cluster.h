@@ -71,6 +71,11 @@ double cluster_slice_share_sum(const struct shoald *d, const struct job *job);
 
 /* Why a pending job waits and when it may start, from the engine: reason
  * text into buf, estimated start (epoch ms, 0 unknown) into *est. */
+/* A pending job is held: out of the engine until released
+ * (cluster_job_release() lets its gate be looked at again). */
+void cluster_job_hold(struct shoald *d, struct job *job);
+void cluster_job_release(struct shoald *d, struct job *job);
+
 void cluster_job_reason(struct shoald *d, const struct job *job, char *buf,
                         size_t size, int64_t *est);
 /* After cluster_job_reason(): "no estimate: ..." when the job has no

@@ -11,6 +11,7 @@
 #include "lib/util/log.h"
 #include "shoald/auth.h"
 #include "shoald/cluster.h"
+#include "shoald/gate.h"
 #include "shoald/jobtab.h"
 #include "shoald/policy.h"
 #include "shoald/volumes.h"
@@ -117,6 +118,7 @@ int jobs_submit(struct shoald *d, const struct api_caller *caller,
         return -1;
     if (resolve_owner(d, caller, &spec, err) < 0 ||
         job_spec_validate(&spec, err) < 0 ||
+        gate_check_submit(d, caller, &spec, err) < 0 ||
         volumes_check_job(d->volumes, &spec, err) < 0 ||
         cluster_check_submit(d, &spec, err) < 0)
         goto error;
@@ -126,6 +128,7 @@ int jobs_submit(struct shoald *d, const struct api_caller *caller,
         sh_errorf(err, SH_EINTERNAL, "out of memory");
         goto error;
     }
+    job->held = job->spec.hold;
     if (jobtab_add(d->jobs, job) < 0) {
         job_destroy(job);
         sh_errorf(err, SH_EINTERNAL, "out of memory");
@@ -173,6 +176,44 @@ int jobs_cancel(struct shoald *d, const struct api_caller *caller,
     char reason[128];
     snprintf(reason, sizeof(reason), "cancelled by %s", caller->user);
     return jobs_transition(d, job, JOB_CANCELLED, reason, err);
+}
+
+int jobs_hold(struct shoald *d, const struct api_caller *caller,
+              struct job *job, struct sh_error *err)
+{
+    if (policy_can_cancel(d, caller, job, err) < 0)
+        return -1;
+    if (job->state != JOB_PENDING)
+        return sh_errorf(
+            err, SH_ECONFLICT, "job %llu is %s: only pending jobs can be held",
+            (unsigned long long)job->id, job_state_name(job->state));
+    if (job->held)
+        return sh_errorf(err, SH_ECONFLICT, "job %llu is already held",
+                         (unsigned long long)job->id);
+    job->held = true;
+    if (jobs_persist(d, job, err) < 0) {
+        job->held = false;
+        return -1;
+    }
+    cluster_job_hold(d, job);
+    return 0;
+}
+
+int jobs_release(struct shoald *d, const struct api_caller *caller,
+                 struct job *job, struct sh_error *err)
+{
+    if (policy_can_cancel(d, caller, job, err) < 0)
+        return -1;
+    if (job->state != JOB_PENDING || !job->held)
+        return sh_errorf(err, SH_ECONFLICT, "job %llu is not held",
+                         (unsigned long long)job->id);
+    job->held = false;
+    if (jobs_persist(d, job, err) < 0) {
+        job->held = true;
+        return -1;
+    }
+    cluster_job_release(d, job);
+    return 0;
 }
 
 static int take_record(const struct store_job_row *row, const json_t *rec,

@@ -29,6 +29,14 @@ int jobs_submit(struct shoald *d, const struct api_caller *caller,
 int jobs_cancel(struct shoald *d, const struct api_caller *caller,
                 struct job *job, struct sh_error *err);
 
+/* Hold a pending job (kept out of scheduling) or release it, on behalf of
+ * caller (who may cancel it). SH_ECONFLICT when it is not pending, already
+ * held, or not held. */
+int jobs_hold(struct shoald *d, const struct api_caller *caller,
+              struct job *job, struct sh_error *err);
+int jobs_release(struct shoald *d, const struct api_caller *caller,
+                 struct job *job, struct sh_error *err);
+
 /* Change a job's state through the state machine, record reason, and add
  * the job to the batch. Requeues when asked (preempted/node_fail with
  * spec.requeue go back to pending). */

@@ -321,11 +321,11 @@ Test(openapi, a_route_missing_from_the_document_is_named)
     size_t n = route_count();
     struct api_route *routes = calloc(n + 2, sizeof(*routes));
     memcpy(routes, api_routes, n * sizeof(*routes));
-    routes[n] = (struct api_route){"POST", "/v1/jobs/{}/hold", api_health,
+    routes[n] = (struct api_route){"POST", "/v1/jobs/{}/teleport", api_health,
                                    API_ACCESS_USER};
     struct report r;
     cr_assert_eq(check(doc, routes, &r), 1, "%s", r.text);
-    cr_assert(strstr(r.text, "POST /v1/jobs/{}/hold is in the route table"),
+    cr_assert(strstr(r.text, "POST /v1/jobs/{}/teleport is in the route table"),
               "%s", r.text);
     free(routes);
     json_decref(doc);
