@@ -164,5 +164,5 @@ EOF
     deadline=$(echo "$out" | sed -n 's/^deadline=//p')
     [[ "$deadline" =~ ^[0-9]+$ ]]
     [ "$(echo "$out" | sed -n 's/^after=//p')" = "$deadline" ]
-    ! echo "$out" | grep -qE 'WROTE|REMOVED|LINKED'
+    if echo "$out" | grep -qE 'WROTE|REMOVED|LINKED'; then false; fi
 }
