@@ -99,17 +99,43 @@ static int contract_env(json_t *env, const json_t *work, const json_t *spec,
     if (join(gpu_arr, &gpus) < 0 ||
         join(json_object_get(work, "nodes"), &nodes) < 0)
         goto out;
-    static const char *const keys[] = {
-        "SHOAL_JOB_ID",         "SHOAL_ATTEMPT",
-        "SHOAL_JOB_NAME",       "SHOAL_PROJECT",
-        "SHOAL_USER",           "SHOAL_NODELIST",
-        "SHOAL_NNODES",         "SHOAL_NODE_RANK",
-        "SHOAL_GPUS_PER_NODE",  "SHOAL_TASKS_PER_NODE",
-        "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES",
-        "MASTER_ADDR",          "MASTER_PORT",
-        "WORLD_SIZE",           "NODE_RANK",
-        "LOCAL_WORLD_SIZE",     "RANK",
-        "LOCAL_RANK",           NULL};
+    static const char *const keys[] = {"SHOAL_JOB_ID",
+                                       "SHOAL_ATTEMPT",
+                                       "SHOAL_JOB_NAME",
+                                       "SHOAL_PROJECT",
+                                       "SHOAL_USER",
+                                       "SHOAL_NODELIST",
+                                       "SHOAL_NNODES",
+                                       "SHOAL_NODE_RANK",
+                                       "SHOAL_GPUS_PER_NODE",
+                                       "SHOAL_TASKS_PER_NODE",
+                                       "CUDA_VISIBLE_DEVICES",
+                                       "NVIDIA_VISIBLE_DEVICES",
+                                       "MASTER_ADDR",
+                                       "MASTER_PORT",
+                                       "WORLD_SIZE",
+                                       "NODE_RANK",
+                                       "LOCAL_WORLD_SIZE",
+                                       "RANK",
+                                       "LOCAL_RANK",
+                                       "SLURM_JOB_ID",
+                                       "SLURM_JOBID",
+                                       "SLURM_JOB_NAME",
+                                       "SLURM_JOB_USER",
+                                       "SLURM_JOB_ACCOUNT",
+                                       "SLURM_NNODES",
+                                       "SLURM_JOB_NUM_NODES",
+                                       "SLURM_NODEID",
+                                       "SLURM_JOB_NODELIST",
+                                       "SLURM_NODELIST",
+                                       "SLURM_NTASKS",
+                                       "SLURM_NTASKS_PER_NODE",
+                                       "SLURM_GPUS_ON_NODE",
+                                       "SLURM_PROCID",
+                                       "SLURM_LOCALID",
+                                       "SLURM_ARRAY_TASK_ID",
+                                       "SLURM_ARRAY_JOB_ID",
+                                       NULL};
     for (int i = 0; keys[i]; i++)
         env_unset(env, keys[i]);
     env_unset(env, "SHOAL_PREEMPT_GRACE");
@@ -146,6 +172,26 @@ static int contract_env(json_t *env, const json_t *work, const json_t *spec,
     rc |= add_env_int(env, "WORLD_SIZE", (long long)nnodes * tpn);
     rc |= add_env_int(env, "NODE_RANK", node_rank);
     rc |= add_env_int(env, "LOCAL_WORLD_SIZE", tpn);
+    /* The same facts under Slurm's names, for scripts written for it
+     * (SLURM_PROCID and SLURM_LOCALID are per task: the shim sets them). */
+    long long id = (long long)json_integer_value(json_object_get(work, "id"));
+    rc |= add_env_int(env, "SLURM_JOB_ID", id);
+    rc |= add_env_int(env, "SLURM_JOBID", id);
+    if (name)
+        rc |= add_env(env, "SLURM_JOB_NAME", name);
+    rc |= add_env(env, "SLURM_JOB_USER",
+                  json_string_value(json_object_get(spec, "user")));
+    rc |= add_env(env, "SLURM_JOB_ACCOUNT",
+                  json_string_value(json_object_get(spec, "project")));
+    rc |= add_env_int(env, "SLURM_NNODES", nnodes);
+    rc |= add_env_int(env, "SLURM_JOB_NUM_NODES", nnodes);
+    rc |= add_env_int(env, "SLURM_NODEID", node_rank);
+    rc |= add_env(env, "SLURM_JOB_NODELIST", strbuf_str(&nodes));
+    rc |= add_env(env, "SLURM_NODELIST", strbuf_str(&nodes));
+    rc |= add_env_int(env, "SLURM_NTASKS", (long long)nnodes * tpn);
+    rc |= add_env_int(env, "SLURM_NTASKS_PER_NODE", tpn);
+    rc |= add_env_int(env, "SLURM_GPUS_ON_NODE",
+                      (long long)json_array_size(gpu_arr));
     /* Where and how long a stopped job learns its SIGKILL deadline. */
     rc |= add_env_int(env, "SHOAL_PREEMPT_GRACE", launch_grace_s(work));
     char *deadline;

@@ -30,7 +30,8 @@ struct shim {
     int dirfd; /* the run folder, opened before any volume is mounted */
     json_t *launch;
     char **argv;
-    char **env; /* NULL-terminated; RANK/LOCAL_RANK slots at the end */
+    char **env; /* NULL-terminated; slots at the end for the per-task
+                   RANK, LOCAL_RANK, SLURM_PROCID, SLURM_LOCALID */
     int nenv;
     int nbase; /* env[0..nbase) are borrowed from launch; the rest owned */
     int tasks;
@@ -131,7 +132,8 @@ static int load(struct shim *s)
     const json_t *env = json_object_get(s->launch, "env");
     size_t na = json_array_size(argv), ne = json_array_size(env);
     s->argv = calloc(na + 1, sizeof(char *));
-    s->env = calloc(ne + 8, sizeof(char *));
+    /* + HOME, USER, LOGNAME, SHELL; the four per-task ranks; NULL. */
+    s->env = calloc(ne + 10, sizeof(char *));
     if (!s->argv || !s->env || na == 0)
         return -1;
     for (size_t i = 0; i < na; i++)
@@ -332,12 +334,18 @@ fail:
 
 static pid_t start_task(struct shim *s, int t, pid_t pgid, int *exec_errno)
 {
-    char rank[32], local[32];
-    snprintf(rank, sizeof(rank), "RANK=%d", s->node_rank * s->tasks + t);
+    char rank[32], local[32], procid[40], localid[40];
+    int r = s->node_rank * s->tasks + t;
+    snprintf(rank, sizeof(rank), "RANK=%d", r);
     snprintf(local, sizeof(local), "LOCAL_RANK=%d", t);
+    /* The same for scripts written for Slurm. */
+    snprintf(procid, sizeof(procid), "SLURM_PROCID=%d", r);
+    snprintf(localid, sizeof(localid), "SLURM_LOCALID=%d", t);
     s->env[s->nenv] = rank;
     s->env[s->nenv + 1] = local;
-    s->env[s->nenv + 2] = NULL;
+    s->env[s->nenv + 2] = procid;
+    s->env[s->nenv + 3] = localid;
+    s->env[s->nenv + 4] = NULL;
     int p[2];
     if (pipe2(p, O_CLOEXEC) < 0)
         return -1;

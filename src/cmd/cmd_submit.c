@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cmd/cmd.h"
+#include "cmd/cmd_sbatch.h"
 #include "lib/model/job.h"
 #include "lib/util/parse.h"
 #include "lib/util/strbuf.h"
@@ -357,6 +358,9 @@ static int apply_directives(struct submit *s, const char *path,
     char where[600];
     int lineno = 0;
     int rc = 0;
+    struct sbatch sb;
+    bool slurm = false;
+    sbatch_init(&sb);
     if (!copy)
         return sh_errorf(&s->err, SH_EINTERNAL, "out of memory");
     for (char *line = copy; line && *line;) {
@@ -367,8 +371,26 @@ static int apply_directives(struct submit *s, const char *path,
         char *t = line;
         while (*t == ' ' || *t == '\t')
             t++;
-        if (strncmp(t, "#SHOAL", 6) == 0 &&
-            (t[6] == ' ' || t[6] == '\t' || !t[6])) {
+        if (strncmp(t, "#SBATCH", 7) == 0 &&
+            (t[7] == ' ' || t[7] == '\t' || !t[7])) {
+            /* A Slurm directive, with Slurm's meaning. */
+            char *words[64];
+            int n = split_words(t + 7, words, 64);
+            snprintf(where, sizeof(where), "%s:%d", path, lineno);
+            if (n < 0)
+                rc =
+                    sh_errorf(&s->err, SH_EINVAL,
+                              "%s: unbalanced quotes or too many words", where);
+            else if (sbatch_apply_words(s->job, words, n, &sb, &s->err) < 0) {
+                char msg[sizeof(s->err.msg)];
+                snprintf(msg, sizeof(msg), "%s", s->err.msg);
+                rc = sh_errorf(&s->err, SH_EINVAL, "%s: %s", where, msg);
+            }
+            if (rc < 0)
+                break;
+            slurm = true;
+        } else if (strncmp(t, "#SHOAL", 6) == 0 &&
+                   (t[6] == ' ' || t[6] == '\t' || !t[6])) {
             snprintf(where, sizeof(where), "%s:%d", path, lineno);
             s->where = where;
             s->in_script = true;
@@ -381,6 +403,11 @@ static int apply_directives(struct submit *s, const char *path,
             break; /* the first command ends the directives */
         }
         line = nl ? nl + 1 : NULL;
+    }
+    if (rc == 0 && slurm && sbatch_finish(s->job, &sb, &s->err) < 0) {
+        char msg[sizeof(s->err.msg)];
+        snprintf(msg, sizeof(msg), "%s", s->err.msg);
+        rc = sh_errorf(&s->err, SH_EINVAL, "%s: %s", path, msg);
     }
     free(copy);
     return rc;

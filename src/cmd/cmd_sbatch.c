@@ -1,0 +1,413 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* `#SBATCH` lines in a batch script, read with Slurm's meaning of each
+ * option Shoal has (--gres=gpu:N, --gpus-per-node, -N, -t, --mem, -J,
+ * --dependency, ...), so a Slurm script runs unchanged. An option Shoal
+ * does not have is an error that names it: never silently ignored (a
+ * script asking for GPUs must never run without them).
+ */
+#include "cmd/cmd_sbatch.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "lib/util/parse.h"
+
+static int bad(struct sh_error *err, const char *opt, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int bad(struct sh_error *err, const char *opt, const char *fmt, ...)
+{
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    return sh_errorf(err, SH_EINVAL, "#SBATCH %s: %s", opt, msg);
+}
+
+static int count(const char *opt, const char *v, long max, long *out,
+                 struct sh_error *err)
+{
+    char *end;
+    if (!isdigit((unsigned char)v[0]))
+        return bad(err, opt, "'%s' is not a count", v);
+    long n = strtol(v, &end, 10);
+    if (*end == '-')
+        return bad(err, opt,
+                   "ranges ('%s') are not supported: give one "
+                   "number",
+                   v);
+    if (*end || n < 1 || n > max)
+        return bad(err, opt, "'%s' is not a count of 1..%ld", v, max);
+    *out = n;
+    return 0;
+}
+
+/* Slurm times: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S; UNLIMITED. */
+static int slurm_time(const char *opt, const char *v, int64_t *secs,
+                      struct sh_error *err)
+{
+    long f[4] = {0, 0, 0, 0};
+    int nf = 0;
+    long days = 0;
+    const char *p = v;
+    if (strcasecmp(v, "unlimited") == 0 || strcasecmp(v, "infinite") == 0) {
+        *secs = 0;
+        return 0;
+    }
+    const char *dash = strchr(v, '-');
+    if (dash) {
+        char *end;
+        days = strtol(v, &end, 10);
+        if (end != dash || days < 0)
+            return bad(err, opt, "'%s' is not a Slurm time", v);
+        p = dash + 1;
+    }
+    while (*p && nf < 3) {
+        char *end;
+        if (!isdigit((unsigned char)*p))
+            return bad(err, opt, "'%s' is not a Slurm time", v);
+        f[nf++] = strtol(p, &end, 10);
+        p = end;
+        if (*p == ':')
+            p++;
+        else if (*p)
+            return bad(err, opt, "'%s' is not a Slurm time", v);
+    }
+    if (*p || nf == 0)
+        return bad(err, opt, "'%s' is not a Slurm time", v);
+    int64_t s;
+    if (dash) /* D-H, D-H:M, D-H:M:S */
+        s = days * 86400 + f[0] * 3600 + f[1] * 60 + f[2];
+    else if (nf == 1) /* minutes */
+        s = f[0] * 60;
+    else if (nf == 2) /* M:S */
+        s = f[0] * 60 + f[1];
+    else /* H:M:S */
+        s = f[0] * 3600 + f[1] * 60 + f[2];
+    if (s <= 0 || s > 366 * 86400)
+        return bad(err, opt, "'%s' is not a time of 1 s..366 days", v);
+    *secs = s;
+    return 0;
+}
+
+/* Slurm sizes: a number is megabytes; K, M, G, T suffixes. */
+static int slurm_mem(const char *opt, const char *v, json_int_t *bytes,
+                     struct sh_error *err)
+{
+    char *end;
+    if (!isdigit((unsigned char)v[0]))
+        return bad(err, opt, "'%s' is not a size", v);
+    unsigned long long n = strtoull(v, &end, 10);
+    unsigned long long mul = 1ULL << 20;
+    if (*end) {
+        switch (toupper((unsigned char)*end)) {
+        case 'K':
+            mul = 1ULL << 10;
+            break;
+        case 'M':
+            mul = 1ULL << 20;
+            break;
+        case 'G':
+            mul = 1ULL << 30;
+            break;
+        case 'T':
+            mul = 1ULL << 40;
+            break;
+        default:
+            return bad(err, opt, "'%s' is not a size (K, M, G or T)", v);
+        }
+        if (end[1] && !(toupper((unsigned char)end[1]) == 'B' && !end[2]))
+            return bad(err, opt, "'%s' is not a size", v);
+    }
+    if (n == 0 || n > (1ULL << 50) / mul)
+        return bad(err, opt, "'%s' is out of range", v);
+    *bytes = (json_int_t)(n * mul);
+    return 0;
+}
+
+/* gpu[:TYPE]:N (--gres) or [TYPE:]N (--gpus-per-node). */
+static int gpu_spec(json_t *job, const char *opt, const char *v, bool gres,
+                    long *total, struct sh_error *err)
+{
+    char buf[160];
+    snprintf(buf, sizeof(buf), "%s", v);
+    char *p = buf;
+    if (gres) {
+        if (strchr(p, ','))
+            return bad(err, opt, "'%s': only one gres, gpu, is supported", v);
+        if (strncmp(p, "gpu", 3) != 0 || (p[3] && p[3] != ':'))
+            return bad(err, opt, "'%s': Shoal schedules GPUs only (gpu:N)", v);
+        p += 3;
+        if (!*p) {
+            json_object_set_new(job, "gpus", json_integer(1));
+            return 0;
+        }
+        p++;
+    }
+    char *colon = strrchr(p, ':');
+    const char *num = colon ? colon + 1 : p;
+    if (colon) {
+        *colon = '\0';
+        if (!*p)
+            return bad(err, opt, "'%s': an empty GPU type", v);
+        json_object_set_new(job, "gpu_type", json_string(p));
+    }
+    long n;
+    if (count(opt, num, 64, &n, err) < 0)
+        return -1;
+    if (total)
+        *total = n;
+    else
+        json_object_set_new(job, "gpus", json_integer(n));
+    return 0;
+}
+
+struct sbatch_opt {
+    const char *lng;
+    char shrt;
+    bool arg;
+    int id;
+};
+
+enum {
+    O_NODES = 1,
+    O_GRES,
+    O_GPUS_PER_NODE,
+    O_GPUS,
+    O_TIME,
+    O_MEM,
+    O_NAME,
+    O_NTASKS,
+    O_TASKS_PER_NODE,
+    O_CPUS_PER_TASK,
+    O_DEPENDENCY,
+    O_HOLD,
+    O_REQUEUE,
+    O_NO_REQUEUE,
+    O_ACCOUNT,
+    O_CHDIR,
+    O_EXPORT,
+};
+
+static const struct sbatch_opt known[] = {
+    {"nodes", 'N', true, O_NODES},
+    {"gres", 0, true, O_GRES},
+    {"gpus-per-node", 0, true, O_GPUS_PER_NODE},
+    {"gpus", 'G', true, O_GPUS},
+    {"time", 't', true, O_TIME},
+    {"mem", 0, true, O_MEM},
+    {"job-name", 'J', true, O_NAME},
+    {"ntasks", 'n', true, O_NTASKS},
+    {"ntasks-per-node", 0, true, O_TASKS_PER_NODE},
+    {"cpus-per-task", 'c', true, O_CPUS_PER_TASK},
+    {"dependency", 'd', true, O_DEPENDENCY},
+    {"hold", 'H', false, O_HOLD},
+    {"requeue", 0, false, O_REQUEUE},
+    {"no-requeue", 0, false, O_NO_REQUEUE},
+    {"account", 'A', true, O_ACCOUNT},
+    {"chdir", 'D', true, O_CHDIR},
+    {"export", 0, true, O_EXPORT},
+    {NULL, 0, false, 0},
+};
+
+/* Options Slurm users write that Shoal does not have, with a hint. */
+static const struct {
+    const char *lng;
+    char shrt;
+    const char *why;
+} unsupported[] = {
+    {"partition", 'p',
+     "Shoal has no partitions: use --gpu-type or a project (--account)"},
+    {"output", 'o', "not supported yet: output is kept for shoal logs JOB"},
+    {"error", 'e', "not supported yet: output is kept for shoal logs JOB"},
+    {"array", 'a', "job arrays are not supported yet"},
+    {"qos", 'q', "Shoal has no QOS: priority classes are high, normal, low"},
+    {"exclusive", 0, "not supported yet: ask for every GPU of the nodes"},
+    {"constraint", 'C', "node features are not supported yet"},
+    {"nodelist", 'w', "not supported yet"},
+    {"exclude", 'x', "not supported yet"},
+    {"begin", 'b', "not supported yet"},
+    {"mail-type", 0, "Shoal sends no mail"},
+    {"mail-user", 0, "Shoal sends no mail"},
+    {NULL, 0, NULL},
+};
+
+static int apply_one(json_t *job, int id, const char *opt, const char *v,
+                     struct sbatch *l, struct sh_error *err)
+{
+    int64_t secs = 0;
+    json_int_t bytes = 0;
+    switch (id) {
+    case O_NODES:
+        return count(opt, v, 1024, &l->nodes, err);
+    case O_GRES:
+        return gpu_spec(job, opt, v, true, NULL, err);
+    case O_GPUS_PER_NODE:
+        return gpu_spec(job, opt, v, false, NULL, err);
+    case O_GPUS:
+        return gpu_spec(job, opt, v, false, &l->gpus_total, err);
+    case O_TIME:
+        if (slurm_time(opt, v, &secs, err) < 0)
+            return -1;
+        if (secs > 0)
+            json_object_set_new(job, "time_limit", json_integer(secs));
+        return 0;
+    case O_MEM:
+        if (slurm_mem(opt, v, &bytes, err) < 0)
+            return -1;
+        json_object_set_new(job, "mem", json_integer(bytes));
+        return 0;
+    case O_NAME:
+        json_object_set_new(job, "name", json_string(v));
+        return 0;
+    case O_NTASKS:
+        return count(opt, v, 65536, &l->ntasks, err);
+    case O_TASKS_PER_NODE:
+        return count(opt, v, 256, &l->tasks_per_node, err);
+    case O_CPUS_PER_TASK:
+        return count(opt, v, 4096, &l->cpus_per_task, err);
+    case O_DEPENDENCY:
+        json_object_set_new(job, "dependency", json_string(v));
+        return 0;
+    case O_HOLD:
+        json_object_set_new(job, "hold", json_true());
+        return 0;
+    case O_REQUEUE:
+    case O_NO_REQUEUE:
+        json_object_set_new(job, "requeue", json_boolean(id == O_REQUEUE));
+        return 0;
+    case O_ACCOUNT:
+        json_object_set_new(job, "project", json_string(v));
+        return 0;
+    case O_CHDIR:
+        if (v[0] != '/')
+            return bad(err, opt, "'%s' must be an absolute path", v);
+        json_object_set_new(job, "workdir", json_string(v));
+        return 0;
+    case O_EXPORT:
+        if (strcasecmp(v, "ALL") != 0)
+            return bad(err, opt,
+                       "only ALL (the default) is supported; pass variables "
+                       "with #SHOAL --env");
+        return 0;
+    }
+    return 0;
+}
+
+int sbatch_apply_words(json_t *job, char **words, int n, struct sbatch *sb,
+                       struct sh_error *err)
+{
+    struct sbatch *l = sb;
+    for (int i = 0; i < n; i++) {
+        const char *w = words[i];
+        char name[64];
+        const char *val = NULL;
+        const struct sbatch_opt *o = NULL;
+        if (strncmp(w, "--", 2) == 0) {
+            const char *eq = strchr(w + 2, '=');
+            size_t len = eq ? (size_t)(eq - w - 2) : strlen(w + 2);
+            snprintf(name, sizeof(name), "--%.*s", (int)len, w + 2);
+            for (int k = 0; known[k].lng && !o; k++) {
+                if (strlen(known[k].lng) == len &&
+                    strncmp(known[k].lng, w + 2, len) == 0)
+                    o = &known[k];
+            }
+            for (int k = 0; !o && unsupported[k].lng; k++) {
+                if (strlen(unsupported[k].lng) == len &&
+                    strncmp(unsupported[k].lng, w + 2, len) == 0)
+                    return bad(err, name, "%s", unsupported[k].why);
+            }
+            if (!o)
+                return bad(err, name,
+                           "Shoal has no such option; remove it "
+                           "or use a #SHOAL line");
+            if (o->arg) {
+                if (eq)
+                    val = eq + 1;
+                else if (i + 1 < n)
+                    val = words[++i];
+                else
+                    return bad(err, name, "needs a value");
+            } else if (eq) {
+                return bad(err, name, "takes no value");
+            }
+        } else if (w[0] == '-' && w[1] && w[1] != '-') {
+            snprintf(name, sizeof(name), "-%c", w[1]);
+            for (int k = 0; known[k].lng && !o; k++) {
+                if (known[k].shrt == w[1])
+                    o = &known[k];
+            }
+            for (int k = 0; !o && unsupported[k].lng; k++) {
+                if (unsupported[k].shrt == w[1])
+                    return bad(err, name, "%s", unsupported[k].why);
+            }
+            if (!o)
+                return bad(err, name,
+                           "Shoal has no such option; remove it "
+                           "or use a #SHOAL line");
+            if (o->arg) {
+                if (w[2])
+                    val = w[2] == '=' ? w + 3 : w + 2;
+                else if (i + 1 < n)
+                    val = words[++i];
+                else
+                    return bad(err, name, "needs a value");
+            } else if (w[2]) {
+                return bad(err, name, "takes no value");
+            }
+        } else {
+            return sh_errorf(err, SH_EINVAL, "#SBATCH: '%s' is not an option",
+                             w);
+        }
+        if (apply_one(job, o->id, name, val ? val : "", l, err) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+void sbatch_init(struct sbatch *sb)
+{
+    memset(sb, 0, sizeof(*sb));
+}
+
+int sbatch_finish(json_t *job, const struct sbatch *sb, struct sh_error *err)
+{
+    const struct sbatch *l = sb;
+    long nodes = l->nodes ? l->nodes : 1;
+    if (l->nodes)
+        json_object_set_new(job, "nodes", json_integer(l->nodes));
+    if (l->gpus_total) {
+        if (l->gpus_total % nodes)
+            return bad(err, "--gpus",
+                       "%ld GPUs do not split evenly over %ld nodes: use "
+                       "--gpus-per-node",
+                       l->gpus_total, nodes);
+        json_object_set_new(job, "gpus", json_integer(l->gpus_total / nodes));
+    }
+    long tpn = l->tasks_per_node;
+    if (l->ntasks) {
+        if (l->ntasks % nodes)
+            return bad(err, "--ntasks",
+                       "%ld tasks do not split evenly over %ld nodes: use "
+                       "--ntasks-per-node",
+                       l->ntasks, nodes);
+        if (tpn && tpn != l->ntasks / nodes)
+            return bad(err, "--ntasks",
+                       "%ld tasks on %ld nodes disagree with "
+                       "--ntasks-per-node=%ld",
+                       l->ntasks, nodes, tpn);
+        tpn = l->ntasks / nodes;
+    }
+    if (tpn)
+        json_object_set_new(job, "tasks_per_node", json_integer(tpn));
+    if (l->cpus_per_task)
+        json_object_set_new(job, "cpus",
+                            json_integer(l->cpus_per_task * (tpn ? tpn : 1)));
+    return 0;
+}

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* `#SBATCH` lines of a batch script, read with Slurm's meaning (see
+ * cmd_sbatch.c for the options Shoal has and the errors for the rest). */
+#ifndef SHOAL_CMD_SBATCH_H
+#define SHOAL_CMD_SBATCH_H
+
+#include <jansson.h>
+
+#include "lib/util/error.h"
+
+/* Counts Slurm gives per task or in total, set once the whole script is
+ * read (Shoal's are per node). */
+struct sbatch {
+    long nodes, ntasks, tasks_per_node, cpus_per_task, gpus_total;
+};
+
+void sbatch_init(struct sbatch *sb);
+
+/* Apply the options of one #SBATCH line (split into words) to the job
+ * request. SH_EINVAL naming the option ("#SBATCH --partition: ...") for
+ * one Shoal does not have or a bad value. */
+int sbatch_apply_words(json_t *job, char **words, int n, struct sbatch *sb,
+                       struct sh_error *err);
+
+/* After the last line: nodes, GPUs, tasks and CPUs per node. */
+int sbatch_finish(json_t *job, const struct sbatch *sb, struct sh_error *err);
+
+#endif

@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* #SBATCH lines: Slurm's meaning of each option Shoal has, and an error
+ * naming every option it does not have. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "cmd/cmd_sbatch.h"
+
+/* Apply lines (each a NULL-terminated word list) and finish. */
+static int apply(json_t *job, const char *const *lines[], struct sh_error *err)
+{
+    struct sbatch sb;
+    sbatch_init(&sb);
+    for (int i = 0; lines[i]; i++) {
+        char *w[16];
+        int n = 0;
+        while (lines[i][n]) {
+            w[n] = (char *)lines[i][n];
+            n++;
+        }
+        if (sbatch_apply_words(job, w, n, &sb, err) < 0)
+            return -1;
+    }
+    return sbatch_finish(job, &sb, err);
+}
+
+static long long num(json_t *job, const char *k)
+{
+    return json_integer_value(json_object_get(job, k));
+}
+
+Test(sbatch, a_slurm_script_header_means_what_slurm_says)
+{
+    static const char *const l1[] = {"--gres=gpu:2", NULL};
+    static const char *const l2[] = {"-N", "2", "--time=1-02:30", NULL};
+    static const char *const l3[] = {"-J", "train", "--mem=16G", NULL};
+    static const char *const l4[] = {"--ntasks=4", "-c", "8", NULL};
+    static const char *const l5[] = {"--dependency=afterok:7", "-H", NULL};
+    static const char *const l6[] = {"-A", "vision", "--requeue", NULL};
+    static const char *const *lines[] = {l1, l2, l3, l4, l5, l6, NULL};
+    json_t *job = json_object();
+    struct sh_error err = {0};
+    cr_assert_eq(apply(job, lines, &err), 0, "%s", err.msg);
+    cr_assert_eq(num(job, "gpus"), 2);
+    cr_assert_eq(num(job, "nodes"), 2);
+    cr_assert_eq(num(job, "time_limit"), 86400 + 2 * 3600 + 30 * 60);
+    cr_assert_str_eq(json_string_value(json_object_get(job, "name")), "train");
+    cr_assert_eq(num(job, "mem"), 16LL << 30);
+    cr_assert_eq(num(job, "tasks_per_node"), 2); /* 4 tasks on 2 nodes */
+    cr_assert_eq(num(job, "cpus"), 16);          /* 8 per task x 2 */
+    cr_assert_str_eq(json_string_value(json_object_get(job, "dependency")),
+                     "afterok:7");
+    cr_assert(json_is_true(json_object_get(job, "hold")));
+    cr_assert_str_eq(json_string_value(json_object_get(job, "project")),
+                     "vision");
+    cr_assert(json_is_true(json_object_get(job, "requeue")));
+    json_decref(job);
+}
+
+Test(sbatch, gpu_forms_and_times)
+{
+    static const char *const a[] = {"--gres=gpu:A100-80GB:4", NULL};
+    static const char *const *la[] = {a, NULL};
+    json_t *job = json_object();
+    struct sh_error err = {0};
+    cr_assert_eq(apply(job, la, &err), 0, "%s", err.msg);
+    cr_assert_eq(num(job, "gpus"), 4);
+    cr_assert_str_eq(json_string_value(json_object_get(job, "gpu_type")),
+                     "A100-80GB");
+    json_decref(job);
+
+    static const char *const b[] = {"-N2", "--gpus=16", "-t", "90", NULL};
+    static const char *const *lb[] = {b, NULL};
+    job = json_object();
+    cr_assert_eq(apply(job, lb, &err), 0, "%s", err.msg);
+    cr_assert_eq(num(job, "gpus"), 8);             /* 16 in total on 2 nodes */
+    cr_assert_eq(num(job, "time_limit"), 90 * 60); /* minutes */
+    json_decref(job);
+
+    static const char *const c[] = {"--gpus-per-node=3", "--time=10:00",
+                                    "--mem", "2048", NULL};
+    static const char *const *lc[] = {c, NULL};
+    job = json_object();
+    cr_assert_eq(apply(job, lc, &err), 0, "%s", err.msg);
+    cr_assert_eq(num(job, "gpus"), 3);
+    cr_assert_eq(num(job, "time_limit"), 600);   /* M:S */
+    cr_assert_eq(num(job, "mem"), 2048LL << 20); /* megabytes */
+    json_decref(job);
+}
+
+static void refused(const char *const *words, const char *part)
+{
+    const char *const *lines[] = {words, NULL};
+    json_t *job = json_object();
+    struct sh_error err = {0};
+    cr_assert_lt(apply(job, lines, &err), 0, "%s accepted", words[0]);
+    cr_assert(strstr(err.msg, part), "'%s' lacks '%s'", err.msg, part);
+    json_decref(job);
+}
+
+Test(sbatch, options_shoal_does_not_have_are_named)
+{
+    static const char *const p[] = {"-p", "gpu", NULL};
+    refused(p, "#SBATCH -p: Shoal has no partitions");
+    static const char *const o[] = {"--output=out_%j.txt", NULL};
+    refused(o, "#SBATCH --output: not supported yet");
+    static const char *const a[] = {"--array=0-3", NULL};
+    refused(a, "#SBATCH --array: job arrays are not supported yet");
+    static const char *const z[] = {"--frobnicate", NULL};
+    refused(z, "#SBATCH --frobnicate: Shoal has no such option");
+    static const char *const g[] = {"--gres=gpu:2,nvme:1", NULL};
+    refused(g, "only one gres");
+    static const char *const m[] = {"--gres=mps:50", NULL};
+    refused(m, "Shoal schedules GPUs only");
+    static const char *const r[] = {"-N", "2-4", NULL};
+    refused(r, "ranges");
+    static const char *const t[] = {"--time=1:2:3:4", NULL};
+    refused(t, "not a Slurm time");
+    static const char *const v[] = {"--mem=12X", NULL};
+    refused(v, "not a size");
+    static const char *const e[] = {"--export=NONE", NULL};
+    refused(e, "only ALL");
+    static const char *const n[] = {"--gpus=3", "-N", "2", NULL};
+    refused(n, "do not split evenly");
+    static const char *const x[] = {"--time", NULL};
+    refused(x, "needs a value");
+    static const char *const y[] = {"gpu:2", NULL};
+    refused(y, "'gpu:2' is not an option");
+}
