@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cmd/cmd.h"
+#include "cmd/cmd_opts.h"
 #include "lib/util/parse.h"
 
 static const char nodes_usage[] =
@@ -66,13 +67,9 @@ static void print_nodes(const json_t *nodes)
 int cmd_nodes(int argc, char **argv)
 {
     cmd_help_if_asked(argc, argv, nodes_usage);
-    bool json_out = false;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0)
-            json_out = true;
-        else
-            die("unexpected argument '%s' (see shoal nodes --help)", argv[i]);
-    }
+    struct cmd_flag flags[] = {{"json", false, NULL, false}, {NULL}};
+    cmd_opts_collect("nodes", nodes_usage, flags, argc, argv, NULL, 0);
+    bool json_out = flags[0].set;
     struct client *c = cmd_connect();
     json_t *ans = cmd_call(c, "GET", "/v1/nodes", NULL);
     json_t *nodes = json_object_get(ans, "nodes");
@@ -93,20 +90,16 @@ int cmd_node(int argc, char **argv)
     const char *verb = argv[1];
     if (strcmp(verb, "drain") != 0 && strcmp(verb, "resume") != 0)
         die("unknown node command '%s': use drain or resume", verb);
-    const char *reason = NULL;
-    const char *name = NULL;
-    for (int i = 2; i < argc; i++) {
-        if (strcmp(argv[i], "--reason") == 0 && i + 1 < argc)
-            reason = argv[++i];
-        else if (argv[i][0] == '-')
-            die("unknown option '%s' (see shoal node --help)", argv[i]);
-        else if (name)
-            die("one node at a time");
-        else
-            name = argv[i];
-    }
-    if (!name)
+    struct cmd_flag flags[] = {{"reason", true, NULL, false}, {NULL}};
+    const char *pos[2];
+    int npos =
+        cmd_opts_collect("node", node_usage, flags, argc - 1, argv + 1, pos, 2);
+    if (npos > 1)
+        die("one node at a time");
+    if (npos == 0)
         die("which node?");
+    const char *reason = flags[0].value;
+    const char *name = pos[0];
     char enc[200], path[300];
     client_urlencode(name, enc, sizeof(enc));
     snprintf(path, sizeof(path), "/v1/nodes/%s/%s", enc, verb);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cmd/cmd.h"
+#include "cmd/cmd_opts.h"
 
 static const char secret_usage[] =
     "Usage: shoal secret create NAME [--project P] KEY=VALUE... | "
@@ -61,15 +62,22 @@ static int create(int argc, char **argv)
         die("usage: shoal secret create NAME [--project P] KEY=VALUE...");
     json_t *body = json_pack("{s:s}", "name", argv[2]);
     json_t *data = json_object();
-    for (int i = 3; i < argc; i++) {
-        if (strcmp(argv[i], "--project") == 0 && i + 1 < argc)
-            json_object_set_new(body, "project", json_string(argv[++i]));
-        else if (strcmp(argv[i], "--from-file") == 0 && i + 1 < argc)
-            add_entry(data, argv[++i], true);
-        else if (argv[i][0] == '-')
-            die("unexpected argument '%s' (see shoal secret --help)", argv[i]);
+    static const struct option longs[] = {
+        {"project", required_argument, NULL, 'p'},
+        {"from-file", required_argument, NULL, 'f'},
+        {NULL, 0, NULL, 0},
+    };
+    struct cmd_opts p;
+    cmd_opts_init(&p, "secret create", secret_usage, longs, NULL, false,
+                  argc - 2, argv + 2);
+    int o;
+    while ((o = cmd_opts_next(&p)) != -1) {
+        if (o == 'p')
+            json_object_set_new(body, "project", json_string(p.arg));
+        else if (o == 'f')
+            add_entry(data, p.arg, true);
         else
-            add_entry(data, argv[i], false);
+            add_entry(data, p.arg, false); /* CMD_OPT_ARG: KEY=VALUE */
     }
     json_object_set_new(body, "data", data);
     struct client *c = cmd_connect();
@@ -93,9 +101,10 @@ static void keys_of(const json_t *s, char *buf, size_t size)
 
 static int list(int argc, char **argv)
 {
-    bool json_out = argc == 3 && strcmp(argv[2], "--json") == 0;
-    if (argc > 3 || (argc == 3 && !json_out))
-        die("usage: shoal secret list [--json]");
+    struct cmd_flag flags[] = {{"json", false, NULL, false}, {NULL}};
+    cmd_opts_collect("secret list", secret_usage, flags, argc - 1, argv + 1,
+                     NULL, 0);
+    bool json_out = flags[0].set;
     struct client *c = cmd_connect();
     json_t *ans = cmd_call(c, "GET", "/v1/secrets", NULL);
     json_t *list = json_object_get(ans, "secrets");
@@ -123,14 +132,17 @@ static int list(int argc, char **argv)
 
 static int show(int argc, char **argv)
 {
-    if (argc < 3 || argc > 4 || (argc == 4 && strcmp(argv[3], "--json") != 0))
+    struct cmd_flag flags[] = {{"json", false, NULL, false}, {NULL}};
+    const char *name;
+    if (cmd_opts_collect("secret show", secret_usage, flags, argc - 1, argv + 1,
+                         &name, 1) != 1)
         die("usage: shoal secret show NAME [--json]");
     char path[300], enc[200];
-    client_urlencode(argv[2], enc, sizeof(enc));
+    client_urlencode(name, enc, sizeof(enc));
     snprintf(path, sizeof(path), "/v1/secrets/%s", enc);
     struct client *c = cmd_connect();
     json_t *s = cmd_call(c, "GET", path, NULL);
-    if (argc == 4) {
+    if (flags[0].set) {
         cmd_print_json(json_incref(s));
     } else {
         char keys[1024];
@@ -147,14 +159,16 @@ static int show(int argc, char **argv)
 
 static int delete (int argc, char **argv)
 {
-    if (argc != 3)
+    const char *name;
+    if (cmd_opts_collect("secret delete", secret_usage, NULL, argc - 1,
+                         argv + 1, &name, 1) != 1)
         die("usage: shoal secret delete NAME");
     char path[300], enc[200];
-    client_urlencode(argv[2], enc, sizeof(enc));
+    client_urlencode(name, enc, sizeof(enc));
     snprintf(path, sizeof(path), "/v1/secrets/%s", enc);
     struct client *c = cmd_connect();
     json_decref(cmd_call(c, "DELETE", path, NULL));
-    printf("secret %s deleted\n", argv[2]);
+    printf("secret %s deleted\n", name);
     client_destroy(c);
     return 0;
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cmd/cmd.h"
+#include "cmd/cmd_opts.h"
 #include "lib/model/gpu.h"
 
 static const char slice_usage[] =
@@ -44,16 +45,12 @@ static void summarize(const json_t *slices, char *buf, size_t size)
 
 static int presets(int argc, char **argv)
 {
-    const char *model = NULL;
-    bool json_out = false;
-    for (int i = 2; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0)
-            json_out = true;
-        else if (strcmp(argv[i], "--gpu-model") == 0 && i + 1 < argc)
-            model = argv[++i];
-        else
-            die("unexpected argument '%s' (see shoal slice --help)", argv[i]);
-    }
+    struct cmd_flag flags[] = {
+        {"json", false, NULL, false}, {"gpu-model", true, NULL, false}, {NULL}};
+    cmd_opts_collect("slice presets", slice_usage, flags, argc - 1, argv + 1,
+                     NULL, 0);
+    bool json_out = flags[0].set;
+    const char *model = flags[1].value;
     char path[200] = "/v1/slices/presets";
     if (model) {
         char enc[128];
@@ -88,15 +85,18 @@ static int presets(int argc, char **argv)
 
 static int apply(int argc, char **argv)
 {
-    if (argc != 4)
+    const char *pos[2];
+    if (cmd_opts_collect("slice apply", slice_usage, NULL, argc - 1, argv + 1,
+                         pos, 2) != 2)
         die("usage: shoal slice apply NODE[:GPU,...] PRESET");
+    const char *where = pos[0], *preset = pos[1];
     char node[128];
     json_t *gpus = NULL;
-    const char *colon = strchr(argv[2], ':');
-    size_t n = colon ? (size_t)(colon - argv[2]) : strlen(argv[2]);
+    const char *colon = strchr(where, ':');
+    size_t n = colon ? (size_t)(colon - where) : strlen(where);
     if (n == 0 || n >= sizeof(node))
-        die("'%s' is not NODE or NODE:GPU,...", argv[2]);
-    memcpy(node, argv[2], n);
+        die("'%s' is not NODE or NODE:GPU,...", where);
+    memcpy(node, where, n);
     node[n] = '\0';
     if (colon) {
         gpus = json_array();
@@ -106,7 +106,7 @@ static int apply(int argc, char **argv)
             char num[16];
             size_t k = comma ? (size_t)(comma - p) : strlen(p);
             if (k == 0 || k >= sizeof(num))
-                die("'%s': GPUs must be indexes like 0,1,2", argv[2]);
+                die("'%s': GPUs must be indexes like 0,1,2", where);
             memcpy(num, p, k);
             num[k] = '\0';
             json_array_append_new(
@@ -115,7 +115,7 @@ static int apply(int argc, char **argv)
             p += k + (comma ? 1 : 0);
         }
     }
-    json_t *body = json_pack("{s:s, s:s}", "node", node, "preset", argv[3]);
+    json_t *body = json_pack("{s:s, s:s}", "node", node, "preset", preset);
     if (gpus)
         json_object_set_new(body, "gpus", gpus);
     struct client *c = cmd_connect();
@@ -124,13 +124,12 @@ static int apply(int argc, char **argv)
     json_t *g;
     json_array_foreach (json_object_get(ans, "gpus"), i, g) {
         const json_t *plan = json_object_get(g, "plan");
-        if (!json_is_object(plan) || strcmp(str(plan, "preset"), argv[3]))
+        if (!json_is_object(plan) || strcmp(str(plan, "preset"), preset))
             continue;
         const char *waiting = str(plan, "waiting");
         printf("%s gpu %lld: %s %s%s%s\n", node,
-               (long long)json_integer_value(json_object_get(g, "gpu")),
-               argv[3], str(plan, "state"), waiting ? " (" : "",
-               waiting ? waiting : "");
+               (long long)json_integer_value(json_object_get(g, "gpu")), preset,
+               str(plan, "state"), waiting ? " (" : "", waiting ? waiting : "");
         if (waiting)
             printf(")\n");
     }
@@ -142,9 +141,10 @@ static int apply(int argc, char **argv)
 
 static int show(int argc, char **argv)
 {
-    bool json_out = argc > 2 && strcmp(argv[2], "--json") == 0;
-    if (argc > 2 && !json_out)
-        die("unexpected argument '%s' (see shoal slice --help)", argv[2]);
+    struct cmd_flag flags[] = {{"json", false, NULL, false}, {NULL}};
+    cmd_opts_collect("slice show", slice_usage, flags, argc - 1, argv + 1, NULL,
+                     0);
+    bool json_out = flags[0].set;
     struct client *c = cmd_connect();
     json_t *ans = cmd_call(c, "GET", "/v1/slices", NULL);
     json_t *gpus = json_object_get(ans, "gpus");

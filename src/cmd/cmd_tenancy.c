@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cmd/cmd.h"
+#include "cmd/cmd_opts.h"
 #include "lib/util/parse.h"
 
 #define GPUS_MAX 1000000
@@ -77,63 +78,6 @@ static const char quota_options[] =
     "  --gpu-model M    the entry for one GPU model (default: any model);\n"
     "                   one entry per model plus one for any model\n";
 
-/* ---- a small option parser ---- */
-
-struct opt {
-    const char *name; /* without "--" */
-    bool has_arg;
-    const char *value;
-    bool set;
-};
-
-/* Parse argv[1..] (argv[0] is the subcommand): options from opts, --help
- * (prints usage, exits 0), up to maxpos positionals into pos. */
-static int parse_args(int argc, char **argv, struct opt *opts,
-                      const char *usage, const char *what, const char **pos,
-                      int maxpos)
-{
-    int npos = 0;
-    bool only_pos = false;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!only_pos && strcmp(a, "--") == 0) {
-            only_pos = true;
-            continue;
-        }
-        if (!only_pos && (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)) {
-            fputs(usage, stdout);
-            exit(0);
-        }
-        if (only_pos || a[0] != '-' || a[1] == '\0') {
-            if (npos == maxpos)
-                die("unexpected argument '%s' (see shoal %s --help)", a, what);
-            pos[npos++] = a;
-            continue;
-        }
-        const char *name = a[1] == '-' ? a + 2 : a + 1;
-        const char *eq = strchr(name, '=');
-        size_t len = eq ? (size_t)(eq - name) : strlen(name);
-        struct opt *o = opts;
-        while (o && o->name &&
-               !(strlen(o->name) == len && strncmp(o->name, name, len) == 0))
-            o++;
-        if (!o || !o->name || a[1] != '-')
-            die("unknown option '%s' (see shoal %s --help)", a, what);
-        if (o->has_arg) {
-            if (eq)
-                o->value = eq + 1;
-            else if (i + 1 < argc)
-                o->value = argv[++i];
-            else
-                die("--%s needs a value (see shoal %s --help)", o->name, what);
-        } else if (eq) {
-            die("--%s takes no value", o->name);
-        }
-        o->set = true;
-    }
-    return npos;
-}
-
 static void need_pos(int npos, int want, const char *what, const char *names)
 {
     if (npos < want)
@@ -197,8 +141,8 @@ static long long gpus_arg(const char *opt, const char *s)
 
 /* Add the quota options to body (create: the shorthand fields; set-quota:
  * one entry's change). */
-static void quota_fields(json_t *body, const struct opt *g, const struct opt *l,
-                         const struct opt *m)
+static void quota_fields(json_t *body, const struct cmd_flag *g,
+                         const struct cmd_flag *l, const struct cmd_flag *m)
 {
     if (g->set)
         json_object_set_new(body, "guaranteed",
@@ -241,12 +185,12 @@ static void print_quota_lines(const json_t *o)
 static int set_quota(int argc, char **argv, const char *kind, const char *what,
                      const char *usage)
 {
-    struct opt opts[] = {
+    struct cmd_flag opts[] = {
         {"guaranteed", true, NULL, false}, {"limit", true, NULL, false},
         {"gpu-model", true, NULL, false},  {"remove", false, NULL, false},
         {"json", false, NULL, false},      {NULL, false, NULL, false}};
     const char *pos[1];
-    need_pos(parse_args(argc, argv, opts, usage, what, pos, 1), 1, what,
+    need_pos(cmd_opts_collect(what, usage, opts, argc, argv, pos, 1), 1, what,
              "the name");
     if (!opts[0].set && !opts[1].set && !opts[3].set)
         die("give --guaranteed, --limit or --remove (see shoal %s --help)",
@@ -336,14 +280,14 @@ static int team_create(int argc, char **argv)
 {
     char usage[1024];
     snprintf(usage, sizeof(usage), "%s%s", team_create_usage, quota_options);
-    struct opt opts[] = {{"guaranteed", true, NULL, false},
-                         {"limit", true, NULL, false},
-                         {"gpu-model", true, NULL, false},
-                         {"json", false, NULL, false},
-                         {NULL, false, NULL, false}};
+    struct cmd_flag opts[] = {{"guaranteed", true, NULL, false},
+                              {"limit", true, NULL, false},
+                              {"gpu-model", true, NULL, false},
+                              {"json", false, NULL, false},
+                              {NULL, false, NULL, false}};
     const char *pos[1];
-    need_pos(parse_args(argc, argv, opts, usage, "team create", pos, 1), 1,
-             "team create", "the team's name");
+    need_pos(cmd_opts_collect("team create", usage, opts, argc, argv, pos, 1),
+             1, "team create", "the team's name");
     json_t *body = json_pack("{s:s}", "name", pos[0]);
     quota_fields(body, &opts[0], &opts[1], &opts[2]);
     json_t *ans = call("POST", "/v1/teams", body);
@@ -358,9 +302,9 @@ static int team_create(int argc, char **argv)
 
 static int team_list(int argc, char **argv)
 {
-    struct opt opts[] = {{"json", false, NULL, false},
-                         {NULL, false, NULL, false}};
-    parse_args(argc, argv, opts, team_list_usage, "team list", NULL, 0);
+    struct cmd_flag opts[] = {{"json", false, NULL, false},
+                              {NULL, false, NULL, false}};
+    cmd_opts_collect("team list", team_list_usage, opts, argc, argv, NULL, 0);
     json_t *ans = call("GET", "/v1/teams", NULL);
     if (opts[0].set)
         cmd_print_json(json_incref(json_object_get(ans, "teams")));
@@ -372,11 +316,12 @@ static int team_list(int argc, char **argv)
 
 static int team_show(int argc, char **argv)
 {
-    struct opt opts[] = {{"json", false, NULL, false},
-                         {NULL, false, NULL, false}};
+    struct cmd_flag opts[] = {{"json", false, NULL, false},
+                              {NULL, false, NULL, false}};
     const char *pos[1];
     char path[512];
-    need_pos(parse_args(argc, argv, opts, team_show_usage, "team show", pos, 1),
+    need_pos(cmd_opts_collect("team show", team_show_usage, opts, argc, argv,
+                              pos, 1),
              1, "team show", "the team's name");
     path_of(path, sizeof(path), "teams", pos[0], NULL);
     json_t *ans = call("GET", path, NULL);
@@ -394,7 +339,7 @@ static int simple_delete(int argc, char **argv, const char *kind,
 {
     const char *pos[1];
     char path[512];
-    need_pos(parse_args(argc, argv, NULL, usage, what, pos, 1), 1, what,
+    need_pos(cmd_opts_collect(what, usage, NULL, argc, argv, pos, 1), 1, what,
              "the name");
     path_of(path, sizeof(path), kind, pos[0], NULL);
     json_decref(call("DELETE", path, NULL));
@@ -531,13 +476,14 @@ static int project_create(int argc, char **argv)
 {
     char usage[1024];
     snprintf(usage, sizeof(usage), "%s%s", project_create_usage, quota_options);
-    struct opt opts[] = {
+    struct cmd_flag opts[] = {
         {"team", true, NULL, false},  {"guaranteed", true, NULL, false},
         {"limit", true, NULL, false}, {"gpu-model", true, NULL, false},
         {"json", false, NULL, false}, {NULL, false, NULL, false}};
     const char *pos[1];
-    need_pos(parse_args(argc, argv, opts, usage, "project create", pos, 1), 1,
-             "project create", "the project's name");
+    need_pos(
+        cmd_opts_collect("project create", usage, opts, argc, argv, pos, 1), 1,
+        "project create", "the project's name");
     if (!opts[0].set)
         die("--team is required (see shoal project create --help)");
     json_t *body =
@@ -556,10 +502,11 @@ static int project_create(int argc, char **argv)
 
 static int project_list(int argc, char **argv)
 {
-    struct opt opts[] = {{"team", true, NULL, false},
-                         {"json", false, NULL, false},
-                         {NULL, false, NULL, false}};
-    parse_args(argc, argv, opts, project_list_usage, "project list", NULL, 0);
+    struct cmd_flag opts[] = {{"team", true, NULL, false},
+                              {"json", false, NULL, false},
+                              {NULL, false, NULL, false}};
+    cmd_opts_collect("project list", project_list_usage, opts, argc, argv, NULL,
+                     0);
     char path[512] = "/v1/projects";
     if (opts[0].set) {
         char enc[400];
@@ -577,14 +524,14 @@ static int project_list(int argc, char **argv)
 
 static int project_show(int argc, char **argv, bool members_only)
 {
-    struct opt opts[] = {{"json", false, NULL, false},
-                         {NULL, false, NULL, false}};
+    struct cmd_flag opts[] = {{"json", false, NULL, false},
+                              {NULL, false, NULL, false}};
     const char *pos[1];
     char path[512];
     const char *what = members_only ? "project members" : "project show";
-    need_pos(parse_args(argc, argv, opts,
-                        members_only ? members_usage : project_show_usage, what,
-                        pos, 1),
+    need_pos(cmd_opts_collect(what,
+                              members_only ? members_usage : project_show_usage,
+                              opts, argc, argv, pos, 1),
              1, what, "the project's name");
     path_of(path, sizeof(path), "projects", pos[0],
             members_only ? "/members" : NULL);
@@ -608,15 +555,15 @@ static int project_show(int argc, char **argv, bool members_only)
 
 static int project_set(int argc, char **argv)
 {
-    struct opt opts[] = {{"team", true, NULL, false},
-                         {"json", false, NULL, false},
-                         {"idle-policy", true, NULL, false},
-                         {NULL, false, NULL, false}};
+    struct cmd_flag opts[] = {{"team", true, NULL, false},
+                              {"json", false, NULL, false},
+                              {"idle-policy", true, NULL, false},
+                              {NULL, false, NULL, false}};
     const char *pos[1];
     char path[512];
-    need_pos(
-        parse_args(argc, argv, opts, project_set_usage, "project set", pos, 1),
-        1, "project set", "the project's name");
+    need_pos(cmd_opts_collect("project set", project_set_usage, opts, argc,
+                              argv, pos, 1),
+             1, "project set", "the project's name");
     if (!opts[0].set && !opts[2].set)
         die("nothing to change: give --team T or --idle-policy P (see shoal "
             "project set --help)");
@@ -647,13 +594,12 @@ static int project_set(int argc, char **argv)
 
 static int project_member(int argc, char **argv, bool add)
 {
-    struct opt opts[] = {{"role", true, NULL, false},
-                         {NULL, false, NULL, false}};
+    struct cmd_flag opts[] = {{"role", true, NULL, false},
+                              {NULL, false, NULL, false}};
     const char *pos[2];
     const char *what = add ? "project add-member" : "project remove-member";
-    int n =
-        parse_args(argc, argv, add ? opts : NULL,
-                   add ? add_member_usage : remove_member_usage, what, pos, 2);
+    int n = cmd_opts_collect(what, add ? add_member_usage : remove_member_usage,
+                             add ? opts : NULL, argc, argv, pos, 2);
     need_pos(n, 2, what, "PROJECT and USER");
     char rest[300], enc[200];
     client_urlencode(pos[1], enc, sizeof(enc));
@@ -871,15 +817,15 @@ static void print_user(const json_t *o)
 
 static int user_create(int argc, char **argv)
 {
-    struct opt opts[] = {{"admin", false, NULL, false},
-                         {"project", true, NULL, false},
-                         {"expires", true, NULL, false},
-                         {"json", false, NULL, false},
-                         {NULL, false, NULL, false}};
+    struct cmd_flag opts[] = {{"admin", false, NULL, false},
+                              {"project", true, NULL, false},
+                              {"expires", true, NULL, false},
+                              {"json", false, NULL, false},
+                              {NULL, false, NULL, false}};
     const char *pos[1];
-    need_pos(
-        parse_args(argc, argv, opts, user_create_usage, "user create", pos, 1),
-        1, "user create", "the user's name");
+    need_pos(cmd_opts_collect("user create", user_create_usage, opts, argc,
+                              argv, pos, 1),
+             1, "user create", "the user's name");
     json_t *body =
         json_pack("{s:s, s:b}", "name", pos[0], "admin", opts[0].set);
     if (opts[1].set)
@@ -906,9 +852,9 @@ static int user_create(int argc, char **argv)
 
 static int user_list(int argc, char **argv)
 {
-    struct opt opts[] = {{"json", false, NULL, false},
-                         {NULL, false, NULL, false}};
-    parse_args(argc, argv, opts, user_list_usage, "user list", NULL, 0);
+    struct cmd_flag opts[] = {{"json", false, NULL, false},
+                              {NULL, false, NULL, false}};
+    cmd_opts_collect("user list", user_list_usage, opts, argc, argv, NULL, 0);
     json_t *ans = call("GET", "/v1/users", NULL);
     if (opts[0].set)
         cmd_print_json(json_incref(json_object_get(ans, "users")));
@@ -920,11 +866,12 @@ static int user_list(int argc, char **argv)
 
 static int user_show(int argc, char **argv)
 {
-    struct opt opts[] = {{"json", false, NULL, false},
-                         {NULL, false, NULL, false}};
+    struct cmd_flag opts[] = {{"json", false, NULL, false},
+                              {NULL, false, NULL, false}};
     const char *pos[1];
     char path[512];
-    need_pos(parse_args(argc, argv, opts, user_show_usage, "user show", pos, 1),
+    need_pos(cmd_opts_collect("user show", user_show_usage, opts, argc, argv,
+                              pos, 1),
              1, "user show", "the user's name");
     path_of(path, sizeof(path), "users", pos[0], NULL);
     json_t *ans = call("GET", path, NULL);
@@ -939,14 +886,14 @@ static int user_show(int argc, char **argv)
 
 static int user_token(int argc, char **argv)
 {
-    struct opt opts[] = {{"expires", true, NULL, false},
-                         {"json", false, NULL, false},
-                         {NULL, false, NULL, false}};
+    struct cmd_flag opts[] = {{"expires", true, NULL, false},
+                              {"json", false, NULL, false},
+                              {NULL, false, NULL, false}};
     const char *pos[1];
     char path[512];
-    need_pos(
-        parse_args(argc, argv, opts, user_token_usage, "user token", pos, 1), 1,
-        "user token", "the user's name");
+    need_pos(cmd_opts_collect("user token", user_token_usage, opts, argc, argv,
+                              pos, 1),
+             1, "user token", "the user's name");
     json_t *body = json_object();
     if (opts[0].set)
         json_object_set_new(
@@ -965,13 +912,13 @@ static int user_token(int argc, char **argv)
 
 static int user_tokens(int argc, char **argv)
 {
-    struct opt opts[] = {{"json", false, NULL, false},
-                         {NULL, false, NULL, false}};
+    struct cmd_flag opts[] = {{"json", false, NULL, false},
+                              {NULL, false, NULL, false}};
     const char *pos[1];
     char path[512];
-    need_pos(
-        parse_args(argc, argv, opts, user_tokens_usage, "user tokens", pos, 1),
-        1, "user tokens", "the user's name");
+    need_pos(cmd_opts_collect("user tokens", user_tokens_usage, opts, argc,
+                              argv, pos, 1),
+             1, "user tokens", "the user's name");
     path_of(path, sizeof(path), "users", pos[0], "/tokens");
     json_t *ans = call("GET", path, NULL);
     json_t *tokens = json_object_get(ans, "tokens");
@@ -1001,13 +948,13 @@ static int user_tokens(int argc, char **argv)
 
 static int user_revoke(int argc, char **argv)
 {
-    struct opt opts[] = {{"token", true, NULL, false},
-                         {NULL, false, NULL, false}};
+    struct cmd_flag opts[] = {{"token", true, NULL, false},
+                              {NULL, false, NULL, false}};
     const char *pos[1];
     char path[600], rest[200], enc[150];
-    need_pos(
-        parse_args(argc, argv, opts, user_revoke_usage, "user revoke", pos, 1),
-        1, "user revoke", "the user's name");
+    need_pos(cmd_opts_collect("user revoke", user_revoke_usage, opts, argc,
+                              argv, pos, 1),
+             1, "user revoke", "the user's name");
     if (opts[0].set) {
         client_urlencode(opts[0].value, enc, sizeof(enc));
         snprintf(rest, sizeof(rest), "/tokens/%s", enc);
@@ -1025,15 +972,15 @@ static int user_revoke(int argc, char **argv)
 
 static int user_set_limits(int argc, char **argv)
 {
-    struct opt opts[] = {{"max-gpus", true, NULL, false},
-                         {"max-jobs", true, NULL, false},
-                         {"max-time", true, NULL, false},
-                         {"json", false, NULL, false},
-                         {NULL, false, NULL, false}};
+    struct cmd_flag opts[] = {{"max-gpus", true, NULL, false},
+                              {"max-jobs", true, NULL, false},
+                              {"max-time", true, NULL, false},
+                              {"json", false, NULL, false},
+                              {NULL, false, NULL, false}};
     const char *pos[1];
     char path[512];
-    need_pos(parse_args(argc, argv, opts, user_limits_usage, "user set-limits",
-                        pos, 1),
+    need_pos(cmd_opts_collect("user set-limits", user_limits_usage, opts, argc,
+                              argv, pos, 1),
              1, "user set-limits", "the user's name");
     if (!opts[0].set && !opts[1].set && !opts[2].set)
         die("give --max-gpus, --max-jobs or --max-time (see shoal user "
@@ -1071,14 +1018,15 @@ static int user_set_limits(int argc, char **argv)
 
 static int user_set(int argc, char **argv)
 {
-    struct opt opts[] = {
+    struct cmd_flag opts[] = {
         {"admin", false, NULL, false},  {"no-admin", false, NULL, false},
         {"project", true, NULL, false}, {"no-project", false, NULL, false},
         {"json", false, NULL, false},   {NULL, false, NULL, false}};
     const char *pos[1];
     char path[512];
-    need_pos(parse_args(argc, argv, opts, user_set_usage, "user set", pos, 1),
-             1, "user set", "the user's name");
+    need_pos(
+        cmd_opts_collect("user set", user_set_usage, opts, argc, argv, pos, 1),
+        1, "user set", "the user's name");
     if ((opts[0].set && opts[1].set) || (opts[2].set && opts[3].set))
         die("contradictory options (see shoal user set --help)");
     json_t *body = json_object();

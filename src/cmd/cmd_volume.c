@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cmd/cmd.h"
+#include "cmd/cmd_opts.h"
 #include "lib/util/parse.h"
 
 static const char volume_usage[] =
@@ -108,52 +109,109 @@ static int create(int argc, char **argv)
     const char *ctrl_socket = NULL, *capacity = NULL;
     const char *secret = NULL, *region = NULL;
     bool cache = false;
-    for (int i = 3; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--host") == 0 && i + 1 < argc)
-            host = argv[++i];
-        else if (strcmp(a, "--s3") == 0 && i + 1 < argc && !s3)
-            s3 = s3_from_url(argv[++i]);
-        else if (strcmp(a, "--nfs") == 0 && i + 1 < argc)
-            nfs = argv[++i];
-        else if (strcmp(a, "--options") == 0 && i + 1 < argc)
-            options = argv[++i];
-        else if (strcmp(a, "--secret") == 0 && i + 1 < argc)
-            secret = argv[++i];
-        else if (strcmp(a, "--region") == 0 && i + 1 < argc)
-            region = argv[++i];
-        else if (strcmp(a, "--cache") == 0)
+    static const struct option longs[] = {
+        {"host", required_argument, NULL, 'H'},
+        {"s3", required_argument, NULL, 'S'},
+        {"nfs", required_argument, NULL, 'N'},
+        {"options", required_argument, NULL, 'o'},
+        {"secret", required_argument, NULL, 's'},
+        {"region", required_argument, NULL, 'r'},
+        {"cache", no_argument, NULL, 'c'},
+        {"project", required_argument, NULL, 'p'},
+        {"read-only", no_argument, NULL, 'R'},
+        {"csi", required_argument, NULL, 'C'},
+        {"volume-id", required_argument, NULL, 'i'},
+        {"csi-controller", required_argument, NULL, 'k'},
+        {"capacity", required_argument, NULL, 'z'},
+        {"param", required_argument, NULL, 'P'},
+        {"fs-type", required_argument, NULL, 'f'},
+        {"mount-flag", required_argument, NULL, 'm'},
+        {"attr", required_argument, NULL, 'a'},
+        {NULL, 0, NULL, 0},
+    };
+    struct cmd_opts p;
+    cmd_opts_init(&p, "volume create", volume_usage, longs, NULL, false,
+                  argc - 2, argv + 2);
+    int opt;
+    while ((opt = cmd_opts_next(&p)) != -1) {
+        const char *a = p.arg;
+        /* The CSI details follow --csi, and go into its object. */
+        if (strchr("ikzPfma", opt) && !csi) {
+            const char *name = "";
+            for (const struct option *l = longs; l->name; l++)
+                if (l->val == opt)
+                    name = l->name;
+            cmd_opts_fail(&p, "option --%s comes after --csi SOCKET", name);
+        }
+        switch (opt) {
+        case 'H':
+            host = a;
+            break;
+        case 'S':
+            if (s3)
+                cmd_opts_fail(&p, "--s3 given twice");
+            s3 = s3_from_url(a);
+            break;
+        case 'N':
+            nfs = a;
+            break;
+        case 'o':
+            options = a;
+            break;
+        case 's':
+            secret = a;
+            break;
+        case 'r':
+            region = a;
+            break;
+        case 'c':
             cache = true;
-        else if (strcmp(a, "--project") == 0 && i + 1 < argc)
-            json_object_set_new(body, "project", json_string(argv[++i]));
-        else if (strcmp(a, "--read-only") == 0)
+            break;
+        case 'p':
+            json_object_set_new(body, "project", json_string(a));
+            break;
+        case 'R':
             json_object_set_new(body, "readonly", json_true());
-        else if (strcmp(a, "--csi") == 0 && i + 1 < argc && !csi)
-            csi = json_pack("{s:s}", "socket", argv[++i]);
-        else if (strcmp(a, "--volume-id") == 0 && i + 1 < argc && csi)
-            json_object_set_new(csi, "volume_id", json_string(argv[++i]));
-        else if (strcmp(a, "--csi-controller") == 0 && i + 1 < argc && csi)
-            ctrl_socket = argv[++i];
-        else if (strcmp(a, "--capacity") == 0 && i + 1 < argc && csi)
-            capacity = argv[++i];
-        else if (strcmp(a, "--param") == 0 && i + 1 < argc && csi)
-            add_kv(&params, "--param", argv[++i]);
-        else if (strcmp(a, "--fs-type") == 0 && i + 1 < argc && csi)
-            json_object_set_new(csi, "fs_type", json_string(argv[++i]));
-        else if (strcmp(a, "--mount-flag") == 0 && i + 1 < argc && csi) {
+            break;
+        case 'C':
+            if (csi)
+                cmd_opts_fail(&p, "--csi given twice");
+            csi = json_pack("{s:s}", "socket", a);
+            break;
+        case 'i':
+            json_object_set_new(csi, "volume_id", json_string(a));
+            break;
+        case 'k':
+            ctrl_socket = a;
+            break;
+        case 'z':
+            capacity = a;
+            break;
+        case 'P':
+            add_kv(&params, "--param", a);
+            break;
+        case 'f':
+            json_object_set_new(csi, "fs_type", json_string(a));
+            break;
+        case 'm': {
             json_t *f = json_object_get(csi, "mount_flags");
             if (!f) {
                 f = json_array();
                 json_object_set_new(csi, "mount_flags", f);
             }
-            json_array_append_new(f, json_string(argv[++i]));
-        } else if (strcmp(a, "--attr") == 0 && i + 1 < argc && csi) {
+            json_array_append_new(f, json_string(a));
+            break;
+        }
+        case 'a': {
             json_t *at = json_object_get(csi, "attributes");
-            add_kv(&at, "--attr", argv[++i]);
+            add_kv(&at, "--attr", a);
             if (!json_object_get(csi, "attributes"))
                 json_object_set_new(csi, "attributes", at);
-        } else
-            die("unexpected argument '%s' (see shoal volume --help)", a);
+            break;
+        }
+        default: /* CMD_OPT_ARG */
+            cmd_opts_fail(&p, "unexpected argument '%s'", a);
+        }
     }
     if ((host != NULL) + (s3 != NULL) + (nfs != NULL) + (csi != NULL) != 1)
         die("say what the volume is: one of --host PATH, --nfs "
@@ -239,17 +297,16 @@ static void source_of(const json_t *v, char *buf, size_t size)
 
 static int list(int argc, char **argv)
 {
-    bool json_out = false;
+    struct cmd_flag flags[] = {
+        {"json", false, NULL, false}, {"project", true, NULL, false}, {NULL}};
+    cmd_opts_collect("volume list", volume_usage, flags, argc - 1, argv + 1,
+                     NULL, 0);
+    bool json_out = flags[0].set;
     char path[300] = "/v1/volumes";
-    for (int i = 2; i < argc; i++) {
+    if (flags[1].set) {
         char enc[200];
-        if (strcmp(argv[i], "--json") == 0)
-            json_out = true;
-        else if (strcmp(argv[i], "--project") == 0 && i + 1 < argc)
-            snprintf(path, sizeof(path), "/v1/volumes?project=%s",
-                     urlenc(argv[++i], enc, sizeof(enc)));
-        else
-            die("unexpected argument '%s' (see shoal volume --help)", argv[i]);
+        snprintf(path, sizeof(path), "/v1/volumes?project=%s",
+                 urlenc(flags[1].value, enc, sizeof(enc)));
     }
     struct client *c = cmd_connect();
     json_t *ans = cmd_call(c, "GET", path, NULL);
@@ -287,14 +344,17 @@ static int list(int argc, char **argv)
 
 static int show(int argc, char **argv)
 {
-    if (argc < 3 || argc > 4 || (argc == 4 && strcmp(argv[3], "--json") != 0))
+    struct cmd_flag flags[] = {{"json", false, NULL, false}, {NULL}};
+    const char *name;
+    if (cmd_opts_collect("volume show", volume_usage, flags, argc - 1, argv + 1,
+                         &name, 1) != 1)
         die("usage: shoal volume show NAME [--json]");
     char path[300], enc[200];
     snprintf(path, sizeof(path), "/v1/volumes/%s",
-             urlenc(argv[2], enc, sizeof(enc)));
+             urlenc(name, enc, sizeof(enc)));
     struct client *c = cmd_connect();
     json_t *v = cmd_call(c, "GET", path, NULL);
-    if (argc == 4) {
+    if (flags[0].set) {
         cmd_print_json(json_incref(v));
     } else {
         char src[4200];
@@ -316,14 +376,16 @@ static int show(int argc, char **argv)
 
 static int delete (int argc, char **argv)
 {
-    if (argc != 3)
+    const char *name;
+    if (cmd_opts_collect("volume delete", volume_usage, NULL, argc - 1,
+                         argv + 1, &name, 1) != 1)
         die("usage: shoal volume delete NAME");
     char path[300], enc[200];
     snprintf(path, sizeof(path), "/v1/volumes/%s",
-             urlenc(argv[2], enc, sizeof(enc)));
+             urlenc(name, enc, sizeof(enc)));
     struct client *c = cmd_connect();
     json_decref(cmd_call(c, "DELETE", path, NULL));
-    printf("volume %s deleted\n", argv[2]);
+    printf("volume %s deleted\n", name);
     client_destroy(c);
     return 0;
 }
