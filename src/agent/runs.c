@@ -636,6 +636,21 @@ static void run_never_started(struct runs *rs, const json_t *work)
     link_heartbeat_soon(rs->a->link);
 }
 
+/* shoal update changed a running job's time limit: the new deadline
+ * counts from the run's start, as the first one did. */
+static void run_limit_changed(struct run *r, const json_t *work)
+{
+    json_int_t limit = json_integer_value(
+        json_object_get(json_object_get(work, "spec"), "time_limit"));
+    int64_t deadline = limit > 0 ? r->started_ms + limit * 1000 : 0;
+    if (deadline == r->deadline_ms)
+        return;
+    sh_log(LOG_INFO, "runs", "run %s: time limit now %llds", r->key,
+           (long long)limit);
+    r->deadline_ms = deadline;
+    run_save(r);
+}
+
 void runs_reconcile(struct runs *rs, const json_t *work)
 {
     struct run *r, *tmp;
@@ -659,6 +674,8 @@ void runs_reconcile(struct runs *rs, const json_t *work)
             continue;
         }
         r->wanted = true;
+        if (action && strcmp(action, "run") == 0 && r->phase == RUN_RUNNING)
+            run_limit_changed(r, e);
         if (action && strcmp(action, "stop") == 0) {
             const char *why =
                 json_string_value(json_object_get(e, "stop_reason"));

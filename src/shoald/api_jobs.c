@@ -214,6 +214,32 @@ static void hold_or_release(struct shoald *d, struct api_req *req, bool hold)
     api_reply_json(req, 200, job_view(d, job));
 }
 
+/* PATCH /v1/jobs/{id}: shoal update. */
+void api_jobs_update(struct shoald *d, struct api_req *req)
+{
+    json_t *body = api_body(req);
+    if (!body)
+        return;
+    bool owned;
+    struct job *job = path_job(d, req, &owned);
+    if (!job)
+        return;
+    struct sh_error err;
+    if (owned) {
+        api_errorf(req, SH_ECONFLICT,
+                   "job %llu is %s: only pending or running jobs can be "
+                   "updated",
+                   (unsigned long long)job->id, job_state_name(job->state));
+        job_destroy(job);
+        return;
+    }
+    if (jobs_update(d, api_caller(req), job, body, &err) < 0) {
+        api_reply_error(req, &err);
+        return;
+    }
+    api_reply_json(req, 200, job_view(d, job));
+}
+
 void api_jobs_hold(struct shoald *d, struct api_req *req)
 {
     hold_or_release(d, req, true);

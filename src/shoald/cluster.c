@@ -818,6 +818,27 @@ void cluster_job_hold(struct shoald *d, struct job *job)
     shoald_schedule_soon(d);
 }
 
+void cluster_job_updated(struct shoald *d, struct job *job)
+{
+    struct cluster *c = d->cluster;
+    if (job->state == JOB_RUNNING) {
+        for (int a = 0; a < job->nalloc; a++) {
+            if (!job->alloc[a].done)
+                cluster_node_touch(d, job->alloc[a].node);
+        }
+        return;
+    }
+    if (job->state != JOB_PENDING)
+        return;
+    /* Out of the engine (or the queue of jobs without GPUs) and in again
+     * as it is now; a gated job is looked at again. */
+    sched_job_remove(c->sched, job->id, NULL);
+    cpu_queue_remove(c, job->id);
+    engine_add_job(d, job);
+    c->gate_dirty = true;
+    shoald_schedule_soon(d);
+}
+
 void cluster_job_release(struct shoald *d, struct job *job)
 {
     (void)job;

@@ -75,6 +75,9 @@ double cluster_slice_share_sum(const struct shoald *d, const struct job *job);
  * (cluster_job_release() lets its gate be looked at again). */
 void cluster_job_hold(struct shoald *d, struct job *job);
 void cluster_job_release(struct shoald *d, struct job *job);
+/* A job's spec changed (shoal update): a pending one is scheduled anew, a
+ * running one's agents hear of it (its time limit). */
+void cluster_job_updated(struct shoald *d, struct job *job);
 
 void cluster_job_reason(struct shoald *d, const struct job *job, char *buf,
                         size_t size, int64_t *est);

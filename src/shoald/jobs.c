@@ -9,6 +9,7 @@
 #include "lib/model/job_json.h"
 #include "lib/model/node.h"
 #include "lib/util/log.h"
+#include "lib/util/utf8.h"
 #include "shoald/auth.h"
 #include "shoald/cluster.h"
 #include "shoald/gate.h"
@@ -213,6 +214,107 @@ int jobs_release(struct shoald *d, const struct api_caller *caller,
         return -1;
     }
     cluster_job_release(d, job);
+    return 0;
+}
+
+/* The fields `shoal update` may change, and the spec they give: the
+ * current spec with them laid over, checked as a submission is. */
+static const char *const update_fields[] = {
+    "time_limit", "priority", "gpus", "nodes", "name", "gpu_type", NULL};
+
+static int updated_spec(const struct job *job, const json_t *body,
+                        struct job_spec *out, struct sh_error *err)
+{
+    if (!json_is_object(body) || json_object_size(body) == 0)
+        return sh_errorf(err, SH_EINVAL,
+                         "give what to change: time_limit, priority, gpus, "
+                         "nodes, name or gpu_type");
+    const char *key;
+    json_t *v;
+    json_object_foreach ((json_t *)body, key, v) {
+        bool ok = false;
+        for (int i = 0; update_fields[i] && !ok; i++)
+            ok = strcmp(key, update_fields[i]) == 0;
+        if (!ok)
+            return sh_errorf(err, SH_EINVAL,
+                             "'%.*s' cannot be updated (time_limit, priority, "
+                             "gpus, nodes, name or gpu_type can)",
+                             UTF8_CUT(key, 64));
+    }
+    json_t *spec = job_spec_to_json(&job->spec);
+    json_t *clean = json_object();
+    if (!spec || !clean) {
+        json_decref(spec);
+        json_decref(clean);
+        return sh_errorf(err, SH_EINTERNAL, "out of memory");
+    }
+    json_object_foreach (spec, key, v) {
+        if (!json_is_null(v))
+            json_object_set(clean, key, v);
+    }
+    json_object_update(clean, (json_t *)body);
+    job_spec_init(out);
+    int rc = job_spec_from_json(clean, out, err);
+    json_decref(spec);
+    json_decref(clean);
+    return rc;
+}
+
+int jobs_update(struct shoald *d, const struct api_caller *caller,
+                struct job *job, const json_t *body, struct sh_error *err)
+{
+    if (policy_can_cancel(d, caller, job, err) < 0)
+        return -1;
+    if (job->state != JOB_PENDING && job->state != JOB_RUNNING)
+        return sh_errorf(err, SH_ECONFLICT,
+                         "job %llu is %s: only pending or running jobs can "
+                         "be updated",
+                         (unsigned long long)job->id,
+                         job_state_name(job->state));
+    struct job_spec spec;
+    if (updated_spec(job, body, &spec, err) < 0)
+        return -1;
+    if (job->state == JOB_RUNNING) {
+        const char *key;
+        json_t *v;
+        json_object_foreach ((json_t *)body, key, v) {
+            if (strcmp(key, "time_limit") != 0) {
+                job_spec_fini(&spec);
+                return sh_errorf(err, SH_ECONFLICT,
+                                 "job %llu is running: only its time limit "
+                                 "can change",
+                                 (unsigned long long)job->id);
+            }
+        }
+        int64_t old = job->spec.time_limit, now = spec.time_limit;
+        bool lower = now > 0 && (old == 0 || now <= old);
+        job_spec_fini(&spec);
+        if (!lower && !caller->admin)
+            return sh_errorf(err, SH_EFORBIDDEN,
+                             "only a cluster admin may raise or remove a "
+                             "running job's time limit");
+        job->spec.time_limit = now;
+        if (jobs_persist(d, job, err) < 0) {
+            job->spec.time_limit = old;
+            return -1;
+        }
+        cluster_job_updated(d, job); /* its agents learn the new limit */
+        return 0;
+    }
+    if (gate_check_submit(d, caller, &spec, err) < 0 ||
+        cluster_check_submit(d, &spec, err) < 0) {
+        job_spec_fini(&spec);
+        return -1;
+    }
+    struct job_spec old = job->spec;
+    job->spec = spec;
+    if (jobs_persist(d, job, err) < 0) {
+        job->spec = old;
+        job_spec_fini(&spec);
+        return -1;
+    }
+    job_spec_fini(&old);
+    cluster_job_updated(d, job); /* the engine sees it anew */
     return 0;
 }
 

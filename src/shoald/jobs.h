@@ -37,6 +37,13 @@ int jobs_hold(struct shoald *d, const struct api_caller *caller,
 int jobs_release(struct shoald *d, const struct api_caller *caller,
                  struct job *job, struct sh_error *err);
 
+/* Change a pending job's time_limit, priority, gpus, nodes, name or
+ * gpu_type (checked as a submission is), or a running job's time limit
+ * (lower only, unless caller is a cluster admin). Who may cancel the job
+ * may update it. */
+int jobs_update(struct shoald *d, const struct api_caller *caller,
+                struct job *job, const json_t *body, struct sh_error *err);
+
 /* Change a job's state through the state machine, record reason, and add
  * the job to the batch. Requeues when asked (preempted/node_fail with
  * spec.requeue go back to pending). */

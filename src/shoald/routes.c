@@ -14,6 +14,7 @@ const struct api_route api_routes[] = {
     {"POST", "/v1/jobs", api_jobs_submit, API_ACCESS_USER},
     {"GET", "/v1/jobs", api_jobs_list, API_ACCESS_USER},
     {"GET", "/v1/jobs/{}", api_jobs_show, API_ACCESS_USER},
+    {"PATCH", "/v1/jobs/{}", api_jobs_update, API_ACCESS_USER},
     {"DELETE", "/v1/jobs/{}", api_jobs_cancel, API_ACCESS_USER},
     {"POST", "/v1/jobs/{}/cancel", api_jobs_cancel, API_ACCESS_USER},
     {"POST", "/v1/jobs/{}/hold", api_jobs_hold, API_ACCESS_USER},

@@ -1,0 +1,60 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: Apache-2.0
+# Focus: shoal update: a pending job's size, limit and priority change and
+# it is scheduled anew; a running job's time limit can be lowered and the
+# agent enforces the new one; what cannot change is refused with why.
+
+load lib/cluster
+
+teardown() { shoal_cluster_stop; }
+
+@test "upd-001 a pending job is changed and scheduled as it now is" {
+    shoal_cluster_start 1 2
+    r=$(submit --gpus 2 -- sleep 3)
+    p=$(submit --gpus 2 --time 10m -- true)
+    wait_job_state "$r" running
+    run shoal update "$p" --gpus 1 --time 5m --priority high --name small
+    [ "$status" -eq 0 ]
+    [[ "$output" == "updated job $p" ]]
+    [ "$(job_field "$p" .gpus)" = 1 ]
+    [ "$(job_field "$p" .time_limit)" = 300 ]
+    [ "$(job_field "$p" .priority)" = high ]
+    [ "$(job_field "$p" .name)" = small ]
+    wait_job_state "$p" completed 20
+    [ "$(job_field "$p" '.placement[0].gpus | length')" = 1 ]
+}
+
+@test "upd-002 what cannot change is refused and changes nothing" {
+    shoal_cluster_start 1 2
+    r=$(submit --gpus 2 -- sleep 30)
+    p=$(submit --gpus 1 -- true)
+    wait_job_state "$r" running
+    run shoal update "$p" --gpus 8
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"never fit"* ]] || [[ "$output" == *"largest node"* ]]
+    [ "$(job_field "$p" .gpus)" = 1 ]
+    api PATCH "/v1/jobs/$p" '{"command":["ls"]}'
+    [ "$status_code" = 400 ]
+    [[ "$body" == *"'command' cannot be updated"* ]]
+    run shoal update "$r" --gpus 1
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"is running: only its time limit can change"* ]]
+    run shoal update "$p"
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"nothing to change"* ]]
+    shoal cancel "$p" >/dev/null
+    run shoal update "$p" --time 1h
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"only pending or running jobs can be updated"* ]]
+    shoal cancel "$r" >/dev/null
+}
+
+@test "upd-003 a running job's lowered time limit is enforced by its agent" {
+    shoal_cluster_start 1 1
+    j=$(submit --gpus 1 --time 10m -- sleep 120)
+    wait_job_state "$j" running
+    run shoal update "$j" --time 2s
+    [ "$status" -eq 0 ]
+    [ "$(job_field "$j" .time_limit)" = 2 ]
+    wait_job_state "$j" timeout 20
+}
