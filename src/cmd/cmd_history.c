@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* `shoal history`: jobs that ran and ended, for people, as JSON, or as a
  * trace for `shoal sim` (--trace: the simulator's CSV format). */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cmd/cmd.h"
+#include "cmd/cmd_opts.h"
 #include "lib/util/clock.h"
 #include "lib/util/parse.h"
 
@@ -26,19 +26,20 @@ int cmd_history(int argc, char **argv)
         {"until", required_argument, NULL, 'u'},
         {"trace", no_argument, NULL, 't'},
         {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *since = NULL, *until = NULL;
     bool trace = false, json_out = false;
     int c;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    struct cmd_opts p;
+    cmd_opts_init(&p, "history", history_usage, opts, NULL, false, argc, argv);
+    while ((c = cmd_opts_next(&p)) != -1) {
         switch (c) {
         case 's':
-            since = optarg;
+            since = p.arg;
             break;
         case 'u':
-            until = optarg;
+            until = p.arg;
             break;
         case 't':
             trace = true;
@@ -46,17 +47,10 @@ int cmd_history(int argc, char **argv)
         case 'j':
             json_out = true;
             break;
-        case 'h':
-            fputs(history_usage, stdout);
-            return 0;
-        default:
-            fputs(history_usage, stderr);
-            return 2;
+        default: /* CMD_OPT_ARG */
+            cmd_opts_fail(&p, "unexpected argument '%s'", p.arg);
         }
     }
-    if (optind < argc)
-        die("unexpected argument '%s' (see shoal history --help)",
-            argv[optind]);
     if (trace && json_out)
         die("--trace and --json exclude each other");
     char path[512], enc[128];

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* `shoal queue`, `shoal show`, `shoal cancel`, `shoal hold` and
  * `shoal release`. */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cmd/cmd.h"
+#include "cmd/cmd_opts.h"
 #include "lib/util/clock.h"
 #include "lib/util/parse.h"
 
@@ -39,6 +39,12 @@ static const char hold_usage[] =
 
 static const char release_usage[] = "Usage: shoal release JOB...\n"
                                     "Let held jobs back into scheduling.\n";
+
+static const char requeue_usage[] =
+    "Usage: shoal requeue JOB...\n"
+    "Put jobs back in the queue, same id, next attempt: a running one is\n"
+    "stopped first (SIGTERM, SIGKILL after the grace), an ended one goes\n"
+    "back at once.\n";
 
 static const char *str(const json_t *o, const char *key)
 {
@@ -152,42 +158,37 @@ int cmd_queue(int argc, char **argv)
         {"me", no_argument, NULL, 'M'},
         {"project", required_argument, NULL, 'p'},
         {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *state = "active", *user = NULL, *project = NULL;
     bool json_out = false;
     int c;
-    while ((c = getopt_long(argc, argv, "as:u:p:h", opts, NULL)) != -1) {
+    struct cmd_opts p;
+    cmd_opts_init(&p, "queue", queue_usage, opts, "as:u:p:", false, argc, argv);
+    while ((c = cmd_opts_next(&p)) != -1) {
         switch (c) {
         case 'a':
             state = NULL;
             break;
         case 's':
-            state = optarg;
+            state = p.arg;
             break;
         case 'u':
-            user = optarg;
+            user = p.arg;
             break;
         case 'M':
             user = "me";
             break;
         case 'p':
-            project = optarg;
+            project = p.arg;
             break;
         case 'j':
             json_out = true;
             break;
-        case 'h':
-            fputs(queue_usage, stdout);
-            return 0;
-        default:
-            fputs(queue_usage, stderr);
-            return 2;
+        default: /* CMD_OPT_ARG */
+            cmd_opts_fail(&p, "unexpected argument '%s'", p.arg);
         }
     }
-    if (optind < argc)
-        die("unexpected argument '%s' (see shoal queue --help)", argv[optind]);
     char path[1024] = "/v1/jobs?";
     char enc[300];
     if (state) {
@@ -316,21 +317,15 @@ static void print_job(const json_t *j)
 
 int cmd_show(int argc, char **argv)
 {
-    cmd_help_if_asked(argc, argv, show_usage);
-    bool json_out = false;
-    const char *id = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0)
-            json_out = true;
-        else if (argv[i][0] == '-')
-            die("unknown option '%s' (see shoal show --help)", argv[i]);
-        else if (id)
-            die("show takes one job id");
-        else
-            id = argv[i];
-    }
-    if (!id)
+    struct cmd_flag flags[] = {{"json", false, NULL, false}, {NULL}};
+    const char *pos[2];
+    int npos = cmd_opts_collect("show", show_usage, flags, argc, argv, pos, 2);
+    if (npos > 1)
+        die("show takes one job id");
+    if (npos == 0)
         die("which job? (shoal show JOB)");
+    bool json_out = flags[0].set;
+    const char *id = pos[0];
     char path[64];
     snprintf(path, sizeof(path), "/v1/jobs/%lld", job_id_arg(id));
     struct client *c = cmd_connect();
@@ -350,16 +345,19 @@ int cmd_show(int argc, char **argv)
 static int each_job(int argc, char **argv, const char *usage,
                     const char *action, const char *done)
 {
-    cmd_help_if_asked(argc, argv, usage);
-    if (argc < 2)
+    const char **ids = calloc((size_t)argc, sizeof(*ids));
+    if (!ids)
+        die("out of memory");
+    int n = cmd_opts_collect(argv[0], usage, NULL, argc, argv, ids, argc);
+    if (n == 0)
         die("which jobs? (shoal %s JOB...)", argv[0]);
-    for (int i = 1; i < argc; i++)
-        job_id_arg(argv[i]); /* all ids valid before acting on any */
+    for (int i = 0; i < n; i++)
+        job_id_arg(ids[i]); /* all ids valid before acting on any */
     struct client *c = cmd_connect();
     int failed = 0;
-    for (int i = 1; i < argc; i++) {
+    for (int i = 0; i < n; i++) {
         char path[64];
-        snprintf(path, sizeof(path), "/v1/jobs/%lld/%s", job_id_arg(argv[i]),
+        snprintf(path, sizeof(path), "/v1/jobs/%lld/%s", job_id_arg(ids[i]),
                  action);
         json_t *out = NULL;
         struct sh_error err;
@@ -370,10 +368,11 @@ static int each_job(int argc, char **argv, const char *usage,
                 break;
             continue;
         }
-        printf("%s job %s\n", done, argv[i]);
+        printf("%s job %s\n", done, ids[i]);
         json_decref(out);
     }
     client_destroy(c);
+    free(ids);
     return failed ? 1 : 0;
 }
 
@@ -390,4 +389,9 @@ int cmd_hold(int argc, char **argv)
 int cmd_release(int argc, char **argv)
 {
     return each_job(argc, argv, release_usage, "release", "released");
+}
+
+int cmd_requeue(int argc, char **argv)
+{
+    return each_job(argc, argv, requeue_usage, "requeue", "requeued");
 }

@@ -3,7 +3,6 @@
  * agent captured them, interleaved in arrival order); -f keeps following
  * until the job ends. Agents push output to the controller, so logs are
  * there even for nodes behind NAT. */
-#include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +10,7 @@
 #include <unistd.h>
 
 #include "cmd/cmd.h"
+#include "cmd/cmd_opts.h"
 
 static const char logs_usage[] =
     "Usage: shoal logs [-f] [--stream out|err] JOB\n"
@@ -22,34 +22,33 @@ int cmd_logs(int argc, char **argv)
     static const struct option opts[] = {
         {"follow", no_argument, NULL, 'f'},
         {"stream", required_argument, NULL, 's'},
-        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     bool follow = false;
     const char *stream = "all";
+    const char *job = NULL;
     int c;
-    while ((c = getopt_long(argc, argv, "fh", opts, NULL)) != -1) {
+    struct cmd_opts p;
+    cmd_opts_init(&p, "logs", logs_usage, opts, "f", false, argc, argv);
+    while ((c = cmd_opts_next(&p)) != -1) {
         switch (c) {
         case 'f':
             follow = true;
             break;
         case 's':
-            if (strcmp(optarg, "out") && strcmp(optarg, "err"))
+            if (strcmp(p.arg, "out") && strcmp(p.arg, "err"))
                 die("--stream must be out or err");
-            stream = optarg;
+            stream = p.arg;
             break;
-        case 'h':
-            fputs(logs_usage, stdout);
-            return 0;
-        default:
-            fputs(logs_usage, stderr);
-            return 2;
+        default: /* CMD_OPT_ARG: the job */
+            if (job)
+                die("which job? (shoal logs [-f] JOB)");
+            job = p.arg;
         }
     }
-    if (optind != argc - 1)
+    if (!job)
         die("which job? (shoal logs [-f] JOB)");
-    long long id =
-        cmd_parse_int("job id", argv[optind], 1, (long long)INT64_MAX);
+    long long id = cmd_parse_int("job id", job, 1, (long long)INT64_MAX);
     struct client *cl = cmd_connect();
     /* A follow may wait up to the server's long-poll time per call. */
     client_set_timeout(cl, 60000);

@@ -7,7 +7,6 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <limits.h>
 #include <pwd.h>
 #include <signal.h>
@@ -20,6 +19,7 @@
 #include <unistd.h>
 
 #include "cmd/cmd.h"
+#include "cmd/cmd_opts.h"
 #include "lib/model/gpu.h"
 #include "lib/model/job.h"
 #include "lib/util/clock.h"
@@ -363,51 +363,46 @@ static void parse_up(struct up *u, int argc, char **argv)
         {"port", required_argument, NULL, 'p'},
         {"state", required_argument, NULL, 's'},
         {"simulate", no_argument, NULL, 'S'},
-        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     int c;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    struct cmd_opts p;
+    cmd_opts_init(&p, "up", up_usage, opts, NULL, false, argc, argv);
+    while ((c = cmd_opts_next(&p)) != -1) {
         switch (c) {
         case 'n':
-            u->nodes = (int)cmd_parse_int("--nodes", optarg, 0, UP_MAX_NODES);
+            u->nodes = (int)cmd_parse_int("--nodes", p.arg, 0, UP_MAX_NODES);
             break;
         case 'g':
-            u->gpus = (int)cmd_parse_int("--gpus-per-node", optarg, 0,
+            u->gpus = (int)cmd_parse_int("--gpus-per-node", p.arg, 0,
                                          GPU_PER_NODE_MAX);
             break;
         case 'm':
-            if (!job_ident_valid(optarg))
+            if (!job_ident_valid(p.arg))
                 die("--gpu-model '%s' is not a model name such as H100-80GB",
-                    optarg);
-            u->model = optarg;
+                    p.arg);
+            u->model = p.arg;
             break;
         case 'p':
-            u->port = (int)cmd_parse_int("--port", optarg, 0, 65535);
+            u->port = (int)cmd_parse_int("--port", p.arg, 0, 65535);
             break;
         case 's':
-            if (optarg[0] == '/') {
-                snprintf(u->state, sizeof(u->state), "%s", optarg);
+            if (p.arg[0] == '/') {
+                snprintf(u->state, sizeof(u->state), "%s", p.arg);
             } else {
                 char cwd[PATH_MAX];
                 if (!getcwd(cwd, sizeof(cwd)))
                     die("getcwd: %s", strerror(errno));
-                snprintf(u->state, sizeof(u->state), "%s/%s", cwd, optarg);
+                snprintf(u->state, sizeof(u->state), "%s/%s", cwd, p.arg);
             }
             break;
         case 'S':
             u->simulate = true;
             break;
-        case 'h':
-            fputs(up_usage, stdout);
-            exit(0);
-        default:
-            fputs(up_usage, stderr);
-            exit(2);
+        default: /* CMD_OPT_ARG */
+            cmd_opts_fail(&p, "unexpected argument '%s'", p.arg);
         }
     }
-    if (optind < argc)
-        die("unexpected argument '%s' (see shoal up --help)", argv[optind]);
 }
 
 int cmd_up(int argc, char **argv)

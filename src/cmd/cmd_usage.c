@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* `shoal usage`: GPU-hours, jobs, average wait and GPU utilization per
  * user, project, team or GPU model over a time window. */
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cmd/cmd.h"
+#include "cmd/cmd_opts.h"
 #include "lib/util/parse.h"
 
 static const char usage_usage[] =
@@ -42,25 +42,26 @@ int cmd_usage(int argc, char **argv)
         {"until", required_argument, NULL, 'u'},
         {"json", no_argument, NULL, 'j'},
         {"csv", no_argument, NULL, 'c'},
-        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *by = "project", *since = NULL, *until = NULL;
     bool json_out = false, csv = false;
     int c;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    struct cmd_opts p;
+    cmd_opts_init(&p, "usage", usage_usage, opts, NULL, false, argc, argv);
+    while ((c = cmd_opts_next(&p)) != -1) {
         switch (c) {
         case 'b':
-            if (strcmp(optarg, "user") && strcmp(optarg, "project") &&
-                strcmp(optarg, "team") && strcmp(optarg, "gpu-model"))
+            if (strcmp(p.arg, "user") && strcmp(p.arg, "project") &&
+                strcmp(p.arg, "team") && strcmp(p.arg, "gpu-model"))
                 die("--by must be user, project, team or gpu-model");
-            by = optarg;
+            by = p.arg;
             break;
         case 's':
-            since = optarg;
+            since = p.arg;
             break;
         case 'u':
-            until = optarg;
+            until = p.arg;
             break;
         case 'j':
             json_out = true;
@@ -68,16 +69,10 @@ int cmd_usage(int argc, char **argv)
         case 'c':
             csv = true;
             break;
-        case 'h':
-            fputs(usage_usage, stdout);
-            return 0;
-        default:
-            fputs(usage_usage, stderr);
-            return 2;
+        default: /* CMD_OPT_ARG */
+            cmd_opts_fail(&p, "unexpected argument '%s'", p.arg);
         }
     }
-    if (optind < argc)
-        die("unexpected argument '%s' (see shoal usage --help)", argv[optind]);
     if (json_out && csv)
         die("--json and --csv exclude each other");
     char path[512], enc[128];
