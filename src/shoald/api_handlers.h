@@ -25,6 +25,7 @@ void api_jobs_list(struct shoald *d, struct api_req *req);
 void api_jobs_show(struct shoald *d, struct api_req *req);
 void api_jobs_cancel(struct shoald *d, struct api_req *req);
 void api_jobs_update(struct shoald *d, struct api_req *req);
+void api_jobs_requeue(struct shoald *d, struct api_req *req);
 void api_jobs_hold(struct shoald *d, struct api_req *req);
 void api_jobs_release(struct shoald *d, struct api_req *req);
 

@@ -240,6 +240,29 @@ void api_jobs_update(struct shoald *d, struct api_req *req)
     api_reply_json(req, 200, job_view(d, job));
 }
 
+/* POST /v1/jobs/{id}/requeue: shoal requeue. */
+void api_jobs_requeue(struct shoald *d, struct api_req *req)
+{
+    bool owned;
+    struct job *job = path_job(d, req, &owned);
+    if (!job)
+        return;
+    struct sh_error err;
+    if (owned) {
+        api_errorf(req, SH_ECONFLICT,
+                   "job %llu ended too long ago to be requeued (it is only "
+                   "in the history now): submit it again",
+                   (unsigned long long)job->id);
+        job_destroy(job);
+        return;
+    }
+    if (jobs_requeue(d, api_caller(req), job, &err) < 0) {
+        api_reply_error(req, &err);
+        return;
+    }
+    api_reply_json(req, 200, job_view(d, job));
+}
+
 void api_jobs_hold(struct shoald *d, struct api_req *req)
 {
     hold_or_release(d, req, true);

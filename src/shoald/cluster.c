@@ -885,8 +885,9 @@ static void job_released(struct shoald *d, struct job *job)
         sched_job_end(c->sched, job->id, shoald_now_ms(d), NULL);
     job->releasing = false;
     logs_job_changed(d->logs, job->id); /* followers see the end */
-    if ((job->state == JOB_PREEMPTED || job->state == JOB_NODE_FAIL) &&
-        job->spec.requeue) {
+    if (((job->state == JOB_PREEMPTED || job->state == JOB_NODE_FAIL) &&
+         job->spec.requeue) ||
+        job->requeue_asked) {
         struct sh_error err;
         if (jobs_transition(d, job, JOB_PENDING, NULL, &err) < 0)
             sh_log(LOG_ERR, "cluster", "job %llu: requeue: %s",

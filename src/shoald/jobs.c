@@ -217,6 +217,26 @@ int jobs_release(struct shoald *d, const struct api_caller *caller,
     return 0;
 }
 
+int jobs_requeue(struct shoald *d, const struct api_caller *caller,
+                 struct job *job, struct sh_error *err)
+{
+    if (policy_can_cancel(d, caller, job, err) < 0)
+        return -1;
+    if (job->state == JOB_PENDING)
+        return sh_errorf(err, SH_ECONFLICT, "job %llu is already pending",
+                         (unsigned long long)job->id);
+    char reason[128];
+    snprintf(reason, sizeof(reason), "requeued by %s", caller->user);
+    job->requeue_asked = true;
+    if (job->state == JOB_RUNNING)
+        /* Stopped like a preemption; back to the queue once its
+         * processes are gone (cluster.c job_released). */
+        return jobs_transition(d, job, JOB_PREEMPTED, reason, err);
+    if (job->releasing)
+        return jobs_persist(d, job, err); /* requeued once released */
+    return jobs_transition(d, job, JOB_PENDING, reason, err);
+}
+
 /* The fields `shoal update` may change, and the spec they give: the
  * current spec with them laid over, checked as a submission is. */
 static const char *const update_fields[] = {

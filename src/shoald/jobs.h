@@ -37,6 +37,12 @@ int jobs_hold(struct shoald *d, const struct api_caller *caller,
 int jobs_release(struct shoald *d, const struct api_caller *caller,
                  struct job *job, struct sh_error *err);
 
+/* shoal requeue: a running job is stopped and goes back to the queue
+ * (same id, next attempt) once its processes are gone; an ended one goes
+ * back at once. Who may cancel the job may requeue it. */
+int jobs_requeue(struct shoald *d, const struct api_caller *caller,
+                 struct job *job, struct sh_error *err);
+
 /* Change a pending job's time_limit, priority, gpus, nodes, name or
  * gpu_type (checked as a submission is), or a running job's time limit
  * (lower only, unless caller is a cluster admin). Who may cancel the job

@@ -17,6 +17,7 @@ const struct api_route api_routes[] = {
     {"PATCH", "/v1/jobs/{}", api_jobs_update, API_ACCESS_USER},
     {"DELETE", "/v1/jobs/{}", api_jobs_cancel, API_ACCESS_USER},
     {"POST", "/v1/jobs/{}/cancel", api_jobs_cancel, API_ACCESS_USER},
+    {"POST", "/v1/jobs/{}/requeue", api_jobs_requeue, API_ACCESS_USER},
     {"POST", "/v1/jobs/{}/hold", api_jobs_hold, API_ACCESS_USER},
     {"POST", "/v1/jobs/{}/release", api_jobs_release, API_ACCESS_USER},
     {"GET", "/v1/jobs/{}/logs", api_jobs_logs, API_ACCESS_USER},

@@ -405,7 +405,11 @@ static bool transition_legal(enum job_state from, enum job_state to)
                to == JOB_TIMEOUT || to == JOB_NODE_FAIL || to == JOB_PREEMPTED;
     case JOB_PREEMPTED:
     case JOB_NODE_FAIL:
-        return to == JOB_PENDING; /* requeue; checked against spec below */
+    case JOB_COMPLETED:
+    case JOB_FAILED:
+    case JOB_CANCELLED:
+    case JOB_TIMEOUT:
+        return to == JOB_PENDING; /* requeue; checked below */
     default:
         return false;
     }
@@ -419,7 +423,12 @@ int job_transition_check(const struct job *job, enum job_state to,
                          "job %llu is %s and cannot become %s",
                          (unsigned long long)job->id,
                          job_state_name(job->state), job_state_name(to));
-    if (to == JOB_PENDING && !job->spec.requeue)
+    /* Back to the queue: after a preemption or node failure when it was
+     * submitted with requeue, or from any end when a user asked for it
+     * (shoal requeue). */
+    bool automatic = job->spec.requeue && (job->state == JOB_PREEMPTED ||
+                                           job->state == JOB_NODE_FAIL);
+    if (to == JOB_PENDING && !automatic && !job->requeue_asked)
         return sh_errorf(err, SH_ECONFLICT,
                          "job %llu was not submitted with requeue",
                          (unsigned long long)job->id);
@@ -440,6 +449,7 @@ int job_transition(struct job *job, enum job_state to, int64_t now_ms,
         job->exit_signal = 0;
     } else if (to == JOB_PENDING) {
         job->requeues++;
+        job->requeue_asked = false;
         job->queued_ms = now_ms; /* a requeued job waits behind the queue */
         job->end_ms = 0;
         job->exit_code = -1;

@@ -139,6 +139,7 @@ struct job {
     int requeues;      /* times it went back to pending */
     bool releasing;    /* terminal, but its GPUs are not yet confirmed free */
     bool held;         /* pending, kept out of scheduling until released */
+    bool requeue_asked; /* shoal requeue: back to pending once it ended */
     char *reason;      /* why pending / how it ended; may be NULL */
     int64_t est_start_ms; /* estimated start for pending jobs; 0 = unknown */
     int master_port;      /* MASTER_PORT for distributed launchers; 0 none */

@@ -582,6 +582,8 @@ json_t *job_to_record(const struct job *job)
         json_object_set_new(rec, "idle", json_true());
     if (rec && job->held)
         json_object_set_new(rec, "held", json_true());
+    if (rec && job->requeue_asked)
+        json_object_set_new(rec, "requeue_asked", json_true());
     if (rec && job->cpu_ns)
         json_object_set_new(rec, "cpu_ns",
                             json_integer((json_int_t)job->cpu_ns));
@@ -658,6 +660,7 @@ struct job *job_from_record(const json_t *rec, struct sh_error *err)
         json_integer_value(json_object_get(rec, "idle_since_ms"));
     job->idle = json_is_true(json_object_get(rec, "idle"));
     job->held = json_is_true(json_object_get(rec, "held"));
+    job->requeue_asked = json_is_true(json_object_get(rec, "requeue_asked"));
     job->cpu_ns = (uint64_t)json_integer_value(json_object_get(rec, "cpu_ns"));
     job->mem_peak =
         (uint64_t)json_integer_value(json_object_get(rec, "mem_peak"));

@@ -110,6 +110,29 @@ Test(job, requeue_only_when_asked)
     job_destroy(job);
 }
 
+/* shoal requeue: any end goes back to the queue when a user asked, and
+ * the request is spent by it. */
+Test(job, a_requeue_asked_for_brings_back_any_end)
+{
+    struct job *job = new_job(false);
+    struct sh_error err;
+    place(job);
+    job_transition(job, JOB_RUNNING, 2000, NULL);
+    cr_assert_eq(job_transition(job, JOB_COMPLETED, 3000, NULL), 0);
+    cr_assert_eq(job_transition(job, JOB_PENDING, 3000, &err), -1);
+    job->requeue_asked = true;
+    cr_assert_eq(job_transition(job, JOB_PENDING, 4000, &err), 0, "%s",
+                 err.msg);
+    cr_assert_not(job->requeue_asked);
+    cr_assert_eq(job->requeues, 1);
+    cr_assert_eq(job->queued_ms, 4000);
+    check(job);
+    /* Pending is not an end: nothing to requeue from. */
+    job->requeue_asked = true;
+    cr_assert_eq(job_transition(job, JOB_PENDING, 5000, &err), -1);
+    job_destroy(job);
+}
+
 Test(job, validation_names_field_and_limit)
 {
     struct job *job = new_job(false);
