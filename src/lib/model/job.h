@@ -129,18 +129,18 @@ struct job {
     uint64_t id;
     struct job_spec spec;
     enum job_state state;
-    int64_t submit_ms; /* wall clock, epoch ms */
-    int64_t queued_ms; /* when it last entered the queue (submission or
+    int64_t submit_ms;  /* wall clock, epoch ms */
+    int64_t queued_ms;  /* when it last entered the queue (submission or
                           requeue): its age in the queue order */
-    int64_t start_ms;  /* 0 until it first runs */
-    int64_t end_ms;    /* 0 until terminal */
-    int exit_code;     /* -1 when unknown */
-    int exit_signal;   /* 0 when none */
-    int requeues;      /* times it went back to pending */
-    bool releasing;    /* terminal, but its GPUs are not yet confirmed free */
-    bool held;         /* pending, kept out of scheduling until released */
+    int64_t start_ms;   /* 0 until it first runs */
+    int64_t end_ms;     /* 0 until terminal */
+    int exit_code;      /* -1 when unknown */
+    int exit_signal;    /* 0 when none */
+    int requeues;       /* times it went back to pending */
+    bool releasing;     /* terminal, but its GPUs are not yet confirmed free */
+    bool held;          /* pending, kept out of scheduling until released */
     bool requeue_asked; /* shoal requeue: back to pending once it ended */
-    char *reason;      /* why pending / how it ended; may be NULL */
+    char *reason;       /* why pending / how it ended; may be NULL */
     int64_t est_start_ms; /* estimated start for pending jobs; 0 = unknown */
     int master_port;      /* MASTER_PORT for distributed launchers; 0 none */
     struct job_alloc *alloc;
