@@ -1099,7 +1099,10 @@ const char *cluster_job_estimate_note(struct shoald *d, const struct job *job)
     case GATE_OPEN:
         break;
     }
-    if (!uses_gpus(job) || sched_job_status(c->sched, job->id, &st, NULL) < 0)
-        return "";
+    if (!uses_gpus(job))
+        return "no estimate: jobs without GPUs start on the first up node "
+               "with room";
+    if (sched_job_status(c->sched, job->id, &st, NULL) < 0)
+        return "no estimate: not planned yet";
     return sched_est_why_text(st.est_why);
 }
