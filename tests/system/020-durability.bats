@@ -37,7 +37,9 @@ submit_loop() {
     shoald_kill9
     # Stop the submitters (recorded pids) before checking.
     for pid in $(tail -n 4 "$SHOAL_TEST_DIR/pids"); do kill "$pid" 2>/dev/null || true; done
-    sleep 0.2
+    for pid in $(tail -n 4 "$SHOAL_TEST_DIR/pids"); do
+        wait_for 10 sh -c "! kill -0 $pid"
+    done
     cat "$SHOAL_TEST_DIR"/acked.* | sort -n >"$SHOAL_TEST_DIR/acked"
     shoald_start
     api GET '/v1/jobs?state=pending,cancelled'

@@ -9,6 +9,11 @@ load lib/cluster
 
 teardown() { shoal_cluster_stop; }
 
+# The job's pending reason matches an extended regex (what the scheduler
+# decided about it, e.g. "^resources:"): what a test waits for instead of
+# sleeping through a scheduling pass.
+reason_matches() { job_field "$1" .reason | grep -qE -- "$2"; }
+
 @test "agt-001 nodes join with the join token; a wrong one is refused" {
     shoal_cluster_start 2 4
     run shoal nodes --json
@@ -125,7 +130,7 @@ teardown() { shoal_cluster_stop; }
     hold=$(submit --gpus 1 -- sleep 3)
     wait_job_state "$hold" running
     gang=$(submit --nodes 2 --gpus 2 -- sh -c 'echo rank $SHOAL_NODE_RANK')
-    sleep 1
+    wait_for 10 reason_matches "$gang" '^(resources|reservation):'
     [ "$(job_state "$gang")" = pending ]
     # Nothing of the gang started anywhere meanwhile.
     [ "$(job_field "$gang" '.placement | length')" -eq 0 ]
@@ -171,7 +176,7 @@ PY
     [ "$status" -eq 0 ]
     [[ "$output" == *drained* ]]
     id=$(submit --gpus 1 -- true)
-    sleep 1
+    wait_for 10 reason_matches "$id" '^resources:'
     [ "$(job_state "$id")" = pending ]
     run shoal nodes --json
     [ "$(echo "$output" | jq -r '.[0].state')" = drained ]

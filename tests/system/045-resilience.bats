@@ -91,7 +91,7 @@ shoal_cluster_stop_tree() {
     wait_job_state "$a" running
     wait_job_state "$b" running
     shoald_kill9
-    sleep 3
+    wait_for 20 test -s "$SHOAL_TEST_DIR/node1/runs/$a.0/status.json"
     shoald_start
     # The agent reconnects by itself; job a ended while the controller was
     # away; job b still runs.

@@ -9,6 +9,11 @@ load lib/cluster
 
 teardown() { shoal_cluster_stop; }
 
+# The job's pending reason matches an extended regex (what the scheduler
+# decided about it, e.g. "^resources:"): what a test waits for instead of
+# sleeping through a scheduling pass.
+reason_matches() { job_field "$1" .reason | grep -qE -- "$2"; }
+
 @test "quo-001 a user's running-GPU and running-job limits hold jobs with a reason" {
     shoal_cluster_start 1 4
     me=$(id -un)
@@ -16,17 +21,15 @@ teardown() { shoal_cluster_stop; }
     a=$(submit --gpus 2 -- sleep 3)
     b=$(submit --gpus 1 -- true)
     wait_job_state "$a" running
-    sleep 1
+    wait_for 10 reason_matches "$b" "^limit: user $me "
     [ "$(job_state "$b")" = pending ]
-    job_field "$b" .reason | grep -q "limit: user $me"
     wait_job_state "$b" completed 30
     shoal user set-limits "$me" --max-gpus none --max-jobs 1
     c=$(submit --gpus 1 -- sleep 2)
     d=$(submit --gpus 1 -- true)
     wait_job_state "$c" running
-    sleep 1
+    wait_for 10 reason_matches "$d" "^limit: user $me "
     [ "$(job_state "$d")" = pending ]
-    job_field "$d" .reason | grep -q "limit: user $me"
     wait_job_state "$d" completed 30
 }
 
@@ -37,9 +40,8 @@ teardown() { shoal_cluster_stop; }
     a=$(submit --project vision --gpus 2 -- sleep 3)
     b=$(submit --project vision --gpus 1 -- true)
     wait_job_state "$a" running
-    sleep 1
+    wait_for 10 reason_matches "$b" "^quota: project vision"
     [ "$(job_state "$b")" = pending ]
-    job_field "$b" .reason | grep -q "quota: project vision"
     # Asking for more than the limit at once can never run: refused.
     run shoal submit --project vision --gpus 3 -- true
     [ "$status" -ne 0 ]

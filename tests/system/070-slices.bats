@@ -16,6 +16,11 @@ plan_state() {
 }
 plan_state_is() { [ "$(plan_state "$1" "$2")" = "$3" ]; }
 
+# The job's pending reason matches an extended regex (what the scheduler
+# decided about it, e.g. "^resources:"): what a test waits for instead of
+# sleeping through a scheduling pass.
+reason_matches() { job_field "$1" .reason | grep -qE -- "$2"; }
+
 @test "sl-001 presets per model; invalid presets are refused with the reason" {
     shoal_cluster_start 1 2 H100-80GB
     run shoal slice presets --gpu-model H100-80GB --json
@@ -85,13 +90,13 @@ plan_state_is() { [ "$(plan_state "$1" "$2")" = "$3" ]; }
     run shoal slice show
     [[ "$output" == *"waits for 1 running job"* ]]
     other=$(submit --gpus 1 -- true)
-    sleep 1
+    wait_for 10 reason_matches "$other" '^resources:'
     [ "$(job_state "$other")" = pending ]
     wait_job_state "$busy" completed
     wait_for 20 plan_state_is node1 0 applied
     [ "$(shoal nodes --json | jq '.[0].gpus[0].slices | length')" -eq 2 ]
     # The whole-GPU job now has no whole GPU: it is told why.
-    sleep 1
+    wait_for 10 reason_matches "$other" '^resources:'
     [ "$(job_state "$other")" = pending ]
     # Back to whole: it runs.
     shoal slice apply node1 all-disabled
@@ -127,7 +132,7 @@ plan_state_is() { [ "$(plan_state "$1" "$2")" = "$3" ]; }
     for i in 1 2 3; do a="$a $(submit --project pa --slice shared -- sh -c 'echo $CUDA_VISIBLE_DEVICES; sleep 3')"; done
     b=$(submit --project pb --slice shared -- true)
     for id in $a; do wait_job_state "$id" running; done
-    sleep 1
+    wait_for 10 reason_matches "$b" '^resources: needs a shared slice'
     [ "$(job_state "$b")" = pending ]
     for id in $a; do wait_job_state "$id" completed 30; done
     for id in $a; do [ "$(shoal logs "$id")" = "$uuid" ]; done

@@ -49,8 +49,8 @@ teardown() {
         for pid in $(tac "$OTHER_DIR/pids" 2>/dev/null); do
             kill -TERM "$pid" 2>/dev/null || true
         done
-        sleep 0.5
         for pid in $(cat "$OTHER_DIR/pids" 2>/dev/null); do
+            wait_for 5 sh -c "! kill -0 $pid" || true
             kill -KILL "$pid" 2>/dev/null || true
         done
         rm -rf "$OTHER_DIR"

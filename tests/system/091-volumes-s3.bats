@@ -109,8 +109,9 @@ REFUSED" ]
     id=$(submit -D /tmp -v "dataset:$MNT/d" -- sh -c "sleep 1000")
     wait_job_state "$id" running 40
     wait_for 40 stage_mounts_is dataset 1
-    kill -9 "$(agent_pid node1)"
-    sleep 0.5
+    old=$(agent_pid node1)
+    kill -9 "$old"
+    wait_for 10 sh -c "! kill -0 $old"
     AGENT_KEEP_JOBS=1 agent_start node1 2 H100-80GB
     wait_for 20 nodes_up_is 1
     sleep 1
