@@ -61,6 +61,7 @@ int cmd_cancel(int argc, char **argv);
 int cmd_hold(int argc, char **argv);
 int cmd_release(int argc, char **argv);
 int cmd_update(int argc, char **argv);
+int cmd_requeue(int argc, char **argv);
 int cmd_logs(int argc, char **argv);
 int cmd_nodes(int argc, char **argv);
 int cmd_node(int argc, char **argv);

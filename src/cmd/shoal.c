@@ -22,6 +22,7 @@ static const struct command commands[] = {
     {"hold", cmd_hold, "keep pending jobs from starting"},
     {"release", cmd_release, "let held jobs start"},
     {"update", cmd_update, "change a pending job, or a running one's limit"},
+    {"requeue", cmd_requeue, "put jobs back in the queue (running: stopped)"},
     {"logs", cmd_logs, "print a job's output (-f to follow)"},
     {"nodes", cmd_nodes, "list nodes and their GPUs"},
     {"node", cmd_node, "drain or resume a node"},

@@ -58,3 +58,27 @@ teardown() { shoal_cluster_stop; }
     [ "$(job_field "$j" .time_limit)" = 2 ]
     wait_job_state "$j" timeout 20
 }
+
+@test "req-001 shoal requeue: a running job is stopped and runs again, an ended one too" {
+    shoal_cluster_start 1 1
+    j=$(submit --gpus 1 -- bash -c 'echo "attempt $SHOAL_ATTEMPT"; sleep 30')
+    wait_job_state "$j" running
+    run shoal requeue "$j"
+    [ "$status" -eq 0 ]
+    [[ "$output" == "requeued job $j" ]]
+    wait_for 20 job_attempt_is "$j" 1
+    wait_job_state "$j" running 20
+    [ "$(job_field "$j" .requeues)" = 1 ]
+    shoal cancel "$j" >/dev/null
+    wait_job_state "$j" cancelled 20
+    # An ended job goes back at once, and runs.
+    run shoal requeue "$j"
+    [ "$status" -eq 0 ]
+    wait_for 20 job_attempt_is "$j" 2
+    wait_job_state "$j" running 20
+    run shoal requeue 999999
+    [ "$status" -ne 0 ]
+    shoal cancel "$j" >/dev/null
+}
+
+job_attempt_is() { [ "$(job_field "$1" .attempt)" = "$2" ]; }
