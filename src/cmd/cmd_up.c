@@ -47,9 +47,31 @@ static const char up_usage[] =
     "                      A100-80GB, H200-141GB, ...\n"
     "  --port P            controller port (default 6820; 0 = any free)\n"
     "  --state DIR         state folder (default ~/.local/state/shoal)\n"
-    "  --simulate          simulated GPUs even where real ones exist\n";
+    "  --simulate          simulated GPUs even where real ones exist\n"
+    "\n"
+    "Given to the controller as they are (see shoald --help):\n"
+    "  --kill-grace DUR, --heartbeat-timeout DUR, --keep-finished DUR,\n"
+    "  --idle-threshold PCT, --idle-after DUR, --idle-policy P,\n"
+    "  --reslice-on-demand, --reslice-hold DUR, --debug LIST\n";
+
+/* Options `shoal up` hands to shoald untouched; shoald checks them and
+ * `shoal up` stops with its message when one is wrong. */
+static const struct option ctl_opts[] = {
+    {"kill-grace", required_argument, NULL, 0},
+    {"heartbeat-timeout", required_argument, NULL, 0},
+    {"keep-finished", required_argument, NULL, 0},
+    {"idle-threshold", required_argument, NULL, 0},
+    {"idle-after", required_argument, NULL, 0},
+    {"idle-policy", required_argument, NULL, 0},
+    {"reslice-on-demand", no_argument, NULL, 0},
+    {"reslice-hold", required_argument, NULL, 0},
+    {"debug", required_argument, NULL, 0},
+};
+#define UP_CTL_OPTS (int)(sizeof(ctl_opts) / sizeof(ctl_opts[0]))
 
 struct up {
+    char *ctl_args[2 * UP_CTL_OPTS * 4]; /* for shoald, in order given */
+    int nctl;
     int nodes;
     int gpus;
     const char *model;
@@ -365,9 +387,20 @@ static void parse_up(struct up *u, int argc, char **argv)
         {"simulate", no_argument, NULL, 'S'},
         {NULL, 0, NULL, 0},
     };
+    struct option all[16 + UP_CTL_OPTS];
+    int n = 0;
+    while (opts[n].name) {
+        all[n] = opts[n];
+        n++;
+    }
+    for (int i = 0; i < UP_CTL_OPTS; i++) {
+        all[n] = ctl_opts[i];
+        all[n++].val = 1000 + i;
+    }
+    all[n] = (struct option){NULL, 0, NULL, 0};
     int c;
     struct cmd_opts p;
-    cmd_opts_init(&p, "up", up_usage, opts, NULL, false, argc, argv);
+    cmd_opts_init(&p, "up", up_usage, all, NULL, false, argc, argv);
     while ((c = cmd_opts_next(&p)) != -1) {
         switch (c) {
         case 'n':
@@ -399,7 +432,19 @@ static void parse_up(struct up *u, int argc, char **argv)
         case 'S':
             u->simulate = true;
             break;
-        default: /* CMD_OPT_ARG */
+        default:
+            if (c >= 1000 && c < 1000 + UP_CTL_OPTS) {
+                const struct option *o = &ctl_opts[c - 1000];
+                if (u->nctl + 2 >=
+                    (int)(sizeof(u->ctl_args) / sizeof(u->ctl_args[0])))
+                    cmd_opts_fail(&p, "too many controller options");
+                if (asprintf(&u->ctl_args[u->nctl++], "--%s", o->name) < 0)
+                    die("out of memory");
+                if (o->has_arg)
+                    u->ctl_args[u->nctl++] = (char *)p.arg;
+                break;
+            }
+            /* CMD_OPT_ARG */
             cmd_opts_fail(&p, "unexpected argument '%s'", p.arg);
         }
     }
@@ -440,7 +485,7 @@ int cmd_up(int argc, char **argv)
     mkdirs(ctl_dir);
     mkdirs(logdir);
     unlink(urlfile); /* a stale URL from the last run must not be trusted */
-    char *ctl_argv[8];
+    char *ctl_argv[8 + sizeof(u.ctl_args) / sizeof(u.ctl_args[0])];
     int a = 0;
     ctl_argv[a++] = u.shoald;
     ctl_argv[a++] = "--state";
@@ -449,6 +494,8 @@ int cmd_up(int argc, char **argv)
     ctl_argv[a++] = port;
     ctl_argv[a++] = "--max-conns-per-address";
     ctl_argv[a++] = conns;
+    for (int i = 0; i < u.nctl; i++)
+        ctl_argv[a++] = u.ctl_args[i];
     ctl_argv[a] = NULL;
     u.ctl_pid = spawn(ctl_argv, ctl_log, NULL);
     wait_controller(&u, ctl_log);
