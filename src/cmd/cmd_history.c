@@ -11,24 +11,158 @@
 #include "lib/util/parse.h"
 
 static const char history_usage[] =
-    "Usage: shoal history [--since WHEN] [--until WHEN] [--trace|--json]\n"
-    "Jobs that ran and ended in a window (default: the last 30 days).\n"
+    "Usage: shoal history [--since WHEN] [--until WHEN] [--user NAME]\n"
+    "                     [--project NAME] [--state LIST] [--format COLS]\n"
+    "                     [--trace|--json]\n"
+    "Jobs that ran and ended in a window (default: the last 30 days), like\n"
+    "sacct. --state takes a comma list of completed, failed, cancelled,\n"
+    "timeout, preempted, node_fail. --format picks the columns, in order:\n"
+    "  id, name, user, project, state, exit, gpus, nodes, gpu_type,\n"
+    "  submit, start, end, elapsed, wait, requeues\n"
+    "(default id,user,project,state,gpus,start,elapsed).\n"
     "--trace prints them in the trace format of `shoal sim`, to replay the\n"
     "real workload against another cluster shape:\n"
     "  shoal history --trace --since 30d > month.csv\n"
     "  shoal sim --cluster 8x8xH100-80GB --trace month.csv\n"
     "WHEN is a date (2026-11-01) or a duration back from now (7d, 12h).\n";
 
+#define HISTORY_COLS_MAX 16
+
+static const char *const columns[] = {
+    "id",      "name",  "user",     "project", "state", "exit",
+    "gpus",    "nodes", "gpu_type", "submit",  "start", "end",
+    "elapsed", "wait",  "requeues", NULL};
+
+/* The columns of --format, checked; their count. */
+static int parse_format(const char *text, int *cols)
+{
+    int n = 0;
+    for (const char *p = text; *p;) {
+        size_t len = strcspn(p, ",");
+        int found = -1;
+        for (int i = 0; columns[i] && found < 0; i++) {
+            if (strlen(columns[i]) == len && strncmp(columns[i], p, len) == 0)
+                found = i;
+        }
+        if (found < 0)
+            die("--format: unknown column '%.*s' (id, name, user, project, "
+                "state, exit, gpus, nodes, gpu_type, submit, start, end, "
+                "elapsed, wait, requeues)",
+                (int)len, p);
+        if (n == HISTORY_COLS_MAX)
+            die("--format: at most %d columns", HISTORY_COLS_MAX);
+        cols[n++] = found;
+        p += len + (p[len] == ',');
+    }
+    if (n == 0)
+        die("--format needs at least one column");
+    return n;
+}
+
+static void time_cell(long long ms, char *buf, size_t size)
+{
+    if (ms > 0)
+        clock_format_local(ms, buf, size);
+    else
+        snprintf(buf, size, "-");
+}
+
+/* One cell of column c for job j into buf. */
+static const char *cell(const json_t *j, int c, char *buf, size_t size)
+{
+    const json_t *spec = json_object_get(j, "spec");
+    long long sub = json_integer_value(json_object_get(j, "submit_ms"));
+    long long s = json_integer_value(json_object_get(j, "start_ms"));
+    long long e = json_integer_value(json_object_get(j, "end_ms"));
+    const char *str;
+    switch (c) {
+    case 0:
+        snprintf(buf, size, "%lld",
+                 (long long)json_integer_value(json_object_get(j, "id")));
+        return buf;
+    case 1:
+        str = json_string_value(json_object_get(spec, "name"));
+        return str ? str : "-";
+    case 2:
+        return json_string_value(json_object_get(j, "user"));
+    case 3:
+        return json_string_value(json_object_get(j, "project"));
+    case 4:
+        return json_string_value(json_object_get(j, "state"));
+    case 5:
+        if (!json_is_integer(json_object_get(j, "exit_code")))
+            return "-";
+        snprintf(
+            buf, size, "%lld",
+            (long long)json_integer_value(json_object_get(j, "exit_code")));
+        return buf;
+    case 6:
+        snprintf(
+            buf, size, "%lld",
+            (long long)(json_integer_value(json_object_get(spec, "nodes")) *
+                        json_integer_value(json_object_get(spec, "gpus"))));
+        return buf;
+    case 7:
+        snprintf(buf, size, "%lld",
+                 (long long)json_integer_value(json_object_get(spec, "nodes")));
+        return buf;
+    case 8:
+        str = json_string_value(json_object_get(spec, "gpu_type"));
+        return str ? str : "-";
+    case 9:
+        time_cell(sub, buf, size);
+        return buf;
+    case 10:
+        time_cell(s, buf, size);
+        return buf;
+    case 11:
+        time_cell(e, buf, size);
+        return buf;
+    case 12:
+        if (s <= 0)
+            return "-";
+        format_duration((e - s) / 1000, buf, size);
+        return buf;
+    case 13:
+        if (s <= 0)
+            return "-";
+        format_duration((s - sub) / 1000, buf, size);
+        return buf;
+    case 14:
+        snprintf(buf, size, "%lld",
+                 (long long)json_integer_value(json_object_get(j, "requeues")));
+        return buf;
+    }
+    return "-";
+}
+
+static void add_query(char *path, size_t size, int *n, const char *key,
+                      const char *value)
+{
+    char enc[256];
+    if (!value)
+        return;
+    client_urlencode(value, enc, sizeof(enc));
+    *n += snprintf(path + *n, size - (size_t)*n, "&%s=%s", key, enc);
+}
+
 int cmd_history(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"since", required_argument, NULL, 's'},
         {"until", required_argument, NULL, 'u'},
+        {"user", required_argument, NULL, 'U'},
+        {"project", required_argument, NULL, 'P'},
+        {"state", required_argument, NULL, 'S'},
+        {"format", required_argument, NULL, 'f'},
         {"trace", no_argument, NULL, 't'},
         {"json", no_argument, NULL, 'j'},
         {NULL, 0, NULL, 0},
     };
-    const char *since = NULL, *until = NULL;
+    const char *since = NULL, *until = NULL, *user = NULL, *project = NULL,
+               *state = NULL,
+               *format = "id,user,project,state,gpus,start,"
+                         "elapsed";
     bool trace = false, json_out = false;
     int c;
     struct cmd_opts p;
@@ -40,6 +174,18 @@ int cmd_history(int argc, char **argv)
             break;
         case 'u':
             until = p.arg;
+            break;
+        case 'U':
+            user = p.arg;
+            break;
+        case 'P':
+            project = p.arg;
+            break;
+        case 'S':
+            state = p.arg;
+            break;
+        case 'f':
+            format = p.arg;
             break;
         case 't':
             trace = true;
@@ -53,17 +199,16 @@ int cmd_history(int argc, char **argv)
     }
     if (trace && json_out)
         die("--trace and --json exclude each other");
-    char path[512], enc[128];
+    int cols[HISTORY_COLS_MAX];
+    int ncols = parse_format(format, cols);
+    char path[2048];
     int n = snprintf(path, sizeof(path), "/v1/history?format=%s",
                      trace ? "trace" : "json");
-    if (since) {
-        client_urlencode(since, enc, sizeof(enc));
-        n += snprintf(path + n, sizeof(path) - (size_t)n, "&since=%s", enc);
-    }
-    if (until) {
-        client_urlencode(until, enc, sizeof(enc));
-        snprintf(path + n, sizeof(path) - (size_t)n, "&until=%s", enc);
-    }
+    add_query(path, sizeof(path), &n, "since", since);
+    add_query(path, sizeof(path), &n, "until", until);
+    add_query(path, sizeof(path), &n, "user", user);
+    add_query(path, sizeof(path), &n, "project", project);
+    add_query(path, sizeof(path), &n, "state", state);
     struct client *cl = cmd_connect();
     client_set_timeout(cl, 120000);
     if (trace) {
@@ -83,32 +228,22 @@ int cmd_history(int argc, char **argv)
     if (json_out) {
         cmd_print_json(json_incref(jobs));
     } else {
-        static const char *const hdr[] = {"ID",   "USER",  "PROJECT", "STATE",
-                                          "GPUS", "START", "RUNTIME"};
-        struct table *t = table_create(7, hdr);
+        const char *hdr[HISTORY_COLS_MAX];
+        char up[HISTORY_COLS_MAX][16];
+        for (int k = 0; k < ncols; k++) {
+            snprintf(up[k], sizeof(up[k]), "%s", columns[cols[k]]);
+            for (char *q = up[k]; *q; q++)
+                *q = (char)(*q >= 'a' && *q <= 'z' ? *q - 32 : *q);
+            hdr[k] = up[k];
+        }
+        struct table *t = table_create(ncols, hdr);
         size_t i;
         json_t *j;
         json_array_foreach (jobs, i, j) {
-            const json_t *spec = json_object_get(j, "spec");
-            char id[24], gpus[24], start[32], rt[32];
-            snprintf(id, sizeof(id), "%lld",
-                     (long long)json_integer_value(json_object_get(j, "id")));
-            snprintf(
-                gpus, sizeof(gpus), "%lld",
-                (long long)(json_integer_value(json_object_get(spec, "nodes")) *
-                            json_integer_value(json_object_get(spec, "gpus"))));
-            long long s = json_integer_value(json_object_get(j, "start_ms"));
-            long long e = json_integer_value(json_object_get(j, "end_ms"));
-            clock_format_local(s, start, sizeof(start));
-            format_duration((e - s) / 1000, rt, sizeof(rt));
-            const char *row[] = {
-                id,
-                json_string_value(json_object_get(j, "user")),
-                json_string_value(json_object_get(j, "project")),
-                json_string_value(json_object_get(j, "state")),
-                gpus,
-                start,
-                rt};
+            char bufs[HISTORY_COLS_MAX][64];
+            const char *row[HISTORY_COLS_MAX];
+            for (int k = 0; k < ncols; k++)
+                row[k] = cell(j, cols[k], bufs[k], sizeof(bufs[k]));
             table_add(t, row);
         }
         table_print(t);

@@ -11,6 +11,7 @@
 #include "lib/util/clock.h"
 #include "lib/util/parse.h"
 #include "lib/util/strbuf.h"
+#include "lib/util/utf8.h"
 #include "shoald/api_handlers.h"
 #include "shoald/policy.h"
 #include "store/store.h"
@@ -21,6 +22,8 @@ struct history {
     struct shoald *d;
     const struct api_caller *caller;
     int64_t from, until;
+    const char *user, *project; /* filters; NULL = any */
+    unsigned states;            /* bit per enum job_state; 0 = any */
     bool trace;
     struct strbuf csv;
     json_t *jobs;
@@ -42,6 +45,12 @@ static int history_job(const struct store_job_row *row, const json_t *rec,
     if (!row->end_ms || row->end_ms < h->from ||
         (h->until && row->end_ms >= h->until) || !ran_and_ended(row->state))
         return 0;
+    enum job_state st;
+    if ((h->user && strcmp(row->user, h->user) != 0) ||
+        (h->project && strcmp(row->project, h->project) != 0) ||
+        (h->states && (job_state_from_name(row->state, &st) < 0 ||
+                       !(h->states & (1u << st)))))
+        return 0;
     struct job view;
     memset(&view, 0, sizeof(view));
     view.spec.user = (char *)row->user;
@@ -50,13 +59,14 @@ static int history_job(const struct store_job_row *row, const json_t *rec,
         return 0;
     const json_t *spec = json_object_get(rec, "spec");
     if (!h->trace) {
-        json_t *o = json_pack("{s:I, s:s, s:s, s:s, s:I, s:I, s:I, s:f, s:O}",
-                              "id", (json_int_t)row->id, "state", row->state,
-                              "user", row->user, "project", row->project,
-                              "submit_ms", (json_int_t)row->submit_ms,
-                              "start_ms", (json_int_t)row->start_ms, "end_ms",
-                              (json_int_t)row->end_ms, "gpu_seconds",
-                              row->gpu_seconds, "spec", spec);
+        json_t *o = json_pack(
+            "{s:I, s:s, s:s, s:s, s:I, s:I, s:I, s:f, s:O, s:O, s:O}", "id",
+            (json_int_t)row->id, "state", row->state, "user", row->user,
+            "project", row->project, "submit_ms", (json_int_t)row->submit_ms,
+            "start_ms", (json_int_t)row->start_ms, "end_ms",
+            (json_int_t)row->end_ms, "gpu_seconds", row->gpu_seconds, "spec",
+            spec, "exit_code", json_object_get(rec, "exit_code"), "requeues",
+            json_object_get(rec, "requeues"));
         json_array_append_new(h->jobs, o);
         return 0;
     }
@@ -93,6 +103,30 @@ void api_history(struct shoald *d, struct api_req *req)
         (until && clock_parse_when("until", until, now, &h.until, &err) < 0)) {
         api_reply_error(req, &err);
         return;
+    }
+    h.user = api_query(req, "user");
+    h.project = api_query(req, "project");
+    if ((h.user && !job_ident_valid(h.user)) ||
+        (h.project && !job_ident_valid(h.project))) {
+        api_errorf(req, SH_EINVAL, "user and project must be names");
+        return;
+    }
+    const char *states = api_query(req, "state");
+    for (const char *p = states; p && *p;) {
+        size_t len = strcspn(p, ",");
+        char name[24];
+        enum job_state st;
+        snprintf(name, sizeof(name), "%.*s", (int)(len < 23 ? len : 23), p);
+        if (len >= sizeof(name) || job_state_from_name(name, &st) < 0 ||
+            !ran_and_ended(name)) {
+            api_errorf(req, SH_EINVAL,
+                       "state '%.*s' is not one a job ends in (completed, "
+                       "failed, cancelled, timeout, preempted, node_fail)",
+                       UTF8_CUT(name, 24));
+            return;
+        }
+        h.states |= 1u << st;
+        p += len + (p[len] == ',');
     }
     if (format && strcmp(format, "trace") && strcmp(format, "json")) {
         api_errorf(req, SH_EINVAL, "format must be json or trace");

@@ -29,3 +29,32 @@ teardown() { shoal_cluster_stop; }
     run shoal history --since tomorrow
     [ "$status" -ne 0 ]
 }
+
+@test "his-002 history filters by user, project and state, with chosen columns" {
+    shoal_cluster_start 1 2
+    shoal team create research --guaranteed 0 >/dev/null
+    shoal project create vision --team research >/dev/null
+    a=$(submit --gpus 1 --name ok -- true)
+    b=$(submit --gpus 1 --name bad -- sh -c 'exit 3')
+    v=$(submit --gpus 1 --project vision -- true)
+    wait_job_state "$a" completed
+    wait_job_state "$b" failed
+    wait_job_state "$v" completed
+    run shoal history --state failed --format id,name,state,exit
+    [ "$status" -eq 0 ]
+    echo "$output"
+    [ "$(echo "$output" | head -n1 | tr -s ' ')" = "ID NAME STATE EXIT" ]
+    [ "$(echo "$output" | tail -n +2 | tr -s ' ')" = "$b bad failed 3" ]
+    run shoal history --project vision --format id
+    [ "$(echo "$output" | tail -n +2 | tr -d ' ')" = "$v" ]
+    run shoal history --user "$(id -un)" --state completed,failed --json
+    [ "$(echo "$output" | jq length)" -eq 3 ]
+    run shoal history --user nobody-here --json
+    [ "$(echo "$output" | jq length)" -eq 0 ]
+    run shoal history --state running
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"state 'running' is not one a job ends in"* ]]
+    run shoal history --format id,colour
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"unknown column 'colour'"* ]]
+}
