@@ -135,6 +135,8 @@ static int contract_env(json_t *env, const json_t *work, const json_t *spec,
                                        "SLURM_LOCALID",
                                        "SLURM_ARRAY_TASK_ID",
                                        "SLURM_ARRAY_JOB_ID",
+                                       "SHOAL_ARRAY_JOB_ID",
+                                       "SHOAL_ARRAY_TASK_ID",
                                        NULL};
     for (int i = 0; keys[i]; i++)
         env_unset(env, keys[i]);
@@ -192,6 +194,16 @@ static int contract_env(json_t *env, const json_t *work, const json_t *spec,
     rc |= add_env_int(env, "SLURM_NTASKS_PER_NODE", tpn);
     rc |= add_env_int(env, "SLURM_GPUS_ON_NODE",
                       (long long)json_array_size(gpu_arr));
+    if (json_object_get(work, "array_id")) {
+        long long aid =
+            (long long)json_integer_value(json_object_get(work, "array_id"));
+        long long task =
+            (long long)json_integer_value(json_object_get(work, "array_task"));
+        rc |= add_env_int(env, "SHOAL_ARRAY_JOB_ID", aid);
+        rc |= add_env_int(env, "SHOAL_ARRAY_TASK_ID", task);
+        rc |= add_env_int(env, "SLURM_ARRAY_JOB_ID", aid);
+        rc |= add_env_int(env, "SLURM_ARRAY_TASK_ID", task);
+    }
     /* Where and how long a stopped job learns its SIGKILL deadline. */
     rc |= add_env_int(env, "SHOAL_PREEMPT_GRACE", launch_grace_s(work));
     char *deadline;

@@ -47,6 +47,10 @@ void cmd_help_if_asked(int argc, char **argv, const char *usage);
 long long cmd_parse_int(const char *opt, const char *s, long long min,
                         long long max);
 
+/* A job as users name it: ID, or ID_TASK for a task of an array (as
+ * Slurm writes it). Dies on anything else; returns s. */
+const char *cmd_job_ref(const char *s);
+
 int cmd_submit(int argc, char **argv);
 /* Apply the `#SHOAL` directive lines at the top of a batch script (the
  * options of shoal submit, before the script's first command) to job, the

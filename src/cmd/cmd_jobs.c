@@ -124,9 +124,40 @@ static void print_queue(json_t *jobs)
     size_t i;
     json_t *j;
     long long now = clock_wall_ms();
-    json_array_foreach (jobs, i, j) {
-        char id[24], shape[48], tm[32], where[300];
+    size_t n = json_array_size(jobs);
+    for (i = 0; i < n; i++) {
+        j = json_array_get(jobs, i);
+        char id[64], shape[48], tm[32], where[300];
         snprintf(id, sizeof(id), "%lld", num(j, "id"));
+        if (json_object_get(j, "array_id")) {
+            /* A task: ID_TASK; a run of pending tasks of one array that
+             * wait for the same reason is one line, ID_[FIRST-LAST]. */
+            long long aid = num(j, "array_id"), first = num(j, "array_task");
+            size_t k = i;
+            while (strcmp(str(j, "state"), "pending") == 0 && k + 1 < n) {
+                const json_t *x = json_array_get(jobs, k + 1);
+                const char *ra = str(j, "reason"), *rb = str(x, "reason");
+                if (!json_object_get(x, "array_id") ||
+                    num(x, "array_id") != aid ||
+                    strcmp(str(x, "state"), "pending") != 0 ||
+                    strcmp(ra ? ra : "", rb ? rb : "") != 0)
+                    break;
+                k++;
+            }
+            if (k > i) {
+                long long last = num(json_array_get(jobs, k), "array_task");
+                size_t count = k - i + 1;
+                if ((long long)count == last - first + 1)
+                    snprintf(id, sizeof(id), "%lld_[%lld-%lld]", aid, first,
+                             last);
+                else
+                    snprintf(id, sizeof(id), "%lld_[%lld-%lld] (%zu)", aid,
+                             first, last, count);
+                i = k; /* the run is one line */
+            } else {
+                snprintf(id, sizeof(id), "%lld_%lld", aid, first);
+            }
+        }
         format_shape(j, shape, sizeof(shape));
         long long start = iso_ms(str(j, "start_time"));
         long long end = iso_ms(str(j, "end_time"));
@@ -220,9 +251,9 @@ int cmd_queue(int argc, char **argv)
     return 0;
 }
 
-static long long job_id_arg(const char *s)
+static const char *job_id_arg(const char *s)
 {
-    return cmd_parse_int("job id", s, 1, (long long)INT64_MAX);
+    return cmd_job_ref(s);
 }
 
 static void show_line(const char *key, const char *value)
@@ -327,7 +358,7 @@ int cmd_show(int argc, char **argv)
     bool json_out = flags[0].set;
     const char *id = pos[0];
     char path[64];
-    snprintf(path, sizeof(path), "/v1/jobs/%lld", job_id_arg(id));
+    snprintf(path, sizeof(path), "/v1/jobs/%s", job_id_arg(id));
     struct client *c = cmd_connect();
     json_t *j = cmd_call(c, "GET", path, NULL);
     if (json_out)
@@ -356,9 +387,12 @@ static int each_job(int argc, char **argv, const char *usage,
     struct client *c = cmd_connect();
     int failed = 0;
     for (int i = 0; i < n; i++) {
-        char path[64];
-        snprintf(path, sizeof(path), "/v1/jobs/%lld/%s", job_id_arg(ids[i]),
-                 action);
+        char path[96];
+        /* `shoal cancel ID` of an array cancels all its tasks (Slurm's
+         * scancel); ID_TASK one task. */
+        bool whole = strcmp(action, "cancel") == 0 && !strchr(ids[i], '_');
+        snprintf(path, sizeof(path), "/v1/jobs/%s/%s%s", job_id_arg(ids[i]),
+                 action, whole ? "?array=true" : "");
         json_t *out = NULL;
         struct sh_error err;
         if (client_call(c, "POST", path, NULL, &out, NULL, &err) < 0) {

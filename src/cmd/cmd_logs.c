@@ -48,16 +48,15 @@ int cmd_logs(int argc, char **argv)
     }
     if (!job)
         die("which job? (shoal logs [-f] JOB)");
-    long long id = cmd_parse_int("job id", job, 1, (long long)INT64_MAX);
+    const char *id = cmd_job_ref(job);
     struct client *cl = cmd_connect();
     /* A follow may wait up to the server's long-poll time per call. */
     client_set_timeout(cl, 60000);
     long long offset = 0;
     for (;;) {
         char path[160];
-        snprintf(path, sizeof(path),
-                 "/v1/jobs/%lld/logs?offset=%lld&stream=%s%s", id, offset,
-                 stream, follow ? "&wait=20" : "");
+        snprintf(path, sizeof(path), "/v1/jobs/%s/logs?offset=%lld&stream=%s%s",
+                 id, offset, stream, follow ? "&wait=20" : "");
         json_t *ans = cmd_call(cl, "GET", path, NULL);
         const char *data = json_string_value(json_object_get(ans, "data"));
         size_t len = json_string_length(json_object_get(ans, "data"));

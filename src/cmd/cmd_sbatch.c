@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* `#SBATCH` lines in a batch script, read with Slurm's meaning of each
  * option Shoal has (--gres=gpu:N, --gpus-per-node, -N, -t, --mem, -J,
- * --dependency, ...), so a Slurm script runs unchanged. An option Shoal
+ * --dependency, --array, ...), so a Slurm script runs unchanged. An option Shoal
  * does not have is an error that names it: never silently ignored (a
  * script asking for GPUs must never run without them).
  */
@@ -193,6 +193,7 @@ enum {
     O_ACCOUNT,
     O_CHDIR,
     O_EXPORT,
+    O_ARRAY,
 };
 
 static const struct sbatch_opt known[] = {
@@ -213,6 +214,7 @@ static const struct sbatch_opt known[] = {
     {"account", 'A', true, O_ACCOUNT},
     {"chdir", 'D', true, O_CHDIR},
     {"export", 0, true, O_EXPORT},
+    {"array", 'a', true, O_ARRAY},
     {NULL, 0, false, 0},
 };
 
@@ -226,7 +228,6 @@ static const struct {
      "Shoal has no partitions: use --gpu-type or a project (--account)"},
     {"output", 'o', "not supported yet: output is kept for shoal logs JOB"},
     {"error", 'e', "not supported yet: output is kept for shoal logs JOB"},
-    {"array", 'a', "job arrays are not supported yet"},
     {"qos", 'q', "Shoal has no QOS: priority classes are high, normal, low"},
     {"exclusive", 0, "not supported yet: ask for every GPU of the nodes"},
     {"constraint", 'C', "node features are not supported yet"},
@@ -289,6 +290,9 @@ static int apply_one(json_t *job, int id, const char *opt, const char *v,
         if (v[0] != '/')
             return bad(err, opt, "'%s' must be an absolute path", v);
         json_object_set_new(job, "workdir", json_string(v));
+        return 0;
+    case O_ARRAY:
+        json_object_set_new(job, "array", json_string(v));
         return 0;
     case O_EXPORT:
         if (strcasecmp(v, "ALL") != 0)

@@ -43,6 +43,9 @@ static const char usage[] =
     "                         afterany:ID, afternotok:ID, singleton\n"
     "                         (comma-separated, all must hold)\n"
     "      --hold             submit held: it starts after shoal release\n"
+    "  -a, --array SPEC       one job per task: 0-99, 1,3,5-7, 0-98:2, with\n"
+    "                         %M for at most M running or queued at once\n"
+    "                         (SHOAL_ARRAY_TASK_ID tells a task its index)\n"
     "      --tasks-per-node N processes per node, each with its own ranks\n"
     "  -D, --workdir DIR      working directory (default: the current one)\n"
     "      --user NAME        submit for another user (cluster admins)\n"
@@ -78,6 +81,7 @@ static const struct option opts[] = {
     {"requeue", no_argument, NULL, OPT_REQUEUE},
     {"dependency", required_argument, NULL, 'd'},
     {"hold", no_argument, NULL, OPT_HOLD},
+    {"array", required_argument, NULL, 'a'},
     {"tasks-per-node", required_argument, NULL, OPT_TASKS},
     {"workdir", required_argument, NULL, 'D'},
     {"user", required_argument, NULL, OPT_USER},
@@ -222,6 +226,9 @@ static int apply(struct submit *s, int c, const char *arg)
     case OPT_HOLD:
         json_object_set_new(s->job, "hold", json_true());
         break;
+    case 'a':
+        json_object_set_new(s->job, "array", json_string(arg));
+        break;
     case 'D':
         if (arg[0] != '/')
             return fail(s, "--workdir '%s' must be an absolute path", arg);
@@ -249,7 +256,7 @@ static int parse_opts(struct submit *s, int argc, char **argv, bool *dashdash)
     int c;
     optind = 0; /* glibc: full reinitialisation between scans */
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "+g:N:p:t:c:m:v:n:e:D:d:h", opts,
+    while ((c = getopt_long(argc, argv, "+g:N:p:t:c:m:v:n:e:D:d:a:h", opts,
                             NULL)) != -1) {
         if (c == 'h' && s->in_script)
             return fail(s, "%s", "--help is not a directive");

@@ -36,7 +36,7 @@ int cmd_update(int argc, char **argv)
     if (npos != 1)
         die("which job? (shoal update JOB [options]; see shoal update "
             "--help)");
-    long long id = cmd_parse_int("job id", pos[0], 1, (long long)INT64_MAX);
+    const char *id = cmd_job_ref(pos[0]);
     json_t *body = json_object();
     struct sh_error err;
     if (flags[0].set) {
@@ -63,7 +63,7 @@ int cmd_update(int argc, char **argv)
         die("nothing to change: give --time, --priority, --gpus, --nodes, "
             "--name or --gpu-type");
     char path[64];
-    snprintf(path, sizeof(path), "/v1/jobs/%lld", id);
+    snprintf(path, sizeof(path), "/v1/jobs/%s", id);
     struct client *c = cmd_connect();
     json_t *out = NULL;
     int rc = client_call(c, "PATCH", path, body, &out, NULL, &err);
@@ -72,6 +72,6 @@ int cmd_update(int argc, char **argv)
     if (rc < 0)
         die("%s", err.msg);
     json_decref(out);
-    printf("updated job %lld\n", id);
+    printf("updated job %s\n", id);
     return 0;
 }

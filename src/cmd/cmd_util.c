@@ -172,3 +172,19 @@ void table_destroy(struct table *t)
     free(t->cells);
     free(t);
 }
+
+const char *cmd_job_ref(const char *s)
+{
+    const char *us = strchr(s, '_');
+    if (!us) {
+        cmd_parse_int("job id", s, 1, (long long)INT64_MAX);
+        return s;
+    }
+    char head[24];
+    if ((size_t)(us - s) >= sizeof(head))
+        die("job id '%s' is not ID or ID_TASK", s);
+    snprintf(head, sizeof(head), "%.*s", (int)(us - s), s);
+    cmd_parse_int("job id", head, 1, (long long)INT64_MAX);
+    cmd_parse_int("array task", us + 1, 0, 9999999);
+    return s;
+}

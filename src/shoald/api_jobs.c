@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/model/job_array.h"
 #include "lib/model/job_json.h"
 #include "lib/util/clock.h"
 #include "lib/util/parse.h"
@@ -57,11 +58,20 @@ void api_jobs_submit(struct shoald *d, struct api_req *req)
      * controller's work. */
     char iso[32];
     clock_format_iso(job->submit_ms, iso, sizeof(iso));
-    api_reply_json(req, 201,
-                   json_pack("{s:I, s:s, s:s, s:s, s:s}", "id",
-                             (json_int_t)job->id, "state",
-                             job_state_name(job->state), "user", job->spec.user,
-                             "project", job->spec.project, "submit_time", iso));
+    json_t *ack =
+        json_pack("{s:I, s:s, s:s, s:s, s:s}", "id", (json_int_t)job->id,
+                  "state", job_state_name(job->state), "user", job->spec.user,
+                  "project", job->spec.project, "submit_time", iso);
+    if (ack && job->array_id) {
+        struct job_array a;
+        if (job_array_parse(job->spec.array, &a, &err) == 0) {
+            json_object_set_new(ack, "array_id",
+                                json_integer((json_int_t)job->array_id));
+            json_object_set_new(ack, "tasks", json_integer(a.n));
+            job_array_fini(&a);
+        }
+    }
+    api_reply_json(req, 201, ack);
 }
 
 /* Parse "pending,running" (or "active") into a state mask. */
@@ -135,11 +145,54 @@ fail:
 
 /* The job named by the first path parameter, or NULL with an answer set.
  * *owned says whether the caller must destroy it. */
+/* "ID_TASK": the job of task TASK of array ID (tasks have ids in task
+ * order from ID). 0 when there is none. */
+static uint64_t array_task_id(struct shoald *d, uint64_t array, int64_t task)
+{
+    struct sh_error err;
+    uint64_t lo = array, hi = array + JOB_ARRAY_TASKS_MAX - 1;
+    while (lo <= hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        bool owned;
+        struct job *j = jobs_find(d, mid, &owned, &err);
+        bool beyond = !j || j->array_id != array;
+        int64_t t = beyond ? -1 : j->array_task;
+        if (owned)
+            job_destroy(j);
+        if (t == task)
+            return mid;
+        if (beyond || t > task)
+            hi = mid - 1;
+        else
+            lo = mid + 1;
+    }
+    return 0;
+}
+
 static struct job *path_job(struct shoald *d, struct api_req *req, bool *owned)
 {
     struct sh_error err;
-    int64_t id;
-    if (parse_int64("job id", api_param(req, 0), 1, INT64_MAX, &id, &err) < 0) {
+    int64_t id, task = -1;
+    const char *param = api_param(req, 0);
+    const char *us = strchr(param, '_');
+    char head[24];
+    if (us && (size_t)(us - param) < sizeof(head)) {
+        /* ID_TASK: a task of an array, as Slurm writes it. */
+        snprintf(head, sizeof(head), "%.*s", (int)(us - param), param);
+        if (parse_int64("array id", head, 1, INT64_MAX, &id, &err) < 0 ||
+            parse_int64("array task", us + 1, 0, JOB_ARRAY_INDEX_MAX, &task,
+                        &err) < 0) {
+            api_reply_error(req, &err);
+            return NULL;
+        }
+        uint64_t tid = array_task_id(d, (uint64_t)id, task);
+        if (!tid) {
+            api_errorf(req, SH_ENOTFOUND, "job %lld_%lld not found",
+                       (long long)id, (long long)task);
+            return NULL;
+        }
+        id = (int64_t)tid;
+    } else if (parse_int64("job id", param, 1, INT64_MAX, &id, &err) < 0) {
         api_reply_error(req, &err);
         return NULL;
     }
@@ -180,6 +233,24 @@ void api_jobs_cancel(struct shoald *d, struct api_req *req)
         api_errorf(req, SH_ECONFLICT, "job %llu is already %s",
                    (unsigned long long)job->id, job_state_name(job->state));
         job_destroy(job);
+        return;
+    }
+    const char *array = api_query(req, "array");
+    if (array && strcmp(array, "true") && strcmp(array, "false")) {
+        api_errorf(req, SH_EINVAL, "array must be true or false");
+        return;
+    }
+    if (array && strcmp(array, "true") == 0 && job->array_id) {
+        /* The whole array: every task not ended yet. */
+        int n = 0;
+        if (jobs_cancel_array(d, api_caller(req), job->array_id, &n, &err) <
+            0) {
+            api_reply_error(req, &err);
+            return;
+        }
+        api_reply_json(req, 200,
+                       json_pack("{s:I, s:i}", "array_id",
+                                 (json_int_t)job->array_id, "cancelled", n));
         return;
     }
     if (jobs_cancel(d, api_caller(req), job, &err) < 0) {

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <uthash.h>
 
 #include "lib/loop/loop.h"
 #include "lib/model/job_json.h"
@@ -48,7 +49,8 @@ struct cluster {
     uint64_t *cpu_queue; /* pending jobs without GPUs, in id order */
     int ncpu;
     int cpu_cap;
-    uint64_t *gated; /* pending jobs held or waiting for dependencies */
+    struct array_rt *arrays; /* arrays with a %M: tasks counted against it */
+    uint64_t *gated;         /* pending jobs held or waiting for dependencies */
     int ngated;
     int gated_cap;
     bool gate_dirty; /* a job changed: look at the gated ones again */
@@ -187,6 +189,69 @@ static int placement_of(struct shoald *d, const struct job *job,
     return n;
 }
 
+/* An array with a limit (%M) on its tasks running or queued at once:
+ * the tasks given to the engine (pending there, or running) are counted;
+ * the rest wait aside, with the gated jobs, for a place. */
+struct array_rt {
+    uint64_t id;
+    int active;
+    UT_hash_handle hh;
+};
+
+static struct array_rt *array_rt_get(struct cluster *c, uint64_t id)
+{
+    struct array_rt *a;
+    HASH_FIND(hh, c->arrays, &id, sizeof(id), a);
+    if (!a && (a = calloc(1, sizeof(*a)))) {
+        a->id = id;
+        HASH_ADD(hh, c->arrays, id, sizeof(a->id), a);
+    }
+    return a;
+}
+
+/* Whether a task of a limited array must wait for a place. */
+static bool array_full(struct cluster *c, const struct job *job)
+{
+    if (job->array_max <= 0 || job->array_counted)
+        return false;
+    struct array_rt *a = array_rt_get(c, job->array_id);
+    return a && a->active >= job->array_max;
+}
+
+static void array_count(struct cluster *c, struct job *job)
+{
+    struct array_rt *a;
+    if (job->array_max <= 0 || job->array_counted ||
+        !(a = array_rt_get(c, job->array_id)))
+        return;
+    a->active++;
+    job->array_counted = true;
+}
+
+/* A counted task left the engine (ended, held, changed): a place frees. */
+static void array_uncount(struct cluster *c, struct job *job)
+{
+    struct array_rt *a;
+    if (!job->array_counted)
+        return;
+    job->array_counted = false;
+    HASH_FIND(hh, c->arrays, &job->array_id, sizeof(job->array_id), a);
+    if (a && --a->active <= 0) {
+        HASH_DEL(c->arrays, a);
+        free(a);
+    }
+    c->gate_dirty = true;
+}
+
+static void arrays_clear(struct cluster *c)
+{
+    struct array_rt *a, *tmp;
+    HASH_ITER (hh, c->arrays, a, tmp) {
+        HASH_DEL(c->arrays, a);
+        free(a);
+    }
+}
+
 /* A pending job whose gate is closed waits here, out of the engine. */
 static void gated_add(struct cluster *c, uint64_t id)
 {
@@ -216,10 +281,13 @@ static void engine_add_job(struct shoald *d, struct job *job)
     struct sh_error err;
     char why[JOB_REASON_MAX];
     if (job->state == JOB_PENDING &&
-        gate_of(d, job, why, sizeof(why)) != GATE_OPEN) {
+        (gate_of(d, job, why, sizeof(why)) != GATE_OPEN ||
+         array_full(c, job))) {
         gated_add(c, job->id);
         return;
     }
+    if (job->state == JOB_PENDING || job->state == JOB_RUNNING)
+        array_count(c, job);
     if (!uses_gpus(job)) {
         if (job->state == JOB_PENDING)
             cpu_queue_add(c, job->id);
@@ -307,6 +375,10 @@ static int build(struct shoald *d, struct sh_error *err)
         return -1;
     c->ncpu = 0;
     c->ngated = 0; /* engine_add_job() gates them again */
+    arrays_clear(c);
+    for (struct job *j = jobtab_next(d->jobs, NULL); j;
+         j = jobtab_next(d->jobs, j))
+        j->array_counted = false; /* counted again as they are added */
     c->rebuild = false;
     sync_tenants(d);
     for (struct node *n = nodetab_next(d->nodes, NULL); n;
@@ -405,6 +477,7 @@ void cluster_destroy(struct shoald *d)
     sched_destroy(c->sched);
     free(c->cpu_queue);
     free(c->gated);
+    arrays_clear(c);
     free(c);
     d->cluster = NULL;
 }
@@ -564,6 +637,11 @@ static json_t *work_entry(struct shoald *d, const struct job *job, int part)
     if (e && run && job->spec.nvolumes > 0)
         json_object_set_new(e, "mounts",
                             volumes_mounts(d->volumes, d->secrets, &job->spec));
+    if (e && job->array_id) {
+        json_object_set_new(e, "array_id",
+                            json_integer((json_int_t)job->array_id));
+        json_object_set_new(e, "array_task", json_integer(job->array_task));
+    }
     return e;
 }
 
@@ -787,7 +865,8 @@ static void gate_recheck(struct shoald *d)
             enum gate_state g = GATE_OPEN;
             if (job && job->state == JOB_PENDING)
                 g = gate_of(d, job, why, sizeof(why));
-            if (g == GATE_HELD || g == GATE_WAIT) {
+            if (g == GATE_HELD || g == GATE_WAIT ||
+                (g == GATE_OPEN && array_full(c, job))) {
                 i++;
                 continue;
             }
@@ -814,6 +893,7 @@ void cluster_job_hold(struct shoald *d, struct job *job)
         sched_job_remove(c->sched, job->id, NULL);
     else
         cpu_queue_remove(c, job->id);
+    array_uncount(c, job);
     gated_add(c, job->id);
     shoald_schedule_soon(d);
 }
@@ -834,6 +914,7 @@ void cluster_job_updated(struct shoald *d, struct job *job)
      * as it is now; a gated job is looked at again. */
     sched_job_remove(c->sched, job->id, NULL);
     cpu_queue_remove(c, job->id);
+    array_uncount(c, job);
     engine_add_job(d, job);
     c->gate_dirty = true;
     shoald_schedule_soon(d);
@@ -905,6 +986,8 @@ void cluster_job_changed(struct shoald *d, struct job *job, enum job_state from)
         return;
     if (c->ngated > 0)
         c->gate_dirty = true; /* a dependency may be met now */
+    if (job_state_is_terminal(job->state))
+        array_uncount(c, job);
     if (from == JOB_PENDING && job->state == JOB_CANCELLED) {
         if (uses_gpus(job))
             sched_job_remove(c->sched, job->id, NULL);
@@ -1060,6 +1143,13 @@ void cluster_job_reason(struct shoald *d, const struct job *job, char *buf,
         return;
     if (gate_of(d, job, buf, size) != GATE_OPEN)
         return; /* held, or waiting for a dependency: buf says which */
+    if (job->array_max > 0 && !job->array_counted) {
+        snprintf(buf, size,
+                 "array: waits for a place: at most %d tasks of array %llu "
+                 "run or queue at once",
+                 job->array_max, (unsigned long long)job->array_id);
+        return;
+    }
     if (!uses_gpus(job)) {
         snprintf(buf, size, "%s",
                  nodetab_count(d->nodes) == 0
@@ -1099,6 +1189,8 @@ const char *cluster_job_estimate_note(struct shoald *d, const struct job *job)
     case GATE_OPEN:
         break;
     }
+    if (job->array_max > 0 && !job->array_counted)
+        return "no estimate: it waits for a place in its array";
     if (!uses_gpus(job))
         return "no estimate: jobs without GPUs start on the first up node "
                "with room";

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/model/job_array.h"
 #include "lib/model/job_json.h"
 #include "lib/model/node.h"
 #include "lib/util/log.h"
@@ -110,6 +111,67 @@ static int resolve_owner(struct shoald *d, const struct api_caller *caller,
     return policy_can_submit(d, caller, spec->project, err);
 }
 
+/* An array: one job per task, ids in task order, the first's id the
+ * array's. All or nothing: a failure takes back the tasks made so far.
+ * Takes spec. */
+static int submit_array(struct shoald *d, struct job_spec *spec,
+                        struct job **out, struct sh_error *err)
+{
+    struct job_array a;
+    int64_t now = shoald_now_ms(d);
+    uint64_t first = 0;
+    int made = 0;
+    if (job_array_parse(spec->array, &a, err) < 0) {
+        job_spec_fini(spec);
+        return -1;
+    }
+    for (; made < a.n; made++) {
+        struct job_spec ts;
+        if (job_spec_copy(&ts, spec) < 0) {
+            sh_errorf(err, SH_EINTERNAL, "out of memory");
+            goto undo;
+        }
+        uint64_t id = jobtab_take_id(d->jobs);
+        struct job *job = job_create(id, &ts, now);
+        if (!job || jobtab_add(d->jobs, job) < 0) {
+            job_destroy(job);
+            job_spec_fini(&ts);
+            sh_errorf(err, SH_EINTERNAL, "out of memory");
+            goto undo;
+        }
+        if (!first)
+            first = id;
+        job->held = job->spec.hold;
+        job->array_id = first;
+        job->array_task = a.idx[made];
+        job->array_max = a.max_running;
+        if (jobs_persist(d, job, err) < 0) {
+            jobtab_remove(d->jobs, id);
+            goto undo;
+        }
+        cluster_job_added(d, job);
+    }
+    job_array_fini(&a);
+    job_spec_fini(spec);
+    *out = jobtab_get(d->jobs, first);
+    sh_debug("jobs", "submitted array=%llu tasks=%d", (unsigned long long)first,
+             made);
+    return 0;
+undo:
+    /* The batch will not commit (or memory ran out): forget the tasks. */
+    for (int i = 0; i < made; i++) {
+        struct job *job = jobtab_get(d->jobs, first + (uint64_t)i);
+        if (job) {
+            job->state = JOB_CANCELLED;
+            cluster_job_changed(d, job, JOB_PENDING);
+            jobtab_remove(d->jobs, first + (uint64_t)i);
+        }
+    }
+    job_array_fini(&a);
+    job_spec_fini(spec);
+    return -1;
+}
+
 int jobs_submit(struct shoald *d, const struct api_caller *caller,
                 const json_t *body, struct job **out, struct sh_error *err)
 {
@@ -123,6 +185,8 @@ int jobs_submit(struct shoald *d, const struct api_caller *caller,
         volumes_check_job(d->volumes, &spec, err) < 0 ||
         cluster_check_submit(d, &spec, err) < 0)
         goto error;
+    if (spec.array)
+        return submit_array(d, &spec, out, err);
     uint64_t id = jobtab_take_id(d->jobs);
     struct job *job = job_create(id, &spec, shoald_now_ms(d));
     if (!job) {
@@ -177,6 +241,28 @@ int jobs_cancel(struct shoald *d, const struct api_caller *caller,
     char reason[128];
     snprintf(reason, sizeof(reason), "cancelled by %s", caller->user);
     return jobs_transition(d, job, JOB_CANCELLED, reason, err);
+}
+
+int jobs_cancel_array(struct shoald *d, const struct api_caller *caller,
+                      uint64_t array, int *n, struct sh_error *err)
+{
+    *n = 0;
+    for (uint64_t id = array; id < array + JOB_ARRAY_TASKS_MAX; id++) {
+        struct job *job = jobtab_get(d->jobs, id);
+        if (!job) {
+            if (id >= jobtab_next_id(d->jobs))
+                break;
+            continue; /* ended and gone from memory */
+        }
+        if (job->array_id != array)
+            break;
+        if (job_state_is_terminal(job->state))
+            continue;
+        if (jobs_cancel(d, caller, job, err) < 0)
+            return -1;
+        (*n)++;
+    }
+    return 0;
 }
 
 int jobs_hold(struct shoald *d, const struct api_caller *caller,

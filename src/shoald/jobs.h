@@ -29,6 +29,11 @@ int jobs_submit(struct shoald *d, const struct api_caller *caller,
 int jobs_cancel(struct shoald *d, const struct api_caller *caller,
                 struct job *job, struct sh_error *err);
 
+/* Cancel every task of an array that has not ended; *n counts them.
+ * Stops at the first refusal (permission). */
+int jobs_cancel_array(struct shoald *d, const struct api_caller *caller,
+                      uint64_t array, int *n, struct sh_error *err);
+
 /* Hold a pending job (kept out of scheduling) or release it, on behalf of
  * caller (who may cancel it). SH_ECONFLICT when it is not pending, already
  * held, or not held. */

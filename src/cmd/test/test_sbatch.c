@@ -36,7 +36,8 @@ Test(sbatch, a_slurm_script_header_means_what_slurm_says)
     static const char *const l3[] = {"-J", "train", "--mem=16G", NULL};
     static const char *const l4[] = {"--ntasks=4", "-c", "8", NULL};
     static const char *const l5[] = {"--dependency=afterok:7", "-H", NULL};
-    static const char *const l6[] = {"-A", "vision", "--requeue", NULL};
+    static const char *const l6[] = {"-A", "vision", "--requeue",
+                                     "--array=0-3%2", NULL};
     static const char *const *lines[] = {l1, l2, l3, l4, l5, l6, NULL};
     json_t *job = json_object();
     struct sh_error err = {0};
@@ -54,6 +55,7 @@ Test(sbatch, a_slurm_script_header_means_what_slurm_says)
     cr_assert_str_eq(json_string_value(json_object_get(job, "project")),
                      "vision");
     cr_assert(json_is_true(json_object_get(job, "requeue")));
+    cr_assert_str_eq(json_string_value(json_object_get(job, "array")), "0-3%2");
     json_decref(job);
 }
 
@@ -104,8 +106,8 @@ Test(sbatch, options_shoal_does_not_have_are_named)
     refused(p, "#SBATCH -p: Shoal has no partitions");
     static const char *const o[] = {"--output=out_%j.txt", NULL};
     refused(o, "#SBATCH --output: not supported yet");
-    static const char *const a[] = {"--array=0-3", NULL};
-    refused(a, "#SBATCH --array: job arrays are not supported yet");
+    static const char *const a[] = {"--mail-type=END", NULL};
+    refused(a, "#SBATCH --mail-type: Shoal sends no mail");
     static const char *const z[] = {"--frobnicate", NULL};
     refused(z, "#SBATCH --frobnicate: Shoal has no such option");
     static const char *const g[] = {"--gres=gpu:2,nvme:1", NULL};

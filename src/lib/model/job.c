@@ -107,6 +107,7 @@ void job_spec_fini(struct job_spec *spec)
     }
     free(spec->volumes);
     free(spec->deps);
+    free(spec->array);
     job_spec_init(spec);
 }
 
@@ -291,7 +292,7 @@ int job_spec_copy(struct job_spec *dst, const struct job_spec *src)
     job_spec_init(dst);
     *dst = *src;
     dst->name = dst->user = dst->project = dst->gpu_type = dst->slice = NULL;
-    dst->workdir = dst->script = NULL;
+    dst->workdir = dst->script = dst->array = NULL;
     dst->argv = NULL;
     dst->env = NULL;
     dst->volumes = NULL;
@@ -303,7 +304,8 @@ int job_spec_copy(struct job_spec *dst, const struct job_spec *src)
         dup_str(&dst->gpu_type, src->gpu_type) < 0 ||
         dup_str(&dst->slice, src->slice) < 0 ||
         dup_str(&dst->workdir, src->workdir) < 0 ||
-        dup_str(&dst->script, src->script) < 0)
+        dup_str(&dst->script, src->script) < 0 ||
+        dup_str(&dst->array, src->array) < 0)
         goto error;
     dst->argv = calloc((size_t)src->argc + 1, sizeof(char *));
     if (!dst->argv)

@@ -111,7 +111,8 @@ struct job_spec {
     int nvolumes;
     struct job_dep *deps; /* lib/model/job_deps.h: run after these */
     int ndeps;
-    bool hold; /* submitted held: waits for `shoal release` */
+    bool hold;   /* submitted held: waits for `shoal release` */
+    char *array; /* lib/model/job_array.h: "0-99%8"; one job per task */
 };
 
 /* One node's share of a running job. */
@@ -140,6 +141,10 @@ struct job {
     bool releasing;     /* terminal, but its GPUs are not yet confirmed free */
     bool held;          /* pending, kept out of scheduling until released */
     bool requeue_asked; /* shoal requeue: back to pending once it ended */
+    uint64_t array_id;  /* a task of this array (its first job's id); 0 */
+    int array_task;     /* its index in the array */
+    int array_max;      /* the array's %M: tasks running or queued at once */
+    bool array_counted; /* (in memory) counted against array_max */
     char *reason;       /* why pending / how it ended; may be NULL */
     int64_t est_start_ms; /* estimated start for pending jobs; 0 = unknown */
     int master_port;      /* MASTER_PORT for distributed launchers; 0 none */

@@ -2,6 +2,7 @@
 /* JSON codecs for jobs (see job_json.h). */
 #include "lib/model/job_json.h"
 
+#include "lib/model/job_array.h"
 #include "lib/model/job_deps.h"
 
 #include <stdlib.h>
@@ -307,6 +308,16 @@ static int spec_field(const char *key, const json_t *v, struct job_spec *s,
     }
     if (strcmp(key, "hold") == 0)
         return get_bool(v, "hold", &s->hold, err);
+    if (strcmp(key, "array") == 0) {
+        struct job_array a;
+        if (!json_is_string(v))
+            return sh_errorf(err, SH_EINVAL,
+                             "array must be a string like \"0-99%%8\"");
+        if (job_array_parse(json_string_value(v), &a, err) < 0)
+            return -1;
+        job_array_fini(&a);
+        return get_string(v, "array", JOB_ARRAY_TEXT_MAX, &s->array, err);
+    }
     return 1;
 }
 
@@ -415,6 +426,8 @@ json_t *job_spec_to_json(const struct job_spec *s)
     }
     if (s->hold)
         json_object_set_new(o, "hold", json_true());
+    if (s->array)
+        set_str(o, "array", s->array);
     return o;
 }
 
@@ -525,6 +538,11 @@ json_t *job_to_json(const struct job *job)
     json_object_set_new(o, "requeues", json_integer(job->requeues));
     json_object_set_new(o, "releasing", json_boolean(job->releasing));
     json_object_set_new(o, "held", json_boolean(job->held));
+    if (job->array_id) {
+        json_object_set_new(o, "array_id",
+                            json_integer((json_int_t)job->array_id));
+        json_object_set_new(o, "array_task", json_integer(job->array_task));
+    }
     json_object_set_new(o, "placement",
                         job_alloc_to_json(job->alloc, job->nalloc));
     json_object_set_new(o, "attempt", json_integer(job_attempt(job)));
@@ -584,6 +602,11 @@ json_t *job_to_record(const struct job *job)
         json_object_set_new(rec, "held", json_true());
     if (rec && job->requeue_asked)
         json_object_set_new(rec, "requeue_asked", json_true());
+    if (rec && job->array_id)
+        json_object_update_new(rec, json_pack("{s:I, s:i, s:i}", "array_id",
+                                              (json_int_t)job->array_id,
+                                              "array_task", job->array_task,
+                                              "array_max", job->array_max));
     if (rec && job->cpu_ns)
         json_object_set_new(rec, "cpu_ns",
                             json_integer((json_int_t)job->cpu_ns));
@@ -661,6 +684,11 @@ struct job *job_from_record(const json_t *rec, struct sh_error *err)
     job->idle = json_is_true(json_object_get(rec, "idle"));
     job->held = json_is_true(json_object_get(rec, "held"));
     job->requeue_asked = json_is_true(json_object_get(rec, "requeue_asked"));
+    job->array_id =
+        (uint64_t)json_integer_value(json_object_get(rec, "array_id"));
+    job->array_task =
+        (int)json_integer_value(json_object_get(rec, "array_task"));
+    job->array_max = (int)json_integer_value(json_object_get(rec, "array_max"));
     job->cpu_ns = (uint64_t)json_integer_value(json_object_get(rec, "cpu_ns"));
     job->mem_peak =
         (uint64_t)json_integer_value(json_object_get(rec, "mem_peak"));
