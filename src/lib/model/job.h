@@ -16,6 +16,9 @@
  *    │                                      ├──▶ TIMEOUT     time limit reached
  *    └──────────────▶ CANCELLED ◀───────────┘
  *
+ * Besides, any end goes back to PENDING when a user asked for it (`shoal
+ * requeue` sets job.requeue_asked; the requeue clears it).
+ *
  * Invariants (checked by job_check_invariants):
  *  PENDING   no placement, start_ms == 0 (or from a previous run: requeues > 0)
  *  RUNNING   placement of spec.nodes nodes, start_ms >= submit_ms, end_ms == 0
