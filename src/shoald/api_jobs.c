@@ -210,6 +210,27 @@ static struct job *path_job(struct shoald *d, struct api_req *req, bool *owned)
     return job;
 }
 
+/* The job of the path if it is still in memory (every unfinished job
+ * is); a finished one that left memory is answered 409 "job N is STATE:
+ * why" (or "job N is already STATE" without why) and NULL returned. */
+static struct job *live_job(struct shoald *d, struct api_req *req,
+                            const char *why)
+{
+    bool owned;
+    struct job *job = path_job(d, req, &owned);
+    if (!job || !owned)
+        return job;
+    if (why)
+        api_errorf(req, SH_ECONFLICT, "job %llu is %s: %s",
+                   (unsigned long long)job->id, job_state_name(job->state),
+                   why);
+    else
+        api_errorf(req, SH_ECONFLICT, "job %llu is already %s",
+                   (unsigned long long)job->id, job_state_name(job->state));
+    job_destroy(job);
+    return NULL;
+}
+
 void api_jobs_show(struct shoald *d, struct api_req *req)
 {
     bool owned;
@@ -223,18 +244,10 @@ void api_jobs_show(struct shoald *d, struct api_req *req)
 
 void api_jobs_cancel(struct shoald *d, struct api_req *req)
 {
-    bool owned;
-    struct job *job = path_job(d, req, &owned);
+    struct job *job = live_job(d, req, NULL);
     if (!job)
         return;
     struct sh_error err;
-    if (owned) {
-        /* Only finished jobs leave memory. */
-        api_errorf(req, SH_ECONFLICT, "job %llu is already %s",
-                   (unsigned long long)job->id, job_state_name(job->state));
-        job_destroy(job);
-        return;
-    }
     const char *array = api_query(req, "array");
     if (array && strcmp(array, "true") && strcmp(array, "false")) {
         api_errorf(req, SH_EINVAL, "array must be true or false");
@@ -264,20 +277,11 @@ void api_jobs_cancel(struct shoald *d, struct api_req *req)
  * scheduling, or let it back in. */
 static void hold_or_release(struct shoald *d, struct api_req *req, bool hold)
 {
-    bool owned;
-    struct job *job = path_job(d, req, &owned);
+    struct job *job = live_job(
+        d, req, hold ? "only pending jobs can be held" : "it is not held");
     if (!job)
         return;
     struct sh_error err;
-    if (owned) {
-        api_errorf(req, SH_ECONFLICT,
-                   "job %llu is %s: only pending jobs can "
-                   "be %s",
-                   (unsigned long long)job->id, job_state_name(job->state),
-                   hold ? "held" : "released");
-        job_destroy(job);
-        return;
-    }
     if ((hold ? jobs_hold : jobs_release)(d, api_caller(req), job, &err) < 0) {
         api_reply_error(req, &err);
         return;
@@ -291,19 +295,11 @@ void api_jobs_update(struct shoald *d, struct api_req *req)
     json_t *body = api_body(req);
     if (!body)
         return;
-    bool owned;
-    struct job *job = path_job(d, req, &owned);
+    struct job *job =
+        live_job(d, req, "only pending or running jobs can be updated");
     if (!job)
         return;
     struct sh_error err;
-    if (owned) {
-        api_errorf(req, SH_ECONFLICT,
-                   "job %llu is %s: only pending or running jobs can be "
-                   "updated",
-                   (unsigned long long)job->id, job_state_name(job->state));
-        job_destroy(job);
-        return;
-    }
     if (jobs_update(d, api_caller(req), job, body, &err) < 0) {
         api_reply_error(req, &err);
         return;
@@ -314,19 +310,12 @@ void api_jobs_update(struct shoald *d, struct api_req *req)
 /* POST /v1/jobs/{id}/requeue: shoal requeue. */
 void api_jobs_requeue(struct shoald *d, struct api_req *req)
 {
-    bool owned;
-    struct job *job = path_job(d, req, &owned);
+    struct job *job = live_job(d, req,
+                               "it ended too long ago to be requeued (it is "
+                               "only in the history now): submit it again");
     if (!job)
         return;
     struct sh_error err;
-    if (owned) {
-        api_errorf(req, SH_ECONFLICT,
-                   "job %llu ended too long ago to be requeued (it is only "
-                   "in the history now): submit it again",
-                   (unsigned long long)job->id);
-        job_destroy(job);
-        return;
-    }
     if (jobs_requeue(d, api_caller(req), job, &err) < 0) {
         api_reply_error(req, &err);
         return;
