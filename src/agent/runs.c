@@ -345,7 +345,11 @@ static void run_signal(struct run *r, int sig)
         else if (start == r->shim_start)
             kill(r->shim_pid, forward);
     }
-    if (a->cg)
+    /* The cgroup reaches what left the process group. A SIGTERM the shim
+     * passed on is not sent twice: a job's SIGTERM handler that is
+     * checkpointing must not be interrupted by a second one (processes
+     * outside the group get the SIGKILL at the deadline). */
+    if (a->cg && (sig == SIGKILL || !asked))
         cgroup_job_kill(a->cg, r->cg_key, sig, NULL);
 }
 
