@@ -870,7 +870,10 @@ static void gate_recheck(struct shoald *d)
                 i++;
                 continue;
             }
-            c->gated[i] = c->gated[--c->ngated];
+            /* In order: an array's tasks get their places by index. */
+            memmove(&c->gated[i], &c->gated[i + 1],
+                    sizeof(*c->gated) * (size_t)(c->ngated - i - 1));
+            c->ngated--;
             if (!job || job->state != JOB_PENDING)
                 continue;
             if (g == GATE_NEVER) {

@@ -27,9 +27,14 @@ running_tasks() {
         [ "$(running_tasks "$a")" -le 2 ]
         sleep 0.5
     done
+    prev=0
     for t in 0 1 2 3 4 5; do
         wait_job_state "${a}_$t" completed 60
         shoal logs "${a}_$t" | grep -qx "task $t of $a"
+        # Places are given by index.
+        s=$(job_field "${a}_$t" .start_ms)
+        [ "$s" -ge "$prev" ]
+        prev=$s
     done
 }
 
