@@ -438,8 +438,10 @@ static void parse_up(struct up *u, int argc, char **argv)
                 if (u->nctl + 2 >=
                     (int)(sizeof(u->ctl_args) / sizeof(u->ctl_args[0])))
                     cmd_opts_fail(&p, "too many controller options");
-                if (asprintf(&u->ctl_args[u->nctl++], "--%s", o->name) < 0)
-                    die("out of memory");
+                /* "--name", kept for the life of the command. */
+                static char flag[UP_CTL_OPTS][32];
+                snprintf(flag[c - 1000], sizeof(flag[0]), "--%s", o->name);
+                u->ctl_args[u->nctl++] = flag[c - 1000];
                 if (o->has_arg)
                     u->ctl_args[u->nctl++] = (char *)p.arg;
                 break;
