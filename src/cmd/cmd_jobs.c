@@ -348,7 +348,8 @@ static void print_job(const json_t *j)
 
 int cmd_show(int argc, char **argv)
 {
-    struct cmd_flag flags[] = {{"json", false, NULL, false}, {NULL}};
+    struct cmd_flag flags[] = {{"json", false, NULL, false},
+                               {NULL, false, NULL, false}};
     const char *pos[2];
     int npos = cmd_opts_collect("show", show_usage, flags, argc, argv, pos, 2);
     if (npos > 1)

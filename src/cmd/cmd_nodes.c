@@ -67,7 +67,8 @@ static void print_nodes(const json_t *nodes)
 int cmd_nodes(int argc, char **argv)
 {
     cmd_help_if_asked(argc, argv, nodes_usage);
-    struct cmd_flag flags[] = {{"json", false, NULL, false}, {NULL}};
+    struct cmd_flag flags[] = {{"json", false, NULL, false},
+                               {NULL, false, NULL, false}};
     cmd_opts_collect("nodes", nodes_usage, flags, argc, argv, NULL, 0);
     bool json_out = flags[0].set;
     struct client *c = cmd_connect();
@@ -90,7 +91,8 @@ int cmd_node(int argc, char **argv)
     const char *verb = argv[1];
     if (strcmp(verb, "drain") != 0 && strcmp(verb, "resume") != 0)
         die("unknown node command '%s': use drain or resume", verb);
-    struct cmd_flag flags[] = {{"reason", true, NULL, false}, {NULL}};
+    struct cmd_flag flags[] = {{"reason", true, NULL, false},
+                               {NULL, false, NULL, false}};
     const char *pos[2];
     int npos =
         cmd_opts_collect("node", node_usage, flags, argc - 1, argv + 1, pos, 2);

@@ -101,7 +101,8 @@ static void keys_of(const json_t *s, char *buf, size_t size)
 
 static int list(int argc, char **argv)
 {
-    struct cmd_flag flags[] = {{"json", false, NULL, false}, {NULL}};
+    struct cmd_flag flags[] = {{"json", false, NULL, false},
+                               {NULL, false, NULL, false}};
     cmd_opts_collect("secret list", secret_usage, flags, argc - 1, argv + 1,
                      NULL, 0);
     bool json_out = flags[0].set;
@@ -132,7 +133,8 @@ static int list(int argc, char **argv)
 
 static int show(int argc, char **argv)
 {
-    struct cmd_flag flags[] = {{"json", false, NULL, false}, {NULL}};
+    struct cmd_flag flags[] = {{"json", false, NULL, false},
+                               {NULL, false, NULL, false}};
     const char *name;
     if (cmd_opts_collect("secret show", secret_usage, flags, argc - 1, argv + 1,
                          &name, 1) != 1)

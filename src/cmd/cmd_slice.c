@@ -45,8 +45,9 @@ static void summarize(const json_t *slices, char *buf, size_t size)
 
 static int presets(int argc, char **argv)
 {
-    struct cmd_flag flags[] = {
-        {"json", false, NULL, false}, {"gpu-model", true, NULL, false}, {NULL}};
+    struct cmd_flag flags[] = {{"json", false, NULL, false},
+                               {"gpu-model", true, NULL, false},
+                               {NULL, false, NULL, false}};
     cmd_opts_collect("slice presets", slice_usage, flags, argc - 1, argv + 1,
                      NULL, 0);
     bool json_out = flags[0].set;
@@ -141,7 +142,8 @@ static int apply(int argc, char **argv)
 
 static int show(int argc, char **argv)
 {
-    struct cmd_flag flags[] = {{"json", false, NULL, false}, {NULL}};
+    struct cmd_flag flags[] = {{"json", false, NULL, false},
+                               {NULL, false, NULL, false}};
     cmd_opts_collect("slice show", slice_usage, flags, argc - 1, argv + 1, NULL,
                      0);
     bool json_out = flags[0].set;

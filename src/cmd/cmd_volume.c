@@ -297,8 +297,9 @@ static void source_of(const json_t *v, char *buf, size_t size)
 
 static int list(int argc, char **argv)
 {
-    struct cmd_flag flags[] = {
-        {"json", false, NULL, false}, {"project", true, NULL, false}, {NULL}};
+    struct cmd_flag flags[] = {{"json", false, NULL, false},
+                               {"project", true, NULL, false},
+                               {NULL, false, NULL, false}};
     cmd_opts_collect("volume list", volume_usage, flags, argc - 1, argv + 1,
                      NULL, 0);
     bool json_out = flags[0].set;
@@ -344,7 +345,8 @@ static int list(int argc, char **argv)
 
 static int show(int argc, char **argv)
 {
-    struct cmd_flag flags[] = {{"json", false, NULL, false}, {NULL}};
+    struct cmd_flag flags[] = {{"json", false, NULL, false},
+                               {NULL, false, NULL, false}};
     const char *name;
     if (cmd_opts_collect("volume show", volume_usage, flags, argc - 1, argv + 1,
                          &name, 1) != 1)
