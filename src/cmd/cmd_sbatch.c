@@ -64,7 +64,7 @@ static int slurm_time(const char *opt, const char *v, int64_t *secs,
     if (dash) {
         char *end;
         days = strtol(v, &end, 10);
-        if (end != dash || days < 0)
+        if (end != dash || days < 0 || days > 366)
             return bad(err, opt, "'%s' is not a Slurm time", v);
         p = dash + 1;
     }
@@ -74,6 +74,9 @@ static int slurm_time(const char *opt, const char *v, int64_t *secs,
             return bad(err, opt, "'%s' is not a Slurm time", v);
         f[nf++] = strtol(p, &end, 10);
         p = end;
+        /* Bounded before any arithmetic: no field of a time this long. */
+        if (f[nf - 1] > 527040) /* minutes in 366 days */
+            return bad(err, opt, "'%s' is not a time of 1 s..366 days", v);
         if (*p == ':')
             p++;
         else if (*p)

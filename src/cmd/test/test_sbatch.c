@@ -118,6 +118,12 @@ Test(sbatch, options_shoal_does_not_have_are_named)
     refused(r, "ranges");
     static const char *const t[] = {"--time=1:2:3:4", NULL};
     refused(t, "not a Slurm time");
+    /* Fields are bounded before any arithmetic (found by fuzzing). */
+    static const char *const big[] = {"-t", "2-0:00:0222222222222222222222",
+                                      NULL};
+    refused(big, "is not a time of 1 s..366 days");
+    static const char *const days[] = {"--time=9999999-0", NULL};
+    refused(days, "not a Slurm time");
     static const char *const v[] = {"--mem=12X", NULL};
     refused(v, "not a size");
     static const char *const e[] = {"--export=NONE", NULL};
