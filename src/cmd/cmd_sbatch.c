@@ -307,72 +307,63 @@ static int apply_one(json_t *job, int id, const char *opt, const char *v,
     return 0;
 }
 
+/* The option named lng (len bytes; long form) or shrt (short form), or
+ * NULL with err naming it: one Shoal does not have, with a hint when it
+ * is a Slurm option Shoal left out. */
+static const struct sbatch_opt *find_opt(const char *lng, size_t len, char shrt,
+                                         const char *name, struct sh_error *err)
+{
+    for (int k = 0; known[k].lng; k++) {
+        if (lng ? strlen(known[k].lng) == len &&
+                      strncmp(known[k].lng, lng, len) == 0
+                : known[k].shrt == shrt)
+            return &known[k];
+    }
+    for (int k = 0; unsupported[k].lng; k++) {
+        if (lng ? strlen(unsupported[k].lng) == len &&
+                      strncmp(unsupported[k].lng, lng, len) == 0
+                : unsupported[k].shrt == shrt) {
+            bad(err, name, "%s", unsupported[k].why);
+            return NULL;
+        }
+    }
+    bad(err, name, "Shoal has no such option; remove it or use a #SHOAL line");
+    return NULL;
+}
+
 int sbatch_apply_words(json_t *job, char **words, int n, struct sbatch *sb,
                        struct sh_error *err)
 {
-    struct sbatch *l = sb;
     for (int i = 0; i < n; i++) {
         const char *w = words[i];
         char name[64];
-        const char *val = NULL;
-        const struct sbatch_opt *o = NULL;
+        const char *attached; /* --opt=VALUE, -oVALUE or -o=VALUE */
+        const struct sbatch_opt *o;
         if (strncmp(w, "--", 2) == 0) {
             const char *eq = strchr(w + 2, '=');
             size_t len = eq ? (size_t)(eq - w - 2) : strlen(w + 2);
             snprintf(name, sizeof(name), "--%.*s", (int)len, w + 2);
-            for (int k = 0; known[k].lng && !o; k++) {
-                if (strlen(known[k].lng) == len &&
-                    strncmp(known[k].lng, w + 2, len) == 0)
-                    o = &known[k];
-            }
-            for (int k = 0; !o && unsupported[k].lng; k++) {
-                if (strlen(unsupported[k].lng) == len &&
-                    strncmp(unsupported[k].lng, w + 2, len) == 0)
-                    return bad(err, name, "%s", unsupported[k].why);
-            }
-            if (!o)
-                return bad(err, name,
-                           "Shoal has no such option; remove it "
-                           "or use a #SHOAL line");
-            if (o->arg) {
-                if (eq)
-                    val = eq + 1;
-                else if (i + 1 < n)
-                    val = words[++i];
-                else
-                    return bad(err, name, "needs a value");
-            } else if (eq) {
-                return bad(err, name, "takes no value");
-            }
+            o = find_opt(w + 2, len, 0, name, err);
+            attached = eq ? eq + 1 : NULL;
         } else if (w[0] == '-' && w[1] && w[1] != '-') {
             snprintf(name, sizeof(name), "-%c", w[1]);
-            for (int k = 0; known[k].lng && !o; k++) {
-                if (known[k].shrt == w[1])
-                    o = &known[k];
-            }
-            for (int k = 0; !o && unsupported[k].lng; k++) {
-                if (unsupported[k].shrt == w[1])
-                    return bad(err, name, "%s", unsupported[k].why);
-            }
-            if (!o)
-                return bad(err, name,
-                           "Shoal has no such option; remove it "
-                           "or use a #SHOAL line");
-            if (o->arg) {
-                if (w[2])
-                    val = w[2] == '=' ? w + 3 : w + 2;
-                else if (i + 1 < n)
-                    val = words[++i];
-                else
-                    return bad(err, name, "needs a value");
-            } else if (w[2]) {
-                return bad(err, name, "takes no value");
-            }
+            o = find_opt(NULL, 0, w[1], name, err);
+            attached = !w[2] ? NULL : w[2] == '=' ? w + 3 : w + 2;
         } else {
             return sh_errorf(err, SH_EINVAL, "#SBATCH: '%s' is not an option",
                              w);
         }
-        if (apply_one(job, o->id, name, val ? val : "", l, err) < 0)
+        if (!o)
+            return -1;
+        const char *val = attached;
+        if (o->arg && !val) {
+            if (i + 1 >= n)
+                return bad(err, name, "needs a value");
+            val = words[++i];
+        } else if (!o->arg && attached) {
+            return bad(err, name, "takes no value");
+        }
+        if (apply_one(job, o->id, name, val ? val : "", sb, err) < 0)
             return -1;
     }
     return 0;
