@@ -181,3 +181,29 @@ int store_max_job_id(struct store *st, uint64_t *out, struct sh_error *err)
 {
     return st->ops->max_job_id(st, out, err);
 }
+
+bool store_has_leadership(const struct store *st)
+{
+    return st->ops->leader_try != NULL;
+}
+
+int store_leader_try(struct store *st, const char *my_url, uint64_t *epoch,
+                     char *leader_url, size_t leader_url_size,
+                     struct sh_error *err)
+{
+    if (!st->ops->leader_try) {
+        *epoch = 1;
+        if (leader_url && leader_url_size)
+            leader_url[0] = '\0';
+        return 1;
+    }
+    return st->ops->leader_try(st, my_url, epoch, leader_url, leader_url_size,
+                               err);
+}
+
+int store_leader_check(struct store *st, struct sh_error *err)
+{
+    if (!st->ops->leader_check)
+        return 0;
+    return st->ops->leader_check(st, err);
+}

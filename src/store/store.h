@@ -103,4 +103,21 @@ int store_load_objects(struct store *st, const char *kind, store_object_f cb,
 /* The largest job id ever stored, 0 when none. */
 int store_max_job_id(struct store *st, uint64_t *out, struct sh_error *err);
 
+/* ---- leadership (HA; PostgreSQL only) ----
+ * A store that supports it lets several controllers share one database with
+ * exactly one leader. SQLite: always leader, epoch 1, nothing to check. */
+bool store_has_leadership(const struct store *st);
+/* Try to become leader, advertising my_url (the URL clients should use).
+ * Returns 1 when this process is now leader (epoch set: every later commit
+ * is refused with SH_ECONFLICT "fenced" once another leader took over), 0 when
+ * another process leads (leader_url filled with its advertised URL, may be ""),
+ * -1 on error (database unreachable: SH_EUNAVAILABLE). Non-blocking. */
+int store_leader_try(struct store *st, const char *my_url, uint64_t *epoch,
+                     char *leader_url, size_t leader_url_size,
+                     struct sh_error *err);
+/* For the leader: 0 while its leadership session is alive and its epoch is
+ * current; -1 when leadership is lost (SH_ECONFLICT) or unknown
+ * (SH_EUNAVAILABLE). */
+int store_leader_check(struct store *st, struct sh_error *err);
+
 #endif

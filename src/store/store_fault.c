@@ -70,6 +70,21 @@ static int fault_max_job_id(struct store *st, uint64_t *out,
     PASS(max_job_id, out, err);
 }
 
+static int fault_leader_try(struct store *st, const char *my_url,
+                            uint64_t *epoch, char *leader_url,
+                            size_t leader_url_size, struct sh_error *err)
+{
+    struct store_fault *f = (struct store_fault *)st;
+    return store_leader_try(f->inner, my_url, epoch, leader_url,
+                            leader_url_size, err);
+}
+
+static int fault_leader_check(struct store *st, struct sh_error *err)
+{
+    struct store_fault *f = (struct store_fault *)st;
+    return store_leader_check(f->inner, err);
+}
+
 static const struct store_ops fault_ops = {
     .name = "fault",
     .close = fault_close,
@@ -79,6 +94,20 @@ static const struct store_ops fault_ops = {
     .scan_jobs = fault_scan_jobs,
     .load_objects = fault_load_objects,
     .max_job_id = fault_max_job_id,
+};
+
+/* The fault store leads exactly when the store it wraps does. */
+static const struct store_ops fault_leader_ops = {
+    .name = "fault",
+    .close = fault_close,
+    .commit = fault_commit,
+    .load_jobs = fault_load_jobs,
+    .get_job = fault_get_job,
+    .scan_jobs = fault_scan_jobs,
+    .load_objects = fault_load_objects,
+    .max_job_id = fault_max_job_id,
+    .leader_try = fault_leader_try,
+    .leader_check = fault_leader_check,
 };
 
 struct store *store_fault_open(const char *spec, struct sh_error *err)
@@ -106,5 +135,7 @@ struct store *store_fault_open(const char *spec, struct sh_error *err)
         free(f);
         return NULL;
     }
+    if (store_has_leadership(f->inner))
+        f->base.ops = &fault_leader_ops;
     return &f->base;
 }

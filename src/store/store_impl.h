@@ -43,6 +43,12 @@ struct store_ops {
     int (*load_objects)(struct store *st, const char *kind, store_object_f cb,
                         void *arg, struct sh_error *err);
     int (*max_job_id)(struct store *st, uint64_t *out, struct sh_error *err);
+    /* Leadership; NULL in a backend without it (one controller per
+     * database, always leader). */
+    int (*leader_try)(struct store *st, const char *my_url, uint64_t *epoch,
+                      char *leader_url, size_t leader_url_size,
+                      struct sh_error *err);
+    int (*leader_check)(struct store *st, struct sh_error *err);
 };
 
 /* Every backend's object starts with this header. */

@@ -158,3 +158,20 @@ Test(store, rejects_unknown_url_schemes)
     cr_assert_null(store_open("/nonexistent-dir/x/state.db", &err));
     cr_assert_eq(err.code, SH_EUNAVAILABLE);
 }
+
+Test(store, sqlite_is_always_leader_at_epoch_one)
+{
+    struct sh_error err;
+    struct store *st = store_open(path, &err);
+    cr_assert_not_null(st, "%s", err.msg);
+    cr_assert(!store_has_leadership(st));
+    uint64_t epoch = 0;
+    char leader[64] = "x";
+    cr_assert_eq(store_leader_try(st, "http://me", &epoch, leader,
+                                  sizeof(leader), &err),
+                 1);
+    cr_assert_eq(epoch, 1);
+    cr_assert_str_eq(leader, "");
+    cr_assert_eq(store_leader_check(st, &err), 0);
+    store_close(st);
+}
