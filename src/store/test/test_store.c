@@ -167,9 +167,9 @@ Test(store, sqlite_is_always_leader_at_epoch_one)
     cr_assert(!store_has_leadership(st));
     uint64_t epoch = 0;
     char leader[64] = "x";
-    cr_assert_eq(store_leader_try(st, "http://me", &epoch, leader,
-                                  sizeof(leader), &err),
-                 1);
+    cr_assert_eq(
+        store_leader_try(st, "http://me", &epoch, leader, sizeof(leader), &err),
+        1);
     cr_assert_eq(epoch, 1);
     cr_assert_str_eq(leader, "");
     cr_assert_eq(store_leader_check(st, &err), 0);
