@@ -34,7 +34,7 @@ struct link;
 #define AGENT_ALLOW_USERS_MAX 16
 
 struct agent_config {
-    const char *controller; /* URL */
+    const char *controller; /* URL, or URL,URL,... (HA) */
     char join_token[256];   /* "" when joining is not possible */
     const char *name;       /* node name */
     const char *address;    /* NULL: the address that reaches the

@@ -103,7 +103,7 @@ static int use_token(struct link *l, const char *token, struct sh_error *err)
 }
 
 /* The address other nodes reach this one at: the local address of a route
- * to the controller (UDP connect sends nothing). */
+ * to the (first) controller (UDP connect sends nothing). */
 static void guess_address(struct agent *a)
 {
     if (a->cfg.address) {
@@ -116,13 +116,13 @@ static void guess_address(struct agent *a)
     if (!u)
         return;
     u += 3;
-    size_t n = strcspn(u, ":/");
+    size_t n = strcspn(u, ":/,");
     if (n == 0 || n >= sizeof(host))
         return;
     memcpy(host, u, n);
     host[n] = '\0';
     if (u[n] == ':')
-        snprintf(port, sizeof(port), "%.*s", (int)strcspn(u + n + 1, "/"),
+        snprintf(port, sizeof(port), "%.*s", (int)strcspn(u + n + 1, "/,"),
                  u + n + 1);
     struct addrinfo hints = {.ai_socktype = SOCK_DGRAM};
     struct addrinfo *res = NULL;

@@ -52,7 +52,9 @@ static const char up_usage[] =
     "Given to the controller as they are (see shoald --help):\n"
     "  --kill-grace DUR, --heartbeat-timeout DUR, --keep-finished DUR,\n"
     "  --idle-threshold PCT, --idle-after DUR, --idle-policy P,\n"
-    "  --reslice-on-demand, --reslice-hold DUR, --debug LIST\n";
+    "  --reslice-on-demand, --reslice-hold DUR, --debug LIST,\n"
+    "  --store URL (e.g. postgresql://HOST/DB: the database is the\n"
+    "  cluster's; more controllers on it make it highly available)\n";
 
 /* Options `shoal up` hands to shoald untouched; shoald checks them and
  * `shoal up` stops with its message when one is wrong. */
@@ -66,6 +68,7 @@ static const struct option ctl_opts[] = {
     {"reslice-on-demand", no_argument, NULL, 0},
     {"reslice-hold", required_argument, NULL, 0},
     {"debug", required_argument, NULL, 0},
+    {"store", required_argument, NULL, 0},
 };
 #define UP_CTL_OPTS (int)(sizeof(ctl_opts) / sizeof(ctl_opts[0]))
 

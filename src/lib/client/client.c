@@ -1,22 +1,42 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* REST client (see client.h): configuration, the JSON layer and error
- * mapping, and the transport choice. The plain HTTP transport is in
- * http_plain.c, the TLS one (libcurl through dlopen) in http_curl.c. */
+ * mapping, failing over between the controllers of a URL list, and the
+ * transport choice. The plain HTTP transport is in http_plain.c, the TLS
+ * one (libcurl through dlopen) in http_curl.c. */
 #include "lib/client/client.h"
 
 #include <ctype.h>
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "lib/client/http.h"
+#include "lib/util/clock.h"
 #include "lib/util/utf8.h"
 
+/* Between two rounds over a URL list in which no controller served. */
+#define FAILOVER_PAUSE_MS 200
+/* How long a call keeps looking for the leader when the call itself has no
+ * timeout. */
+#define FAILOVER_DEFAULT_MS 30000
+
 struct client {
-    struct http_conn *conn;
+    /* The configured URLs, then leaders that followers named and the list
+     * did not hold. conns[i] is created with urls[i]. mu guards nurls and
+     * conns against client_abort in another thread. */
+    pthread_mutex_t mu;
+    char urls[CLIENT_MAX_URLS][512];
+    struct http_conn *conns[CLIENT_MAX_URLS];
+    int nurls;
+    int cur; /* the controller that served last */
+    atomic_bool aborted;
     int timeout_ms;
-    char url[512];
+    char ca_file[512];
     char auth_header[300];
 };
 
@@ -129,6 +149,41 @@ int client_config_load(struct client_config *cfg, struct sh_error *err)
     return 0;
 }
 
+/* Add url (and its connection) to c's list; its index, or -1. */
+static int add_url(struct client *c, const char *url, struct sh_error *err)
+{
+    if (c->nurls == CLIENT_MAX_URLS) {
+        sh_errorf(err, SH_EINVAL, "more than %d controller URLs",
+                  CLIENT_MAX_URLS);
+        return -1;
+    }
+    if (strlen(url) >= sizeof(c->urls[0])) {
+        sh_errorf(err, SH_EINVAL, "a controller URL is longer than %zu bytes",
+                  sizeof(c->urls[0]) - 1);
+        return -1;
+    }
+    struct http_conn *conn =
+        http_conn_create(url, c->ca_file[0] ? c->ca_file : NULL, err);
+    if (!conn)
+        return -1;
+    pthread_mutex_lock(&c->mu);
+    int i = c->nurls;
+    snprintf(c->urls[i], sizeof(c->urls[i]), "%s", url);
+    c->conns[i] = conn;
+    c->nurls++;
+    pthread_mutex_unlock(&c->mu);
+    return i;
+}
+
+static int find_url(const struct client *c, const char *url)
+{
+    for (int i = 0; i < c->nurls; i++) {
+        if (strcmp(c->urls[i], url) == 0)
+            return i;
+    }
+    return -1;
+}
+
 struct client *client_create(const char *url, const char *token,
                              const char *ca_file, struct sh_error *err)
 {
@@ -137,35 +192,73 @@ struct client *client_create(const char *url, const char *token,
         sh_errorf(err, SH_EINTERNAL, "out of memory");
         return NULL;
     }
+    pthread_mutex_init(&c->mu, NULL);
     c->timeout_ms = 30000;
-    snprintf(c->url, sizeof(c->url), "%s", url);
+    if (ca_file)
+        snprintf(c->ca_file, sizeof(c->ca_file), "%s", ca_file);
     if (token && *token)
         snprintf(c->auth_header, sizeof(c->auth_header), "Bearer %s", token);
-    c->conn = http_conn_create(url, ca_file, err);
-    if (!c->conn) {
-        free(c);
-        return NULL;
+    /* "URL" or "URL, URL, ...": the controllers of one cluster. */
+    const char *s = url;
+    for (;;) {
+        size_t n = strcspn(s, ",");
+        char one[600];
+        const char *b = s, *e = s + n;
+        while (b < e && isspace((unsigned char)*b))
+            b++;
+        while (e > b && isspace((unsigned char)e[-1]))
+            e--;
+        if (e == b) {
+            sh_errorf(err, SH_EINVAL,
+                      "'%.*s' has an empty entry: a controller URL list is "
+                      "URL, URL, ...",
+                      UTF8_CUT(url, 200));
+            goto fail;
+        }
+        snprintf(one, sizeof(one), "%.*s", (int)(e - b), b);
+        if (find_url(c, one) < 0 && add_url(c, one, err) < 0)
+            goto fail;
+        if (!s[n])
+            break;
+        s += n + 1;
     }
     return c;
+fail:
+    client_destroy(c);
+    return NULL;
 }
 
 void client_destroy(struct client *c)
 {
     if (!c)
         return;
-    http_conn_destroy(c->conn);
+    for (int i = 0; i < c->nurls; i++)
+        http_conn_destroy(c->conns[i]);
+    pthread_mutex_destroy(&c->mu);
     free(c);
 }
 
 void client_abort(struct client *c)
 {
-    if (c && c->conn->ops->abort)
-        c->conn->ops->abort(c->conn);
+    if (!c)
+        return;
+    c->aborted = true;
+    pthread_mutex_lock(&c->mu);
+    for (int i = 0; i < c->nurls; i++) {
+        if (c->conns[i]->ops->abort)
+            c->conns[i]->ops->abort(c->conns[i]);
+    }
+    pthread_mutex_unlock(&c->mu);
 }
 
 void client_set_timeout(struct client *c, int timeout_ms)
 {
     c->timeout_ms = timeout_ms;
+}
+
+const char *client_url(const struct client *c)
+{
+    return c->urls[c->cur];
 }
 
 /* Turn a non-2xx answer into err: the API's message when the body is an
@@ -187,6 +280,113 @@ static int answer_error(int status, const char *body, size_t len,
     return -1;
 }
 
+/* A follower's answer (503 with a "leader" member): this controller does
+ * not serve. *leader gets the leader's URL when it names one. */
+static bool not_leader_answer(const struct http_response *rs, char *leader,
+                              size_t size)
+{
+    leader[0] = '\0';
+    if (rs->status != 503 || !rs->body)
+        return false;
+    json_t *o = json_loadb(rs->body, rs->body_len, 0, NULL);
+    json_t *l = json_object_get(o, "leader");
+    bool yes = l != NULL;
+    if (json_is_string(l) && strlen(json_string_value(l)) < size)
+        snprintf(leader, size, "%s", json_string_value(l));
+    json_decref(o);
+    return yes;
+}
+
+static void pause_ms(int ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000,
+                          .tv_nsec = (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* One try at controller i. 0: served (rs filled, any status); 1: move on to
+ * another controller (err says why; *leader may name the leader); -1:
+ * failed in a way another controller cannot help with. */
+static int try_one(struct client *c, int i, const struct http_request *rq,
+                   struct http_response *rs, char *leader, size_t leader_size,
+                   struct sh_error *err)
+{
+    leader[0] = '\0';
+    if (http_conn_request(c->conns[i], rq, rs, err) < 0) {
+        /* Sent again elsewhere only when it surely was not received here,
+         * or reading it twice does no harm. */
+        bool safe = !rs->maybe_received || strcmp(rq->method, "GET") == 0 ||
+                    strcmp(rq->method, "HEAD") == 0;
+        return safe && err->code == SH_EUNAVAILABLE && !c->aborted ? 1 : -1;
+    }
+    if (not_leader_answer(rs, leader, leader_size)) {
+        answer_error(rs->status, rs->body, rs->body_len, err);
+        free(rs->body);
+        rs->body = NULL;
+        return 1;
+    }
+    return 0;
+}
+
+/* Send rq to the controller that serves: the one that served last first,
+ * then a leader a follower named, then the others in list order, in
+ * rounds until one serves or the time is up. A single URL is tried once
+ * (plus the leader it names). */
+static int failover_request(struct client *c, const struct http_request *rq,
+                            struct http_response *rs, struct sh_error *err)
+{
+    int window = c->timeout_ms > 0 ? c->timeout_ms : FAILOVER_DEFAULT_MS;
+    int64_t deadline = clock_mono_ms() + window;
+    int next = c->cur;
+    for (;;) {
+        bool tried[CLIENT_MAX_URLS] = {false};
+        int ntried = 0;
+        while (ntried < c->nurls) {
+            char leader[512];
+            int i = next;
+            tried[i] = true;
+            ntried++;
+            int rc = try_one(c, i, rq, rs, leader, sizeof(leader), err);
+            if (rc == 0) {
+                c->cur = i;
+                return 0;
+            }
+            if (rc < 0)
+                return -1;
+            int l = leader[0] ? find_url(c, leader) : -1;
+            if (leader[0] && l < 0) {
+                struct sh_error aerr;
+                l = add_url(c, leader, &aerr);
+            }
+            if (l >= 0 && !tried[l]) {
+                next = l;
+                continue;
+            }
+            next = -1;
+            for (int k = 1; k <= c->nurls && next < 0; k++) {
+                int j = (i + k) % c->nurls;
+                if (!tried[j])
+                    next = j;
+            }
+            if (next < 0)
+                break;
+        }
+        if (c->nurls < 2 || c->aborted || clock_mono_ms() >= deadline)
+            break;
+        pause_ms(FAILOVER_PAUSE_MS);
+        next = c->cur;
+    }
+    if (c->nurls > 1 && !c->aborted) {
+        char first[sizeof(err->msg)];
+        snprintf(first, sizeof(first), "%s", err->msg);
+        sh_errorf(err, SH_EUNAVAILABLE,
+                  "no controller of the %d in the list served within %d s "
+                  "(last: %s)",
+                  c->nurls, window / 1000, first);
+    }
+    return -1;
+}
+
 int client_call_raw(struct client *c, const char *method, const char *path,
                     const char *body, size_t body_len, char **out,
                     size_t *out_len, int *status, struct sh_error *err)
@@ -199,11 +399,14 @@ int client_call_raw(struct client *c, const char *method, const char *path,
         .body_len = body_len,
         .timeout_ms = c->timeout_ms,
     };
-    struct http_response rs;
+    struct http_response rs = {0};
     if (status)
         *status = 0;
-    if (http_conn_request(c->conn, &rq, &rs, err) < 0)
+    if (failover_request(c, &rq, &rs, err) < 0) {
+        if (status && rs.status)
+            *status = rs.status;
         return -1;
+    }
     if (status)
         *status = rs.status;
     if (rs.status < 200 || rs.status > 299) {

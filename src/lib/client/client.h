@@ -19,6 +19,9 @@
 
 /* The largest response body accepted (logs come in pages below this). */
 #define CLIENT_MAX_RESPONSE (64u << 20)
+/* Controllers in one client's URL list (configured ones and leaders that
+ * followers named). */
+#define CLIENT_MAX_URLS 8
 
 struct client;
 
@@ -31,7 +34,8 @@ struct client_config {
 
 /* Find the controller's URL and token: SHOAL_URL / SHOAL_TOKEN in the
  * environment, else $XDG_CONFIG_HOME/shoal/config (default
- * ~/.config/shoal/config) with lines "url = ...", "token = ..." and
+ * ~/.config/shoal/config) with lines "url = ..." (one URL, or every
+ * controller of a highly available cluster: "url = URL, URL"), "token = ..." and
  * optionally "ca = FILE" (SHOAL_CA in the environment). Fails
  * with a message that says how to get a cluster when nothing is found. */
 int client_config_load(struct client_config *cfg, struct sh_error *err);
@@ -39,7 +43,14 @@ int client_config_load(struct client_config *cfg, struct sh_error *err);
 /* The config file's path. */
 void client_config_path(char *buf, size_t size);
 
-/* url and token are copied; ca_file may be NULL. */
+/* url is one controller URL or a list "URL, URL, ..." of the controllers
+ * of one highly available cluster (doc/design/ha.md). A call goes to the
+ * controller that served last; when it cannot be reached (and the request
+ * surely did not arrive, or is a GET), or answers as a follower (503 with
+ * {"leader": URL}), the call goes to the leader it names, else the next
+ * URL, in rounds 200 ms apart until one serves or the call's timeout (30 s
+ * without one) is over. A single URL that cannot be reached fails at once.
+ * url and token are copied; ca_file may be NULL. */
 struct client *client_create(const char *url, const char *token,
                              const char *ca_file, struct sh_error *err);
 void client_destroy(struct client *c);
@@ -51,6 +62,9 @@ void client_abort(struct client *c);
 
 /* Per-call timeout in ms (default 30 s; 0 = none). */
 void client_set_timeout(struct client *c, int timeout_ms);
+
+/* The URL of the controller that served last (the first before any). */
+const char *client_url(const struct client *c);
 
 /* Call METHOD path with an optional JSON body (borrowed). On a 2xx answer
  * *out is the parsed body (NULL when empty; caller decrefs) and 0 is

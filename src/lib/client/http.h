@@ -5,6 +5,7 @@
 #ifndef SHOAL_CLIENT_HTTP_H
 #define SHOAL_CLIENT_HTTP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "lib/util/error.h"
@@ -24,6 +25,11 @@ struct http_response {
     int status;
     char *body; /* NUL-terminated; caller frees */
     size_t body_len;
+    /* Set by the transport on success and on failure: false when the
+     * request surely never reached a server (no connection could be
+     * made), so it may be sent to another controller without being done
+     * twice. */
+    bool maybe_received;
 };
 
 struct http_conn *http_conn_create(const char *url, const char *ca_file,

@@ -102,6 +102,8 @@ static int curl_request(struct http_conn *conn, const struct http_request *rq,
     c->f.easy_setopt(c->h, CURLOPT_HTTPHEADER, hdrs);
     CURLcode rc = c->f.easy_perform(c->h);
     c->f.slist_free_all(hdrs);
+    rs->maybe_received =
+        rc != CURLE_COULDNT_CONNECT && rc != CURLE_COULDNT_RESOLVE_HOST;
     if (rc != CURLE_OK) {
         strbuf_fini(&body);
         if (rc == CURLE_COULDNT_CONNECT)

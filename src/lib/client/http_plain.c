@@ -337,6 +337,7 @@ static int plain_once(struct http_plain *p, const struct http_request *rq,
         strbuf_fini(&req);
         return sh_errorf(err, SH_ETOOLARGE, "request too large");
     }
+    rs->maybe_received = true;
     int rc = write_all(p->fd, req.data, req.len, deadline);
     strbuf_fini(&req);
     struct head h;
@@ -379,6 +380,7 @@ static int plain_request(struct http_conn *c, const struct http_request *rq,
                          struct http_response *rs, struct sh_error *err)
 {
     struct http_plain *p = (struct http_plain *)c;
+    rs->maybe_received = false;
     if (p->aborted)
         return sh_errorf(err, SH_EUNAVAILABLE, "the call to %s was aborted",
                          p->url);
@@ -388,6 +390,9 @@ static int plain_request(struct http_conn *c, const struct http_request *rq,
         return 0;
     if (!retry)
         return -1;
+    /* A kept-alive connection the server had closed: the request never
+     * reached it. */
+    rs->maybe_received = false;
     return plain_once(p, rq, rs, deadline, &retry, err);
 }
 

@@ -9,7 +9,10 @@
  *   run in a thread of the test (127.0.0.1, a free port) answering canned
  *   responses: the request it sends, Content-Length, chunked and read-to-
  *   close bodies, API errors, the size limit, keep-alive and a server that
- *   closed an idle connection. Not https (libcurl): that needs TLS. */
+ *   closed an idle connection. Not https (libcurl): that needs TLS.
+ * - failover: URL lists, an unreachable controller skipped, a follower's
+ *   answer followed to the leader it names, a change that may have
+ *   arrived never sent to a second controller. */
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -809,5 +812,143 @@ Test(http, nothing_listening_says_which_url_and_to_run_shoal_up, .timeout = 30)
     cr_assert_eq(err.code, SH_EUNAVAILABLE);
     cr_assert(strstr(err.msg, url) != NULL, "%s", err.msg);
     cr_assert(strstr(err.msg, "`shoal up`") != NULL, "%s", err.msg);
+    client_destroy(c);
+}
+
+/* ---- failover between the controllers of a URL list ---- */
+
+/* The URL of a port nothing listens on (free a moment ago). */
+static void dead_url(char *url, size_t size)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    cr_assert_geq(fd, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(sa);
+    cr_assert_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    cr_assert_eq(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+    close(fd);
+    snprintf(url, size, "http://127.0.0.1:%d", ntohs(sa.sin_port));
+}
+
+Test(failover, list_with_an_empty_entry_is_refused)
+{
+    const char *bad[] = {"http://a:1,", ",http://a:1",
+                         "http://a:1, ,http://b:2", "http://a:1,ftp://b:2"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct sh_error err = {0};
+        cr_assert_null(client_create(bad[i], "tok", NULL, &err), "'%s'",
+                       bad[i]);
+        cr_assert_eq(err.code, SH_EINVAL, "'%s': %s", bad[i], err.msg);
+    }
+}
+
+Test(failover, unreachable_controller_is_skipped_and_the_next_remembered,
+     .timeout = 30)
+{
+    static const char *const answers[] = {OK_JSON(7) "{\"n\":1}",
+                                          OK_JSON(7) "{\"n\":2}", NULL};
+    struct srv s;
+    srv_start(&s, answers);
+    char dead[64], list[200];
+    dead_url(dead, sizeof(dead));
+    snprintf(list, sizeof(list), "%s , %s", dead, s.url);
+    struct sh_error err = {0};
+    struct client *c = client_create(list, "tok", NULL, &err);
+    cr_assert_not_null(c, "%s", err.msg);
+    cr_assert_str_eq(client_url(c), dead);
+    for (int i = 1; i <= 2; i++) {
+        json_t *out = NULL;
+        cr_assert_eq(client_call(c, "POST", "/v1/jobs", NULL, &out, NULL, &err),
+                     0, "call %d: %s", i, err.msg);
+        cr_assert_eq(json_integer_value(json_object_get(out, "n")), i);
+        json_decref(out);
+        cr_assert_str_eq(client_url(c), s.url);
+    }
+    client_destroy(c);
+    srv_finish(&s);
+    cr_assert_eq(s.requests, 2);
+}
+
+Test(failover, follower_answer_sends_the_call_to_the_leader_it_names,
+     .timeout = 30)
+{
+    static const char *const leader_answers[] = {OK_JSON(7) "{\"n\":1}", NULL};
+    struct srv leader;
+    srv_start(&leader, leader_answers);
+    /* {"error":{...},"leader":"http://127.0.0.1:NNNNN"} */
+    static char follower_answer[512];
+    char body[256];
+    snprintf(body, sizeof(body),
+             "{\"error\":{\"code\":\"unavailable\",\"message\":\"follower\"},"
+             "\"leader\":\"%s\"}",
+             leader.url);
+    snprintf(follower_answer, sizeof(follower_answer),
+             "HTTP/1.1 503 Service Unavailable\r\nContent-Length: %zu\r\n\r\n"
+             "%s",
+             strlen(body), body);
+    const char *const follower_answers[] = {follower_answer, NULL};
+    struct srv follower;
+    srv_start(&follower, follower_answers);
+    /* Only the follower is configured. */
+    struct client *c = client_for(&follower, NULL);
+    json_t *out = NULL;
+    struct sh_error err = {0};
+    cr_assert_eq(client_call(c, "POST", "/v1/jobs", NULL, &out, NULL, &err), 0,
+                 "%s", err.msg);
+    cr_assert_eq(json_integer_value(json_object_get(out, "n")), 1);
+    json_decref(out);
+    cr_assert_str_eq(client_url(c), leader.url);
+    client_destroy(c);
+    srv_finish(&follower);
+    srv_finish(&leader);
+    cr_assert_eq(follower.requests, 1);
+    cr_assert_eq(leader.requests, 1);
+    cr_assert(strstr(leader.req[0], "Authorization: Bearer tok123") != NULL,
+              "the token goes along: %s", leader.req[0]);
+}
+
+Test(failover, change_that_may_have_arrived_is_not_sent_to_another,
+     .timeout = 30)
+{
+    /* The first controller reads the request and hangs up: it may have
+     * acted on it, so the second one is not asked (a retry would succeed
+     * and could make the change twice). */
+    static const char *const first_answers[] = {"", ANSWER_CLOSE, NULL};
+    static const char *const second_answers[] = {OK_JSON(7) "{\"n\":1}", NULL};
+    struct srv first, second;
+    srv_start(&first, first_answers);
+    srv_start(&second, second_answers);
+    char list[200];
+    snprintf(list, sizeof(list), "%s,%s", first.url, second.url);
+    struct sh_error err = {0};
+    struct client *c = client_create(list, "tok", NULL, &err);
+    cr_assert_not_null(c, "%s", err.msg);
+    json_t *out = NULL;
+    cr_assert_eq(client_call(c, "POST", "/v1/jobs", NULL, &out, NULL, &err),
+                 -1);
+    cr_assert_eq(err.code, SH_EUNAVAILABLE);
+    client_destroy(c);
+    srv_finish(&first);
+    srv_finish(&second);
+    cr_assert_eq(first.requests, 1);
+    cr_assert_eq(second.requests, 0, "not sent to the second controller");
+}
+
+Test(failover, no_controller_serving_fails_after_the_timeout, .timeout = 30)
+{
+    char a[64], b[64], list[200];
+    dead_url(a, sizeof(a));
+    dead_url(b, sizeof(b));
+    snprintf(list, sizeof(list), "%s,%s", a, b);
+    struct sh_error err = {0};
+    struct client *c = client_create(list, "tok", NULL, &err);
+    cr_assert_not_null(c, "%s", err.msg);
+    client_set_timeout(c, 600);
+    json_t *out = NULL;
+    cr_assert_eq(client_call(c, "GET", "/v1/health", NULL, &out, NULL, &err),
+                 -1);
+    cr_assert_eq(err.code, SH_EUNAVAILABLE);
+    cr_assert(strstr(err.msg, "no controller of the 2") != NULL, "%s", err.msg);
     client_destroy(c);
 }
