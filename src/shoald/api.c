@@ -20,7 +20,9 @@
 #include "lib/util/log.h"
 #include "lib/util/strbuf.h"
 #include "lib/util/utf8.h"
+#include "shoald/api_handlers.h"
 #include "shoald/auth.h"
+#include "shoald/ha.h"
 #include "shoald/commit.h"
 
 #define API_MAX_PARAMS 4
@@ -403,8 +405,14 @@ static void dispatch(struct api *api, struct api_req *req)
             req->status = 405;
         return;
     }
-    if (api->d->stopping) {
+    /* A follower serves its health only; a stopping controller of a
+     * highly available cluster sends clients on to another one. */
+    if (api->d->stopping && ha_serving(api->d)) {
         api_errorf(req, SH_EUNAVAILABLE, "the controller is shutting down");
+        return;
+    }
+    if (!ha_serving(api->d) && (r->handler != api_health || api->d->stopping)) {
+        ha_reply_follower(api->d, req);
         return;
     }
     authenticate(api, req);
@@ -495,7 +503,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
         MHD_suspend_connection(conn);
         return MHD_YES;
     }
-    if (commit_dirty(api->d->commit)) {
+    if (api->d->commit && commit_dirty(api->d->commit)) {
         /* The answer may describe a change that is not durable yet: it
          * waits for the commit at the end of this loop iteration. */
         if (commit_after(api->d->commit, on_committed, req) == 0) {

@@ -2,23 +2,34 @@
 /* /v1/health, /v1/whoami and /v1/openapi.json. */
 #include "shoald/api_handlers.h"
 #include "shoald/auth.h"
+#include "shoald/ha.h"
 #include "shoald/jobtab.h"
 #include "shoald/nodetab.h"
 
 void api_health(struct shoald *d, struct api_req *req)
 {
+    const char *leader = ha_leader_url(d);
+    if (!ha_serving(d)) {
+        /* A follower holds no state: its role and where the leader is. */
+        api_reply_json(req, 200,
+                       json_pack("{s:s, s:s, s:s, s:s?}", "status", "ok",
+                                 "version", SHOAL_VERSION, "role", ha_role(d),
+                                 "leader", leader[0] ? leader : NULL));
+        return;
+    }
     int counts[JOB_STATE_COUNT];
     jobtab_count_states(d->jobs, counts);
     int up = 0;
     for (struct node *n = nodetab_next(d->nodes, NULL); n;
          n = nodetab_next(d->nodes, n))
         up += node_state(n) != NODE_DOWN;
-    api_reply_json(req, 200,
-                   json_pack("{s:s, s:s, s:s, s:i, s:i, s:i, s:i}", "status",
-                             "ok", "version", SHOAL_VERSION, "cluster_id",
-                             d->cluster_id, "nodes", nodetab_count(d->nodes),
-                             "nodes_up", up, "pending", counts[JOB_PENDING],
-                             "running", counts[JOB_RUNNING]));
+    api_reply_json(
+        req, 200,
+        json_pack("{s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:s, s:s?}", "status",
+                  "ok", "version", SHOAL_VERSION, "cluster_id", d->cluster_id,
+                  "nodes", nodetab_count(d->nodes), "nodes_up", up, "pending",
+                  counts[JOB_PENDING], "running", counts[JOB_RUNNING], "role",
+                  ha_role(d), "leader", leader[0] ? leader : NULL));
 }
 
 void api_whoami(struct shoald *d, struct api_req *req)

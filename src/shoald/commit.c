@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Group commit (see commit.h). */
 #include "shoald/commit.h"
+#include "shoald/ha.h"
 
 #include <stdlib.h>
 
@@ -115,6 +116,16 @@ int commit_flush(struct commit *c, struct sh_error *err)
         return 0;
     }
     c->stats.failures++;
+    if (err && err->code == SH_ECONFLICT) {
+        /* Fenced: another controller leads. Nothing is reloaded or
+         * committed any more; the process stops (ha.c). */
+        sh_log(LOG_ERR, "commit", "commit of %d changes refused: %s", ops,
+               err->msg);
+        store_batch_reset(c->batch);
+        ha_fenced(c->d, err->msg);
+        run_waiters(c, false);
+        return -1;
+    }
     sh_log(LOG_ERR, "commit", "commit of %d changes failed: %s; reloading", ops,
            err ? err->msg : "?");
     store_batch_reset(c->batch);

@@ -25,6 +25,7 @@
 #include "shoald/auth.h"
 #include "shoald/cluster.h"
 #include "shoald/commit.h"
+#include "shoald/ha.h"
 #include "shoald/jobtab.h"
 #include "shoald/logs.h"
 #include "shoald/nodetab.h"
@@ -42,7 +43,13 @@ static const char usage[] =
     "  --state DIR            state folder: database, tokens, URL (required)\n"
     "  --listen ADDR          address to listen on (default 127.0.0.1)\n"
     "  --port N               port (default 6820; 0 = any free port)\n"
-    "  --store URL            database (default sqlite:DIR/shoal.db)\n"
+    "  --store URL            database (default sqlite:DIR/shoal.db), or\n"
+    "                         postgresql://...: several shoald on one\n"
+    "                         PostgreSQL database are highly available\n"
+    "                         (one leads, the others follow and take over)\n"
+    "  --advertise-url URL    the URL other controllers send clients to\n"
+    "                         while this one leads (default: the listen "
+    "URL)\n"
     "  --admin-user NAME      first cluster admin of a new cluster\n"
     "                         (default: the user running shoald)\n"
     "  --tls-cert FILE        serve HTTPS with this PEM certificate...\n"
@@ -100,6 +107,7 @@ static int parse_args(int argc, char **argv, struct shoald_config *cfg)
         {"listen", required_argument, NULL, 'l'},
         {"port", required_argument, NULL, 'p'},
         {"store", required_argument, NULL, 'S'},
+        {"advertise-url", required_argument, NULL, 'U'},
         {"admin-user", required_argument, NULL, 'a'},
         {"tls-cert", required_argument, NULL, 'c'},
         {"tls-key", required_argument, NULL, 'k'},
@@ -138,6 +146,22 @@ static int parse_args(int argc, char **argv, struct shoald_config *cfg)
             break;
         case 'S':
             cfg->store_url = optarg;
+            break;
+        case 'U':
+            if (strncmp(optarg, "http://", 7) != 0 &&
+                strncmp(optarg, "https://", 8) != 0) {
+                sh_errorf(&err, SH_EINVAL,
+                          "--advertise-url must start with http:// or "
+                          "https://");
+                goto bad;
+            }
+            if (strlen(optarg) >= 500 || strchr(optarg, ',')) {
+                sh_errorf(&err, SH_EINVAL,
+                          "--advertise-url must be one URL of at most 499 "
+                          "bytes");
+                goto bad;
+            }
+            cfg->advertise_url = optarg;
             break;
         case 'a':
             cfg->admin_user = optarg;
@@ -255,7 +279,8 @@ static int before_sleep(struct loop *loop, void *arg)
     struct shoald *d = arg;
     struct sh_error err;
     (void)loop;
-    cluster_before_sleep(d);
+    if (ha_serving(d))
+        cluster_before_sleep(d);
     commit_flush(d->commit, &err); /* failures are logged and answered */
     int timeout = api_before_sleep(d->api);
     /* Running MHD may have accepted new changes (a kept-alive client sends
@@ -283,6 +308,8 @@ static int lock_state(const char *dir, struct sh_error *err)
     return fd; /* kept open until exit */
 }
 
+/* Everything but the cluster's state, which only the leader loads
+ * (ha_start). */
 static int setup(struct shoald *d, char *store_url, size_t url_size,
                  struct sh_error *err)
 {
@@ -317,11 +344,7 @@ static int setup(struct shoald *d, char *store_url, size_t url_size,
     if (!d->secrets)
         return -1;
     d->commit = commit_create(d, state_reload, err);
-    if (!d->commit || state_load(d, err) < 0 || cluster_create(d, err) < 0 ||
-        state_init_cluster(d, err) < 0)
-        return -1;
-    d->logs = logs_create(d, err);
-    if (!d->logs)
+    if (!d->commit)
         return -1;
     d->api = api_create(d, api_routes, err);
     if (!d->api)
@@ -354,11 +377,14 @@ static void teardown(struct shoald *d)
     /* Held requests are answered first: MHD stops only without suspended
      * connections. New requests are refused from now on (d->stopping). */
     d->stopping = true;
-    if (d->nodes)
+    /* A deposed leader answers nothing more from memory and commits
+     * nothing: held requests get 503 from api_destroy. */
+    bool deposed = ha_deposed(d);
+    if (d->nodes && !deposed)
         api_agent_expire_polls(d, true);
     logs_destroy(d->logs);
     d->logs = NULL;
-    if (d->commit)
+    if (d->commit && !deposed)
         commit_flush(d->commit, &err);
     for (int i = 0; d->api && i < 200; i++) {
         api_before_sleep(d->api);
@@ -413,7 +439,7 @@ int main(int argc, char **argv)
         return 2;
     int rc = 1;
     if (setup(&d, store_url, sizeof(store_url), &err) < 0 ||
-        signals_setup(&d, &err) < 0) {
+        ha_start(&d, argc, argv, &err) < 0 || signals_setup(&d, &err) < 0) {
         sh_log(LOG_ERR, "main", "%s", err.msg);
         goto out;
     }
@@ -427,5 +453,5 @@ int main(int argc, char **argv)
     rc = 0;
 out:
     teardown(&d);
-    return rc;
+    return ha_finish(&d, rc);
 }

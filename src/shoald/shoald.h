@@ -33,14 +33,17 @@ struct logs;
 struct slices;
 struct volumes;
 struct secrets;
+struct ha;
 
 struct shoald_config {
-    const char *state_dir;   /* holds the database, tokens and the URL */
-    const char *store_url;   /* NULL = sqlite:<state_dir>/shoal.db */
-    const char *listen_addr; /* "127.0.0.1" */
-    int port;                /* 0 = any free port */
-    const char *admin_user;  /* first cluster admin, created at init */
-    const char *tls_cert;    /* PEM files; both NULL = plain HTTP */
+    const char *state_dir;     /* holds the database, tokens and the URL */
+    const char *store_url;     /* NULL = sqlite:<state_dir>/shoal.db */
+    const char *listen_addr;   /* "127.0.0.1" */
+    const char *advertise_url; /* URL other controllers send clients to;
+                                  NULL = the listen URL (d->url) */
+    int port;                  /* 0 = any free port */
+    const char *admin_user;    /* first cluster admin, created at init */
+    const char *tls_cert;      /* PEM files; both NULL = plain HTTP */
     const char *tls_key;
     size_t max_body;           /* bytes of one request body */
     int max_conns_per_address; /* open connections from one IP; 0 = any */
@@ -71,6 +74,7 @@ struct shoald {
     struct slices *slices;
     struct volumes *volumes; /* storage jobs mount by name */
     struct secrets *secrets; /* e.g. volumes' credentials, sealed */
+    struct ha *ha;           /* leader or follower (ha.h) */
     char url[300];           /* the URL clients use */
     char cluster_id[33];     /* random hex, made once (state.c) */
     bool stopping;

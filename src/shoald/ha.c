@@ -1,0 +1,236 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Leader or follower (see ha.h and doc/design/ha.md): the role at start,
+ * the follower's answers and its tries to lead, the leader's checks, and
+ * what a deposed leader does. */
+#include "shoald/ha.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lib/loop/loop.h"
+#include "lib/util/clock.h"
+#include "lib/util/log.h"
+#include "shoald/api.h"
+#include "shoald/cluster.h"
+#include "shoald/logs.h"
+#include "shoald/state.h"
+#include "store/store.h"
+
+/* A follower tries to lead, and a leader checks its leadership, this
+ * often. */
+#define HA_TICK_MS 1000
+
+enum ha_role { HA_FOLLOWER = 0, HA_LEADER, HA_DEPOSED };
+
+struct ha {
+    enum ha_role role;
+    bool leadership; /* the store has leadership (else always leader) */
+    uint64_t epoch;
+    char my_url[512];
+    char leader_url[512];
+    int port; /* bound: a deposed leader starts again on it */
+    int argc;
+    char **argv;
+};
+
+/* Load the state and start serving: the same path as a controller that
+ * starts alone. */
+static int lead(struct shoald *d, struct sh_error *err)
+{
+    if (state_load(d, err) < 0 || cluster_create(d, err) < 0 ||
+        state_init_cluster(d, err) < 0)
+        return -1;
+    d->logs = logs_create(d, err);
+    if (!d->logs)
+        return -1;
+    d->ha->role = HA_LEADER;
+    snprintf(d->ha->leader_url, sizeof(d->ha->leader_url), "%s", d->ha->my_url);
+    return 0;
+}
+
+static void lost(struct shoald *d, const char *why)
+{
+    struct ha *ha = d->ha;
+    if (ha->role == HA_DEPOSED)
+        return;
+    ha->role = HA_DEPOSED;
+    sh_log(LOG_CRIT, "ha",
+           "leadership lost (epoch %llu): %s; stopping at once without "
+           "committing anything more, then starting again as a follower",
+           (unsigned long long)ha->epoch, why);
+    d->stopping = true;
+    loop_stop(d->loop);
+}
+
+static int64_t tick(struct loop *loop, void *arg)
+{
+    struct shoald *d = arg;
+    struct ha *ha = d->ha;
+    struct sh_error err;
+    (void)loop;
+    if (ha->role == HA_LEADER) {
+        if (store_leader_check(d->store, &err) < 0) {
+            if (err.code == SH_ECONFLICT) {
+                lost(d, err.msg);
+                return HA_TICK_MS; /* the loop stops first */
+            }
+            /* Unknown (the database is unreachable): commits fail and are
+             * answered 503 meanwhile, and fencing refuses a late one. */
+            sh_log(LOG_WARNING, "ha", "cannot check leadership: %s", err.msg);
+        }
+        return HA_TICK_MS;
+    }
+    if (ha->role != HA_FOLLOWER)
+        return HA_TICK_MS;
+    char leader[sizeof(ha->leader_url)];
+    int rc = store_leader_try(d->store, ha->my_url, &ha->epoch, leader,
+                              sizeof(leader), &err);
+    if (rc < 0) {
+        sh_log(LOG_WARNING, "ha", "cannot try to lead: %s", err.msg);
+        return HA_TICK_MS;
+    }
+    if (rc == 0) {
+        if (strcmp(leader, ha->leader_url) != 0)
+            sh_log(LOG_NOTICE, "ha", "following the leader at %s",
+                   leader[0] ? leader : "(unknown)");
+        snprintf(ha->leader_url, sizeof(ha->leader_url), "%s", leader);
+        return HA_TICK_MS;
+    }
+    sh_log(LOG_NOTICE, "ha", "leading now (epoch %llu): loading the state",
+           (unsigned long long)ha->epoch);
+    int64_t t0 = clock_mono_ms();
+    if (lead(d, &err) < 0) {
+        /* Half a state cannot serve: stop, and let the leadership go. */
+        sh_log(LOG_CRIT, "ha", "cannot load the state as the new leader: %s",
+               err.msg);
+        d->stopping = true;
+        loop_stop(d->loop);
+        return HA_TICK_MS;
+    }
+    sh_log(LOG_NOTICE, "ha",
+           "took over as leader at %s (epoch %llu) in %lld ms after loading; "
+           "nodes have %d s to reconnect",
+           ha->my_url, (unsigned long long)ha->epoch,
+           (long long)(clock_mono_ms() - t0), d->cfg.heartbeat_timeout_s);
+    return HA_TICK_MS;
+}
+
+int ha_start(struct shoald *d, int argc, char **argv, struct sh_error *err)
+{
+    struct ha *ha = calloc(1, sizeof(*ha));
+    if (!ha)
+        return sh_errorf(err, SH_EINTERNAL, "out of memory");
+    d->ha = ha;
+    ha->argc = argc;
+    ha->argv = argv;
+    ha->port = api_port(d->api);
+    const char *url = d->cfg.advertise_url ? d->cfg.advertise_url : d->url;
+    if (strlen(url) >= sizeof(ha->my_url))
+        return sh_errorf(err, SH_EINVAL, "--advertise-url is too long");
+    snprintf(ha->my_url, sizeof(ha->my_url), "%s", url);
+    ha->leadership = store_has_leadership(d->store);
+    if (!ha->leadership)
+        return lead(d, err);
+    int rc = store_leader_try(d->store, ha->my_url, &ha->epoch, ha->leader_url,
+                              sizeof(ha->leader_url), err);
+    if (rc < 0)
+        return -1;
+    if (rc == 1) {
+        if (lead(d, err) < 0)
+            return -1;
+        sh_log(LOG_NOTICE, "ha", "leader at %s (epoch %llu)", ha->my_url,
+               (unsigned long long)ha->epoch);
+    } else {
+        sh_log(LOG_NOTICE, "ha",
+               "follower: the leader is at %s; serving /v1/health and "
+               "pointing every other call there",
+               ha->leader_url[0] ? ha->leader_url : "(unknown)");
+    }
+    if (loop_add_timer(d->loop, HA_TICK_MS, tick, d) < 0)
+        return sh_errorf(err, SH_EINTERNAL, "out of memory");
+    return 0;
+}
+
+bool ha_serving(const struct shoald *d)
+{
+    return d->ha && d->ha->role == HA_LEADER;
+}
+
+bool ha_deposed(const struct shoald *d)
+{
+    return d->ha && d->ha->role == HA_DEPOSED;
+}
+
+const char *ha_role(const struct shoald *d)
+{
+    if (!d->ha)
+        return "starting";
+    switch (d->ha->role) {
+    case HA_LEADER:
+        return "leader";
+    case HA_FOLLOWER:
+        return "follower";
+    default:
+        return "deposed";
+    }
+}
+
+const char *ha_leader_url(const struct shoald *d)
+{
+    return d->ha ? d->ha->leader_url : "";
+}
+
+void ha_reply_follower(struct shoald *d, struct api_req *req)
+{
+    bool following = d->ha && d->ha->role == HA_FOLLOWER;
+    const char *leader = following ? d->ha->leader_url : "";
+    char msg[700];
+    if (d->stopping)
+        snprintf(msg, sizeof(msg),
+                 "this controller is stopping; try another controller");
+    else if (leader[0])
+        snprintf(msg, sizeof(msg),
+                 "this controller is a follower; the leader is at %s", leader);
+    else
+        snprintf(msg, sizeof(msg),
+                 "this controller is not the leader and knows no leader "
+                 "right now; try another controller or again in a moment");
+    api_reply_json(req, 503,
+                   json_pack("{s:{s:s, s:s}, s:s?}", "error", "code",
+                             "unavailable", "message", msg, "leader",
+                             leader[0] && !d->stopping ? leader : NULL));
+}
+
+void ha_fenced(struct shoald *d, const char *why)
+{
+    if (d->ha && d->ha->leadership)
+        lost(d, why);
+}
+
+int ha_finish(struct shoald *d, int rc)
+{
+    struct ha *ha = d->ha;
+    d->ha = NULL;
+    if (!ha || ha->role != HA_DEPOSED) {
+        free(ha);
+        return rc;
+    }
+    /* Start again from nothing (every file and the database session are
+     * closed by now), on the same port: it may have been chosen at random
+     * (--port 0), and the advertised URL names it. */
+    char port[32];
+    char **argv = calloc((size_t)ha->argc + 2, sizeof(char *));
+    if (argv) {
+        for (int i = 0; i < ha->argc; i++)
+            argv[i] = ha->argv[i];
+        snprintf(port, sizeof(port), "--port=%d", ha->port);
+        argv[ha->argc] = port;
+        execv("/proc/self/exe", argv);
+        sh_log(LOG_CRIT, "ha", "cannot start again as a follower: %m");
+        free(argv);
+    }
+    free(ha);
+    return HA_EXIT_DEPOSED;
+}
