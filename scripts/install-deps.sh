@@ -10,7 +10,9 @@ set -eu
 # mounts S3 volumes; libnfs-dev and libfuse3-dev build shoal-nfs-fuse, the
 # userspace NFS client for nodes without a kernel one; nfs-ganesha serves
 # NFS to the NFS volume tests. protobuf-c and nghttp2 make the agent's CSI
-# client (gRPC over a unix socket); python3-grpcio runs the test CSI plugin. The S3 volume tests also need a local S3 server,
+# client (gRPC over a unix socket); python3-grpcio runs the test CSI plugin.
+# libpq-dev builds the PostgreSQL store; postgresql is the server that
+# scripts/pg-test.sh starts for the tests against that store. The S3 volume tests also need a local S3 server,
 # s3rver from the npm registry (tests/system/s3/package.json), installed
 # below with the machine's node and npm.
 PACKAGES="
@@ -45,6 +47,8 @@ libprotobuf-c-dev
 protobuf-c-compiler
 libnghttp2-dev
 python3-grpcio
+libpq-dev
+postgresql
 "
 # Node.js and npm from Debian, unless the machine already has them.
 command -v node >/dev/null 2>&1 || PACKAGES="$PACKAGES nodejs"

@@ -18,10 +18,14 @@ struct store *store_open(const char *url, struct sh_error *err)
         return store_sqlite_open(url + 7, err);
     if (strncmp(url, "postgres://", 11) == 0 ||
         strncmp(url, "postgresql://", 13) == 0) {
+#ifdef SHOAL_HAVE_POSTGRESQL
+        return store_pg_open(url, err);
+#else
         sh_errorf(err, SH_EINVAL,
-                  "store: PostgreSQL is not built into this shoald; use "
-                  "sqlite:PATH");
+                  "store: PostgreSQL is not built into this shoald (it was "
+                  "built without libpq); use sqlite:PATH");
         return NULL;
+#endif
     }
     if (strstr(url, "://")) {
         sh_errorf(err, SH_EINVAL, "store: unknown database URL '%.64s'", url);

@@ -58,6 +58,10 @@ struct store {
 
 struct store *store_sqlite_open(const char *path, struct sh_error *err);
 
+/* url: a libpq connection URI (postgresql:// or postgres://). Built only
+ * when libpq was found (SHOAL_HAVE_POSTGRESQL). */
+struct store *store_pg_open(const char *url, struct sh_error *err);
+
 /* "N:URL": the store at URL whose Nth commit (counting from 1) and every
  * commit after it fails, as a full disk would. For fault-injection tests. */
 struct store *store_fault_open(const char *spec, struct sh_error *err);
