@@ -227,6 +227,7 @@ int ha_finish(struct shoald *d, int rc)
             argv[i] = ha->argv[i];
         snprintf(port, sizeof(port), "--port=%d", ha->port);
         argv[ha->argc] = port;
+        setenv(HA_RESTART_ENV, "1", 1);
         execv("/proc/self/exe", argv);
         sh_log(LOG_CRIT, "ha", "cannot start again as a follower: %m");
         free(argv);

@@ -23,6 +23,10 @@ struct api_req;
  * again as a follower. */
 #define HA_EXIT_DEPOSED 3
 
+/* Set in the environment of a deposed leader starting again: it waits for
+ * the database instead of giving up when it cannot open the store. */
+#define HA_RESTART_ENV "SHOALD_HA_RESTART"
+
 /* Become leader (load the state, serve) or follower. Needs d->store,
  * d->loop and d->api; d->url is the default advertised URL. */
 int ha_start(struct shoald *d, int argc, char **argv, struct sh_error *err);

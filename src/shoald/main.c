@@ -326,6 +326,14 @@ static int setup(struct shoald *d, char *store_url, size_t url_size,
     if (!d->loop)
         return -1;
     d->store = store_open(d->cfg.store_url, err);
+    /* A deposed leader starting again as a follower waits for the database
+     * (it may be why leadership was lost) instead of giving up. */
+    while (!d->store && err->code == SH_EUNAVAILABLE &&
+           getenv(HA_RESTART_ENV)) {
+        sh_log(LOG_WARNING, "main", "%s; trying again in 1 s", err->msg);
+        sleep(1);
+        d->store = store_open(d->cfg.store_url, err);
+    }
     if (!d->store)
         return -1;
     d->auth = auth_create(err);

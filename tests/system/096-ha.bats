@@ -156,3 +156,35 @@ two_controllers() {
     [ "$status" -eq 2 ]
     [[ "$output" == *"one URL"* ]]
 }
+
+one_leader() {
+    local ra rb
+    ra=$(health_of "$A" role)
+    rb=$(health_of "$B" role)
+    if [ "$ra" = leader ] && [ "$rb" = follower ]; then
+        [ "$(health_of "$B" leader)" = "$A" ]
+    elif [ "$rb" = leader ] && [ "$ra" = follower ]; then
+        [ "$(health_of "$A" leader)" = "$B" ]
+    else
+        return 1
+    fi
+}
+
+@test "ha-004 a leader whose leadership session ends stops without committing and comes back as a follower" {
+    two_controllers
+    a=$(cli submit --hold -- true)
+    # End the leader's database session that holds the advisory lock (as a
+    # network partition from the database would).
+    psql -q -At "$HA_DB" -c "SELECT pg_terminate_backend(pid) FROM pg_locks
+        WHERE locktype = 'advisory' AND granted
+          AND database = (SELECT oid FROM pg_database WHERE datname = current_database())" >/dev/null
+    wait_for 20 grep -q "leadership lost" "$SHOAL_TEST_DIR/controller.log"
+    # The same process starts again from nothing; one controller leads and
+    # the other follows it.
+    kill -0 "$HA_PID_controller"
+    wait_for 20 one_leader
+    # Nothing acknowledged is lost, ids go on.
+    b=$(cli submit --hold -- true)
+    [ "$b" -gt "$a" ]
+    [ "$(SHOAL_URL=$LIST "$SHOAL_CLI" show "$a" >/dev/null && echo ok)" = ok ]
+}
