@@ -47,18 +47,74 @@ record_pid() { echo "$1" >>"$SHOAL_TEST_DIR/pids"; }
 
 health_ok() { curl -sf "$SHOAL_URL/v1/health" >/dev/null; }
 
+# ---- the store: SQLite (default) or PostgreSQL ----
+# SHOAL_TEST_STORE=postgresql runs every controller that shoald_start starts
+# on a PostgreSQL database of the test's own (created at its first start,
+# kept across restarts within the test, dropped at shoal_cluster_stop), on
+# the server SHOAL_TEST_PG_URL names (setup_suite.bash starts a throw-away
+# one for the run when it is not set). A test that gives its own --store
+# keeps it.
+SHOAL_TEST_STORE=${SHOAL_TEST_STORE:-sqlite}
+
+store_is_pg() { [ "$SHOAL_TEST_STORE" = postgresql ]; }
+
+# Skip a test that looks into the SQLite file itself.
+skip_unless_sqlite() {
+    store_is_pg && skip "looks into the SQLite file (${1:-}): SHOAL_TEST_STORE=postgresql"
+    return 0
+}
+
+# The URL of the test's store: the controller's SQLite file, or the test's
+# PostgreSQL database (created here when it does not exist yet).
+test_store_url() {
+    shoal_tmp_init
+    if ! store_is_pg; then
+        echo "$SHOAL_TEST_DIR/controller/shoal.db"
+        return 0
+    fi
+    if [ ! -s "$SHOAL_TEST_DIR/pg.db" ]; then
+        if [ -z "${SHOAL_TEST_PG_URL:-}" ]; then
+            echo "SHOAL_TEST_STORE=postgresql needs SHOAL_TEST_PG_URL (scripts/pg-test.sh start gives one)" >&2
+            return 1
+        fi
+        local name
+        name="shoal_t_$(basename "$SHOAL_TEST_DIR" | tr -c 'a-zA-Z0-9\n' _ | tr 'A-Z' 'a-z')"
+        psql -q "$SHOAL_TEST_PG_URL" -c "CREATE DATABASE $name" >/dev/null ||
+            return 1
+        echo "$name" >"$SHOAL_TEST_DIR/pg.db"
+    fi
+    echo "${SHOAL_TEST_PG_URL%/*}/$(cat "$SHOAL_TEST_DIR/pg.db")"
+}
+
+# Drop the test's PostgreSQL database, if it made one.
+test_store_drop() {
+    [ -s "$SHOAL_TEST_DIR/pg.db" ] || return 0
+    psql -q "$SHOAL_TEST_PG_URL" \
+        -c "DROP DATABASE IF EXISTS $(cat "$SHOAL_TEST_DIR/pg.db") WITH (FORCE)" \
+        >/dev/null 2>&1 || true
+    rm -f "$SHOAL_TEST_DIR/pg.db"
+}
+
 # Start shoald on a free port. Extra arguments go to shoald.
 shoald_start() {
     shoal_tmp_init
     local dir="$SHOAL_TEST_DIR/controller"
     mkdir -p "$dir"
     rm -f "$dir/url"
+    local store=() url
+    if store_is_pg; then
+        url=$(test_store_url) || return 1
+        store=(--store "$url")
+    fi
     # A restarted controller keeps its port, as a real one would.
-    "$SHOALD" --state "$dir" --port "${SHOALD_PORT:-0}" --heartbeat-timeout 3s "$@" \
-        >>"$SHOAL_TEST_DIR/shoald.log" 2>&1 &
+    "$SHOALD" --state "$dir" --port "${SHOALD_PORT:-0}" --heartbeat-timeout 3s \
+        "${store[@]}" "$@" >>"$SHOAL_TEST_DIR/shoald.log" 2>&1 &
     SHOALD_PID=$!
     record_pid "$SHOALD_PID"
     wait_for 15 test -s "$dir/url"
+    # The url file comes when the port is bound; the token once the leader
+    # has loaded or initialised the cluster (slower on PostgreSQL).
+    wait_for 15 test -s "$dir/admin.token"
     SHOAL_URL=$(cat "$dir/url")
     SHOAL_TOKEN=$(cat "$dir/admin.token")
     SHOALD_PORT=${SHOAL_URL##*:}
@@ -173,6 +229,7 @@ shoal_cluster_stop() {
         done
         kill -KILL "$pid" 2>/dev/null || true
     done
+    test_store_drop
     # Under the sanitizers a report in any daemon's log fails the test,
     # even when the daemon's mistake did not show in what the test checked.
     local reports
