@@ -22,6 +22,7 @@
 #include "shoald/api_handlers.h"
 #include "shoald/auth.h"
 #include "shoald/commit.h"
+#include "shoald/ha.h"
 #include "shoald/gate.h"
 #include "shoald/jobs.h"
 #include "shoald/jobtab.h"
@@ -419,6 +420,10 @@ static int64_t liveness_check(struct loop *loop, void *arg)
 {
     struct shoald *d = arg;
     (void)loop;
+    /* A leader that lost its database session waits (ha.c): agents cannot
+     * reach it meanwhile, and nothing may be decided. */
+    if (!ha_serving(d))
+        return LIVENESS_CHECK_MS;
     int64_t now = shoald_now_ms(d);
     int64_t limit = (int64_t)d->cfg.heartbeat_timeout_s * 1000;
     for (struct node *n = nodetab_next(d->nodes, NULL); n;

@@ -15,6 +15,7 @@
 #include "shoald/api.h"
 #include "shoald/cluster.h"
 #include "shoald/logs.h"
+#include "shoald/nodetab.h"
 #include "shoald/state.h"
 #include "store/store.h"
 
@@ -22,7 +23,11 @@
  * often. */
 #define HA_TICK_MS 1000
 
-enum ha_role { HA_FOLLOWER = 0, HA_LEADER, HA_DEPOSED };
+/* HA_WAITING: a leader whose leadership became unknown (its session to the
+ * database ended: an outage, or a partition). It serves nothing and decides
+ * nothing, and tries to lead again; if another controller leads meanwhile
+ * it is deposed. */
+enum ha_role { HA_FOLLOWER = 0, HA_LEADER, HA_WAITING, HA_DEPOSED };
 
 struct ha {
     enum ha_role role;
@@ -64,6 +69,37 @@ static void lost(struct shoald *d, const char *why)
     loop_stop(d->loop);
 }
 
+/* A waiting leader: lead again (reloading everything from the store: another
+ * controller may have led meanwhile), or step down. */
+static int64_t wait_tick(struct shoald *d)
+{
+    struct ha *ha = d->ha;
+    struct sh_error err;
+    char leader[sizeof(ha->leader_url)];
+    int rc = store_leader_try(d->store, ha->my_url, &ha->epoch, leader,
+                              sizeof(leader), &err);
+    if (rc < 0)
+        return HA_TICK_MS;
+    if (rc == 0) {
+        lost(d, "another controller leads now");
+        return HA_TICK_MS;
+    }
+    if (state_reload(d, &err) < 0) {
+        sh_log(LOG_CRIT, "ha", "cannot reload the state: %s", err.msg);
+        lost(d, "the state could not be reloaded");
+        return HA_TICK_MS;
+    }
+    /* Nodes could not reach us meanwhile: one heartbeat timeout each. */
+    int64_t now = shoald_now_ms(d);
+    for (struct node *n = nodetab_next(d->nodes, NULL); n;
+         n = nodetab_next(d->nodes, n))
+        n->last_heartbeat_ms = now;
+    ha->role = HA_LEADER;
+    sh_log(LOG_NOTICE, "ha", "leading again (epoch %llu), state reloaded",
+           (unsigned long long)ha->epoch);
+    return HA_TICK_MS;
+}
+
 static int64_t tick(struct loop *loop, void *arg)
 {
     struct shoald *d = arg;
@@ -71,17 +107,22 @@ static int64_t tick(struct loop *loop, void *arg)
     struct sh_error err;
     (void)loop;
     if (ha->role == HA_LEADER) {
-        if (store_leader_check(d->store, &err) < 0) {
-            if (err.code == SH_ECONFLICT) {
-                lost(d, err.msg);
-                return HA_TICK_MS; /* the loop stops first */
-            }
-            /* Unknown (the database is unreachable): commits fail and are
-             * answered 503 meanwhile, and fencing refuses a late one. */
-            sh_log(LOG_WARNING, "ha", "cannot check leadership: %s", err.msg);
+        if (store_leader_check(d->store, &err) == 0)
+            return HA_TICK_MS;
+        if (err.code == SH_ECONFLICT) {
+            lost(d, err.msg);
+            return HA_TICK_MS;
         }
+        /* Unknown: the store refuses our commits from now on (epoch 0). */
+        ha->role = HA_WAITING;
+        sh_log(LOG_ERR, "ha",
+               "leadership unknown: %s; serving nothing until the database "
+               "answers again",
+               err.msg);
         return HA_TICK_MS;
     }
+    if (ha->role == HA_WAITING)
+        return wait_tick(d);
     if (ha->role != HA_FOLLOWER)
         return HA_TICK_MS;
     char leader[sizeof(ha->leader_url)];
@@ -172,6 +213,8 @@ const char *ha_role(const struct shoald *d)
         return "leader";
     case HA_FOLLOWER:
         return "follower";
+    case HA_WAITING:
+        return "waiting";
     default:
         return "deposed";
     }
@@ -205,7 +248,8 @@ void ha_reply_follower(struct shoald *d, struct api_req *req)
 
 void ha_fenced(struct shoald *d, const char *why)
 {
-    if (d->ha && d->ha->leadership)
+    /* A waiting leader's commits are refused by the store itself. */
+    if (d->ha && d->ha->leadership && d->ha->role == HA_LEADER)
         lost(d, why);
 }
 

@@ -6,7 +6,10 @@
  * naming the leader, and tries to lead once a second. A leader checks its
  * leadership once a second; when it is lost (or a commit is refused as
  * fenced) it stops at once without committing anything more and starts
- * again as a follower (it executes itself anew: no state survives).
+ * again as a follower (it executes itself anew: no state survives). When
+ * it is unknown (the database session ended) the leader waits: it serves
+ * and decides nothing, tries to lead again each second and reloads the
+ * whole state when it does, or steps down as above when another leads.
  *
  * With a store without leadership (SQLite) the controller is always leader.
  */
@@ -37,7 +40,9 @@ bool ha_serving(const struct shoald *d);
 /* True once leadership was lost: nothing may be committed any more. */
 bool ha_deposed(const struct shoald *d);
 
-/* The role for /v1/health: "leader" or "follower"; and the leader's URL
+/* The role for /v1/health: "leader", "follower", "waiting" (a leader
+ * whose database session ended, serving nothing until it leads again) or
+ * "deposed" (stopping); and the leader's URL
  * ("" when unknown). */
 const char *ha_role(const struct shoald *d);
 const char *ha_leader_url(const struct shoald *d);

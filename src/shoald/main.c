@@ -390,6 +390,14 @@ static void teardown(struct shoald *d)
     bool deposed = ha_deposed(d);
     if (d->nodes && !deposed)
         api_agent_expire_polls(d, true);
+    if (d->nodes && deposed) {
+        struct sh_error gone;
+        sh_errorf(&gone, SH_EUNAVAILABLE,
+                  "this controller is no longer the leader");
+        for (struct node *n = nodetab_next(d->nodes, NULL); n;
+             n = nodetab_next(d->nodes, n))
+            api_agent_answer_poll(d, n, &gone);
+    }
     logs_destroy(d->logs);
     d->logs = NULL;
     if (d->commit && !deposed)

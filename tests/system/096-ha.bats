@@ -172,6 +172,8 @@ one_leader() {
 
 @test "ha-004 a leader whose leadership session ends stops without committing and comes back as a follower" {
     two_controllers
+    AGENT_CONTROLLER="$A,$B" agent_start node1 2
+    wait_for 30 nodes_up_is 1
     a=$(cli submit --hold -- true)
     # End the leader's database session that holds the advisory lock (as a
     # network partition from the database would).
@@ -187,4 +189,7 @@ one_leader() {
     b=$(cli submit --hold -- true)
     [ "$b" -gt "$a" ]
     [ "$(SHOAL_URL=$LIST "$SHOAL_CLI" show "$a" >/dev/null && echo ok)" = ok ]
+    # The agent follows the leader, whichever it is.
+    if role_is "$A" leader; then SHOAL_URL=$A; else SHOAL_URL=$B; fi
+    wait_for 20 nodes_up_is 1
 }
