@@ -22,6 +22,9 @@
 /* A follower tries to lead, and a leader checks its leadership, this
  * often. */
 #define HA_TICK_MS 1000
+/* A waiting leader that got the lock back but cannot reload the state
+ * this many ticks in a row steps down. */
+#define HA_RELOAD_TRIES 5
 
 /* HA_WAITING: a leader whose leadership became unknown (its session to the
  * database ended: an outage, or a partition). It serves nothing and decides
@@ -35,7 +38,8 @@ struct ha {
     uint64_t epoch;
     char my_url[512];
     char leader_url[512];
-    int port; /* bound: a deposed leader starts again on it */
+    int port;            /* bound: a deposed leader starts again on it */
+    int reload_failures; /* a waiting leader's, in a row */
     int argc;
     char **argv;
 };
@@ -85,10 +89,14 @@ static int64_t wait_tick(struct shoald *d)
         return HA_TICK_MS;
     }
     if (state_reload(d, &err) < 0) {
-        sh_log(LOG_CRIT, "ha", "cannot reload the state: %s", err.msg);
-        lost(d, "the state could not be reloaded");
+        /* The store's other session may still be reconnecting: try again
+         * next tick, but do not hold the leadership for long uselessly. */
+        sh_log(LOG_ERR, "ha", "cannot reload the state: %s", err.msg);
+        if (++ha->reload_failures >= HA_RELOAD_TRIES)
+            lost(d, "the state could not be reloaded");
         return HA_TICK_MS;
     }
+    ha->reload_failures = 0;
     /* Nodes could not reach us meanwhile: one heartbeat timeout each. */
     int64_t now = shoald_now_ms(d);
     for (struct node *n = nodetab_next(d->nodes, NULL); n;
