@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "lib/util/clock.h"
+#include "lib/util/log.h"
 #include "lib/util/strbuf.h"
 #include "store/store_impl.h"
 
@@ -162,6 +163,16 @@ static int pg_fail(struct store_pg *s, PGconn **conn, const PGresult *res,
     return sh_errorf(err, code, "store: %s: %s", what, msg);
 }
 
+/* The server's notices and warnings go to our log, not to stderr. */
+static void on_notice(void *arg, const char *message)
+{
+    (void)arg;
+    char msg[512];
+    snprintf(msg, sizeof(msg), "%s", message);
+    chomp(msg);
+    sh_log(LOG_WARNING, "store", "database: %s", msg);
+}
+
 /* Open a connection to the store's database with our session settings.
  * Defaults come before the URL, so settings in the URL win. */
 static PGconn *pg_connect(const char *url, struct sh_error *err)
@@ -200,6 +211,7 @@ static PGconn *pg_connect(const char *url, struct sh_error *err)
             PQfinish(c);
         return NULL;
     }
+    PQsetNoticeProcessor(c, on_notice, NULL);
     return c;
 }
 
