@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Convenience targets around Meson. The two a newcomer needs:
 #   make up     install what is missing, build, start a local cluster
-#   make test   the whole test suite, normally and under ASan+UBSan
+#   make test   the whole test suite, normally (on SQLite, and the system
+#               tests again on PostgreSQL) and under ASan+UBSan
 # make fuzz runs every libFuzzer target for a minute (scripts/fuzz.sh).
 # make bench runs every benchmark and prints its figures (bench/run-all.sh):
 # bench-sched and bench-sim, then submit.sh and drain.sh, which start their
@@ -12,7 +13,7 @@ ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 UP_ARGS ?=
 
-.PHONY: all deps build up test test-unit test-system test-sanitize fuzz bench format-check clean
+.PHONY: all deps build up test test-unit test-system test-system-pg test-sanitize fuzz bench format-check clean
 
 all: build
 
@@ -36,6 +37,11 @@ test-unit: build
 
 test-system: build
 	SHOAL_BUILD=$(BUILD) bats tests/system
+
+# The system tests with the controller's store on PostgreSQL (a throw-away
+# server for the run unless SHOAL_TEST_PG_URL names one).
+test-system-pg: build
+	SHOAL_TEST_STORE=postgresql SHOAL_BUILD=$(BUILD) bats tests/system
 
 test-sanitize: deps
 	./scripts/test.sh --sanitize-only

@@ -1,10 +1,13 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
 # The whole test suite: build with -Wall -Wextra -Werror, run the Criterion
-# unit tests and the bats system tests; then the same again in a build with
-# AddressSanitizer and UndefinedBehaviorSanitizer.
-#   scripts/test.sh                  both passes
-#   scripts/test.sh --normal-only    only the plain build
+# unit tests and the bats system tests; the system tests once more with the
+# controller's store on PostgreSQL (a throw-away server from
+# scripts/pg-test.sh, which also runs the PostgreSQL store's unit tests);
+# then the unit and system tests again in a build with AddressSanitizer and
+# UndefinedBehaviorSanitizer.
+#   scripts/test.sh                  all three passes
+#   scripts/test.sh --normal-only    only the plain build (SQLite and PostgreSQL)
 #   scripts/test.sh --sanitize-only  only the sanitizer build
 set -eu
 cd "$(dirname "$0")/.."
@@ -17,6 +20,23 @@ case "${1:-}" in
 "") ;;
 *) echo "usage: $0 [--normal-only|--sanitize-only]" >&2; exit 2 ;;
 esac
+
+# One PostgreSQL server for the whole run: the store's unit tests and the
+# system tests make their own databases on it.
+PG_DIR=
+stop_pg() {
+    if [ -n "$PG_DIR" ]; then
+        ./scripts/pg-test.sh destroy "$PG_DIR" || true
+    fi
+}
+trap stop_pg EXIT
+if [ "$normal" = 1 ] && [ -z "${SHOAL_TEST_PG_URL:-}" ]; then
+    out=$(./scripts/pg-test.sh start)
+    PG_DIR=$(echo "$out" | sed -n 's/^DIR=//p')
+    SHOAL_TEST_PG_URL=$(echo "$out" | sed -n 's/^URL=//p')
+    export SHOAL_TEST_PG_URL
+    echo "=== PostgreSQL test server: $SHOAL_TEST_PG_URL ==="
+fi
 
 run_pass() {
     dir=$1
@@ -32,6 +52,8 @@ run_pass() {
 if [ "$normal" = 1 ]; then
     echo "=== tests: normal build ==="
     run_pass build
+    echo "=== tests: normal build, the controller's store on PostgreSQL ==="
+    SHOAL_TEST_STORE=postgresql SHOAL_BUILD=build bats --timing tests/system
 fi
 if [ "$sanitize" = 1 ]; then
     echo "=== tests: AddressSanitizer + UndefinedBehaviorSanitizer ==="
