@@ -33,7 +33,8 @@ wait_for() {
 }
 
 "$BIN/src/shoald/shoald" --state "$DIR/c" --port 0 2>"$DIR/shoald.log" &
-PIDS+=($!)
+CTRL=$!
+PIDS+=($CTRL)
 wait_for 15 test -s "$DIR/c/url"
 URL=$(cat "$DIR/c/url")
 TOKEN=$(cat "$DIR/c/admin.token")
@@ -74,6 +75,23 @@ timeit() { # REPS x the command -> median ms
         awk -v a="$a" -v b="$b" 'BEGIN{printf "%.2f\n", (b-a)*1000}'
     done | median
 }
+# CPU, less at the mercy of a busy machine than wall time: the controller's
+# (from /proc) and the CLI's own (user + system), ms per call, REPS calls.
+HZ=$(getconf CLK_TCK)
+ctrl_ms() { awk -v hz="$HZ" '{print ($14 + $15) * 1000 / hz}' "/proc/$CTRL/stat"; }
+cputime() {
+    local a b i cli=0
+    a=$(ctrl_ms)
+    for ((i = 0; i < REPS; i++)); do
+        cli=$(/usr/bin/time -f "%U %S" "$@" 2>&1 >/dev/null | tail -1 |
+            awk -v s="$cli" '{print s + ($1 + $2) * 1000}')
+    done
+    b=$(ctrl_ms)
+    awk -v a="$a" -v b="$b" -v c="$cli" -v n="$REPS" \
+        'BEGIN{printf "controller %.1f ms, CLI %.1f ms", (b - a) / n, c / n}'
+}
+echo "cpu per call, shoal queue: $(cputime "$SHOAL" queue)"
+echo "cpu per call, shoal queue --json: $(cputime "$SHOAL" queue --json)"
 q=$(timeit "$SHOAL" queue)
 qj=$(timeit "$SHOAL" queue --json)
 qa=$(timeit "$SHOAL" "${ALL[@]}")

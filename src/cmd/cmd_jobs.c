@@ -14,7 +14,7 @@
 #include "cmd/json_text.h"
 
 /* --json fetches the jobs this many at a time. */
-#define QUEUE_JSON_PAGE 1000
+#define QUEUE_JSON_PAGE 5000
 #define QUEUE_LIMIT_MAX 1000000
 
 static const char queue_usage[] =
