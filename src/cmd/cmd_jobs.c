@@ -4,17 +4,26 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 #include "cmd/cmd.h"
 #include "cmd/cmd_opts.h"
 #include "lib/util/clock.h"
 #include "lib/util/parse.h"
+#include "cmd/json_text.h"
+
+/* --json fetches the jobs this many at a time. */
+#define QUEUE_JSON_PAGE 5000
+#define QUEUE_LIMIT_MAX 1000000
 
 static const char queue_usage[] =
     "Usage: shoal queue [--all] [--state S[,S..]] [--user U|--me]\n"
-    "                   [--project P] [--json]\n"
+    "                   [--project P] [--limit N] [--after ID] [--json]\n"
     "List jobs: pending and running by default, with the reason each\n"
-    "pending job waits and its estimated start.\n"
+    "pending job waits and its estimated start. The table shows one page\n"
+    "(the terminal's height, 100 lines when not on a terminal) and says\n"
+    "how many more there are; --json lists every job unless --limit says.\n"
     "\n"
     "  -a, --all          every job the controller keeps in memory\n"
     "  -s, --state LIST   pending, running, completed, failed, cancelled,\n"
@@ -22,6 +31,8 @@ static const char queue_usage[] =
     "  -u, --user NAME    one user's jobs\n"
     "      --me           your own jobs\n"
     "  -p, --project NAME one project's jobs\n"
+    "  -n, --limit N      at most N jobs (0: all of them)\n"
+    "      --after ID     only jobs with a greater id (the next page)\n"
     "      --json         a JSON array of jobs\n";
 
 static const char show_usage[] = "Usage: shoal show JOB [--json]\n"
@@ -180,6 +191,61 @@ static void print_queue(json_t *jobs)
     table_destroy(t);
 }
 
+/* The table's default page: the terminal's height less the header, the
+ * "more" line and the prompt; 100 lines when not on a terminal. */
+static int64_t page_lines(void)
+{
+    struct winsize ws;
+    if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 &&
+        ws.ws_row > 0)
+        return ws.ws_row > 13 ? ws.ws_row - 3 : 10;
+    return 100;
+}
+
+/* --json: every job asked for, fetched a page at a time and printed as
+ * each page arrives, straight from the controller's text (the layout is
+ * json_dumps' JSON_INDENT(2), as `--json` always printed). */
+static void queue_json(struct client *cl, const char *path, int64_t limit,
+                       int64_t after)
+{
+    int64_t printed = 0;
+    bool more = true;
+    fputs("[", stdout);
+    while (more && (limit == 0 || printed < limit)) {
+        int64_t want = QUEUE_JSON_PAGE;
+        if (limit > 0 && limit - printed < want)
+            want = limit - printed;
+        char page[1200];
+        snprintf(page, sizeof(page), "%slimit=%lld&after=%lld", path,
+                 (long long)want, (long long)after);
+        char *text = NULL;
+        size_t len = 0;
+        struct sh_error err;
+        if (client_call_raw(cl, "GET", page, NULL, 0, &text, &len, NULL, &err) <
+            0)
+            die("%s", err.msg);
+        struct jtext ans, jobs, job, v;
+        if (!jtext_value(text, text + len, &ans) ||
+            !jtext_member(&ans, "jobs", &jobs) ||
+            !jtext_member(&ans, "more", &v))
+            die("the controller sent malformed JSON");
+        more = strtoll(v.p, NULL, 10) > 0;
+        const char *cur = NULL;
+        int64_t n = 0;
+        while (jtext_next(&jobs, &cur, &job)) {
+            fputs(printed++ ? ",\n  " : "\n  ", stdout);
+            jtext_print(stdout, &job, 1);
+            n++;
+            if (jtext_member(&job, "id", &v))
+                after = strtoll(v.p, NULL, 10);
+        }
+        free(text);
+        if (n == 0)
+            break;
+    }
+    puts(printed ? "\n]" : "]");
+}
+
 int cmd_queue(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -189,13 +255,18 @@ int cmd_queue(int argc, char **argv)
         {"me", no_argument, NULL, 'M'},
         {"project", required_argument, NULL, 'p'},
         {"json", no_argument, NULL, 'j'},
+        {"limit", required_argument, NULL, 'n'},
+        {"after", required_argument, NULL, 'A'},
         {NULL, 0, NULL, 0},
     };
     const char *state = "active", *user = NULL, *project = NULL;
     bool json_out = false;
+    int64_t limit = -1, after = 0; /* -1: the default page */
+    struct sh_error err;
     int c;
     struct cmd_opts p;
-    cmd_opts_init(&p, "queue", queue_usage, opts, "as:u:p:", false, argc, argv);
+    cmd_opts_init(&p, "queue", queue_usage, opts, "as:u:p:n:", false, argc,
+                  argv);
     while ((c = cmd_opts_next(&p)) != -1) {
         switch (c) {
         case 'a':
@@ -216,10 +287,21 @@ int cmd_queue(int argc, char **argv)
         case 'j':
             json_out = true;
             break;
+        case 'n':
+            if (parse_int64("--limit", p.arg, 0, QUEUE_LIMIT_MAX, &limit,
+                            &err) < 0)
+                cmd_opts_fail(&p, "%s", err.msg);
+            break;
+        case 'A':
+            if (parse_int64("--after", p.arg, 0, INT64_MAX, &after, &err) < 0)
+                cmd_opts_fail(&p, "%s", err.msg);
+            break;
         default: /* CMD_OPT_ARG */
             cmd_opts_fail(&p, "unexpected argument '%s'", p.arg);
         }
     }
+    if (limit < 0)
+        limit = json_out ? 0 : page_lines();
     char path[1024] = "/v1/jobs?";
     char enc[300];
     if (state) {
@@ -238,14 +320,29 @@ int cmd_queue(int argc, char **argv)
         client_urlencode(project, enc, sizeof(enc));
         strncat(path, "project=", sizeof(path) - strlen(path) - 1);
         strncat(path, enc, sizeof(path) - strlen(path) - 1);
+        strncat(path, "&", sizeof(path) - strlen(path) - 1);
     }
     struct client *cl = cmd_connect();
-    json_t *ans = cmd_call(cl, "GET", path, NULL);
-    json_t *jobs = json_object_get(ans, "jobs");
-    if (json_out)
-        cmd_print_json(json_incref(jobs));
+    if (json_out) {
+        queue_json(cl, path, limit, after);
+        client_destroy(cl);
+        return 0;
+    }
+    char page[1200];
+    if (limit > 0)
+        snprintf(page, sizeof(page), "%slimit=%lld&after=%lld", path,
+                 (long long)limit, (long long)after);
     else
-        print_queue(jobs);
+        snprintf(page, sizeof(page), "%safter=%lld", path, (long long)after);
+    json_t *ans = cmd_call(cl, "GET", page, NULL);
+    json_t *jobs = json_object_get(ans, "jobs");
+    print_queue(jobs);
+    long long more = num(ans, "more");
+    size_t n = json_array_size(jobs);
+    if (more > 0 && n > 0)
+        printf("... %lld more; the next page: --after %lld, all of them: "
+               "--limit 0\n",
+               more, num(json_array_get(jobs, n - 1), "id"));
     json_decref(ans);
     client_destroy(cl);
     return 0;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* /v1/jobs: submit, list (filters: state, user, project), show, cancel,
  * hold and release. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,6 +9,7 @@
 #include "lib/model/job_json.h"
 #include "lib/util/clock.h"
 #include "lib/util/parse.h"
+#include "lib/util/strbuf.h"
 #include "lib/util/utf8.h"
 #include "shoald/api_handlers.h"
 #include "shoald/cluster.h"
@@ -106,6 +108,37 @@ static int parse_states(const char *s, unsigned *mask, struct sh_error *err)
     return 0;
 }
 
+/* One job of a listing: job_view()'s text, written without the tree. */
+static int list_write(struct shoald *d, struct strbuf *sb,
+                      const struct job *job, int64_t now)
+{
+    char reason[JOB_REASON_MAX];
+    struct job_view_extra x = {0};
+    if (job->state == JOB_PENDING) {
+        cluster_job_reason(d, job, reason, sizeof(reason), &x.est_start_ms);
+        if (reason[0])
+            x.reason = reason;
+        if (x.est_start_ms <= 0)
+            x.estimate = cluster_job_estimate_note(d, job);
+    }
+    return job_json_write(sb, job, &x, now);
+}
+
+static bool list_match(struct shoald *d, struct api_req *req,
+                       const struct job *j, unsigned mask, const char *user,
+                       const char *project)
+{
+    return (mask & (1u << j->state)) &&
+           (!user || strcmp(user, j->spec.user) == 0) &&
+           (!project || strcmp(project, j->spec.project) == 0) &&
+           policy_can_view(d, api_caller(req), j);
+}
+
+/* GET /v1/jobs: the matching jobs in id order, from the first after
+ * `after`, at most `limit` of them, and in "more" how many further ones
+ * match. The answer is written job by job: a pending job's reason and
+ * estimate are worked out only for the jobs returned, and no tree of the
+ * whole list is ever built. */
 void api_jobs_list(struct shoald *d, struct api_req *req)
 {
     struct sh_error err;
@@ -114,30 +147,43 @@ void api_jobs_list(struct shoald *d, struct api_req *req)
     const char *user = api_query(req, "user");
     const char *project = api_query(req, "project");
     const char *limit_s = api_query(req, "limit");
-    int64_t limit = LIST_LIMIT_MAX;
+    const char *after_s = api_query(req, "after");
+    int64_t limit = LIST_LIMIT_MAX, after = 0;
     if (state && parse_states(state, &mask, &err) < 0)
         goto fail;
     if (limit_s &&
         parse_int64("limit", limit_s, 1, LIST_LIMIT_MAX, &limit, &err) < 0)
         goto fail;
+    if (after_s &&
+        parse_int64("after", after_s, 0, INT64_MAX, &after, &err) < 0)
+        goto fail;
     if (user && strcmp(user, "me") == 0 && api_caller(req)->user)
         user = api_caller(req)->user;
-    json_t *arr = json_array();
-    int64_t n = 0;
-    for (struct job *j = jobtab_next(d->jobs, NULL); j && n < limit;
-         j = jobtab_next(d->jobs, j)) {
-        if (!(mask & (1u << j->state)))
+    struct strbuf sb;
+    strbuf_init(&sb, SIZE_MAX);
+    int64_t n = 0, more = 0, now = clock_wall_ms();
+    bool ok = strbuf_appends(&sb, "{\"jobs\":[") == 0;
+    struct jobtab_walk w;
+    for (struct job *j = jobtab_walk_from(d->jobs, (uint64_t)after, &w);
+         j && ok; j = jobtab_walk_next(&w)) {
+        if (!list_match(d, req, j, mask, user, project))
             continue;
-        if (user && strcmp(user, j->spec.user) != 0)
+        if (n == limit) {
+            more++;
             continue;
-        if (project && strcmp(project, j->spec.project) != 0)
-            continue;
-        if (!policy_can_view(d, api_caller(req), j))
-            continue;
-        json_array_append_new(arr, job_view(d, j));
+        }
+        ok = (n == 0 || strbuf_append(&sb, ",", 1) == 0) &&
+             list_write(d, &sb, j, now) == 0;
         n++;
     }
-    api_reply_json(req, 200, json_pack("{s:o}", "jobs", arr)); /* steals arr */
+    ok = ok && strbuf_appendf(&sb, "],\"more\":%lld}", (long long)more) == 0;
+    if (!ok) {
+        strbuf_fini(&sb);
+        api_errorf(req, SH_EINTERNAL, "out of memory listing jobs");
+        return;
+    }
+    size_t len = sb.len;
+    api_reply_text(req, 200, "application/json", strbuf_take(&sb), len);
     return;
 fail:
     api_reply_error(req, &err);

@@ -99,6 +99,29 @@ struct job *jobtab_next(const struct jobtab *t, const struct job *prev)
     return e ? e->job : NULL;
 }
 
+struct job *jobtab_walk_from(const struct jobtab *t, uint64_t after,
+                             struct jobtab_walk *w)
+{
+    struct job_entry *e = after ? find(t, after) : NULL;
+    if (e) {
+        e = e->hh.next;
+    } else {
+        /* Gone (or never there): the first one with a greater id. */
+        for (e = t->by_id; e && e->id <= after; e = e->hh.next)
+            ;
+    }
+    w->entry = e;
+    return e ? e->job : NULL;
+}
+
+struct job *jobtab_walk_next(struct jobtab_walk *w)
+{
+    struct job_entry *e = w->entry;
+    e = e ? e->hh.next : NULL;
+    w->entry = e;
+    return e ? e->job : NULL;
+}
+
 uint64_t jobtab_next_id(const struct jobtab *t)
 {
     return t->next_id;

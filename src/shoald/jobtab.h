@@ -38,6 +38,17 @@ void jobtab_count_states(const struct jobtab *t, int counts[JOB_STATE_COUNT]);
  * jobtab_next()'s successor (take the next before removing). */
 struct job *jobtab_next(const struct jobtab *t, const struct job *prev);
 
+/* A walk in id order with no lookup per step, for long listings. Valid only
+ * while no job is added to or removed from the table. */
+struct jobtab_walk {
+    struct job_entry *entry;
+};
+/* The first job whose id is greater than after (0: the first job); NULL
+ * when none. */
+struct job *jobtab_walk_from(const struct jobtab *t, uint64_t after,
+                             struct jobtab_walk *w);
+struct job *jobtab_walk_next(struct jobtab_walk *w);
+
 /* The next id to give, and raising it (never lowers). */
 uint64_t jobtab_next_id(const struct jobtab *t);
 void jobtab_raise_next_id(struct jobtab *t, uint64_t next);

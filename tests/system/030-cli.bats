@@ -119,3 +119,46 @@ SCRIPT
     [ "$status" -ne 0 ]
     [[ "$output" == *"shoal up"* ]]
 }
+
+@test "cli-007 queue pages: --limit and --after, a line says how many more" {
+    ids=()
+    for i in 1 2 3 4 5; do
+        ids+=("$(shoal submit --gpus 1 --name "page$i" -- true)")
+    done
+    run shoal queue --limit 2
+    [ "$status" -eq 0 ]
+    [[ "$output" == *page1*page2* ]]
+    [[ "$output" != *page3* ]]
+    [[ "$output" == *"3 more"*"--after ${ids[1]}"*"--limit 0"* ]]
+    run shoal queue --limit 2 --after "${ids[1]}"
+    [[ "$output" == *page3*page4* ]]
+    [[ "$output" != *page2* && "$output" != *page5* ]]
+    [[ "$output" == *"1 more"* ]]
+    run shoal queue --after "${ids[3]}"
+    [[ "$output" == *page5* && "$output" != *more* ]]
+    run shoal queue --limit 0
+    [[ "$output" == *page1*page5* && "$output" != *more* ]]
+    # --json lists every job unless --limit says otherwise, in the layout
+    # it always had.
+    run shoal queue --json
+    [ "$(echo "$output" | jq length)" -eq 5 ]
+    [[ "$output" == "["$'\n'"  {"$'\n'"    \"name\": \"page1\","* ]]
+    run shoal queue --json --limit 2 --after "${ids[2]}"
+    [ "$(echo "$output" | jq -c 'map(.name)')" = '["page4","page5"]' ]
+    run shoal queue --json --state completed
+    [ "$output" = "[]" ]
+    # The API: after and more; a page's reasons are there.
+    api GET "/v1/jobs?limit=1&after=${ids[0]}"
+    [ "$status_code" -eq 200 ]
+    [ "$(echo "$body" | jq '.jobs[0].id')" -eq "${ids[1]}" ]
+    [ "$(echo "$body" | jq '.more')" -eq 3 ]
+    [ -n "$(echo "$body" | jq -r '.jobs[0].reason')" ]
+    api GET "/v1/jobs?after=-1"
+    [ "$status_code" -eq 400 ]
+    run shoal queue --limit -3
+    [ "$status" -ne 0 ]
+    [[ "$output" == *--limit* ]]
+    run shoal queue --after x
+    [ "$status" -ne 0 ]
+    [[ "$output" == *--after* ]]
+}

@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "lib/model/job.h"
+#include "lib/util/strbuf.h"
 
 /* Fill spec (initialised by the caller) from a submission object. The spec
  * is validated with job_spec_validate() except for user and project, which
@@ -28,6 +29,21 @@ json_t *job_spec_to_json(const struct job_spec *spec);
 /* The user's view of a job: flat fields, ISO times, placement.
  * New reference, NULL on out of memory. */
 json_t *job_to_json(const struct job *job);
+
+/* What a listing adds to a job's view: the reason and estimated start of
+ * the moment (NULL / 0: the job's own), and a note when there is no
+ * estimate (NULL or "": none). */
+struct job_view_extra {
+    const char *reason;
+    int64_t est_start_ms;
+    const char *estimate;
+};
+
+/* Append json_dumps(job_to_json(job), JSON_COMPACT) to sb, with x's fields
+ * set as a listing sets them (job_json_write.c), now_ms for the GPU
+ * seconds of a running job. -1 (sb unchanged) when out of memory. */
+int job_json_write(struct strbuf *sb, const struct job *job,
+                   const struct job_view_extra *x, int64_t now_ms);
 
 /* The store's record of a job ({"spec": {...}, "state": ..., ...}) and its
  * inverse. job_from_record returns a new job or NULL with err filled. */

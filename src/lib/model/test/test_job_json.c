@@ -3,9 +3,11 @@
  * out-of-range fields with a message naming the field, and what it accepts
  * round-trips through the view and the store record. */
 #include <criterion/criterion.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lib/model/job_json.h"
+#include "lib/util/clock.h"
 
 static int parse(const char *text, struct job_spec *spec, struct sh_error *err)
 {
@@ -135,4 +137,74 @@ Test(job_json, record_round_trips)
     json_decref(rec);
     job_destroy(job);
     job_destroy(back);
+}
+
+/* The listing's writer and the jansson view give the same text. */
+static void assert_writer_matches(const char *record, const char *reason,
+                                  int64_t est, const char *note)
+{
+    struct sh_error err;
+    json_t *rec = json_loads(record, 0, NULL);
+    cr_assert_not_null(rec, "bad test JSON: %s", record);
+    struct job *job = job_from_record(rec, &err);
+    cr_assert_not_null(job, "%s", err.msg);
+    json_t *view = job_to_json(job);
+    if (reason)
+        json_object_set_new(view, "reason", json_string(reason));
+    if (est > 0) {
+        char iso[32];
+        clock_format_iso(est, iso, sizeof(iso));
+        json_object_set_new(view, "estimated_start", json_string(iso));
+    }
+    if (note)
+        json_object_set_new(view, "estimate", json_string(note));
+    char *want = json_dumps(view, JSON_COMPACT);
+    struct strbuf sb;
+    strbuf_init(&sb, 1 << 20);
+    strbuf_appends(&sb, "x");
+    struct job_view_extra x = {reason, est, note};
+    cr_assert_eq(job_json_write(&sb, job, &x, clock_wall_ms()), 0);
+    cr_assert_str_eq(strbuf_str(&sb) + 1, want);
+    strbuf_fini(&sb);
+    free(want);
+    json_decref(view);
+    json_decref(rec);
+    job_destroy(job);
+}
+
+Test(job_json, listing_writer_gives_the_views_text)
+{
+    /* Pending, with what a listing adds. */
+    assert_writer_matches(
+        "{\"id\":7,\"spec\":{\"command\":[\"python\",\"t \\\"q\\\".py\","
+        "\"a\\\\b\\n\\u0001\\u00e9\"],\"gpus\":2,\"user\":\"u\","
+        "\"project\":\"p\",\"env\":{\"K\":\"V\\t\",\"L\":\"\"},"
+        "\"volumes\":[{\"name\":\"d\",\"path\":\"/d\",\"readonly\":true}],"
+        "\"hold\":true,\"time_limit\":3600,\"workdir\":\"/w\"},"
+        "\"state\":\"pending\",\"submit_ms\":1796189932843,\"start_ms\":0,"
+        "\"end_ms\":0,\"exit_code\":-1,\"exit_signal\":0,\"requeues\":2,"
+        "\"releasing\":false,\"est_start_ms\":0,\"placement\":[],"
+        "\"held\":true,\"array_id\":5,\"array_task\":2,\"array_max\":0}",
+        "resources: needs 2 GPUs", 1796189999000, NULL);
+    assert_writer_matches(
+        "{\"id\":8,\"spec\":{\"command\":[\"true\"],\"gpus\":1,\"user\":\"u\","
+        "\"project\":\"p\"},\"state\":\"pending\",\"submit_ms\":1,"
+        "\"start_ms\":0,\"end_ms\":0,\"exit_code\":-1,\"exit_signal\":0,"
+        "\"requeues\":0,\"releasing\":false,\"est_start_ms\":0,"
+        "\"placement\":[],\"reason\":\"held\"}",
+        NULL, 0, "no estimate: it is held");
+    /* Ended on two nodes, with usage figures. */
+    assert_writer_matches(
+        "{\"id\":9,\"spec\":{\"command\":[\"sh\",\"-c\",\"x\"],\"gpus\":1,"
+        "\"nodes\":2,\"user\":\"u\",\"project\":\"p\",\"name\":\"n\","
+        "\"gpu_type\":\"H100-80GB\",\"mem\":1073741824,\"cpus\":4},"
+        "\"state\":\"failed\",\"submit_ms\":1000,\"start_ms\":2000,"
+        "\"end_ms\":123457,\"exit_code\":3,\"exit_signal\":9,\"requeues\":0,"
+        "\"releasing\":false,\"est_start_ms\":0,\"master_port\":29500,"
+        "\"gpu_model\":\"H100-80GB\",\"util_sum\":123.456,\"util_ms\":7000,"
+        "\"cpu_ns\":1234567891,\"mem_peak\":99,\"placement\":[{\"node\":"
+        "\"n1\",\"gpus\":[\"GPU-a\"],\"share\":1,\"done\":true,"
+        "\"exit_code\":3},{\"node\":\"n2\",\"gpus\":[\"GPU-b\"],"
+        "\"share\":0.25,\"done\":false,\"exit_signal\":9}]}",
+        NULL, 0, NULL);
 }
