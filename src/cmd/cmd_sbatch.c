@@ -197,6 +197,10 @@ enum {
     O_CHDIR,
     O_EXPORT,
     O_ARRAY,
+    O_NODELIST,
+    O_EXCLUDE,
+    O_CONSTRAINT,
+    O_EXCLUSIVE,
 };
 
 static const struct sbatch_opt known[] = {
@@ -218,6 +222,10 @@ static const struct sbatch_opt known[] = {
     {"chdir", 'D', true, O_CHDIR},
     {"export", 0, true, O_EXPORT},
     {"array", 'a', true, O_ARRAY},
+    {"nodelist", 'w', true, O_NODELIST},
+    {"exclude", 'x', true, O_EXCLUDE},
+    {"constraint", 'C', true, O_CONSTRAINT},
+    {"exclusive", 0, false, O_EXCLUSIVE},
     {NULL, 0, false, 0},
 };
 
@@ -232,10 +240,6 @@ static const struct {
     {"output", 'o', "not supported yet: output is kept for shoal logs JOB"},
     {"error", 'e', "not supported yet: output is kept for shoal logs JOB"},
     {"qos", 'q', "Shoal has no QOS: priority classes are high, normal, low"},
-    {"exclusive", 0, "not supported yet: ask for every GPU of the nodes"},
-    {"constraint", 'C', "node features are not supported yet"},
-    {"nodelist", 'w', "not supported yet"},
-    {"exclude", 'x', "not supported yet"},
     {"begin", 'b', "not supported yet"},
     {"mail-type", 0, "Shoal sends no mail"},
     {"mail-user", 0, "Shoal sends no mail"},
@@ -296,6 +300,18 @@ static int apply_one(json_t *job, int id, const char *opt, const char *v,
         return 0;
     case O_ARRAY:
         json_object_set_new(job, "array", json_string(v));
+        return 0;
+    case O_NODELIST:
+        json_object_set_new(job, "nodelist", json_string(v));
+        return 0;
+    case O_EXCLUDE:
+        json_object_set_new(job, "exclude", json_string(v));
+        return 0;
+    case O_CONSTRAINT:
+        json_object_set_new(job, "constraint", json_string(v));
+        return 0;
+    case O_EXCLUSIVE:
+        json_object_set_new(job, "exclusive", json_true());
         return 0;
     case O_EXPORT:
         if (strcasecmp(v, "ALL") != 0)

@@ -46,6 +46,13 @@ static const char usage[] =
     "  -a, --array SPEC       one job per task: 0-99, 1,3,5-7, 0-98:2, with\n"
     "                         %M for at most M running or queued at once\n"
     "                         (SHOAL_ARRAY_TASK_ID tells a task its index)\n"
+    "  -w, --nodelist A,B     run on exactly these nodes (as many as --nodes;\n"
+    "                         without --nodes, one per name)\n"
+    "  -x, --exclude A,B      never on these nodes\n"
+    "  -C, --constraint EXPR  only nodes whose labels match: NAME, KEY=VALUE,\n"
+    "                         A&B (both), A|B (either; '&' binds first)\n"
+    "      --exclusive        whole nodes: waits for idle nodes and shares\n"
+    "                         them with no other job while it runs\n"
     "      --tasks-per-node N processes per node, each with its own ranks\n"
     "  -D, --workdir DIR      working directory (default: the current one)\n"
     "      --user NAME        submit for another user (cluster admins)\n"
@@ -62,6 +69,7 @@ enum {
     OPT_USER,
     OPT_JSON,
     OPT_HOLD,
+    OPT_EXCLUSIVE,
 };
 
 static const struct option opts[] = {
@@ -82,6 +90,10 @@ static const struct option opts[] = {
     {"dependency", required_argument, NULL, 'd'},
     {"hold", no_argument, NULL, OPT_HOLD},
     {"array", required_argument, NULL, 'a'},
+    {"nodelist", required_argument, NULL, 'w'},
+    {"exclude", required_argument, NULL, 'x'},
+    {"constraint", required_argument, NULL, 'C'},
+    {"exclusive", no_argument, NULL, OPT_EXCLUSIVE},
     {"tasks-per-node", required_argument, NULL, OPT_TASKS},
     {"workdir", required_argument, NULL, 'D'},
     {"user", required_argument, NULL, OPT_USER},
@@ -229,6 +241,18 @@ static int apply(struct submit *s, int c, const char *arg)
     case 'a':
         json_object_set_new(s->job, "array", json_string(arg));
         break;
+    case 'w':
+        json_object_set_new(s->job, "nodelist", json_string(arg));
+        break;
+    case 'x':
+        json_object_set_new(s->job, "exclude", json_string(arg));
+        break;
+    case 'C':
+        json_object_set_new(s->job, "constraint", json_string(arg));
+        break;
+    case OPT_EXCLUSIVE:
+        json_object_set_new(s->job, "exclusive", json_true());
+        break;
     case 'D':
         if (arg[0] != '/')
             return fail(s, "--workdir '%s' must be an absolute path", arg);
@@ -256,8 +280,8 @@ static int parse_opts(struct submit *s, int argc, char **argv, bool *dashdash)
     int c;
     optind = 0; /* glibc: full reinitialisation between scans */
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "+g:N:p:t:c:m:v:n:e:D:d:a:h", opts,
-                            NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+g:N:p:t:c:m:v:n:e:D:d:a:w:x:C:h",
+                            opts, NULL)) != -1) {
         if (c == 'h' && s->in_script)
             return fail(s, "%s", "--help is not a directive");
         if (c == 'h') {

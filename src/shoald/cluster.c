@@ -14,6 +14,7 @@
 
 #include "lib/loop/loop.h"
 #include "lib/model/job_json.h"
+#include "lib/model/job_place.h"
 #include "lib/model/preset.h"
 #include "lib/util/log.h"
 #include "lib/util/parse.h"
@@ -100,6 +101,8 @@ static void sync_node(struct shoald *d, struct node *n)
         .state = sched_state_of(n),
         .ngpus = n->ngpus,
         .gpus = gpus,
+        .labels = n->labels,
+        .nlabels = n->nlabels,
     };
     /* Runs we did not ask for may still hold GPUs there. */
     if (rt && rt->stale > 0 && desc.state == SCHED_NODE_UP)
@@ -131,6 +134,10 @@ static void job_desc(const struct job *job, struct sched_job_desc *desc)
         s->gpu_mem > 0 && !s->slice && s->gpus_per_node == 1 && s->nodes == 1;
     desc->submit_ms = job->queued_ms;
     desc->time_limit_ms = s->time_limit * 1000;
+    desc->nodelist = s->nodelist;
+    desc->exclude = s->exclude;
+    desc->constraint = s->constraint;
+    desc->exclusive = s->exclusive;
 }
 
 static bool uses_gpus(const struct job *job)
@@ -802,6 +809,24 @@ static void apply_preempts(struct shoald *d)
     }
 }
 
+/* Whether a job without GPUs may go to node n: its wishes allow it
+ * (the engine's rule, lib/model/job_place.h) and no exclusive job runs
+ * there. */
+static bool cpu_node_ok(struct shoald *d, const struct job_spec *spec,
+                        const struct node *n)
+{
+    if (!job_place_allows(spec->nodelist, spec->exclude, spec->constraint,
+                          n->name, n->labels, n->nlabels))
+        return false;
+    const struct node_rt *rt = nodetab_rt(d->nodes, n->name);
+    for (int i = 0; i < rt->njobs; i++) {
+        const struct job *other = jobtab_get(d->jobs, rt->jobs[i]);
+        if (other && other->spec.exclusive)
+            return false;
+    }
+    return true;
+}
+
 /* Jobs without GPUs: the up node with the fewest active jobs, or the
  * fewest nodes' worth for a multi-node job. */
 static void place_cpu_jobs(struct shoald *d)
@@ -825,7 +850,8 @@ static void place_cpu_jobs(struct shoald *d)
                 for (int q = 0; q < np; q++)
                     taken |= picked[q] == n;
                 if (taken || node_state(n) != NODE_UP ||
-                    nodetab_rt(d->nodes, n->name)->stale > 0)
+                    nodetab_rt(d->nodes, n->name)->stale > 0 ||
+                    !cpu_node_ok(d, &job->spec, n))
                     continue;
                 if (!best || n->running < best->running)
                     best = n;
