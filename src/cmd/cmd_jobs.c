@@ -285,6 +285,8 @@ static void print_job(const json_t *j)
         show_line("constraint:", str(j, "constraint"));
     if (json_is_true(json_object_get(j, "exclusive")))
         show_line("exclusive:", "yes (whole nodes)");
+    if (str(j, "begin"))
+        show_line("begin:", str(j, "begin"));
     if (num(j, "time_limit")) {
         format_duration(num(j, "time_limit"), buf, sizeof(buf));
         show_line("time limit:", buf);

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "lib/util/clock.h"
 #include "lib/util/parse.h"
 
 static int bad(struct sh_error *err, const char *opt, const char *fmt, ...)
@@ -201,6 +202,7 @@ enum {
     O_EXCLUDE,
     O_CONSTRAINT,
     O_EXCLUSIVE,
+    O_BEGIN,
 };
 
 static const struct sbatch_opt known[] = {
@@ -226,6 +228,7 @@ static const struct sbatch_opt known[] = {
     {"exclude", 'x', true, O_EXCLUDE},
     {"constraint", 'C', true, O_CONSTRAINT},
     {"exclusive", 0, false, O_EXCLUSIVE},
+    {"begin", 'b', true, O_BEGIN},
     {NULL, 0, false, 0},
 };
 
@@ -240,7 +243,6 @@ static const struct {
     {"output", 'o', "not supported yet: output is kept for shoal logs JOB"},
     {"error", 'e', "not supported yet: output is kept for shoal logs JOB"},
     {"qos", 'q', "Shoal has no QOS: priority classes are high, normal, low"},
-    {"begin", 'b', "not supported yet"},
     {"mail-type", 0, "Shoal sends no mail"},
     {"mail-user", 0, "Shoal sends no mail"},
     {NULL, 0, NULL},
@@ -313,6 +315,15 @@ static int apply_one(json_t *job, int id, const char *opt, const char *v,
     case O_EXCLUSIVE:
         json_object_set_new(job, "exclusive", json_true());
         return 0;
+    case O_BEGIN: {
+        /* Sent as an absolute UTC time, as shoal submit --begin does. */
+        char iso[32];
+        if (clock_parse_begin(opt, v, clock_wall_ms(), &secs, err) < 0)
+            return sh_error_prefix(err, "#SBATCH ");
+        clock_format_iso(secs, iso, sizeof(iso));
+        json_object_set_new(job, "begin", json_string(iso));
+        return 0;
+    }
     case O_EXPORT:
         if (strcasecmp(v, "ALL") != 0)
             return bad(err, opt,

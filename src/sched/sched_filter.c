@@ -70,8 +70,7 @@ int filter_refresh(struct sched *s, struct sjob *j)
         if (!nd->present)
             continue;
         if (job_place_allows(f->nodelist, f->exclude, f->constraint,
-                             s->node_names.names[n], nd->labels,
-                             nd->nlabels)) {
+                             s->node_names.names[n], nd->labels, nd->nlabels)) {
             bits_set(bits, n);
             nallow++;
         }
@@ -117,8 +116,8 @@ void filter_text(const struct sjob *j, char *buf, size_t size)
         o += (size_t)snprintf(buf + o, size - o, "constraint \"%s\"",
                               f->constraint);
     if (f->nodelist && o < size)
-        o += (size_t)snprintf(buf + o, size - o, "%snodelist %s",
-                              o ? ", " : "", f->nodelist);
+        o += (size_t)snprintf(buf + o, size - o, "%snodelist %s", o ? ", " : "",
+                              f->nodelist);
     if (f->exclude && o < size)
         snprintf(buf + o, size - o, "%sexclude %s", o ? ", " : "", f->exclude);
 }

@@ -54,7 +54,8 @@ struct cluster {
     uint64_t *gated;         /* pending jobs held or waiting for dependencies */
     int ngated;
     int gated_cap;
-    bool gate_dirty; /* a job changed: look at the gated ones again */
+    bool gate_dirty;       /* a job changed: look at the gated ones again */
+    int64_t next_begin_ms; /* earliest --begin among gated jobs; 0 none */
 };
 
 void shoald_schedule_soon(struct shoald *d)
@@ -449,6 +450,12 @@ static int64_t liveness_check(struct loop *loop, void *arg)
      * pass (preemption, reservations, reasons) when one is due. */
     if (now - d->cluster->last_pass_ms >= FULL_PASS_MS)
         shoald_schedule_soon(d);
+    /* A gated job's --begin came: look at the gates again. */
+    if (d->cluster->next_begin_ms > 0 && now >= d->cluster->next_begin_ms) {
+        d->cluster->next_begin_ms = 0;
+        d->cluster->gate_dirty = true;
+        shoald_schedule_soon(d);
+    }
     return LIVENESS_CHECK_MS;
 }
 
@@ -883,8 +890,10 @@ static void place_cpu_jobs(struct shoald *d)
 static void gate_recheck(struct shoald *d)
 {
     struct cluster *c = d->cluster;
+    int64_t now = shoald_now_ms(d);
     for (int round = 0; c->gate_dirty && round < 16; round++) {
         c->gate_dirty = false;
+        c->next_begin_ms = 0;
         for (int i = 0; i < c->ngated;) {
             struct job *job = jobtab_get(d->jobs, c->gated[i]);
             char why[JOB_REASON_MAX];
@@ -893,6 +902,10 @@ static void gate_recheck(struct shoald *d)
                 g = gate_of(d, job, why, sizeof(why));
             if (g == GATE_HELD || g == GATE_WAIT ||
                 (g == GATE_OPEN && array_full(c, job))) {
+                /* The earliest --begin to come, for the timer. */
+                int64_t b = job ? job->spec.begin_ms : 0;
+                if (b > now && (c->next_begin_ms == 0 || b < c->next_begin_ms))
+                    c->next_begin_ms = b;
                 i++;
                 continue;
             }

@@ -108,3 +108,21 @@ SCRIPT
     shoal logs "$j" | grep -qx "on node3"
     [ "$(job_field "$j" .exclusive)" = true ]
 }
+
+@test "pl-006 --begin: not eligible before its time, with the reason; then it runs" {
+    shoal_cluster_start 1 2
+    j=$(submit --gpus 1 --begin now+4s -- true)
+    begin=$(job_field "$j" .begin)
+    [ "$begin" != null ]
+    wait_for 10 reason_matches "$j" "^begin: eligible at $begin\$"
+    [ "$(job_state "$j")" = pending ]
+    run shoal show "$j"
+    echo "$output" | grep -E "^begin: +$begin\$"
+    wait_job_state "$j" completed 30
+    # It started no earlier than asked.
+    b_ms=$(( $(date -d "$begin" +%s) * 1000 ))
+    [ "$(job_field "$j" .start_ms)" -ge "$b_ms" ]
+    run shoal submit --begin someday -- true
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"--begin: 'someday' is not a start time"* ]]
+}

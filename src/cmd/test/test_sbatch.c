@@ -156,3 +156,18 @@ Test(sbatch, node_wishes_mean_what_slurm_says)
     static const char *const x[] = {"--exclusive=user", NULL};
     refused(x, "#SBATCH --exclusive: takes no value");
 }
+
+Test(sbatch, begin_becomes_an_absolute_time)
+{
+    static const char *const a[] = {"--begin=now+1hour", NULL};
+    static const char *const *lines[] = {a, NULL};
+    json_t *job = json_object();
+    struct sh_error err = {0};
+    cr_assert_eq(apply(job, lines, &err), 0, "%s", err.msg);
+    const char *b = json_string_value(json_object_get(job, "begin"));
+    cr_assert_not_null(b);
+    cr_assert_eq(strlen(b), 20, "%s", b); /* YYYY-MM-DDTHH:MM:SSZ */
+    json_decref(job);
+    static const char *const x[] = {"-b", "someday", NULL};
+    refused(x, "#SBATCH -b: 'someday' is not a start time");
+}

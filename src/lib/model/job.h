@@ -121,6 +121,7 @@ struct job_spec {
     char *exclude;    /* "c": never these */
     char *constraint; /* on node labels: "a100", "a100&ib|h100" */
     bool exclusive;   /* whole nodes: shares them with no other job */
+    int64_t begin_ms; /* not eligible before (epoch ms); 0 = at once */
 };
 
 /* One node's share of a running job. */

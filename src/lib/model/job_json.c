@@ -330,6 +330,21 @@ static int spec_field(const char *key, const json_t *v, struct job_spec *s,
                           err);
     if (strcmp(key, "exclusive") == 0)
         return get_bool(v, "exclusive", &s->exclusive, err);
+    if (strcmp(key, "begin") == 0) {
+        /* Absolute (UTC); the CLI turns Slurm's now+1h and HH:MM into
+         * this, so the record means the same on every machine. */
+        if (json_is_null(v)) {
+            s->begin_ms = 0;
+            return 0;
+        }
+        if (!json_is_string(v) ||
+            clock_parse_date("begin", json_string_value(v), &s->begin_ms,
+                             NULL) < 0)
+            return sh_errorf(err, SH_EINVAL,
+                             "begin must be a UTC time like "
+                             "\"2026-12-02T10:00:00Z\"");
+        return 0;
+    }
     return 1;
 }
 
@@ -455,6 +470,8 @@ json_t *job_spec_to_json(const struct job_spec *s)
         set_str(o, "constraint", s->constraint);
     if (s->exclusive)
         json_object_set_new(o, "exclusive", json_true());
+    if (s->begin_ms > 0)
+        set_time(o, "begin", s->begin_ms);
     return o;
 }
 

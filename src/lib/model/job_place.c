@@ -37,8 +37,8 @@ int job_nodelist_check(const char *field, const char *list, int *count,
         return sh_errorf(err, SH_EINVAL, "%s must name at least one node",
                          field);
     if (strlen(list) > JOB_NODELIST_TEXT_MAX)
-        return sh_errorf(err, SH_ETOOLARGE, "%s is longer than %d bytes",
-                         field, JOB_NODELIST_TEXT_MAX);
+        return sh_errorf(err, SH_ETOOLARGE, "%s is longer than %d bytes", field,
+                         JOB_NODELIST_TEXT_MAX);
     int n = 0;
     const char *p = list, *start;
     size_t len;
@@ -88,7 +88,8 @@ int job_constraint_check(const char *expr, struct sh_error *err)
     if (!expr || !*expr)
         return sh_errorf(err, SH_EINVAL, "constraint must not be empty");
     if (strlen(expr) > JOB_CONSTRAINT_MAX)
-        return sh_errorf(err, SH_ETOOLARGE, "constraint is longer than %d bytes",
+        return sh_errorf(err, SH_ETOOLARGE,
+                         "constraint is longer than %d bytes",
                          JOB_CONSTRAINT_MAX);
     bool want_term = true, in_value = false;
     for (const char *p = expr; *p; p++) {

@@ -64,8 +64,8 @@ Test(job_place, nodelists)
 {
     struct sh_error err = {0};
     int n = 0;
-    cr_assert_eq(job_nodelist_check("nodelist", "a,b-1,c.x", &n, &err), 0,
-                 "%s", err.msg);
+    cr_assert_eq(job_nodelist_check("nodelist", "a,b-1,c.x", &n, &err), 0, "%s",
+                 err.msg);
     cr_assert_eq(n, 3);
     cr_assert(job_nodelist_has("a,b-1,c.x", "b-1"));
     cr_assert_not(job_nodelist_has("a,b-1,c.x", "b"));
@@ -126,9 +126,8 @@ Test(job_place, submissions_round_trip_and_checks)
                         &s, &err),
                  0);
     cr_assert(strstr(err.msg, "both in nodelist and exclude"), "%s", err.msg);
-    cr_assert_lt(submit("{\"command\":[\"x\"],\"constraint\":\"(a)\"}", &s,
-                        &err),
-                 0);
+    cr_assert_lt(
+        submit("{\"command\":[\"x\"],\"constraint\":\"(a)\"}", &s, &err), 0);
     cr_assert_lt(submit("{\"command\":[\"x\"],\"exclusive\":true}", &s, &err),
                  0);
     cr_assert(strstr(err.msg, "exclusive needs gpus"), "%s", err.msg);
