@@ -46,7 +46,9 @@ static const char usage[] =
     "  --state DIR             agent state: token, runs, output (required)\n"
     "  --nvml-lib PATH         NVML library (default libnvidia-ml.so.1)\n"
     "  --no-gpus               join with zero GPUs when NVML is missing\n"
-    "  --label KEY=VALUE       node label, e.g. switch=sw1 (repeatable)\n"
+    "  --label KEY=VALUE|NAME  node label, e.g. switch=sw1 or a100 "
+    "(repeatable;\n"
+    "                          jobs select nodes with --constraint)\n"
     "  --cpus N                CPUs offered (default: all online)\n"
     "  --mem SIZE              memory offered (default: all)\n"
     "  --heartbeat DUR         heartbeat interval (default 5s)\n"
@@ -84,19 +86,29 @@ static int read_token_file(const char *path, char *out, size_t size,
 static int add_label(struct agent_config *cfg, const char *arg,
                      struct sh_error *err)
 {
+    /* KEY=VALUE, or a bare NAME (a feature, as Slurm's node features):
+     * a label with an empty value, which --constraint NAME matches. */
     const char *eq = strchr(arg, '=');
-    if (!eq || eq == arg || cfg->nlabels == NODE_LABELS_MAX)
+    if (eq == arg || cfg->nlabels == NODE_LABELS_MAX)
         return sh_errorf(err, SH_EINVAL,
-                         "--label '%s' must be KEY=VALUE (at most %d labels)",
+                         "--label '%s' must be KEY=VALUE or NAME (at most %d "
+                         "labels)",
                          arg, NODE_LABELS_MAX);
-    char *key = strndup(arg, (size_t)(eq - arg));
-    if (!job_ident_valid(key) || !job_ident_valid(eq + 1)) {
+    char *key = eq ? strndup(arg, (size_t)(eq - arg)) : strdup(arg);
+    if (!key || !job_ident_valid(key) || (eq && !job_ident_valid(eq + 1))) {
         free(key);
         return sh_errorf(err, SH_EINVAL,
                          "--label '%s': key and value must be names", arg);
     }
+    for (int i = 0; i < cfg->nlabels; i++) {
+        if (strcmp(cfg->labels[i].key, key) == 0) {
+            free(key);
+            return sh_errorf(err, SH_EINVAL, "--label '%s': %s is given twice",
+                             arg, cfg->labels[i].key);
+        }
+    }
     cfg->labels[cfg->nlabels].key = key;
-    cfg->labels[cfg->nlabels].value = strdup(eq + 1);
+    cfg->labels[cfg->nlabels].value = strdup(eq ? eq + 1 : "");
     cfg->nlabels++;
     return 0;
 }

@@ -374,6 +374,16 @@ static void print_job(const json_t *j)
              " GPU(s) on %lld node(s)", num(j, "nodes"));
     show_line("shape:", buf);
     show_line("gpu type:", str(j, "gpu_type"));
+    if (str(j, "nodelist"))
+        show_line("nodelist:", str(j, "nodelist"));
+    if (str(j, "exclude"))
+        show_line("exclude:", str(j, "exclude"));
+    if (str(j, "constraint"))
+        show_line("constraint:", str(j, "constraint"));
+    if (json_is_true(json_object_get(j, "exclusive")))
+        show_line("exclusive:", "yes (whole nodes)");
+    if (str(j, "begin"))
+        show_line("begin:", str(j, "begin"));
     if (num(j, "time_limit")) {
         format_duration(num(j, "time_limit"), buf, sizeof(buf));
         show_line("time limit:", buf);

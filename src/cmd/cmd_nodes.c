@@ -51,10 +51,15 @@ static void print_nodes(const json_t *nodes)
         const char *key;
         json_t *v;
         labels[0] = '\0';
-        json_object_foreach (json_object_get(n, "labels"), key, v)
-            o += (size_t)snprintf(
-                labels + o, o < sizeof(labels) ? sizeof(labels) - o : 0,
-                "%s%s=%s", o ? "," : "", key, json_string_value(v));
+        json_object_foreach (json_object_get(n, "labels"), key, v) {
+            const char *val = json_string_value(v);
+            if (o >= sizeof(labels))
+                break;
+            /* A bare label (a feature) shows as its name. */
+            o += (size_t)snprintf(labels + o, sizeof(labels) - o, "%s%s%s%s",
+                                  o ? "," : "", key, val && *val ? "=" : "",
+                                  val ? val : "");
+        }
         const char *row[] = {
             str(n, "name"), str(n, "state"),         g, model, cpus, mem,
             jobs,           labels[0] ? labels : "-"};

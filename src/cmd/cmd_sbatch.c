@@ -15,6 +15,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "lib/util/clock.h"
 #include "lib/util/parse.h"
 
 static int bad(struct sh_error *err, const char *opt, const char *fmt, ...)
@@ -197,6 +198,11 @@ enum {
     O_CHDIR,
     O_EXPORT,
     O_ARRAY,
+    O_NODELIST,
+    O_EXCLUDE,
+    O_CONSTRAINT,
+    O_EXCLUSIVE,
+    O_BEGIN,
 };
 
 static const struct sbatch_opt known[] = {
@@ -218,6 +224,11 @@ static const struct sbatch_opt known[] = {
     {"chdir", 'D', true, O_CHDIR},
     {"export", 0, true, O_EXPORT},
     {"array", 'a', true, O_ARRAY},
+    {"nodelist", 'w', true, O_NODELIST},
+    {"exclude", 'x', true, O_EXCLUDE},
+    {"constraint", 'C', true, O_CONSTRAINT},
+    {"exclusive", 0, false, O_EXCLUSIVE},
+    {"begin", 'b', true, O_BEGIN},
     {NULL, 0, false, 0},
 };
 
@@ -232,11 +243,6 @@ static const struct {
     {"output", 'o', "not supported yet: output is kept for shoal logs JOB"},
     {"error", 'e', "not supported yet: output is kept for shoal logs JOB"},
     {"qos", 'q', "Shoal has no QOS: priority classes are high, normal, low"},
-    {"exclusive", 0, "not supported yet: ask for every GPU of the nodes"},
-    {"constraint", 'C', "node features are not supported yet"},
-    {"nodelist", 'w', "not supported yet"},
-    {"exclude", 'x', "not supported yet"},
-    {"begin", 'b', "not supported yet"},
     {"mail-type", 0, "Shoal sends no mail"},
     {"mail-user", 0, "Shoal sends no mail"},
     {NULL, 0, NULL},
@@ -297,6 +303,27 @@ static int apply_one(json_t *job, int id, const char *opt, const char *v,
     case O_ARRAY:
         json_object_set_new(job, "array", json_string(v));
         return 0;
+    case O_NODELIST:
+        json_object_set_new(job, "nodelist", json_string(v));
+        return 0;
+    case O_EXCLUDE:
+        json_object_set_new(job, "exclude", json_string(v));
+        return 0;
+    case O_CONSTRAINT:
+        json_object_set_new(job, "constraint", json_string(v));
+        return 0;
+    case O_EXCLUSIVE:
+        json_object_set_new(job, "exclusive", json_true());
+        return 0;
+    case O_BEGIN: {
+        /* Sent as an absolute UTC time, as shoal submit --begin does. */
+        char iso[32];
+        if (clock_parse_begin(opt, v, clock_wall_ms(), &secs, err) < 0)
+            return sh_error_prefix(err, "#SBATCH ");
+        clock_format_iso(secs, iso, sizeof(iso));
+        json_object_set_new(job, "begin", json_string(iso));
+        return 0;
+    }
     case O_EXPORT:
         if (strcasecmp(v, "ALL") != 0)
             return bad(err, opt,

@@ -14,6 +14,7 @@
 #include "cmd/cmd.h"
 #include "cmd/cmd_sbatch.h"
 #include "lib/model/job.h"
+#include "lib/util/clock.h"
 #include "lib/util/parse.h"
 #include "lib/util/strbuf.h"
 
@@ -46,6 +47,16 @@ static const char usage[] =
     "  -a, --array SPEC       one job per task: 0-99, 1,3,5-7, 0-98:2, with\n"
     "                         %M for at most M running or queued at once\n"
     "                         (SHOAL_ARRAY_TASK_ID tells a task its index)\n"
+    "  -w, --nodelist A,B     run on exactly these nodes (as many as --nodes;\n"
+    "                         without --nodes, one per name)\n"
+    "  -x, --exclude A,B      never on these nodes\n"
+    "  -C, --constraint EXPR  only nodes whose labels match: NAME, KEY=VALUE,\n"
+    "                         A&B (both), A|B (either; '&' binds first)\n"
+    "      --exclusive        whole nodes: waits for idle nodes and shares\n"
+    "                         them with no other job while it runs\n"
+    "  -b, --begin TIME       not before TIME: now+30m, now+2hours, HH:MM,\n"
+    "                         YYYY-MM-DD[THH:MM[:SS]], midnight, noon,\n"
+    "                         teatime, tomorrow (local time)\n"
     "      --tasks-per-node N processes per node, each with its own ranks\n"
     "  -D, --workdir DIR      working directory (default: the current one)\n"
     "      --user NAME        submit for another user (cluster admins)\n"
@@ -62,6 +73,7 @@ enum {
     OPT_USER,
     OPT_JSON,
     OPT_HOLD,
+    OPT_EXCLUSIVE,
 };
 
 static const struct option opts[] = {
@@ -82,6 +94,11 @@ static const struct option opts[] = {
     {"dependency", required_argument, NULL, 'd'},
     {"hold", no_argument, NULL, OPT_HOLD},
     {"array", required_argument, NULL, 'a'},
+    {"nodelist", required_argument, NULL, 'w'},
+    {"exclude", required_argument, NULL, 'x'},
+    {"constraint", required_argument, NULL, 'C'},
+    {"exclusive", no_argument, NULL, OPT_EXCLUSIVE},
+    {"begin", required_argument, NULL, 'b'},
     {"tasks-per-node", required_argument, NULL, OPT_TASKS},
     {"workdir", required_argument, NULL, 'D'},
     {"user", required_argument, NULL, OPT_USER},
@@ -113,6 +130,19 @@ static int fail(struct submit *s, const char *fmt, ...)
     if (s->in_script)
         return sh_errorf(&s->err, SH_EINVAL, "%s: %s", s->where, msg);
     return sh_errorf(&s->err, SH_EINVAL, "%s", msg);
+}
+
+/* --begin as Slurm writes it, sent as an absolute UTC time. */
+static int set_begin(struct submit *s, const char *arg)
+{
+    int64_t ms;
+    char iso[32];
+    struct sh_error err;
+    if (clock_parse_begin("--begin", arg, clock_wall_ms(), &ms, &err) < 0)
+        return fail(s, "%s", err.msg);
+    clock_format_iso(ms, iso, sizeof(iso));
+    json_object_set_new(s->job, "begin", json_string(iso));
+    return 0;
 }
 
 static int set_env(struct submit *s, const char *arg)
@@ -229,6 +259,20 @@ static int apply(struct submit *s, int c, const char *arg)
     case 'a':
         json_object_set_new(s->job, "array", json_string(arg));
         break;
+    case 'w':
+        json_object_set_new(s->job, "nodelist", json_string(arg));
+        break;
+    case 'x':
+        json_object_set_new(s->job, "exclude", json_string(arg));
+        break;
+    case 'C':
+        json_object_set_new(s->job, "constraint", json_string(arg));
+        break;
+    case OPT_EXCLUSIVE:
+        json_object_set_new(s->job, "exclusive", json_true());
+        break;
+    case 'b':
+        return set_begin(s, arg);
     case 'D':
         if (arg[0] != '/')
             return fail(s, "--workdir '%s' must be an absolute path", arg);
@@ -256,8 +300,8 @@ static int parse_opts(struct submit *s, int argc, char **argv, bool *dashdash)
     int c;
     optind = 0; /* glibc: full reinitialisation between scans */
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "+g:N:p:t:c:m:v:n:e:D:d:a:h", opts,
-                            NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+g:N:p:t:c:m:v:n:e:D:d:a:w:x:C:b:h",
+                            opts, NULL)) != -1) {
         if (c == 'h' && s->in_script)
             return fail(s, "%s", "--help is not a directive");
         if (c == 'h') {

@@ -121,6 +121,7 @@ void sched_destroy(struct sched *s)
         free(nd->models);
         free(nd->nvl);
         free(nd->pf);
+        node_labels_free(nd->labels, nd->nlabels);
     }
     free(s->nodes);
     for (uint32_t i = 0; i < s->ngroup_bits; i++)
@@ -136,8 +137,10 @@ void sched_destroy(struct sched *s)
     free(s->projects);
     free(s->users);
     for (uint32_t j = 0; j < s->jobs_cap; j++) {
-        if (s->jobs[j].state != SJOB_FREE)
+        if (s->jobs[j].state != SJOB_FREE) {
             free(s->jobs[j].place);
+            filter_free(&s->jobs[j]);
+        }
     }
     free(s->jobs);
     idmap_fini(&s->ids);
@@ -772,6 +775,13 @@ static int job_alloc(struct sched *s, const struct sched_job_desc *d,
     job->gpus = (uint32_t)d->gpus;
     job->nodes = (uint16_t)(job->kind == SJOB_WHOLE ? d->nodes : 1);
     job->next = job->prev = SCHED_NONE;
+    if (filter_set(s, job, d) < 0) {
+        idmap_del(&s->ids, d->id);
+        job->state = SJOB_FREE;
+        job->next = s->free_job;
+        s->free_job = j;
+        return sh_errorf(err, SH_EINTERNAL, "out of memory");
+    }
     *out = j;
     return 0;
 }
@@ -782,6 +792,7 @@ static void job_free(struct sched *s, uint32_t j)
     idmap_del(&s->ids, job->id);
     free(job->place);
     job->place = NULL;
+    filter_free(job);
     job->state = SJOB_FREE;
     job->next = s->free_job;
     s->free_job = j;

@@ -37,6 +37,7 @@
 
 #include "lib/model/gpu.h"
 #include "lib/model/job.h"
+#include "lib/model/node.h"
 #include "lib/util/error.h"
 
 /* 840 = 2^3 * 3 * 5 * 7: a GPU split in 2..8 parts is a whole number. */
@@ -152,6 +153,9 @@ struct sched_node_desc {
     enum sched_node_state state;
     int ngpus;
     const struct sched_gpu_desc *gpus;
+    /* Labels jobs' constraints match (borrowed for the call; may be 0). */
+    const struct node_label *labels;
+    int nlabels;
 };
 
 /* Fill d from what the agent reported (gpu.h). The strings and slices stay
@@ -234,6 +238,16 @@ struct sched_job_desc {
     bool flexible;     /* see "a minimum memory" above */
     int64_t submit_ms;
     int64_t time_limit_ms; /* 0 = none */
+    /* Where it may run (lib/model/job_place.h; NULL = no wish): only the
+     * nodes of nodelist, none of exclude, those whose labels match
+     * constraint. A job with any of them, or exclusive, never preempts
+     * others (it waits) and is never memoised with other jobs. */
+    const char *nodelist;
+    const char *exclude;
+    const char *constraint;
+    /* Whole nodes: only on nodes where nothing else runs, and nothing else
+     * starts there while it runs. Whole-GPU jobs only. */
+    bool exclusive;
 };
 
 /* Whether the job could ever run on the cluster as it is now described

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "lib/model/node.h"
 #include "lib/util/strtab.h"
 #include "sched/sched.h"
 
@@ -127,6 +128,10 @@ struct snode {
     /* Reservation shadow (the future, as running jobs end). */
     uint64_t shadow;
     uint32_t shadow_stamp;
+    /* Labels, for jobs' constraints (owned copies). */
+    struct node_label *labels;
+    int nlabels;
+    uint32_t excl; /* the exclusive job running here, or SCHED_NONE */
 };
 
 struct smodel {
@@ -218,7 +223,20 @@ struct splace {
     int8_t slice; /* -1 whole */
 };
 
+/* Where a job may run (--nodelist, --exclude, --constraint), with the
+ * nodes that qualify as a bitset computed for one node version. */
+struct sfilter {
+    char *nodelist; /* owned texts, NULL = no wish */
+    char *exclude;
+    char *constraint;
+    uint64_t *allow; /* nodes that qualify, nbits of them */
+    uint32_t nbits;
+    uint32_t nallow;  /* present nodes that qualify */
+    uint32_t version; /* s->nodes_version it was computed for */
+};
+
 struct sjob {
+    struct sfilter *filter; /* NULL = any node */
     uint64_t id;
     int64_t submit;
     int64_t limit;  /* ms; 0 none */
@@ -248,6 +266,7 @@ struct sjob {
     uint8_t wait;  /* enum sched_wait */
     uint8_t lb;    /* pending: fewest GPUs it needs on a node */
     uint8_t ncls;  /* pending: class of its fewest nodes */
+    bool excl;     /* whole nodes, shared with no other job */
 };
 
 #define SJOB_FREE 0xff
@@ -380,6 +399,8 @@ struct sched {
     size_t scratch2_cap;
     struct sfound found;
     struct sfound found2;
+    uint32_t nodes_version; /* bumped when a node is set or removed */
+    uint32_t filters_at;    /* nodes_version every filter was fresh for */
 };
 
 /* ---------------------------------------------- internal functions */
@@ -427,6 +448,32 @@ uint32_t sched_dur_bucket(int64_t ms);
 int64_t sched_dur_floor(uint32_t bucket);
 struct squeue *sched_job_queue(struct sched *s, const struct sjob *j);
 int64_t sched_job_duration(const struct sched *s, const struct sjob *j);
+
+/* sched_filter.c: jobs' node wishes. Refresh the bitset when nodes
+ * changed (-1 out of memory: the old one stays); whether node n qualifies
+ * for job j (its filter, and exclusivity both ways). */
+int filter_set(struct sched *s, struct sjob *j, const struct sched_job_desc *d);
+void filter_free(struct sjob *j);
+int filter_refresh(struct sched *s, struct sjob *j);
+int filter_refresh_all(struct sched *s);
+/* filter_refresh_all() when nodes changed since it last ran. */
+int sched_filters_fresh(struct sched *s);
+/* The wishes as text for reasons ("constraint \"a100\"", "nodelist a,b"). */
+void filter_text(const struct sjob *j, char *buf, size_t size);
+
+static inline bool sched_node_ok(const struct sched *s, const struct sjob *j,
+                                 uint32_t n)
+{
+    const struct snode *nd = &s->nodes[n];
+    uint32_t self = (uint32_t)(j - s->jobs);
+    if (nd->excl != SCHED_NONE && nd->excl != self)
+        return false;
+    if (j->excl && nd->excl != self && nd->nheld > 0)
+        return false;
+    if (!j->filter)
+        return true;
+    return n < j->filter->nbits && bits_test(j->filter->allow, n);
+}
 
 /* sched_node.c */
 void node_index_remove(struct sched *s, uint32_t n);

@@ -269,6 +269,8 @@ int node_hold(struct sched *s, uint32_t j, const struct splace *p, int np)
     job->nplace = (uint16_t)np;
     job->units = units;
     job->run_model = s->nodes[p[0].node].gpus[p[0].gpu].model;
+    for (i = 0; i < np && job->excl; i++)
+        s->nodes[p[i].node].excl = j;
     return 0;
 }
 
@@ -281,8 +283,11 @@ void node_release(struct sched *s, uint32_t j)
     }
     for (int i = 0; i < job->nplace; i++)
         node_derive(s, &s->nodes[job->place[i].node]);
-    for (int i = 0; i < job->nplace; i++)
+    for (int i = 0; i < job->nplace; i++) {
         node_index_add(s, job->place[i].node);
+        if (s->nodes[job->place[i].node].excl == j)
+            s->nodes[job->place[i].node].excl = SCHED_NONE;
+    }
 }
 
 /* ------------------------------------------------ model/profile totals */
@@ -468,6 +473,10 @@ static int desc_validate(const struct sched *s, const struct sched_node_desc *d,
                          d->name, SCHED_NAME_MAX);
     if ((unsigned)d->state > SCHED_NODE_DRAINED)
         return sh_errorf(err, SH_EINVAL, "node %s: bad state", d->name);
+    if (d->nlabels < 0 || d->nlabels > NODE_LABELS_MAX ||
+        (d->nlabels > 0 && !d->labels))
+        return sh_errorf(err, SH_EINVAL, "node %s: labels must be 0..%d",
+                         d->name, NODE_LABELS_MAX);
     if (d->ngpus < 0 || d->ngpus > GPU_PER_NODE_MAX ||
         (d->ngpus > 0 && !d->gpus))
         return sh_errorf(err, SH_EINVAL, "node %s: gpus must be 0..%d", d->name,
@@ -711,12 +720,34 @@ static int group_intern(struct sched *s, const char *name, uint32_t *id)
     return 0;
 }
 
+/* Owned copies of a description's labels into *out (NULL for none). */
+static int labels_copy(const struct sched_node_desc *d, struct node_label **out)
+{
+    *out = NULL;
+    if (d->nlabels <= 0)
+        return 0;
+    struct node_label *l = calloc((size_t)d->nlabels, sizeof(*l));
+    if (!l)
+        return -1;
+    for (int i = 0; i < d->nlabels; i++) {
+        l[i].key = strdup(d->labels[i].key ? d->labels[i].key : "");
+        l[i].value = strdup(d->labels[i].value ? d->labels[i].value : "");
+        if (!l[i].key || !l[i].value) {
+            node_labels_free(l, d->nlabels);
+            return -1;
+        }
+    }
+    *out = l;
+    return 0;
+}
+
 int sched_node_set(struct sched *s, const struct sched_node_desc *d,
                    struct sh_error *err)
 {
     uint32_t n =
         d && d->name ? strtab_find(&s->node_names, d->name) : SCHED_NONE;
     struct sgpu *gpus = NULL;
+    struct node_label *labels = NULL;
     uint32_t group = SCHED_NONE;
     if (!d)
         return sh_errorf(err, SH_EINVAL, "no node description");
@@ -733,13 +764,18 @@ int sched_node_set(struct sched *s, const struct sched_node_desc *d,
     s->nodes = np;
     if (d->group && group_intern(s, d->group, &group) < 0)
         goto nomem;
+    if (labels_copy(d, &labels) < 0)
+        goto nomem;
     if (gpus_build(s, d, known ? &s->nodes[n] : NULL, &gpus) < 0)
         goto nomem;
     if (n == SCHED_NONE) {
-        if (strtab_intern(&s->node_names, d->name, &n) < 0)
+        if (strtab_intern(&s->node_names, d->name, &n) < 0) {
+            gpus_free(gpus, d->ngpus);
             goto nomem;
+        }
         memset(&s->nodes[n], 0, sizeof(s->nodes[n]));
         s->nodes[n].group = SCHED_NONE;
+        s->nodes[n].excl = SCHED_NONE;
     }
     struct snode *nd = &s->nodes[n];
     struct snode saved = *nd;
@@ -766,6 +802,11 @@ int sched_node_set(struct sched *s, const struct sched_node_desc *d,
         gpus_free(gpus, d->ngpus);
         goto nomem;
     }
+    node_labels_free(nd->labels, nd->nlabels);
+    nd->labels = labels;
+    nd->nlabels = d->nlabels;
+    labels = NULL;
+    s->nodes_version++;
     bool same_layout = saved.present && node_layout_same(&saved, nd);
     if (saved.gpus)
         gpus_free(saved.gpus, saved.ngpus);
@@ -785,6 +826,7 @@ int sched_node_set(struct sched *s, const struct sched_node_desc *d,
     s->lb_stale = true;
     return 0;
 nomem:
+    node_labels_free(labels, d->nlabels);
     return sh_errorf(err, SH_EINTERNAL, "out of memory adding node %s",
                      d->name);
 }
@@ -825,8 +867,11 @@ int sched_node_remove(struct sched *s, const char *name, struct sh_error *err)
     free(nd->models);
     free(nd->nvl);
     free(nd->pf);
+    node_labels_free(nd->labels, nd->nlabels);
     memset(nd, 0, sizeof(*nd));
     nd->group = SCHED_NONE;
+    nd->excl = SCHED_NONE;
+    s->nodes_version++;
     node_recount_models(s);
     s->dirty = true;
     s->lb_stale = true;

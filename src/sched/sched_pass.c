@@ -608,7 +608,10 @@ static bool try_place(struct sched *s, struct pass *ps, uint32_t ji,
     /* A reservation holder may use its own reserved GPUs: the memo of
      * other jobs' failures does not speak for it. */
     bool holder = j->wait == SCHED_WAIT_RESERVED;
-    const struct smemo *m = holder ? NULL : memo_find(s, ps, j, o, mask, end);
+    /* Nor for a job with node wishes: its failure says nothing of others'
+     * nodes (and theirs nothing of its own). */
+    bool nomemo = holder || j->filter || j->excl;
+    const struct smemo *m = nomemo ? NULL : memo_find(s, ps, j, o, mask, end);
     if (m) {
         j->wait = m->wait;
         j->other = m->other;
@@ -640,7 +643,7 @@ static bool try_place(struct sched *s, struct pass *ps, uint32_t ji,
             }
             j->wait = SCHED_WAIT_RESERVATION;
             j->other = who != SCHED_NONE ? s->jobs[who].id : 0;
-            if (!holder)
+            if (!nomemo)
                 memo_add(s, ps, j, o, mask, end);
             return false;
         }
@@ -649,7 +652,7 @@ static bool try_place(struct sched *s, struct pass *ps, uint32_t ji,
         return true;
     j->wait = SCHED_WAIT_RESOURCES;
     j->other = 0;
-    if (!holder)
+    if (!nomemo)
         memo_add(s, ps, j, o, mask, end);
     return false;
 }
@@ -831,7 +834,11 @@ static int eval_blocked(struct sched *s, struct pass *ps, uint32_t ji,
             j->wait = SCHED_WAIT_PREEMPTING;
             j->est = held_est;
         }
-        for (int i = 0; i < x->no && j->victims == 0 && may_preempt; i++) {
+        /* A job with node wishes waits rather than preempts: the
+         * victim plans know nothing of its nodes. */
+        bool wishes = j->filter || j->excl;
+        for (int i = 0; i < x->no && j->victims == 0 && may_preempt && !wishes;
+             i++) {
             if (x->in[i] &&
                 preempt_plan(s, ji, &x->o[i], x->in[i], ps->now, ps->out) < 0)
                 return -1;
@@ -1180,7 +1187,8 @@ int sched_run(struct sched *s, int64_t now, bool full,
     ps.full = full || s->dirty || !s->ran ||
               s->cfg.full_pass_interval_ms == 0 ||
               now - s->last_full >= s->cfg.full_pass_interval_ms;
-    if (sched_memopts_build(s) < 0 || ensure_scratch(s) < 0)
+    if (sched_memopts_build(s) < 0 || ensure_scratch(s) < 0 ||
+        sched_filters_fresh(s) < 0)
         goto nomem;
     /* Fair-share scores first: the merge orders queues by them. */
     s->last_now = now;

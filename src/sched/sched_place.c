@@ -81,6 +81,9 @@ static uint64_t node_model_mask(const struct snode *nd, uint16_t m)
 uint64_t node_usable(const struct sched *s, const struct snode *nd, uint16_t m,
                      int64_t end, uint32_t self)
 {
+    if (self != SCHED_NONE &&
+        !sched_node_ok(s, &s->jobs[self], (uint32_t)(nd - s->nodes)))
+        return 0;
     uint64_t u = nd->free & node_model_mask(nd, m);
     if (nd->resv_epoch != s->epoch || end < 0)
         return u;
@@ -306,6 +309,8 @@ bool place_slice(struct sched *s, const struct sjob *j, uint16_t profile,
         for (uint64_t b = pr->nodes[w]; b && best_score > 1; b &= b - 1) {
             uint32_t n = w * 64 + (uint32_t)__builtin_ctzll(b);
             const struct snode *nd = &s->nodes[n];
+            if (!sched_node_ok(s, j, n))
+                continue;
             for (int g = 0; g < nd->ngpus && best_score > 1; g++) {
                 const struct sgpu *gp = &nd->gpus[g];
                 if (!gpu_serves_slices(gp, mask) || gp->slice_free == 0 ||

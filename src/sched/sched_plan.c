@@ -122,6 +122,26 @@ static int64_t node_time(const struct plan_ctx *c, uint32_t n, uint16_t m,
     return INT64_MAX;
 }
 
+/* Whether a job's node wishes allow node n (the plan looks ahead, so a
+ * node busy now still counts). */
+static bool plan_node_ok(const struct sched *s, const struct sjob *j,
+                         uint32_t n)
+{
+    const struct sfilter *f = j->filter;
+    return !f || (n < f->nbits && bits_test(f->allow, n));
+}
+
+/* The latest of t and when every whole GPU of node n is free. */
+static int64_t node_all_free(const struct plan_ctx *c, uint32_t n, int64_t t)
+{
+    const struct snode *nd = &c->s->nodes[n];
+    for (int g = 0; g < nd->ngpus; g++) {
+        if (((nd->whole >> g) & 1) && c->gpu_avail[c->gpu_off[n] + g] > t)
+            t = c->gpu_avail[c->gpu_off[n] + g];
+    }
+    return t;
+}
+
 /* Plan a whole-GPU job of model mask `mask`: earliest start, or
  * INT64_MAX; marks the GPUs it takes from then until then + run. */
 static int64_t plan_whole(struct plan_ctx *c, const struct sjob *j,
@@ -139,12 +159,14 @@ static int64_t plan_whole(struct plan_ctx *c, const struct sjob *j,
             continue;
         uint32_t np = 0, first = 0;
         for (uint32_t n = 0; n < s->node_names.n; n++) {
-            if (!s->nodes[n].indexed)
+            if (!s->nodes[n].indexed || !plan_node_ok(s, j, n))
                 continue;
             uint64_t pick;
             int64_t t = node_time(c, n, m, g, &pick);
             if (t == INT64_MAX)
                 continue;
+            if (j->excl) /* the whole node must be free */
+                t = node_all_free(c, n, t);
             c->pn[np] = (struct plan_node){n, t, pick};
             if (c->pn[np].t < c->pn[first].t)
                 first = np;
@@ -188,7 +210,7 @@ static int64_t plan_slice(struct plan_ctx *c, const struct sjob *j,
     uint32_t bi = 0;
     for (uint32_t n = 0; n < s->node_names.n; n++) {
         const struct snode *nd = &s->nodes[n];
-        if (!nd->indexed)
+        if (!nd->indexed || !plan_node_ok(s, j, n))
             continue;
         for (int g = 0; g < nd->ngpus; g++) {
             const struct sgpu *gp = &nd->gpus[g];
@@ -306,6 +328,10 @@ int sched_plan_estimates(struct sched *s, int64_t now, struct sh_error *err)
     uint64_t key = plan_key(s);
     if (s->plan_key == key)
         return 0;
+    if (sched_filters_fresh(s) < 0) {
+        sh_errorf(err, SH_EINTERNAL, "out of memory planning estimates");
+        return -1;
+    }
     uint32_t nn = s->node_names.n;
     struct plan_ctx c = {.s = s, .now = now > s->last_now ? now : s->last_now};
     uint32_t *order = NULL;

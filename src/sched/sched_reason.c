@@ -168,6 +168,31 @@ static void resources_text(const struct sched *s, const struct sjob *j,
     }
 }
 
+/* A job whose wishes no node meets: "waiting: no node matches
+ * constraint \"a100\"". false when some node does (or it has none). */
+static bool wishes_text(const struct sjob *j, char *buf, size_t size)
+{
+    char w[JOB_REASON_MAX];
+    if (!j->filter || j->filter->nallow > 0)
+        return false;
+    filter_text(j, w, sizeof(w));
+    snprintf(buf, size, "waiting: no node matches %s", w);
+    return true;
+}
+
+/* What narrows the nodes, after a resources reason. */
+static void wishes_append(const struct sjob *j, char *buf, size_t size)
+{
+    char w[JOB_REASON_MAX];
+    size_t o = strlen(buf);
+    if (j->filter && o < size) {
+        filter_text(j, w, sizeof(w));
+        o += (size_t)snprintf(buf + o, size - o, " (%s)", w);
+    }
+    if (j->excl && o < size)
+        snprintf(buf + o, size - o, " (exclusive: whole idle nodes)");
+}
+
 const char *sched_job_reason(const struct sched *s, uint64_t id, char *buf,
                              size_t size)
 {
@@ -198,10 +223,14 @@ const char *sched_job_reason(const struct sched *s, uint64_t id, char *buf,
                  u->max_jobs);
         break;
     case SCHED_WAIT_RESOURCES:
+        if (wishes_text(j, buf, size))
+            break;
         resources_text(s, j, buf, size);
+        wishes_append(j, buf, size);
         break;
     case SCHED_WAIT_RESERVED:
         snprintf(buf, size, "reservation: waiting for its reserved start");
+        wishes_append(j, buf, size);
         break;
     case SCHED_WAIT_RESERVATION:
         snprintf(buf, size,
@@ -219,6 +248,8 @@ const char *sched_job_reason(const struct sched *s, uint64_t id, char *buf,
                  j->victims, j->victims == 1 ? "" : "s");
         break;
     case SCHED_WAIT_NEVER: {
+        if (wishes_text(j, buf, size))
+            break;
         struct sh_error err = {0};
         static_fit(s, j, &err);
         snprintf(buf, size, "resources: can never fit: %s", err.msg);

@@ -60,6 +60,38 @@ struct rmodel {
     uint32_t cnt; /* nodes whose shadow holds g GPUs of m */
 };
 
+/* The shadow-free GPUs of model m on node n that job ji may use: none on
+ * a node its wishes exclude, and for an exclusive job none unless every
+ * whole GPU of the node is free in the shadow. */
+static uint64_t resv_bits(const struct sched *s, uint32_t ji, uint32_t n,
+                          uint16_t m)
+{
+    const struct sjob *j = &s->jobs[ji];
+    const struct snode *nd = &s->nodes[n];
+    const struct sfilter *f = j->filter;
+    if (f && !(n < f->nbits && bits_test(f->allow, n)))
+        return 0;
+    if (j->excl && (nd->shadow & nd->whole) != nd->whole)
+        return 0;
+    return nd->shadow & model_bits(nd, m);
+}
+
+/* Count, for jobs with wishes, the nodes whose shadow holds each shape. */
+static void recount(struct sched *s, uint32_t ji, struct rmodel *rm, int nrm)
+{
+    for (int i = 0; i < nrm; i++)
+        rm[i].cnt = 0;
+    for (uint32_t n = 0; n < s->node_names.n; n++) {
+        if (!s->nodes[n].indexed)
+            continue;
+        shadow_load(s, n, ji);
+        for (int i = 0; i < nrm; i++) {
+            if ((uint32_t)popcount64(resv_bits(s, ji, n, rm[i].m)) >= rm[i].g)
+                rm[i].cnt++;
+        }
+    }
+}
+
 static bool fits(const struct rmodel *rm, int nrm)
 {
     for (int i = 0; i < nrm; i++) {
@@ -86,7 +118,7 @@ static int mark(struct sched *s, uint32_t ji, const struct rmodel *rm,
             const struct snode *nd = &s->nodes[n];
             if (nd->shadow_stamp != s->stamp || !nd->indexed)
                 continue;
-            uint64_t u = nd->shadow & model_bits(nd, rm->m);
+            uint64_t u = resv_bits(s, ji, n, rm->m);
             if ((uint32_t)popcount64(u) != k)
                 continue;
             usable[ne] = u;
@@ -138,11 +170,12 @@ int resv_compute(struct sched *s, uint32_t ji, uint64_t mask, int64_t now)
             continue;
         shadow_load(s, n, ji);
         for (int i = 0; i < nrm; i++) {
-            uint64_t u = s->nodes[n].shadow & model_bits(&s->nodes[n], rm[i].m);
+            uint64_t u = resv_bits(s, ji, n, rm[i].m);
             if ((uint32_t)popcount64(u) >= rm[i].g)
                 rm[i].cnt++;
         }
     }
+    bool wishes = j->filter || j->excl;
     const uint32_t *order = s->by_end; /* running jobs by end */
     int64_t t = now;
     bool ok = fits(rm, nrm);
@@ -160,7 +193,7 @@ int resv_compute(struct sched *s, uint32_t ji, uint64_t mask, int64_t now)
             if (nd->gpus[p->gpu].resv_epoch == s->epoch &&
                 resv_live(s, &nd->gpus[p->gpu], ji))
                 continue;
-            for (int i = 0; i < nrm; i++) {
+            for (int i = 0; i < nrm && !wishes; i++) {
                 uint64_t mb = model_bits(nd, rm[i].m);
                 if (!(mb & bit))
                     continue;
@@ -169,6 +202,8 @@ int resv_compute(struct sched *s, uint32_t ji, uint64_t mask, int64_t now)
             }
             nd->shadow |= bit;
         }
+        if (wishes) /* not one bit at a time: count again */
+            recount(s, ji, rm, nrm);
         t = v->est > now ? v->est : now;
         ok = fits(rm, nrm);
     }

@@ -14,6 +14,7 @@
 
 #include "lib/loop/loop.h"
 #include "lib/model/job_json.h"
+#include "lib/model/job_place.h"
 #include "lib/model/preset.h"
 #include "lib/util/log.h"
 #include "lib/util/parse.h"
@@ -54,7 +55,8 @@ struct cluster {
     uint64_t *gated;         /* pending jobs held or waiting for dependencies */
     int ngated;
     int gated_cap;
-    bool gate_dirty; /* a job changed: look at the gated ones again */
+    bool gate_dirty;       /* a job changed: look at the gated ones again */
+    int64_t next_begin_ms; /* earliest --begin among gated jobs; 0 none */
 };
 
 void shoald_schedule_soon(struct shoald *d)
@@ -101,6 +103,8 @@ static void sync_node(struct shoald *d, struct node *n)
         .state = sched_state_of(n),
         .ngpus = n->ngpus,
         .gpus = gpus,
+        .labels = n->labels,
+        .nlabels = n->nlabels,
     };
     /* Runs we did not ask for may still hold GPUs there. */
     if (rt && rt->stale > 0 && desc.state == SCHED_NODE_UP)
@@ -132,6 +136,10 @@ static void job_desc(const struct job *job, struct sched_job_desc *desc)
         s->gpu_mem > 0 && !s->slice && s->gpus_per_node == 1 && s->nodes == 1;
     desc->submit_ms = job->queued_ms;
     desc->time_limit_ms = s->time_limit * 1000;
+    desc->nodelist = s->nodelist;
+    desc->exclude = s->exclude;
+    desc->constraint = s->constraint;
+    desc->exclusive = s->exclusive;
 }
 
 static bool uses_gpus(const struct job *job)
@@ -447,6 +455,12 @@ static int64_t liveness_check(struct loop *loop, void *arg)
      * pass (preemption, reservations, reasons) when one is due. */
     if (now - d->cluster->last_pass_ms >= FULL_PASS_MS)
         shoald_schedule_soon(d);
+    /* A gated job's --begin came: look at the gates again. */
+    if (d->cluster->next_begin_ms > 0 && now >= d->cluster->next_begin_ms) {
+        d->cluster->next_begin_ms = 0;
+        d->cluster->gate_dirty = true;
+        shoald_schedule_soon(d);
+    }
     return LIVENESS_CHECK_MS;
 }
 
@@ -807,6 +821,24 @@ static void apply_preempts(struct shoald *d)
     }
 }
 
+/* Whether a job without GPUs may go to node n: its wishes allow it
+ * (the engine's rule, lib/model/job_place.h) and no exclusive job runs
+ * there. */
+static bool cpu_node_ok(struct shoald *d, const struct job_spec *spec,
+                        const struct node *n)
+{
+    if (!job_place_allows(spec->nodelist, spec->exclude, spec->constraint,
+                          n->name, n->labels, n->nlabels))
+        return false;
+    const struct node_rt *rt = nodetab_rt(d->nodes, n->name);
+    for (int i = 0; i < rt->njobs; i++) {
+        const struct job *other = jobtab_get(d->jobs, rt->jobs[i]);
+        if (other && other->spec.exclusive)
+            return false;
+    }
+    return true;
+}
+
 /* Jobs without GPUs: the up node with the fewest active jobs, or the
  * fewest nodes' worth for a multi-node job. */
 static void place_cpu_jobs(struct shoald *d)
@@ -830,7 +862,8 @@ static void place_cpu_jobs(struct shoald *d)
                 for (int q = 0; q < np; q++)
                     taken |= picked[q] == n;
                 if (taken || node_state(n) != NODE_UP ||
-                    nodetab_rt(d->nodes, n->name)->stale > 0)
+                    nodetab_rt(d->nodes, n->name)->stale > 0 ||
+                    !cpu_node_ok(d, &job->spec, n))
                     continue;
                 if (!best || n->running < best->running)
                     best = n;
@@ -862,8 +895,10 @@ static void place_cpu_jobs(struct shoald *d)
 static void gate_recheck(struct shoald *d)
 {
     struct cluster *c = d->cluster;
+    int64_t now = shoald_now_ms(d);
     for (int round = 0; c->gate_dirty && round < 16; round++) {
         c->gate_dirty = false;
+        c->next_begin_ms = 0;
         for (int i = 0; i < c->ngated;) {
             struct job *job = jobtab_get(d->jobs, c->gated[i]);
             char why[JOB_REASON_MAX];
@@ -872,6 +907,10 @@ static void gate_recheck(struct shoald *d)
                 g = gate_of(d, job, why, sizeof(why));
             if (g == GATE_HELD || g == GATE_WAIT ||
                 (g == GATE_OPEN && array_full(c, job))) {
+                /* The earliest --begin to come, for the timer. */
+                int64_t b = job ? job->spec.begin_ms : 0;
+                if (b > now && (c->next_begin_ms == 0 || b < c->next_begin_ms))
+                    c->next_begin_ms = b;
                 i++;
                 continue;
             }

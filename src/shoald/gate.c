@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "lib/model/job_deps.h"
+#include "lib/util/clock.h"
 #include "shoald/jobs.h"
 #include "shoald/jobtab.h"
 #include "shoald/policy.h"
@@ -81,6 +82,14 @@ enum gate_state gate_of(struct shoald *d, const struct job *job, char *why,
             job_destroy(t);
         if (g == GATE_NEVER)
             break;
+    }
+    /* --begin: not eligible before its time (the liveness timer wakes
+     * the gate: cluster.c keeps the earliest begin of the gated jobs). */
+    if (g == GATE_OPEN && job->spec.begin_ms > shoald_now_ms(d)) {
+        char at[32];
+        clock_format_iso(job->spec.begin_ms, at, sizeof(at));
+        snprintf(why, size, "begin: eligible at %s", at);
+        g = GATE_WAIT;
     }
     return g;
 }

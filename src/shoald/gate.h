@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* What keeps a pending job out of scheduling before the engine ever sees
- * it: a hold (`shoal hold`, `submit --hold`) or a dependency not yet met
- * (`--dependency afterok:12`). This module says whether a job's gate is
+ * it: a hold (`shoal hold`, `submit --hold`), a dependency not yet met
+ * (`--dependency afterok:12`) or a start time not yet reached
+ * (`--begin now+1h`: "begin: eligible at 2026-12-02T10:00:00Z"). This module says whether a job's gate is
  * open, still closed (with the text `shoal queue` shows), or can never
  * open (a dependency that can never be met: the job is cancelled with that
  * reason), and checks dependencies at submission. cluster.c keeps the

@@ -135,3 +135,39 @@ Test(sbatch, options_shoal_does_not_have_are_named)
     static const char *const y[] = {"gpu:2", NULL};
     refused(y, "'gpu:2' is not an option");
 }
+
+Test(sbatch, node_wishes_mean_what_slurm_says)
+{
+    static const char *const a[] = {"-w", "gpu01,gpu02", "--exclude=gpu03",
+                                    NULL};
+    static const char *const b[] = {"-C", "a100&ib", "--exclusive", NULL};
+    static const char *const *lines[] = {a, b, NULL};
+    json_t *job = json_object();
+    struct sh_error err = {0};
+    cr_assert_eq(apply(job, lines, &err), 0, "%s", err.msg);
+    cr_assert_str_eq(json_string_value(json_object_get(job, "nodelist")),
+                     "gpu01,gpu02");
+    cr_assert_str_eq(json_string_value(json_object_get(job, "exclude")),
+                     "gpu03");
+    cr_assert_str_eq(json_string_value(json_object_get(job, "constraint")),
+                     "a100&ib");
+    cr_assert(json_is_true(json_object_get(job, "exclusive")));
+    json_decref(job);
+    static const char *const x[] = {"--exclusive=user", NULL};
+    refused(x, "#SBATCH --exclusive: takes no value");
+}
+
+Test(sbatch, begin_becomes_an_absolute_time)
+{
+    static const char *const a[] = {"--begin=now+1hour", NULL};
+    static const char *const *lines[] = {a, NULL};
+    json_t *job = json_object();
+    struct sh_error err = {0};
+    cr_assert_eq(apply(job, lines, &err), 0, "%s", err.msg);
+    const char *b = json_string_value(json_object_get(job, "begin"));
+    cr_assert_not_null(b);
+    cr_assert_eq(strlen(b), 20, "%s", b); /* YYYY-MM-DDTHH:MM:SSZ */
+    json_decref(job);
+    static const char *const x[] = {"-b", "someday", NULL};
+    refused(x, "#SBATCH -b: 'someday' is not a start time");
+}

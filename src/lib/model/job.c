@@ -3,6 +3,7 @@
 #include "lib/model/job.h"
 
 #include "lib/model/job_deps.h"
+#include "lib/model/job_place.h"
 
 #include <ctype.h>
 #include <stdlib.h>
@@ -108,6 +109,9 @@ void job_spec_fini(struct job_spec *spec)
     free(spec->volumes);
     free(spec->deps);
     free(spec->array);
+    free(spec->nodelist);
+    free(spec->exclude);
+    free(spec->constraint);
     job_spec_init(spec);
 }
 
@@ -258,6 +262,51 @@ static int validate_paths(const struct job_spec *s, struct sh_error *err)
     return 0;
 }
 
+/* --nodelist, --exclude, --constraint, --exclusive. */
+static int validate_where(const struct job_spec *s, struct sh_error *err)
+{
+    int n = 0;
+    if (s->nodelist) {
+        if (job_nodelist_check("nodelist", s->nodelist, &n, err) < 0)
+            return -1;
+        if (n != s->nodes)
+            return sh_errorf(err, SH_EINVAL,
+                             "nodelist names %d node%s but the job asks for "
+                             "%d: it runs on exactly the nodes listed (give "
+                             "nodes %d, or use constraint to choose among "
+                             "nodes)",
+                             n, n == 1 ? "" : "s", s->nodes, n);
+    }
+    if (s->exclude && job_nodelist_check("exclude", s->exclude, NULL, err) < 0)
+        return -1;
+    if (s->nodelist && s->exclude) {
+        const char *p = s->nodelist;
+        while (p) {
+            const char *c = strchr(p, ',');
+            char name[JOB_IDENT_MAX + 1];
+            size_t len = c ? (size_t)(c - p) : strlen(p);
+            memcpy(name, p, len);
+            name[len] = '\0';
+            if (job_nodelist_has(s->exclude, name))
+                return sh_errorf(err, SH_EINVAL,
+                                 "node %s is both in nodelist and exclude",
+                                 name);
+            p = c ? c + 1 : NULL;
+        }
+    }
+    if (s->constraint && job_constraint_check(s->constraint, err) < 0)
+        return -1;
+    if (s->exclusive && s->gpus_per_node == 0)
+        return sh_errorf(err, SH_EINVAL,
+                         "exclusive needs gpus >= 1 (jobs without GPUs "
+                         "share nodes)");
+    if (s->exclusive && s->slice)
+        return sh_errorf(err, SH_EINVAL,
+                         "exclusive takes whole nodes; a slice job cannot "
+                         "(drop slice or exclusive)");
+    return 0;
+}
+
 int job_spec_validate(const struct job_spec *s, struct sh_error *err)
 {
     if (s->name && (strlen(s->name) > JOB_NAME_MAX || !printable(s->name)))
@@ -273,7 +322,7 @@ int job_spec_validate(const struct job_spec *s, struct sh_error *err)
                          "'.', '_' or '-'",
                          JOB_IDENT_MAX);
     if (validate_shape(s, err) < 0 || validate_command(s, err) < 0 ||
-        validate_paths(s, err) < 0)
+        validate_paths(s, err) < 0 || validate_where(s, err) < 0)
         return -1;
     return 0;
 }
@@ -293,6 +342,7 @@ int job_spec_copy(struct job_spec *dst, const struct job_spec *src)
     *dst = *src;
     dst->name = dst->user = dst->project = dst->gpu_type = dst->slice = NULL;
     dst->workdir = dst->script = dst->array = NULL;
+    dst->nodelist = dst->exclude = dst->constraint = NULL;
     dst->argv = NULL;
     dst->env = NULL;
     dst->volumes = NULL;
@@ -305,7 +355,10 @@ int job_spec_copy(struct job_spec *dst, const struct job_spec *src)
         dup_str(&dst->slice, src->slice) < 0 ||
         dup_str(&dst->workdir, src->workdir) < 0 ||
         dup_str(&dst->script, src->script) < 0 ||
-        dup_str(&dst->array, src->array) < 0)
+        dup_str(&dst->array, src->array) < 0 ||
+        dup_str(&dst->nodelist, src->nodelist) < 0 ||
+        dup_str(&dst->exclude, src->exclude) < 0 ||
+        dup_str(&dst->constraint, src->constraint) < 0)
         goto error;
     dst->argv = calloc((size_t)src->argc + 1, sizeof(char *));
     if (!dst->argv)

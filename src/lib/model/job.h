@@ -116,6 +116,12 @@ struct job_spec {
     int ndeps;
     bool hold;   /* submitted held: waits for `shoal release` */
     char *array; /* lib/model/job_array.h: "0-99%8"; one job per task */
+    /* Where it may run (lib/model/job_place.h); NULL = anywhere. */
+    char *nodelist;   /* "a,b": exactly these nodes (as many as nodes) */
+    char *exclude;    /* "c": never these */
+    char *constraint; /* on node labels: "a100", "a100&ib|h100" */
+    bool exclusive;   /* whole nodes: shares them with no other job */
+    int64_t begin_ms; /* not eligible before (epoch ms); 0 = at once */
 };
 
 /* One node's share of a running job. */

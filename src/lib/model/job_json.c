@@ -3,6 +3,7 @@
 #include "lib/model/job_json.h"
 
 #include "lib/model/job_array.h"
+#include "lib/model/job_place.h"
 #include "lib/model/job_deps.h"
 
 #include <stdlib.h>
@@ -318,6 +319,32 @@ static int spec_field(const char *key, const json_t *v, struct job_spec *s,
         job_array_fini(&a);
         return get_string(v, "array", JOB_ARRAY_TEXT_MAX, &s->array, err);
     }
+    if (strcmp(key, "nodelist") == 0)
+        return get_string(v, "nodelist", JOB_NODELIST_TEXT_MAX, &s->nodelist,
+                          err);
+    if (strcmp(key, "exclude") == 0)
+        return get_string(v, "exclude", JOB_NODELIST_TEXT_MAX, &s->exclude,
+                          err);
+    if (strcmp(key, "constraint") == 0)
+        return get_string(v, "constraint", JOB_CONSTRAINT_MAX, &s->constraint,
+                          err);
+    if (strcmp(key, "exclusive") == 0)
+        return get_bool(v, "exclusive", &s->exclusive, err);
+    if (strcmp(key, "begin") == 0) {
+        /* Absolute (UTC); the CLI turns Slurm's now+1h and HH:MM into
+         * this, so the record means the same on every machine. */
+        if (json_is_null(v)) {
+            s->begin_ms = 0;
+            return 0;
+        }
+        if (!json_is_string(v) ||
+            clock_parse_date("begin", json_string_value(v), &s->begin_ms,
+                             NULL) < 0)
+            return sh_errorf(err, SH_EINVAL,
+                             "begin must be a UTC time like "
+                             "\"2026-12-02T10:00:00Z\"");
+        return 0;
+    }
     return 1;
 }
 
@@ -339,6 +366,13 @@ int job_spec_from_json(const json_t *obj, struct job_spec *spec,
     if (!spec->argv && !spec->script) {
         sh_errorf(err, SH_EINVAL, "command (or script) is required");
         goto error;
+    }
+    /* A node list names the nodes, so it gives their count. */
+    if (spec->nodelist && !json_object_get(obj, "nodes")) {
+        int n = 0;
+        if (job_nodelist_check("nodelist", spec->nodelist, &n, err) < 0)
+            goto error;
+        spec->nodes = n;
     }
     /* A slice or a GPU memory wish means one GPU unless told otherwise. */
     if ((spec->slice || spec->gpu_mem) && !json_object_get(obj, "gpus"))
@@ -428,6 +462,16 @@ json_t *job_spec_to_json(const struct job_spec *s)
         json_object_set_new(o, "hold", json_true());
     if (s->array)
         set_str(o, "array", s->array);
+    if (s->nodelist)
+        set_str(o, "nodelist", s->nodelist);
+    if (s->exclude)
+        set_str(o, "exclude", s->exclude);
+    if (s->constraint)
+        set_str(o, "constraint", s->constraint);
+    if (s->exclusive)
+        json_object_set_new(o, "exclusive", json_true());
+    if (s->begin_ms > 0)
+        set_time(o, "begin", s->begin_ms);
     return o;
 }
 

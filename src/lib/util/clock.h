@@ -35,4 +35,14 @@ int clock_parse_date(const char *field, const char *s, int64_t *ms,
 int clock_parse_when(const char *field, const char *s, int64_t now_ms,
                      int64_t *ms, struct sh_error *err);
 
+/* A start time as Slurm's --begin writes it, into epoch ms: "now",
+ * "now+N[s|m|h|d|w]" (also "seconds", "minutes", "hours", "days", "weeks";
+ * a bare N is seconds), "HH:MM[:SS]" (today, or tomorrow once that time
+ * has passed), "YYYY-MM-DD[THH:MM[:SS]]", "midnight", "noon", "teatime"
+ * (16:00), "today", "tomorrow". Local time, or UTC with a trailing 'Z'
+ * on a dated form. now_ms is the reference for relative forms. At most
+ * 366 days ahead. SH_EINVAL naming field and the forms otherwise. */
+int clock_parse_begin(const char *field, const char *s, int64_t now_ms,
+                      int64_t *ms, struct sh_error *err);
+
 #endif

@@ -22,6 +22,7 @@
 struct jobdef {
     unsigned long long id;
     char user[64], project[64], type[64], slice[32];
+    char nodelist[256], exclude[256], constraint[256];
     struct sched_job_desc d;
 };
 
@@ -200,11 +201,32 @@ static int do_node(struct scn *c, char **w, int n)
              t = strtok_r(NULL, ",", &save))
             gpus[i++].nvlink_group = small(t);
     }
+    /* labels=a100,ib=hdr: bare names and KEY=VALUE pairs. */
+    struct node_label labels[16];
+    char lkeys[16][64], lvals[16][64];
+    int nl = 0;
+    const char *ls = arg(w, n, "labels");
+    if (ls) {
+        snprintf(buf, sizeof(buf), "%s", ls);
+        for (char *save = NULL, *t = strtok_r(buf, ",", &save); t && nl < 16;
+             t = strtok_r(NULL, ",", &save)) {
+            char *eq = strchr(t, '=');
+            snprintf(lvals[nl], sizeof(lvals[nl]), "%s", eq ? eq + 1 : "");
+            if (eq)
+                *eq = '\0';
+            snprintf(lkeys[nl], sizeof(lkeys[nl]), "%s", t);
+            labels[nl].key = lkeys[nl];
+            labels[nl].value = lvals[nl];
+            nl++;
+        }
+    }
     struct sched_node_desc d = {.name = w[1],
                                 .group = arg(w, n, "group"),
                                 .state = SCHED_NODE_UP,
                                 .ngpus = ng,
-                                .gpus = gpus};
+                                .gpus = gpus,
+                                .labels = labels,
+                                .nlabels = nl};
     const char *st = arg(w, n, "state");
     if (st) {
         const char *names[] = {"up", "down", "draining", "drained"};
@@ -505,6 +527,21 @@ static int job_parse(struct scn *c, char **w, int n, struct jobdef *jd)
     const char *p = arg(w, n, "prio");
     if (p && job_priority_from_name(p, &d->priority) < 0)
         return failf(c, "bad prio '%s'", p);
+    if (arg(w, n, "nodelist")) {
+        snprintf(jd->nodelist, sizeof(jd->nodelist), "%s",
+                 arg(w, n, "nodelist"));
+        d->nodelist = jd->nodelist;
+    }
+    if (arg(w, n, "exclude")) {
+        snprintf(jd->exclude, sizeof(jd->exclude), "%s", arg(w, n, "exclude"));
+        d->exclude = jd->exclude;
+    }
+    if (arg(w, n, "constraint")) {
+        snprintf(jd->constraint, sizeof(jd->constraint), "%s",
+                 arg(w, n, "constraint"));
+        d->constraint = jd->constraint;
+    }
+    d->exclusive = flag(w, n, "exclusive");
     return 0;
 }
 
@@ -521,6 +558,9 @@ static struct jobdef *job_keep(struct scn *c, const struct jobdef *jd)
     k->d.project = k->project;
     k->d.gpu_type = jd->d.gpu_type ? k->type : NULL;
     k->d.slice = jd->d.slice ? k->slice : NULL;
+    k->d.nodelist = jd->d.nodelist ? k->nodelist : NULL;
+    k->d.exclude = jd->d.exclude ? k->exclude : NULL;
+    k->d.constraint = jd->d.constraint ? k->constraint : NULL;
     return k;
 }
 

@@ -137,6 +137,11 @@ Test(sched_scenario, memory_jobs_unschedulable_gpus_and_slice_limits)
     run("slices_more.scn");
 }
 
+Test(sched_scenario, nodelist_exclude_constraint_and_exclusive)
+{
+    run("placement_wishes.scn");
+}
+
 Test(sched_scenario, siblings_in_a_team_give_back_guarantees)
 {
     run("quota_siblings.scn");

@@ -208,3 +208,25 @@ Test(job_json, listing_writer_gives_the_views_text)
         "\"share\":0.25,\"done\":false,\"exit_signal\":9}]}",
         NULL, 0, NULL);
 }
+
+Test(job_json, begin_is_an_absolute_utc_time)
+{
+    struct job_spec s;
+    struct sh_error err = {0};
+    json_t *o = json_pack("{s:[s], s:s}", "command", "x", "begin",
+                          "2026-12-02T10:00:00Z");
+    job_spec_init(&s);
+    cr_assert_eq(job_spec_from_json(o, &s, &err), 0, "%s", err.msg);
+    cr_assert_eq(s.begin_ms, INT64_C(1796205600000));
+    json_t *back = job_spec_to_json(&s);
+    cr_assert_str_eq(json_string_value(json_object_get(back, "begin")),
+                     "2026-12-02T10:00:00Z");
+    json_decref(back);
+    job_spec_fini(&s);
+    json_decref(o);
+    o = json_pack("{s:[s], s:s}", "command", "x", "begin", "now+1h");
+    job_spec_init(&s);
+    cr_assert_lt(job_spec_from_json(o, &s, &err), 0);
+    cr_assert(strstr(err.msg, "begin must be a UTC time"), "%s", err.msg);
+    json_decref(o);
+}

@@ -6,7 +6,9 @@
  * the combination gives. */
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "lib/util/clock.h"
 
@@ -134,4 +136,54 @@ Test(clock_parse_when, impossible_calendar_day_is_refused)
         cr_assert_eq(err.code, SH_EINVAL);
         cr_assert(strstr(err.msg, "since") != NULL, "%s", err.msg);
     }
+}
+
+/* --begin forms, in UTC so the figures do not depend on the machine. */
+static int64_t begin(const char *s, int64_t now)
+{
+    struct sh_error err = {0};
+    int64_t ms = -1;
+    cr_assert_eq(clock_parse_begin("--begin", s, now, &ms, &err), 0, "%s: %s",
+                 s, err.msg);
+    return ms;
+}
+
+Test(clock_parse_begin, slurm_forms)
+{
+    setenv("TZ", "UTC", 1);
+    tzset();
+    int64_t now = INT64_C(1796205600000); /* 2026-12-02T10:00:00Z */
+    cr_assert_eq(begin("now", now), now);
+    cr_assert_eq(begin("now+90", now), now + 90000);
+    cr_assert_eq(begin("now+1h", now), now + 3600000);
+    cr_assert_eq(begin("now+30minutes", now), now + 1800000);
+    cr_assert_eq(begin("now+2days", now), now + 2 * 86400000LL);
+    cr_assert_eq(begin("11:30", now), now + 5400000);       /* today */
+    cr_assert_eq(begin("09:00:30", now), now + 82830000LL); /* tomorrow */
+    cr_assert_eq(begin("2026-12-24", now), INT64_C(1798070400000));
+    cr_assert_eq(begin("2026-12-02T10:00", now), now);
+    cr_assert_eq(begin("2026-12-02T12:00:00Z", now), now + 7200000);
+    cr_assert_eq(begin("noon", now), now + 7200000);
+    cr_assert_eq(begin("teatime", now), now + 6 * 3600000LL);
+    cr_assert_eq(begin("midnight", now), now + 14 * 3600000LL);
+    cr_assert_eq(begin("tomorrow", now), now + 14 * 3600000LL);
+    cr_assert_eq(begin("today", now), now);
+}
+
+Test(clock_parse_begin, garbage_and_far_futures_are_refused)
+{
+    struct sh_error err = {0};
+    int64_t ms;
+    int64_t now = INT64_C(1796205600000);
+    const char *bad[] = {"",       "soon",          "now+",
+                         "now+1y", "now-1h",        "25:00",
+                         "10:61",  "2026-13-01",    "2026-02-30",
+                         "12:00Z", "2026-12-02T10", "now+99999999999"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        cr_assert_lt(clock_parse_begin("--begin", bad[i], now, &ms, &err), 0,
+                     "%s accepted", bad[i]);
+        cr_assert(strstr(err.msg, "--begin"), "%s", err.msg);
+    }
+    cr_assert_lt(clock_parse_begin("--begin", "2028-01-01", now, &ms, &err), 0);
+    cr_assert(strstr(err.msg, "366 days"), "%s", err.msg);
 }

@@ -1,0 +1,128 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: Apache-2.0
+# Focus: where a job may run, as Slurm users ask for it: --nodelist (exactly
+# those nodes), --exclude, --constraint on agent labels (--label a100 or
+# --label rack=r1; A&B, A|B) and --exclusive (whole nodes). A wish no node
+# meets leaves the job pending with the reason; a bad one is refused.
+
+load lib/cluster
+
+teardown() { shoal_cluster_stop; }
+
+reason_matches() { job_field "$1" .reason | grep -qE -- "$2"; }
+nodes_of() { job_field "$1" '[.placement[].node] | sort | join(",")'; }
+
+start_labelled() {
+    shoald_start
+    agent_start node1 4 H100-80GB --label a100 --label rack=r1
+    agent_start node2 4 H100-80GB --label ib --label rack=r2
+    agent_start node3 4 H100-80GB --label a100 --label ib
+    wait_for 20 nodes_up_is 3
+}
+
+@test "pl-001 nodelist, exclude and constraint choose the nodes; shoal nodes shows labels" {
+    start_labelled
+    run shoal nodes
+    echo "$output"
+    echo "$output" | grep -E "^node1 .*a100,rack=r1"
+    a=$(submit --gpus 1 --nodelist node2 -- sleep 30)
+    b=$(submit --gpus 1 -x node1,node2 -- sleep 30)
+    c=$(submit --gpus 1 --constraint 'a100&ib' -- sleep 30)
+    d=$(submit --gpus 1 -C 'rack=r1|zz' -- sleep 30)
+    e=$(submit --gpus 1 --nodes 2 -w node1,node2 -- sleep 30)
+    for j in $a $b $c $d $e; do wait_job_state "$j" running 20; done
+    [ "$(nodes_of "$a")" = node2 ]
+    [ "$(nodes_of "$b")" = node3 ]
+    [ "$(nodes_of "$c")" = node3 ]
+    [ "$(nodes_of "$d")" = node1 ]
+    [ "$(nodes_of "$e")" = node1,node2 ]
+    run shoal show "$c"
+    echo "$output" | grep -E '^constraint: +a100&ib$'
+    # A count of nodes is implied by the list.
+    [ "$(job_field "$e" .nodes)" = 2 ]
+}
+
+@test "pl-002 no matching node: pending with the reason, runs once one joins" {
+    start_labelled
+    j=$(submit --gpus 1 --constraint h200 -- true)
+    k=$(submit --gpus 1 --nodelist node9 -- true)
+    wait_for 20 reason_matches "$j" '^waiting: no node matches constraint "h200"$'
+    wait_for 20 reason_matches "$k" '^waiting: no node matches nodelist node9$'
+    run shoal queue
+    echo "$output" | grep -q 'no node matches constraint "h200"'
+    agent_start node9 2 H100-80GB --label h200
+    wait_job_state "$j" completed 30
+    wait_job_state "$k" completed 30
+    [ "$(nodes_of "$j")" = node9 ]
+}
+
+@test "pl-003 bad wishes are refused with a clear error and change nothing" {
+    start_labelled
+    before=$(curl -sf -H "Authorization: Bearer $SHOAL_TOKEN" "$SHOAL_URL/v1/jobs" | jq '.jobs | length')
+    run shoal submit --gpus 1 --constraint '(a100|ib)' -- true
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"'(' is not supported"* ]]
+    run shoal submit --gpus 1 --nodes 1 --nodelist node1,node2 -- true
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"nodelist names 2 nodes but the job asks for 1"* ]]
+    run shoal submit --gpus 1 --nodelist 'node[1-2]' -- true
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"ranges such as gpu[01-04] are not supported"* ]]
+    run shoal submit --exclusive -- true
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"exclusive needs gpus >= 1"* ]]
+    after=$(curl -sf -H "Authorization: Bearer $SHOAL_TOKEN" "$SHOAL_URL/v1/jobs" | jq '.jobs | length')
+    [ "$before" = "$after" ]
+}
+
+@test "pl-004 exclusive waits for an idle node and shares it with nobody" {
+    shoal_cluster_start 1 4
+    a=$(submit --gpus 1 -- sleep 60)
+    wait_job_state "$a" running 20
+    x=$(submit --gpus 1 --exclusive -- sleep 60)
+    wait_for 20 reason_matches "$x" 'exclusive: whole idle nodes'
+    shoal cancel "$a" >/dev/null
+    wait_job_state "$x" running 30
+    run shoal show "$x"
+    echo "$output" | grep -E '^exclusive: +yes'
+    # Three GPUs are free, but the node is the exclusive job's.
+    b=$(submit --gpus 1 -- true)
+    wait_for 20 reason_matches "$b" '^(resources|reservation):'
+    [ "$(job_state "$b")" = pending ]
+    shoal cancel "$x" >/dev/null
+    wait_job_state "$b" completed 30
+}
+
+@test "pl-005 #SBATCH -w, -x, -C and --exclusive are read with Slurm's meaning" {
+    start_labelled
+    cat >"$SHOAL_TEST_DIR/job.sh" <<'SCRIPT'
+#!/bin/sh
+#SBATCH --gres=gpu:1
+#SBATCH -C ib
+#SBATCH -x node2
+#SBATCH --exclusive
+echo "on $SHOAL_NODELIST"
+SCRIPT
+    j=$(submit "$SHOAL_TEST_DIR/job.sh")
+    wait_job_state "$j" completed 30
+    shoal logs "$j" | grep -qx "on node3"
+    [ "$(job_field "$j" .exclusive)" = true ]
+}
+
+@test "pl-006 --begin: not eligible before its time, with the reason; then it runs" {
+    shoal_cluster_start 1 2
+    j=$(submit --gpus 1 --begin now+4s -- true)
+    begin=$(job_field "$j" .begin)
+    [ "$begin" != null ]
+    wait_for 10 reason_matches "$j" "^begin: eligible at $begin\$"
+    [ "$(job_state "$j")" = pending ]
+    run shoal show "$j"
+    echo "$output" | grep -E "^begin: +$begin\$"
+    wait_job_state "$j" completed 30
+    # It started no earlier than asked.
+    b_ms=$(( $(date -d "$begin" +%s) * 1000 ))
+    [ "$(job_field "$j" .start_ms)" -ge "$b_ms" ]
+    run shoal submit --begin someday -- true
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"--begin: 'someday' is not a start time"* ]]
+}
