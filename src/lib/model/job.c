@@ -108,6 +108,7 @@ void job_spec_fini(struct job_spec *spec)
     free(spec->volumes);
     free(spec->deps);
     free(spec->array);
+    job_container_fini(&spec->container);
     job_spec_init(spec);
 }
 
@@ -273,7 +274,8 @@ int job_spec_validate(const struct job_spec *s, struct sh_error *err)
                          "'.', '_' or '-'",
                          JOB_IDENT_MAX);
     if (validate_shape(s, err) < 0 || validate_command(s, err) < 0 ||
-        validate_paths(s, err) < 0)
+        validate_paths(s, err) < 0 ||
+        job_container_validate(&s->container, err) < 0)
         return -1;
     return 0;
 }
@@ -298,6 +300,7 @@ int job_spec_copy(struct job_spec *dst, const struct job_spec *src)
     dst->volumes = NULL;
     dst->deps = NULL;
     dst->argc = dst->nenv = dst->nvolumes = dst->ndeps = 0;
+    job_container_init(&dst->container);
     if (dup_str(&dst->name, src->name) < 0 ||
         dup_str(&dst->user, src->user) < 0 ||
         dup_str(&dst->project, src->project) < 0 ||
@@ -348,6 +351,8 @@ int job_spec_copy(struct job_spec *dst, const struct job_spec *src)
         memcpy(dst->deps, src->deps, sizeof(*dst->deps) * (size_t)src->ndeps);
         dst->ndeps = src->ndeps;
     }
+    if (job_container_copy(&dst->container, &src->container) < 0)
+        goto error;
     return 0;
 error:
     job_spec_fini(dst);

@@ -32,6 +32,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "lib/model/job_container.h"
 #include "lib/util/error.h"
 
 /* Limits on what a job may ask for. Each is enforced by job_spec_validate()
@@ -116,6 +117,7 @@ struct job_spec {
     int ndeps;
     bool hold;   /* submitted held: waits for `shoal release` */
     char *array; /* lib/model/job_array.h: "0-99%8"; one job per task */
+    struct job_container container; /* job_container.h; image NULL = bare */
 };
 
 /* One node's share of a running job. */

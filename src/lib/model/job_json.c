@@ -318,7 +318,7 @@ static int spec_field(const char *key, const json_t *v, struct job_spec *s,
         job_array_fini(&a);
         return get_string(v, "array", JOB_ARRAY_TEXT_MAX, &s->array, err);
     }
-    return 1;
+    return job_container_field(key, v, &s->container, err);
 }
 
 int job_spec_from_json(const json_t *obj, struct job_spec *spec,
@@ -428,6 +428,7 @@ json_t *job_spec_to_json(const struct job_spec *s)
         json_object_set_new(o, "hold", json_true());
     if (s->array)
         set_str(o, "array", s->array);
+    job_container_to_json(&s->container, o);
     return o;
 }
 
