@@ -17,6 +17,7 @@
 #include <uthash.h>
 
 #include "agent/cgroup.h"
+#include "agent/container.h"
 #include "agent/launch.h"
 #include "agent/link.h"
 #include "agent/shim.h"
@@ -545,7 +546,20 @@ static int prepare(struct run *r, const json_t *work, struct sh_error *err)
         .allow_users = a->cfg.allow_job_users,
         .nallow_users = a->cfg.nallow_job_users,
     };
+    json_t *cdevs = NULL;
+    if (json_string_value(json_object_get(spec, "image"))) {
+        ctx.image_cache_dir = a->image_cache;
+        ctx.image_cache_size = a->cfg.image_cache_size;
+        ctx.image_tls_verify = !a->cfg.image_tls_insecure;
+        cdevs = gpu_devices_container(&a->gpu_devs, a->gpus, a->ngpus,
+                                      json_object_get(work, "gpus"));
+        if (cdevs && json_array_size(json_object_get(work, "gpus")) > 0)
+            container_control_devices(cdevs);
+        ctx.container_devices = cdevs;
+        ctx.container_libs = a->container_libs;
+    }
     json_t *launch = launch_from_work(work, &ctx, err);
+    json_decref(cdevs);
     if (!launch)
         return -1;
     int rc = write_json(r->dir, "launch.json", launch);
