@@ -12,7 +12,9 @@ set -eu
 # NFS to the NFS volume tests. protobuf-c and nghttp2 make the agent's CSI
 # client (gRPC over a unix socket); python3-grpcio runs the test CSI plugin. The S3 volume tests also need a local S3 server,
 # s3rver from the npm registry (tests/system/s3/package.json), installed
-# below with the machine's node and npm.
+# below with the machine's node and npm. Jobs in OCI images: skopeo copies
+# images into the node's cache, umoci unpacks them, crun runs them;
+# busybox-static builds the test image.
 PACKAGES="
 build-essential
 clang
@@ -45,6 +47,10 @@ libprotobuf-c-dev
 protobuf-c-compiler
 libnghttp2-dev
 python3-grpcio
+crun
+umoci
+skopeo
+busybox-static
 "
 # Node.js and npm from Debian, unless the machine already has them.
 command -v node >/dev/null 2>&1 || PACKAGES="$PACKAGES nodejs"
