@@ -13,6 +13,7 @@
 #   ctr-006 a 2-node job in the image gets the rendezvous env; the ranks
 #           of a node share its rootfs and /dev/shm
 #   ctr-007 #SBATCH --container-image (pyxis's name) and #SHOAL --image
+#   ctr-008 while the node resolves or pulls the image, the job says so
 
 load lib/cluster
 
@@ -212,4 +213,26 @@ echo x > /data/ro 2>/dev/null || echo data=ro; echo w > /tmp/w && echo tmp=rw'
     wait_for 60 job_done "$b"
     shoal logs "$a" | grep -qx "os=shoaltest who=shoal"
     shoal logs "$b" | grep -qx "os=shoaltest"
+}
+
+@test "ctr-008 shoal show tells what the node does before the job starts" {
+    shoal_cluster_start 1 1
+    open_test_dir
+    # An archive that arrives only when the test says: the node waits on
+    # it, and the job's reason says so meanwhile.
+    fifo="$SHOAL_TEST_DIR/slow.tar"
+    mkfifo "$fifo"
+    id=$(submit --user "$CUSER" --image "oci-archive:$fifo" -- echo arrived)
+    wait_for 30 sh -c "$SHOAL_CLI show $id | grep -q 'resolving image on node1'"
+    [ "$(job_state "$id")" = running ]
+    # skopeo reads it once per step (digest, manifest, copy).
+    # (Each writer gives up by itself when no reader comes.)
+    (for i in 1 2 3 4; do
+        timeout 20 sh -c 'cat "$1" >"$2"' sh "$BATS_FILE_TMPDIR/img/busybox.tar" "$fifo"
+    done) &
+    wait_for 60 job_done "$id"
+    [ "$(job_state "$id")" = completed ]
+    shoal logs "$id" | grep -qx arrived
+    # The note is gone once the job ran.
+    if job_field "$id" .reason | grep -q image; then false; fi
 }
