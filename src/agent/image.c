@@ -347,6 +347,7 @@ static void evict(const struct image_cache_cfg *cfg, const char *keep)
         uint64_t total = 0;
         char oldest[128] = "";
         time_t oldest_t = 0;
+        int oldest_fd = -1;
         struct dirent *e;
         while ((e = readdir(d))) {
             size_t n = strlen(e->d_name);
@@ -362,21 +363,28 @@ static void evict(const struct image_cache_cfg *cfg, const char *keep)
             if (strcmp(hex, keep) == 0 || stat(path, &st) < 0)
                 continue;
             if (!oldest[0] || st.st_mtime < oldest_t) {
-                /* In use when a run holds it shared. */
+                /* In use when a run holds it shared; held here until it
+                 * is gone, so no run starts on it meanwhile. */
                 int fd = open(path, O_RDONLY | O_CLOEXEC);
                 if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0) {
                     snprintf(oldest, sizeof(oldest), "%s", hex);
                     oldest_t = st.st_mtime;
-                }
-                if (fd >= 0)
+                    if (oldest_fd >= 0)
+                        close(oldest_fd);
+                    oldest_fd = fd;
+                } else if (fd >= 0) {
                     close(fd);
+                }
             }
         }
         closedir(d);
         snprintf(path, sizeof(path), "%s/oci", cfg->dir);
         total += image_du(path);
-        if (total <= cfg->max_bytes || !oldest[0])
+        if (total <= cfg->max_bytes || !oldest[0]) {
+            if (oldest_fd >= 0)
+                close(oldest_fd);
             return;
+        }
         sh_log(LOG_INFO, "image",
                "evicting sha256:%s (cache %" PRIu64 " bytes, limit %" PRIu64
                ")",
@@ -387,6 +395,7 @@ static void evict(const struct image_cache_cfg *cfg, const char *keep)
         unlink(path);
         snprintf(path, sizeof(path), "%s/bundles/%s.lock", cfg->dir, oldest);
         unlink(path);
+        close(oldest_fd);
         char ref[4300];
         snprintf(ref, sizeof(ref), "%s/oci:%s", cfg->dir, oldest);
         char layout[4200];
@@ -533,6 +542,17 @@ int image_prepare(const struct image_cache_cfg *cfg, const char *transport,
         return -1;
     }
     futimens(out->lock_fd, NULL); /* last use, for the LRU */
+    if (!out->unpacked && cfg->max_bytes) {
+        /* A start from the cache evicts too (a run that ended may have
+         * freed an image); skipped while another run pulls: it will. */
+        char lpath[4200];
+        snprintf(lpath, sizeof(lpath), "%s/lock", cfg->dir);
+        int cache_fd = lock_file(lpath, LOCK_EX | LOCK_NB);
+        if (cache_fd >= 0) {
+            evict(cfg, hex);
+            close(cache_fd);
+        }
+    }
     return 0;
 }
 
