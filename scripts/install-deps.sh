@@ -14,7 +14,9 @@ set -eu
 # libpq-dev builds the PostgreSQL store; postgresql is the server that
 # scripts/pg-test.sh starts for the tests against that store. The S3 volume tests also need a local S3 server,
 # s3rver from the npm registry (tests/system/s3/package.json), installed
-# below with the machine's node and npm.
+# below with the machine's node and npm. Jobs in OCI images: skopeo copies
+# images into the node's cache, umoci unpacks them, crun runs them;
+# busybox-static builds the test image.
 PACKAGES="
 build-essential
 clang
@@ -49,6 +51,10 @@ libnghttp2-dev
 python3-grpcio
 libpq-dev
 postgresql
+crun
+umoci
+skopeo
+busybox-static
 "
 # Node.js and npm from Debian, unless the machine already has them.
 command -v node >/dev/null 2>&1 || PACKAGES="$PACKAGES nodejs"

@@ -51,8 +51,11 @@ struct agent_config {
     long long min_job_uid; /* jobs never run as a uid below, except: */
     const char *allow_job_users[AGENT_ALLOW_USERS_MAX];
     int nallow_job_users;
-    const char *sim_device_dir; /* NULL: GPU device nodes are /dev/nvidiaN */
-    char self_exe[PATH_MAX];    /* this program, to start shims */
+    const char *sim_device_dir;  /* NULL: GPU device nodes are /dev/nvidiaN */
+    const char *image_cache_dir; /* NULL: <state>/images (image.h) */
+    uint64_t image_cache_size;   /* bytes; 0 = no limit */
+    bool image_tls_insecure;     /* registries without TLS verification */
+    char self_exe[PATH_MAX];     /* this program, to start shims */
 };
 
 struct agent {
@@ -70,8 +73,10 @@ struct agent {
     int cpus;
     uint64_t mem;
     char address[NODE_ADDR_MAX];
-    bool mps;             /* nvidia-cuda-mps-control is installed */
-    json_t *slice_errors; /* slicing failures to report */
+    bool mps;               /* nvidia-cuda-mps-control is installed */
+    json_t *slice_errors;   /* slicing failures to report */
+    json_t *container_libs; /* the driver's libraries (container.h) */
+    char image_cache[PATH_MAX];
     bool stopping;
 };
 

@@ -130,3 +130,24 @@ int gpu_devices_denied(const struct gpu_devices *d, const struct gpu_info *gpus,
     }
     return n;
 }
+
+json_t *gpu_devices_container(const struct gpu_devices *d,
+                              const struct gpu_info *gpus, int ngpus,
+                              const json_t *work_gpus)
+{
+    json_t *out = json_array();
+    for (int i = 0; out && i < d->n; i++) {
+        if (!run_uses(gpus, ngpus, d->dev[i].uuid, work_gpus))
+            continue;
+        /* /dev/nvidiaN inside, whatever folder the node keeps it in. */
+        const char *base = strrchr(d->dev[i].path, '/');
+        char path[320];
+        snprintf(path, sizeof(path), "/dev/%s",
+                 base ? base + 1 : d->dev[i].path);
+        json_array_append_new(out,
+                              json_pack("{s:s, s:i, s:i}", "path", path,
+                                        "major", (int)d->dev[i].dev.major,
+                                        "minor", (int)d->dev[i].dev.minor));
+    }
+    return out;
+}

@@ -46,4 +46,11 @@ int gpu_devices_denied(const struct gpu_devices *d, const struct gpu_info *gpus,
                        int ngpus, const json_t *work_gpus,
                        struct cgroup_device *out, int max);
 
+/* The device nodes of the GPUs a run was given, as a container sees them:
+ * [{"path": "/dev/nvidiaN", "major", "minor"}] (container.h). New
+ * reference. */
+json_t *gpu_devices_container(const struct gpu_devices *d,
+                              const struct gpu_info *gpus, int ngpus,
+                              const json_t *work_gpus);
+
 #endif

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "lib/model/job.h"
+#include "lib/model/job_container.h"
 #include "lib/util/strbuf.h"
 
 #define DEFAULT_PATH                                                           \
@@ -251,6 +252,38 @@ static int mps_env(json_t *env, const json_t *work,
     return 0;
 }
 
+/* The "container" object of a job with an image (container.h). */
+static int add_container(json_t *out, const json_t *spec,
+                         const struct launch_ctx *ctx)
+{
+    const char *image = json_string_value(json_object_get(spec, "image"));
+    char transport[JOB_IMAGE_MAX + 64];
+    if (job_image_transport(image, transport, sizeof(transport)) < 0)
+        return -1;
+    json_t *env = json_array();
+    const char *key;
+    json_t *v;
+    json_object_foreach (json_object_get(spec, "container_env"), key, v)
+        add_env(env, key, json_string_value(v));
+    json_t *mounts = json_deep_copy(json_object_get(spec, "container_mounts"));
+    json_t *devs = ctx->container_devices
+                       ? json_deep_copy(ctx->container_devices)
+                       : json_array();
+    json_t *libs = ctx->container_libs ? json_deep_copy(ctx->container_libs)
+                                       : json_array();
+    /* "o" steals mounts, env, devs and libs */
+    json_t *c = json_pack(
+        "{s:s, s:s, s:s?, s:I, s:b, s:o, s:O?, s:o, s:o, s:o}", "image", image,
+        "transport", transport, "cache_dir", ctx->image_cache_dir, "cache_size",
+        (json_int_t)ctx->image_cache_size, "tls_verify", ctx->image_tls_verify,
+        "mounts", mounts ? mounts : json_array(), "workdir",
+        json_object_get(spec, "container_workdir"), "env", env, "devices", devs,
+        "libs", libs);
+    if (!c)
+        return -1;
+    return json_object_set_new(out, "container", c);
+}
+
 json_t *launch_from_work(const json_t *work, const struct launch_ctx *ctx,
                          struct sh_error *err)
 {
@@ -274,12 +307,20 @@ json_t *launch_from_work(const json_t *work, const struct launch_ctx *ctx,
     const char *script = json_string_value(json_object_get(spec, "script"));
     if (!env || !argv)
         goto fail;
-    add_env(env, "PATH", DEFAULT_PATH);
-    /* The job's own variables, then the contract's (which win). */
+    const char *image = json_string_value(json_object_get(spec, "image"));
+    /* In an image, its own PATH stands unless the job set one. */
+    if (!image)
+        add_env(env, "PATH", DEFAULT_PATH);
+    /* The job's own variables, the container's, then the contract's (which
+     * win). */
     const char *key;
     json_t *v;
     json_object_foreach (json_object_get(spec, "env"), key, v) {
         env_unset(env, key); /* the job's PATH replaces the default */
+        add_env(env, key, json_string_value(v));
+    }
+    json_object_foreach (json_object_get(spec, "container_env"), key, v) {
+        env_unset(env, key);
         add_env(env, key, json_string_value(v));
     }
     int rc =
@@ -322,6 +363,10 @@ json_t *launch_from_work(const json_t *work, const struct launch_ctx *ctx,
                 json_object_set_new(out, "stages_dir",
                                     json_string(ctx->stages_dir));
         }
+    }
+    if (out && image && add_container(out, spec, ctx) < 0) {
+        json_decref(out);
+        out = NULL;
     }
     if (!out)
         sh_errorf(err, SH_EINTERNAL, "out of memory");

@@ -27,6 +27,12 @@ struct launch_ctx {
     long long min_uid;              /* the shim refuses users below it ... */
     const char *const *allow_users; /* ... except these */
     int nallow_users;
+    /* Runs in an image (container.h): */
+    const char *image_cache_dir;
+    uint64_t image_cache_size; /* bytes; 0 = no limit */
+    bool image_tls_verify;
+    const json_t *container_devices; /* this run's GPUs + control devices */
+    const json_t *container_libs;    /* the driver's libraries */
 };
 
 /* Build the launch description from a work entry (see api_agent.c):
@@ -35,7 +41,8 @@ struct launch_ctx {
  *    "script": "<text>"|null, "cgroup_parent": ..., "cgroup_key": ...,
  *    "min_uid": N, "allow_users": ["name", ...],
  *    "mounts": [...] (the work entry's, see mounts.h; absent when none),
- *    "stages_dir": "/..." (with mounts)}
+ *    "stages_dir": "/..." (with mounts),
+ *    "container": {...} (a job with an image: see container.h)}
  * The per-task variables RANK and LOCAL_RANK are added by the shim for each
  * task from node_rank and tasks. New reference, or NULL with err. work is
  * borrowed. */

@@ -18,6 +18,7 @@
 
 #include "agent/agent.h"
 #include "agent/cgroup.h"
+#include "agent/container.h"
 #include "agent/gpu.h"
 #include "agent/link.h"
 #include "agent/runs.h"
@@ -64,6 +65,12 @@ static const char usage[] =
     "  --sim-device-dir DIR    simulated GPUs: make their device nodes\n"
     "                          (DIR/nvidiaN) there, so GPU device isolation\n"
     "                          can be checked without real GPUs\n"
+    "  --image-cache DIR       where images are cached and unpacked\n"
+    "                          (default: STATE/images)\n"
+    "  --image-cache-size SIZE evict least recently used images beyond it\n"
+    "                          (default 50G; 0: no limit)\n"
+    "  --image-tls-insecure    pull from registries over plain HTTP or\n"
+    "                          without verifying their certificates\n"
     "  --debug LIST            debug logs for components (runs,link,...|all)\n"
     "  -h, --help              show this help\n";
 
@@ -132,6 +139,9 @@ static int parse_args(int argc, char **argv, struct agent_config *cfg)
         {"min-job-uid", required_argument, NULL, 'U'},
         {"allow-job-user", required_argument, NULL, 'A'},
         {"sim-device-dir", required_argument, NULL, 'D'},
+        {"image-cache", required_argument, NULL, 'i'},
+        {"image-cache-size", required_argument, NULL, 'I'},
+        {"image-tls-insecure", no_argument, NULL, 'T'},
         {"debug", required_argument, NULL, 'd'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -207,6 +217,23 @@ static int parse_args(int argc, char **argv, struct agent_config *cfg)
             break;
         case 'D':
             cfg->sim_device_dir = optarg;
+            break;
+        case 'i':
+            if (optarg[0] != '/') {
+                sh_errorf(&err, SH_EINVAL,
+                          "--image-cache '%s' must be an absolute path",
+                          optarg);
+                goto bad;
+            }
+            cfg->image_cache_dir = optarg;
+            break;
+        case 'I':
+            if (parse_size("--image-cache-size", optarg, &cfg->image_cache_size,
+                           &err) < 0)
+                goto bad;
+            break;
+        case 'T':
+            cfg->image_tls_insecure = true;
             break;
         case 'd':
             sh_log_set_debug(optarg);
@@ -447,9 +474,16 @@ static int run_agent(struct agent *a, struct sh_error *err)
                          a->cfg.state_dir, strerror(errno));
     /* Jobs' users must reach their run folders below it. */
     chmod(a->cfg.state_dir, 0711);
+    snprintf(a->image_cache, sizeof(a->image_cache), "%s",
+             a->cfg.image_cache_dir ? a->cfg.image_cache_dir : "");
+    if (!a->cfg.image_cache_dir)
+        snprintf(a->image_cache, sizeof(a->image_cache), "%s/images",
+                 a->cfg.state_dir);
     a->loop = loop_create(err);
     if (!a->loop || setup_gpus(a, err) < 0)
         return -1;
+    /* What a container of a GPU job gets bound in (container.h). */
+    a->container_libs = container_driver_libs(a->gpu ? a->cfg.nvml_lib : NULL);
     setup_resources(a);
     a->link = link_create(a, err);
     if (!a->link)
@@ -475,6 +509,7 @@ static void teardown(struct agent *a)
     cgroup_ctx_destroy(a->cg);
     free(a->gpus);
     json_decref(a->slice_errors);
+    json_decref(a->container_libs);
     gpu_backend_destroy(a->gpu);
     loop_destroy(a->loop);
     for (int i = 0; i < a->cfg.nlabels; i++) {
@@ -493,6 +528,7 @@ int main(int argc, char **argv)
     sh_log_init("shoal-agent");
     a.cfg.heartbeat_ms = 5000;
     a.cfg.min_job_uid = 1000;
+    a.cfg.image_cache_size = 50ULL << 30;
     if (parse_args(argc, argv, &a.cfg) < 0)
         return 2;
     char host[256];

@@ -17,6 +17,7 @@
 #include <uthash.h>
 
 #include "agent/cgroup.h"
+#include "agent/container.h"
 #include "agent/launch.h"
 #include "agent/link.h"
 #include "agent/shim.h"
@@ -545,7 +546,20 @@ static int prepare(struct run *r, const json_t *work, struct sh_error *err)
         .allow_users = a->cfg.allow_job_users,
         .nallow_users = a->cfg.nallow_job_users,
     };
+    json_t *cdevs = NULL;
+    if (json_string_value(json_object_get(spec, "image"))) {
+        ctx.image_cache_dir = a->image_cache;
+        ctx.image_cache_size = a->cfg.image_cache_size;
+        ctx.image_tls_verify = !a->cfg.image_tls_insecure;
+        cdevs = gpu_devices_container(&a->gpu_devs, a->gpus, a->ngpus,
+                                      json_object_get(work, "gpus"));
+        if (cdevs && json_array_size(json_object_get(work, "gpus")) > 0)
+            container_control_devices(cdevs);
+        ctx.container_devices = cdevs;
+        ctx.container_libs = a->container_libs;
+    }
     json_t *launch = launch_from_work(work, &ctx, err);
+    json_decref(cdevs);
     if (!launch)
         return -1;
     int rc = write_json(r->dir, "launch.json", launch);
@@ -767,14 +781,41 @@ void runs_events_acked(struct runs *rs, const json_t *events)
     }
 }
 
+/* What the shim is doing before the job starts ("pulling image (1.2 GB /
+ * 3.4 GB)", shim_ctr.c), from the run's progress file; "" when none. */
+static void run_progress(const struct run *r, char *buf, size_t size)
+{
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/progress", r->dir);
+    buf[0] = '\0';
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return;
+    struct stat st;
+    ssize_t n = 0;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+        n = read(fd, buf, size - 1);
+    close(fd);
+    buf[n > 0 ? n : 0] = '\0';
+    for (char *p = buf; *p; p++) {
+        if ((unsigned char)*p < 0x20)
+            *p = ' ';
+    }
+}
+
 json_t *runs_alive_json(struct runs *rs)
 {
     json_t *arr = json_array();
     for (struct run *r = rs->by_key; r; r = r->hh.next) {
-        if (r->phase != RUN_EXITED)
-            json_array_append_new(arr, json_pack("{s:I, s:i}", "id",
-                                                 (json_int_t)r->id, "attempt",
-                                                 r->attempt));
+        if (r->phase == RUN_EXITED)
+            continue;
+        json_t *o = json_pack("{s:I, s:i}", "id", (json_int_t)r->id, "attempt",
+                              r->attempt);
+        char note[128];
+        run_progress(r, note, sizeof(note));
+        if (o && note[0])
+            json_object_set_new(o, "note", json_string(note));
+        json_array_append_new(arr, o);
     }
     return arr;
 }

@@ -39,7 +39,9 @@ void runs_destroy(struct runs *r);
  * start wanted runs not yet known, stop runs asked to stop or not wanted. */
 void runs_reconcile(struct runs *r, const json_t *work);
 
-/* [{"id", "attempt"}] of the runs whose processes may still be alive. */
+/* [{"id", "attempt", "note"?}] of the runs whose processes may still be
+ * alive; "note" says what a run does before its job starts ("pulling image
+ * (1.2 GB / 3.4 GB)"). */
 json_t *runs_alive_json(struct runs *r);
 
 /* Exit events not yet acknowledged by the controller. Each call returns the

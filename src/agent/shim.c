@@ -20,6 +20,7 @@
 
 #include "agent/cgroup.h"
 #include "agent/mounts.h"
+#include "agent/shim_ctr.h"
 #include "lib/util/clock.h"
 #include "lib/util/file.h"
 
@@ -48,6 +49,10 @@ struct shim {
     struct cgroup_ctx *cg;
     struct cgroup_attach att;
     bool attach;
+    struct shim_ctr *ctr; /* a run in an image (shim_ctr.h); NULL = bare */
+    gid_t groups[256];    /* the user's groups, for the container */
+    int ngroups;
+    char **ctr_argv; /* the command inside the container */
 };
 
 /* The tasks' process group, from fork; a stop the agent asked for before
@@ -265,6 +270,37 @@ static int mount_volumes(struct shim *s)
     return 1;
 }
 
+/* A run in an image: the bundle, its rootfs, the command inside. */
+static int prepare_container(struct shim *s)
+{
+    if (!json_object_get(s->launch, "container"))
+        return 1;
+    char why[1024];
+    const char *key = strrchr(s->dir, '/');
+    s->ctr = shim_ctr_prepare(s->launch, s->dir, s->dirfd,
+                              key ? key + 1 : s->dir, why, sizeof(why));
+    if (!s->ctr)
+        return fail_start(s, "%s", why);
+    s->ngroups = (int)(sizeof(s->groups) / sizeof(s->groups[0]));
+    if (getgrouplist(s->user, s->gid, s->groups, &s->ngroups) < 0)
+        s->ngroups = 0;
+    /* A script without "#!" runs with the image's shell, as sh(1) would. */
+    const char *script =
+        json_string_value(json_object_get(s->launch, "script"));
+    int n = 0;
+    while (s->argv[n])
+        n++;
+    s->ctr_argv = calloc((size_t)n + 2, sizeof(char *));
+    if (!s->ctr_argv)
+        return fail_start(s, "out of memory");
+    int k = 0;
+    if (script && strncmp(script, "#!", 2) != 0)
+        s->ctr_argv[k++] = "/bin/sh";
+    for (int i = 0; i < n; i++)
+        s->ctr_argv[k++] = s->argv[i];
+    return 1;
+}
+
 static void setup_cgroup(struct shim *s)
 {
     const char *parent =
@@ -296,6 +332,24 @@ static void exec_task(struct shim *s, pid_t pgid, int errfd, char **envp)
     if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(s->out_fd, 1) < 0 ||
         dup2(s->err_fd, 2) < 0)
         goto fail;
+    if (s->ctr) {
+        /* crun, as root: it switches to the job's user inside. */
+        static char *crun_env[] = {
+            "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            NULL};
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        for (int sig = 1; sig < NSIG; sig++)
+            signal(sig, SIG_DFL);
+        if (chdir("/") < 0)
+            goto fail;
+        execvpe(envp[0], envp, crun_env);
+        e = errno;
+        dprintf(2, "shoal: cannot run crun: %s\n", strerror(e));
+        errno = e;
+        goto fail;
+    }
     if (s->switch_user && (setgid(s->gid) < 0 || setuid(s->uid) < 0))
         goto fail;
     if (chdir(s->workdir) < 0) {
@@ -346,13 +400,31 @@ static pid_t start_task(struct shim *s, int t, pid_t pgid, int *exec_errno)
     s->env[s->nenv + 2] = procid;
     s->env[s->nenv + 3] = localid;
     s->env[s->nenv + 4] = NULL;
+    char **task_env = s->env;
+    if (s->ctr) {
+        /* In an image the task is crun, its command line says the rest. */
+        char why[512];
+        struct container_proc proc = {
+            .argv = s->ctr_argv,
+            .env = s->env,
+            .uid = s->uid,
+            .gid = s->gid,
+            .groups = s->groups,
+            .ngroups = s->ngroups,
+        };
+        task_env = shim_ctr_task_argv(s->ctr, t, &proc, why, sizeof(why));
+        if (!task_env) {
+            dprintf(s->err_fd, "shoal: %s\n", why);
+            return -1;
+        }
+    }
     int p[2];
     if (pipe2(p, O_CLOEXEC) < 0)
         return -1;
     pid_t pid = fork();
     if (pid == 0) {
         close(p[0]);
-        exec_task(s, pgid, p[1], s->env);
+        exec_task(s, pgid, p[1], task_env);
     }
     /* Both sides set the group, so it is in place whichever runs first. */
     if (pid > 0)
@@ -464,11 +536,14 @@ int shim_main(const char *run_dir)
         if (s.out_fd < 0 || s.err_fd < 0) {
             fail_start(&s, "cannot open the output files in %s: %s", s.dir,
                        strerror(errno));
-        } else if (write_script(&s) > 0 && mount_volumes(&s) > 0) {
+        } else if (write_script(&s) > 0 && mount_volumes(&s) > 0 &&
+                   prepare_container(&s) > 0) {
             setup_cgroup(&s);
             run_tasks(&s);
         }
     }
+    shim_ctr_destroy(s.ctr);
+    free(s.ctr_argv);
     if (s.attach)
         cgroup_attach_fini(&s.att);
     cgroup_ctx_destroy(s.cg);

@@ -203,6 +203,9 @@ enum {
     O_CONSTRAINT,
     O_EXCLUSIVE,
     O_BEGIN,
+    O_CIMAGE,
+    O_CMOUNTS,
+    O_CWORKDIR,
 };
 
 static const struct sbatch_opt known[] = {
@@ -229,6 +232,10 @@ static const struct sbatch_opt known[] = {
     {"constraint", 'C', true, O_CONSTRAINT},
     {"exclusive", 0, false, O_EXCLUSIVE},
     {"begin", 'b', true, O_BEGIN},
+    /* pyxis (Slurm's container plugin) names */
+    {"container-image", 0, true, O_CIMAGE},
+    {"container-mounts", 0, true, O_CMOUNTS},
+    {"container-workdir", 0, true, O_CWORKDIR},
     {NULL, 0, false, 0},
 };
 
@@ -247,6 +254,27 @@ static const struct {
     {"mail-user", 0, "Shoal sends no mail"},
     {NULL, 0, NULL},
 };
+
+/* pyxis's --container-mounts: SRC:DST[:ro] entries joined by commas; the
+ * controller checks each. */
+static int container_mounts(json_t *job, const char *opt, const char *v,
+                            struct sh_error *err)
+{
+    json_t *mounts = json_object_get(job, "container_mounts");
+    if (!mounts) {
+        mounts = json_array();
+        json_object_set_new(job, "container_mounts", mounts);
+    }
+    for (const char *p = v; *p;) {
+        const char *comma = strchr(p, ',');
+        size_t n = comma ? (size_t)(comma - p) : strlen(p);
+        if (n == 0 || !memchr(p, ':', n))
+            return bad(err, opt, "'%s' must be SRC:DST[:ro][,...]", v);
+        json_array_append_new(mounts, json_stringn(p, n));
+        p += n + (comma ? 1 : 0);
+    }
+    return 0;
+}
 
 static int apply_one(json_t *job, int id, const char *opt, const char *v,
                      struct sbatch *l, struct sh_error *err)
@@ -324,6 +352,14 @@ static int apply_one(json_t *job, int id, const char *opt, const char *v,
         json_object_set_new(job, "begin", json_string(iso));
         return 0;
     }
+    case O_CIMAGE:
+        json_object_set_new(job, "image", json_string(v));
+        return 0;
+    case O_CMOUNTS:
+        return container_mounts(job, opt, v, err);
+    case O_CWORKDIR:
+        json_object_set_new(job, "container_workdir", json_string(v));
+        return 0;
     case O_EXPORT:
         if (strcasecmp(v, "ALL") != 0)
             return bad(err, opt,

@@ -58,7 +58,16 @@ static const char usage[] =
     "                         YYYY-MM-DD[THH:MM[:SS]], midnight, noon,\n"
     "                         teatime, tomorrow (local time)\n"
     "      --tasks-per-node N processes per node, each with its own ranks\n"
-    "  -D, --workdir DIR      working directory (default: the current one)\n"
+    "  -D, --workdir DIR      working directory (default: the current one;\n"
+    "                         not with --image)\n"
+    "      --image REF        run in an OCI image: oci-archive:PATH,\n"
+    "                         oci:DIR:TAG or registry/name:tag\n"
+    "      --container-mounts SRC:DST[:ro][,...]  bind node paths into the\n"
+    "                         image (repeatable)\n"
+    "      --container-workdir DIR  working directory inside the image\n"
+    "                         (default: the image's own)\n"
+    "      --container-env K=V  set a variable inside the image; K alone\n"
+    "                         copies yours (repeatable)\n"
     "      --user NAME        submit for another user (cluster admins)\n"
     "      --json             print the whole job as JSON\n"
     "  -h, --help             show this help\n";
@@ -74,6 +83,10 @@ enum {
     OPT_JSON,
     OPT_HOLD,
     OPT_EXCLUSIVE,
+    OPT_IMAGE,
+    OPT_CMOUNTS,
+    OPT_CWORKDIR,
+    OPT_CENV,
 };
 
 static const struct option opts[] = {
@@ -101,6 +114,11 @@ static const struct option opts[] = {
     {"begin", required_argument, NULL, 'b'},
     {"tasks-per-node", required_argument, NULL, OPT_TASKS},
     {"workdir", required_argument, NULL, 'D'},
+    {"image", required_argument, NULL, OPT_IMAGE},
+    {"container-image", required_argument, NULL, OPT_IMAGE},
+    {"container-mounts", required_argument, NULL, OPT_CMOUNTS},
+    {"container-workdir", required_argument, NULL, OPT_CWORKDIR},
+    {"container-env", required_argument, NULL, OPT_CENV},
     {"user", required_argument, NULL, OPT_USER},
     {"json", no_argument, NULL, OPT_JSON},
     {"help", no_argument, NULL, 'h'},
@@ -145,23 +163,25 @@ static int set_begin(struct submit *s, const char *arg)
     return 0;
 }
 
-static int set_env(struct submit *s, const char *arg)
+static int set_env(struct submit *s, const char *field, const char *arg)
 {
-    json_t *env = json_object_get(s->job, "env");
+    json_t *env = json_object_get(s->job, field);
     if (!env) {
         env = json_object();
-        json_object_set_new(s->job, "env", env); /* steals env */
+        json_object_set_new(s->job, field, env); /* steals env */
     }
     const char *eq = strchr(arg, '=');
     char key[257];
     size_t n = eq ? (size_t)(eq - arg) : strlen(arg);
     if (n == 0 || n >= sizeof(key))
-        return fail(s, "--env '%s' must be NAME=VALUE or NAME", arg);
+        return fail(s, "--%s '%s' must be NAME=VALUE or NAME",
+                    strcmp(field, "env") == 0 ? "env" : "container-env", arg);
     memcpy(key, arg, n);
     key[n] = '\0';
     const char *value = eq ? eq + 1 : getenv(key);
     if (!value)
-        return fail(s, "--env %s: no such variable in your environment", key);
+        return fail(s, "--%s %s: no such variable in your environment",
+                    strcmp(field, "env") == 0 ? "env" : "container-env", key);
     json_object_set_new(env, key, json_string(value));
     return 0;
 }
@@ -177,6 +197,26 @@ static int add_volume(struct submit *s, const char *arg)
     if (!colon || colon == arg || colon[1] != '/')
         return fail(s, "--volume '%s' must be NAME:/PATH[:ro]", arg);
     json_array_append_new(vols, json_string(arg));
+    return 0;
+}
+
+/* --container-mounts SRC:DST[:ro], several joined by commas (as pyxis
+ * takes them); the controller checks each. */
+static int add_container_mounts(struct submit *s, const char *arg)
+{
+    json_t *mounts = json_object_get(s->job, "container_mounts");
+    if (!mounts) {
+        mounts = json_array();
+        json_object_set_new(s->job, "container_mounts", mounts);
+    }
+    for (const char *p = arg; *p;) {
+        const char *comma = strchr(p, ',');
+        size_t n = comma ? (size_t)(comma - p) : strlen(p);
+        if (n == 0 || !memchr(p, ':', n))
+            return fail(s, "--container-mounts '%s' must be SRC:DST[:ro]", arg);
+        json_array_append_new(mounts, json_stringn(p, n));
+        p += n + (comma ? 1 : 0);
+    }
     return 0;
 }
 
@@ -246,7 +286,17 @@ static int apply(struct submit *s, int c, const char *arg)
         json_object_set_new(s->job, "name", json_string(arg));
         break;
     case 'e':
-        return set_env(s, arg);
+        return set_env(s, "env", arg);
+    case OPT_IMAGE:
+        json_object_set_new(s->job, "image", json_string(arg));
+        break;
+    case OPT_CMOUNTS:
+        return add_container_mounts(s, arg);
+    case OPT_CWORKDIR:
+        json_object_set_new(s->job, "container_workdir", json_string(arg));
+        break;
+    case OPT_CENV:
+        return set_env(s, "container_env", arg);
     case OPT_REQUEUE:
         json_object_set_new(s->job, "requeue", json_true());
         break;
@@ -477,24 +527,31 @@ int cmd_submit_directives(json_t *job, const char *path, const char *text,
 }
 
 /* Put the command line's options over the script's: scalars replace,
- * env entries replace by name, volumes add up. */
+ * env entries replace by name, volumes and container mounts add up. */
 static void merge_cli(json_t *job, json_t *cli)
 {
-    json_t *denv = json_object_get(job, "env");
-    json_t *cenv = json_object_get(cli, "env");
-    if (denv && cenv)
-        json_object_update(denv, cenv);
-    json_t *dvol = json_object_get(job, "volumes");
-    json_t *cvol = json_object_get(cli, "volumes");
-    if (dvol && cvol)
-        json_array_extend(dvol, cvol);
+    static const char *const objects[] = {"env", "container_env"};
+    static const char *const arrays[] = {"volumes", "container_mounts"};
+    bool merged[4] = {false};
+    for (int i = 0; i < 2; i++) {
+        json_t *d = json_object_get(job, objects[i]);
+        json_t *c = json_object_get(cli, objects[i]);
+        if (d && c)
+            merged[i] = json_object_update(d, c) == 0;
+        d = json_object_get(job, arrays[i]);
+        c = json_object_get(cli, arrays[i]);
+        if (d && c)
+            merged[2 + i] = json_array_extend(d, c) == 0;
+    }
     const char *key;
     json_t *v;
     json_object_foreach (cli, key, v) {
-        if ((strcmp(key, "env") == 0 && denv) ||
-            (strcmp(key, "volumes") == 0 && dvol))
-            continue;
-        json_object_set(job, key, v);
+        bool skip = false;
+        for (int i = 0; i < 2; i++)
+            skip |= (strcmp(key, objects[i]) == 0 && merged[i]) ||
+                    (strcmp(key, arrays[i]) == 0 && merged[2 + i]);
+        if (!skip)
+            json_object_set(job, key, v);
     }
 }
 
@@ -541,7 +598,10 @@ int cmd_submit(int argc, char **argv)
         die("nothing to run: give a script or '-- CMD ARGS' (see shoal submit "
             "--help)");
     set_command(&s, argc, argv, first, dashdash);
-    if (!json_object_get(s.job, "workdir")) {
+    /* In an image, the working directory is the image's own (or
+     * --container-workdir): the node's current folder means nothing there. */
+    if (!json_object_get(s.job, "workdir") &&
+        !json_object_get(s.job, "image")) {
         char cwd[4096];
         if (getcwd(cwd, sizeof(cwd)))
             json_object_set_new(s.job, "workdir", json_string(cwd));

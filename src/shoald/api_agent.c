@@ -61,6 +61,41 @@ static bool run_wanted(struct shoald *d, const char *node, uint64_t id,
 }
 
 /* Count the reported runs we do not want; validate the list. */
+/* A reason that only says what a node does before the job starts (the
+ * notes of runs_alive_json): shown while it lasts, never the end's. */
+static bool progress_reason(const char *reason)
+{
+    static const char *const notes[] = {"resolving image", "pulling image",
+                                        "unpacking image", NULL};
+    for (int i = 0; reason && notes[i]; i++) {
+        if (strncmp(reason, notes[i], strlen(notes[i])) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* A running job's reason follows what its node says it is doing (in
+ * memory only: it changes with every heartbeat until the job starts). */
+static void apply_note(struct shoald *d, const char *node, json_int_t id,
+                       json_int_t attempt, const char *note)
+{
+    struct job *job = jobtab_get(d->jobs, (uint64_t)id);
+    if (!job || job_attempt(job) != attempt || job->state != JOB_RUNNING)
+        return;
+    if (note && progress_reason(note) && strlen(note) < 100) {
+        char why[JOB_REASON_MAX];
+        snprintf(why, sizeof(why), "%s on %s", note, node);
+        if (!job->reason || strcmp(job->reason, why) != 0)
+            job_set_reason(job, why);
+    } else if (!note && progress_reason(job->reason)) {
+        char suffix[JOB_IDENT_MAX + 8];
+        snprintf(suffix, sizeof(suffix), " on %s", node);
+        size_t n = strlen(job->reason), k = strlen(suffix);
+        if (n > k && strcmp(job->reason + n - k, suffix) == 0)
+            job_set_reason(job, NULL);
+    }
+}
+
 static int count_stale(struct shoald *d, const char *node, const json_t *runs,
                        int *stale, struct sh_error *err)
 {
@@ -73,13 +108,16 @@ static int count_stale(struct shoald *d, const char *node, const json_t *runs,
     json_t *r;
     json_array_foreach (runs, i, r) {
         json_int_t id, attempt;
-        if (json_unpack((json_t *)r, "{s:I, s:I}", "id", &id, "attempt",
-                        &attempt) < 0 ||
+        const char *note = NULL;
+        if (json_unpack((json_t *)r, "{s:I, s:I, s?s}", "id", &id, "attempt",
+                        &attempt, "note", &note) < 0 ||
             id < 1 || attempt < 0)
             return sh_errorf(err, SH_EINVAL,
                              "each run needs an id and an attempt");
         if (!run_wanted(d, node, (uint64_t)id, (int)attempt))
             (*stale)++;
+        else
+            apply_note(d, node, id, attempt, note);
     }
     return 0;
 }
@@ -314,6 +352,8 @@ static int apply_event(struct shoald *d, struct node *n, const json_t *ev,
         return sh_errorf(err, SH_EFORBIDDEN, "job %lld has no part on node %s",
                          (long long)id, n->name);
     acct_part_usage(d, job, (uint64_t)cpu_ns, (uint64_t)mem_peak);
+    if (progress_reason(job->reason))
+        job_set_reason(job, NULL); /* the end says its own */
     if (cluster_part_done(d, job, n->name, code, sig, reason, err) < 0)
         return -1;
     /* A run that could not start says why: that is the job's reason. */

@@ -112,6 +112,7 @@ void job_spec_fini(struct job_spec *spec)
     free(spec->nodelist);
     free(spec->exclude);
     free(spec->constraint);
+    job_container_fini(&spec->container);
     job_spec_init(spec);
 }
 
@@ -322,7 +323,8 @@ int job_spec_validate(const struct job_spec *s, struct sh_error *err)
                          "'.', '_' or '-'",
                          JOB_IDENT_MAX);
     if (validate_shape(s, err) < 0 || validate_command(s, err) < 0 ||
-        validate_paths(s, err) < 0 || validate_where(s, err) < 0)
+        validate_paths(s, err) < 0 || validate_where(s, err) < 0 ||
+        job_container_validate(&s->container, err) < 0)
         return -1;
     return 0;
 }
@@ -348,6 +350,7 @@ int job_spec_copy(struct job_spec *dst, const struct job_spec *src)
     dst->volumes = NULL;
     dst->deps = NULL;
     dst->argc = dst->nenv = dst->nvolumes = dst->ndeps = 0;
+    job_container_init(&dst->container);
     if (dup_str(&dst->name, src->name) < 0 ||
         dup_str(&dst->user, src->user) < 0 ||
         dup_str(&dst->project, src->project) < 0 ||
@@ -401,6 +404,8 @@ int job_spec_copy(struct job_spec *dst, const struct job_spec *src)
         memcpy(dst->deps, src->deps, sizeof(*dst->deps) * (size_t)src->ndeps);
         dst->ndeps = src->ndeps;
     }
+    if (job_container_copy(&dst->container, &src->container) < 0)
+        goto error;
     return 0;
 error:
     job_spec_fini(dst);

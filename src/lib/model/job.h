@@ -32,6 +32,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "lib/model/job_container.h"
 #include "lib/util/error.h"
 
 /* Limits on what a job may ask for. Each is enforced by job_spec_validate()
@@ -122,6 +123,7 @@ struct job_spec {
     char *constraint; /* on node labels: "a100", "a100&ib|h100" */
     bool exclusive;   /* whole nodes: shares them with no other job */
     int64_t begin_ms; /* not eligible before (epoch ms); 0 = at once */
+    struct job_container container; /* job_container.h; image NULL = bare */
 };
 
 /* One node's share of a running job. */

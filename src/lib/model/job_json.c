@@ -345,7 +345,7 @@ static int spec_field(const char *key, const json_t *v, struct job_spec *s,
                              "\"2026-12-02T10:00:00Z\"");
         return 0;
     }
-    return 1;
+    return job_container_field(key, v, &s->container, err);
 }
 
 int job_spec_from_json(const json_t *obj, struct job_spec *spec,
@@ -472,6 +472,7 @@ json_t *job_spec_to_json(const struct job_spec *s)
         json_object_set_new(o, "exclusive", json_true());
     if (s->begin_ms > 0)
         set_time(o, "begin", s->begin_ms);
+    job_container_to_json(&s->container, o);
     return o;
 }
 

@@ -1,0 +1,564 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The node's image cache (see image.h). */
+#include "agent/image.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "lib/util/log.h"
+
+#define TOOL_OUT_MAX (1 << 20)
+#define TICK_MS 500
+
+/* ---- running a tool ---- */
+
+struct tool_run {
+    char *out; /* stdout, NUL-terminated */
+    size_t nout;
+    char err[4096]; /* the end of stderr */
+    size_t nerr;
+    int status;
+};
+
+typedef void (*tool_tick_f)(void *arg);
+
+static void keep_tail(char *buf, size_t *n, size_t cap, const char *add,
+                      size_t len)
+{
+    if (len >= cap - 1) {
+        add += len - (cap - 1);
+        len = cap - 1;
+    }
+    if (*n + len >= cap) {
+        size_t drop = *n + len - (cap - 1);
+        memmove(buf, buf + drop, *n - drop);
+        *n -= drop;
+    }
+    memcpy(buf + *n, add, len);
+    *n += len;
+    buf[*n] = '\0';
+}
+
+/* Run argv (found in PATH), collecting stdout and the tail of stderr;
+ * tick (may be NULL) every TICK_MS while it runs. 0 when it ran (its exit
+ * status in r->status), -1 when it could not be started. */
+static int tool_run(char *const argv[], struct tool_run *r, tool_tick_f tick,
+                    void *arg)
+{
+    int po[2], pe[2];
+    memset(r, 0, sizeof(*r));
+    r->out = calloc(1, TOOL_OUT_MAX + 1);
+    if (!r->out || pipe2(po, O_CLOEXEC) < 0)
+        return -1;
+    if (pipe2(pe, O_CLOEXEC) < 0) {
+        close(po[0]);
+        close(po[1]);
+        return -1;
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        int devnull = open("/dev/null", O_RDONLY);
+        if (devnull >= 0)
+            dup2(devnull, 0);
+        dup2(po[1], 1);
+        dup2(pe[1], 2);
+        execvp(argv[0], argv);
+        dprintf(2, "cannot run %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    close(po[1]);
+    close(pe[1]);
+    if (pid < 0) {
+        close(po[0]);
+        close(pe[0]);
+        return -1;
+    }
+    struct pollfd fds[2] = {{po[0], POLLIN, 0}, {pe[0], POLLIN, 0}};
+    int open_fds = 2;
+    while (open_fds > 0) {
+        int n = poll(fds, 2, TICK_MS);
+        if (n < 0 && errno != EINTR)
+            break;
+        if (n == 0 && tick)
+            tick(arg);
+        for (int i = 0; n > 0 && i < 2; i++) {
+            if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP)))
+                continue;
+            char buf[8192];
+            ssize_t got = read(fds[i].fd, buf, sizeof(buf));
+            if (got <= 0) {
+                close(fds[i].fd);
+                fds[i].fd = -1;
+                open_fds--;
+            } else if (i == 0) {
+                size_t room = TOOL_OUT_MAX - r->nout;
+                size_t take = (size_t)got < room ? (size_t)got : room;
+                memcpy(r->out + r->nout, buf, take);
+                r->nout += take;
+            } else {
+                keep_tail(r->err, &r->nerr, sizeof(r->err), buf, (size_t)got);
+            }
+        }
+    }
+    for (int i = 0; i < 2; i++)
+        if (fds[i].fd >= 0)
+            close(fds[i].fd);
+    while (waitpid(pid, &r->status, 0) < 0 && errno == EINTR)
+        ;
+    return 0;
+}
+
+static bool tool_ok(const struct tool_run *r)
+{
+    return WIFEXITED(r->status) && WEXITSTATUS(r->status) == 0;
+}
+
+void image_tool_error(const char *output, char *buf, size_t size)
+{
+    const char *msg = NULL;
+    for (const char *p = output; (p = strstr(p, "msg=\"")); p += 5)
+        msg = p + 5; /* the last one */
+    if (msg) {
+        size_t n = 0;
+        for (const char *p = msg; *p && *p != '\n' && n + 1 < size; p++) {
+            if (*p == '"' && p[-1] != '\\')
+                break;
+            if (*p == '\\' && p[1] == '"')
+                continue;
+            buf[n++] = *p;
+        }
+        buf[n] = '\0';
+        return;
+    }
+    /* The last non-empty line. */
+    const char *end = output + strlen(output);
+    while (end > output && (end[-1] == '\n' || end[-1] == ' '))
+        end--;
+    const char *start = end;
+    while (start > output && start[-1] != '\n')
+        start--;
+    snprintf(buf, size, "%.*s", (int)(end - start), start);
+    if (!buf[0])
+        snprintf(buf, size, "no message");
+}
+
+/* ---- sizes and removal ---- */
+
+static uint64_t du_total;
+
+static int du_one(const char *path, const struct stat *st, int flag,
+                  struct FTW *ftw)
+{
+    (void)path;
+    (void)flag;
+    (void)ftw;
+    du_total += (uint64_t)st->st_blocks * 512;
+    return 0;
+}
+
+uint64_t image_du(const char *path)
+{
+    du_total = 0;
+    nftw(path, du_one, 32, FTW_PHYS);
+    return du_total;
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag,
+                  struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    remove(path);
+    return 0;
+}
+
+static void rm_tree(const char *path)
+{
+    nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS);
+}
+
+/* ---- the cache ---- */
+
+struct pull {
+    const struct image_cache_cfg *cfg;
+    image_progress_f progress;
+    void *arg;
+    char blobs[4200]; /* the layout's blobs folder */
+    uint64_t before;  /* its size before the copy */
+    uint64_t total;   /* bytes the image's layers hold; 0 unknown */
+};
+
+static void fail(char *why, size_t size, const char *transport,
+                 const char *what, const struct tool_run *r)
+{
+    char msg[600];
+    image_tool_error(r ? r->err : "", msg, sizeof(msg));
+    snprintf(why, size, "image %s: %s: %s", transport, what, msg);
+}
+
+static void note(struct pull *p, const char *text)
+{
+    if (p->progress)
+        p->progress(p->arg, text);
+}
+
+static void human(uint64_t b, char *buf, size_t size)
+{
+    if (b >= 1000ULL * 1000 * 1000)
+        snprintf(buf, size, "%.1f GB", (double)b / 1e9);
+    else if (b >= 1000ULL * 1000)
+        snprintf(buf, size, "%.1f MB", (double)b / 1e6);
+    else
+        snprintf(buf, size, "%.1f kB", (double)b / 1e3);
+}
+
+static void pull_tick(void *arg)
+{
+    struct pull *p = arg;
+    if (!p->total)
+        return;
+    uint64_t now = image_du(p->blobs);
+    uint64_t done = now > p->before ? now - p->before : 0;
+    if (done > p->total)
+        done = p->total;
+    char a[32], b[32], text[96];
+    human(done, a, sizeof(a));
+    human(p->total, b, sizeof(b));
+    snprintf(text, sizeof(text), "pulling image (%s / %s)", a, b);
+    note(p, text);
+}
+
+/* The bytes of the layers of a manifest (0 for an index or unknown). */
+static uint64_t manifest_bytes(const char *raw)
+{
+    json_error_t jerr;
+    json_t *m = json_loads(raw, 0, &jerr);
+    uint64_t sum = 0;
+    size_t i;
+    json_t *l;
+    json_array_foreach (json_object_get(m, "layers"), i, l)
+        sum += (uint64_t)json_integer_value(json_object_get(l, "size"));
+    json_decref(m);
+    return sum;
+}
+
+static int resolve(struct pull *p, const char *transport, char *digest,
+                   size_t dsize, char *why, size_t size)
+{
+    const char *tls =
+        p->cfg->tls_verify ? "--tls-verify=true" : "--tls-verify=false";
+    bool docker = strncmp(transport, "docker://", 9) == 0;
+    char *argv[] = {
+        "skopeo",    "--insecure-policy", "inspect", "--format", "{{.Digest}}",
+        "--no-tags", (char *)transport,   NULL,      NULL};
+    if (docker) {
+        argv[6] = (char *)tls;
+        argv[7] = (char *)transport;
+    }
+    struct tool_run r;
+    if (tool_run(argv, &r, NULL, NULL) < 0) {
+        snprintf(why, size, "image %s: cannot run skopeo: %s", transport,
+                 strerror(errno));
+        free(r.out);
+        return -1;
+    }
+    if (!tool_ok(&r)) {
+        fail(why, size, transport, "cannot resolve", &r);
+        free(r.out);
+        return -1;
+    }
+    r.out[strcspn(r.out, "\r\n ")] = '\0';
+    if (strncmp(r.out, "sha256:", 7) != 0 || strlen(r.out) != 71) {
+        snprintf(why, size, "image %s: skopeo gave no digest", transport);
+        free(r.out);
+        return -1;
+    }
+    snprintf(digest, dsize, "%s", r.out);
+    free(r.out);
+    /* The layers' size, for the progress (best effort). */
+    char *raw[] = {"skopeo", "--insecure-policy", "inspect",
+                   "--raw",  (char *)transport,   NULL,
+                   NULL};
+    if (docker) {
+        raw[4] = (char *)tls;
+        raw[5] = (char *)transport;
+    }
+    if (tool_run(raw, &r, NULL, NULL) == 0 && tool_ok(&r))
+        p->total = manifest_bytes(r.out);
+    free(r.out);
+    return 0;
+}
+
+static int lock_file(const char *path, int op)
+{
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return -1;
+    while (flock(fd, op) < 0) {
+        if (errno != EINTR) {
+            close(fd);
+            return -1;
+        }
+    }
+    return fd;
+}
+
+static bool is_dir(const char *path)
+{
+    struct stat st;
+    return lstat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static uint64_t read_size(const char *path)
+{
+    FILE *f = fopen(path, "re");
+    unsigned long long v = 0;
+    if (f) {
+        if (fscanf(f, "%llu", &v) != 1)
+            v = 0;
+        fclose(f);
+    }
+    return v;
+}
+
+/* Remove least recently used bundles that no run holds until the cache
+ * fits (keep: the bundle just made). Under the cache lock. */
+static void evict(const struct image_cache_cfg *cfg, const char *keep)
+{
+    char path[4200];
+    for (;;) {
+        snprintf(path, sizeof(path), "%s/bundles", cfg->dir);
+        DIR *d = opendir(path);
+        if (!d)
+            return;
+        uint64_t total = 0;
+        char oldest[128] = "";
+        time_t oldest_t = 0;
+        int oldest_fd = -1;
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            size_t n = strlen(e->d_name);
+            if (n != 69 || strcmp(e->d_name + 64, ".size") != 0)
+                continue;
+            char hex[65];
+            memcpy(hex, e->d_name, 64);
+            hex[64] = '\0';
+            snprintf(path, sizeof(path), "%s/bundles/%s", cfg->dir, e->d_name);
+            total += read_size(path);
+            snprintf(path, sizeof(path), "%s/bundles/%s.lock", cfg->dir, hex);
+            struct stat st;
+            if (strcmp(hex, keep) == 0 || stat(path, &st) < 0)
+                continue;
+            if (!oldest[0] || st.st_mtime < oldest_t) {
+                /* In use when a run holds it shared; held here until it
+                 * is gone, so no run starts on it meanwhile. */
+                int fd = open(path, O_RDONLY | O_CLOEXEC);
+                if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0) {
+                    snprintf(oldest, sizeof(oldest), "%s", hex);
+                    oldest_t = st.st_mtime;
+                    if (oldest_fd >= 0)
+                        close(oldest_fd);
+                    oldest_fd = fd;
+                } else if (fd >= 0) {
+                    close(fd);
+                }
+            }
+        }
+        closedir(d);
+        snprintf(path, sizeof(path), "%s/oci", cfg->dir);
+        total += image_du(path);
+        if (total <= cfg->max_bytes || !oldest[0]) {
+            if (oldest_fd >= 0)
+                close(oldest_fd);
+            return;
+        }
+        sh_log(LOG_INFO, "image",
+               "evicting sha256:%s (cache %" PRIu64 " bytes, limit %" PRIu64
+               ")",
+               oldest, total, cfg->max_bytes);
+        snprintf(path, sizeof(path), "%s/bundles/%s", cfg->dir, oldest);
+        rm_tree(path);
+        snprintf(path, sizeof(path), "%s/bundles/%s.size", cfg->dir, oldest);
+        unlink(path);
+        snprintf(path, sizeof(path), "%s/bundles/%s.lock", cfg->dir, oldest);
+        unlink(path);
+        close(oldest_fd);
+        char ref[4300];
+        snprintf(ref, sizeof(ref), "%s/oci:%s", cfg->dir, oldest);
+        char layout[4200];
+        snprintf(layout, sizeof(layout), "%s/oci", cfg->dir);
+        struct tool_run r;
+        char *rm[] = {"umoci", "rm", "--image", ref, NULL};
+        if (tool_run(rm, &r, NULL, NULL) == 0) {
+            free(r.out);
+            char *gc[] = {"umoci", "gc", "--layout", layout, NULL};
+            tool_run(gc, &r, NULL, NULL);
+        }
+        free(r.out);
+    }
+}
+
+/* Copy and unpack digest hex into bundles/HEX. Under the cache lock. */
+static int pull_and_unpack(struct pull *p, const char *transport,
+                           const char *digest, char *why, size_t size)
+{
+    const struct image_cache_cfg *cfg = p->cfg;
+    const char *hex = digest + 7;
+    char layout[4200], dst[4300], tmp[4300], final[4300];
+    snprintf(layout, sizeof(layout), "%s/oci", cfg->dir);
+    snprintf(dst, sizeof(dst), "oci:%s:%s", layout, hex);
+    snprintf(p->blobs, sizeof(p->blobs), "%s/blobs/sha256", layout);
+    p->before = image_du(p->blobs);
+    note(p, "pulling image");
+    /* Copy what the digest names, not what a tag names now. */
+    char src[4400];
+    if (strncmp(transport, "docker://", 9) == 0) {
+        const char *at = strchr(transport, '@');
+        const char *name = transport + 9;
+        const char *slash = strrchr(name, '/');
+        const char *colon = strrchr(slash ? slash : name, ':');
+        size_t n = at      ? (size_t)(at - transport)
+                   : colon ? (size_t)(colon - transport)
+                           : strlen(transport);
+        snprintf(src, sizeof(src), "%.*s@%s", (int)n, transport, digest);
+    } else {
+        snprintf(src, sizeof(src), "%s", transport);
+    }
+    const char *tls =
+        cfg->tls_verify ? "--src-tls-verify=true" : "--src-tls-verify=false";
+    char *copy[] = {
+        "skopeo", "--insecure-policy", "copy", "--quiet", src, dst, NULL, NULL};
+    if (strncmp(transport, "docker://", 9) == 0) {
+        copy[4] = (char *)tls;
+        copy[5] = src;
+        copy[6] = dst;
+    }
+    struct tool_run r;
+    if (tool_run(copy, &r, pull_tick, p) < 0 || !tool_ok(&r)) {
+        fail(why, size, transport, "cannot pull", &r);
+        free(r.out);
+        return -1;
+    }
+    free(r.out);
+    note(p, "unpacking image");
+    snprintf(tmp, sizeof(tmp), "%s/bundles/%s.tmp", cfg->dir, hex);
+    snprintf(final, sizeof(final), "%s/bundles/%s", cfg->dir, hex);
+    rm_tree(tmp);
+    char img[4300];
+    snprintf(img, sizeof(img), "%s:%s", layout, hex);
+    char *unpack[] = {"umoci", "unpack", "--image", img, tmp, NULL, NULL};
+    if (geteuid() != 0) {
+        unpack[2] = "--rootless";
+        unpack[3] = "--image";
+        unpack[4] = img;
+        unpack[5] = tmp;
+    }
+    if (tool_run(unpack, &r, NULL, NULL) < 0 || !tool_ok(&r)) {
+        fail(why, size, transport, "cannot unpack", &r);
+        free(r.out);
+        rm_tree(tmp);
+        return -1;
+    }
+    free(r.out);
+    uint64_t bytes = image_du(tmp);
+    char sizef[4300], text[32];
+    snprintf(sizef, sizeof(sizef), "%s/bundles/%s.size", cfg->dir, hex);
+    snprintf(text, sizeof(text), "%" PRIu64 "\n", bytes);
+    FILE *f = fopen(sizef, "we");
+    if (!f || fputs(text, f) < 0 || fclose(f) != 0 || rename(tmp, final) < 0) {
+        snprintf(why, size, "image %s: cannot store the bundle in %s: %s",
+                 transport, cfg->dir, strerror(errno));
+        rm_tree(tmp);
+        return -1;
+    }
+    sh_log(LOG_INFO, "image", "unpacked %s (%s) into %s, %" PRIu64 " bytes",
+           transport, digest, final, bytes);
+    return 0;
+}
+
+int image_prepare(const struct image_cache_cfg *cfg, const char *transport,
+                  image_progress_f progress, void *arg,
+                  struct image_bundle *out, char *why, size_t size)
+{
+    struct pull p = {.cfg = cfg, .progress = progress, .arg = arg};
+    char path[4200];
+    memset(out, 0, sizeof(*out));
+    out->lock_fd = -1;
+    snprintf(path, sizeof(path), "%s/bundles", cfg->dir);
+    if ((mkdir(cfg->dir, 0700) < 0 && errno != EEXIST) ||
+        (mkdir(path, 0700) < 0 && errno != EEXIST)) {
+        snprintf(why, size, "image cache %s: %s", cfg->dir, strerror(errno));
+        return -1;
+    }
+    note(&p, "resolving image");
+    if (resolve(&p, transport, out->digest, sizeof(out->digest), why, size) < 0)
+        return -1;
+    const char *hex = out->digest + 7;
+    snprintf(out->dir, sizeof(out->dir), "%s/bundles/%s", cfg->dir, hex);
+    snprintf(path, sizeof(path), "%s/bundles/%s.lock", cfg->dir, hex);
+    out->lock_fd = lock_file(path, LOCK_SH);
+    if (out->lock_fd >= 0 && !is_dir(out->dir)) {
+        /* Not there: pull under the cache lock (another run may be pulling
+         * the same digest: then it is there once we hold the lock). */
+        close(out->lock_fd);
+        out->lock_fd = -1;
+        char lpath[4200];
+        snprintf(lpath, sizeof(lpath), "%s/lock", cfg->dir);
+        int cache_fd = lock_file(lpath, LOCK_EX);
+        if (cache_fd < 0) {
+            snprintf(why, size, "image cache %s: %s", cfg->dir,
+                     strerror(errno));
+            return -1;
+        }
+        int rc = 0;
+        if (!is_dir(out->dir)) {
+            rc = pull_and_unpack(&p, transport, out->digest, why, size);
+            out->unpacked = rc == 0;
+        }
+        if (rc == 0)
+            out->lock_fd = lock_file(path, LOCK_SH);
+        if (rc == 0 && cfg->max_bytes)
+            evict(cfg, hex);
+        close(cache_fd);
+        if (rc < 0)
+            return -1;
+    }
+    if (out->lock_fd < 0) {
+        snprintf(why, size, "image cache %s: cannot lock %s: %s", cfg->dir,
+                 path, strerror(errno));
+        return -1;
+    }
+    futimens(out->lock_fd, NULL); /* last use, for the LRU */
+    if (!out->unpacked && cfg->max_bytes) {
+        /* A start from the cache evicts too (a run that ended may have
+         * freed an image); skipped while another run pulls: it will. */
+        char lpath[4200];
+        snprintf(lpath, sizeof(lpath), "%s/lock", cfg->dir);
+        int cache_fd = lock_file(lpath, LOCK_EX | LOCK_NB);
+        if (cache_fd >= 0) {
+            evict(cfg, hex);
+            close(cache_fd);
+        }
+    }
+    return 0;
+}
+
+void image_bundle_release(struct image_bundle *b)
+{
+    if (b->lock_fd >= 0)
+        close(b->lock_fd);
+    b->lock_fd = -1;
+}

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The node's image cache: an OCI image reference becomes an unpacked
+ * bundle (rootfs + the image's config), cached by the digest the reference
+ * resolves to. Tools from Debian do the work: skopeo resolves the digest
+ * (`skopeo inspect`) and copies the image into a node-local OCI layout
+ * (`skopeo copy`), umoci unpacks it (`umoci unpack`). Runs in the shim (it
+ * blocks for as long as a pull takes).
+ *
+ * Cache folder:
+ *   lock              held exclusively while pulling, unpacking, evicting
+ *   oci/              the OCI layout, one tag per digest (hex)
+ *   bundles/HEX/      an unpacked bundle; never written to (runs put an
+ *                     overlay on top of its rootfs)
+ *   bundles/HEX.size  its size in bytes
+ *   bundles/HEX.lock  held shared by every run using the bundle; its mtime
+ *                     is the last use (LRU)
+ * A digest is unpacked once: the exclusive lock and a re-check make a
+ * second run of the same digest wait and reuse. When the cache grows past
+ * its size, the least recently used bundles no run holds are removed with
+ * their tags, and the layout's unreferenced blobs collected. */
+#ifndef SHOAL_AGENT_IMAGE_H
+#define SHOAL_AGENT_IMAGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct image_cache_cfg {
+    const char *dir;    /* the cache folder (made when missing) */
+    uint64_t max_bytes; /* evict beyond this; 0 = no limit */
+    bool tls_verify;    /* verify registries' certificates */
+};
+
+/* Told what the pull is doing ("pulling image (12 MB / 40 MB)",
+ * "unpacking image"). */
+typedef void (*image_progress_f)(void *arg, const char *note);
+
+struct image_bundle {
+    char dir[4096];  /* bundles/HEX */
+    char digest[80]; /* "sha256:HEX" the reference resolved to */
+    bool unpacked;   /* this call unpacked it (the cache did not hold it) */
+    int lock_fd;     /* shared lock on the bundle: keep open while in use */
+};
+
+/* Resolve transport (a skopeo transport string, job_image_transport) to a
+ * digest and make its bundle ready. 0, or -1 with why holding a sentence
+ * for the job's reason (missing image, broken archive, refused
+ * credentials ...). progress may be NULL. */
+int image_prepare(const struct image_cache_cfg *cfg, const char *transport,
+                  image_progress_f progress, void *arg,
+                  struct image_bundle *out, char *why, size_t size);
+
+/* Release the bundle's lock. */
+void image_bundle_release(struct image_bundle *b);
+
+/* The sentence in a tool's error output (skopeo writes
+ * `time=... level=fatal msg="..."`): the msg text unquoted, else the last
+ * non-empty line, trimmed, into buf. */
+void image_tool_error(const char *output, char *buf, size_t size);
+
+/* Bytes under path (files and folders, links not followed). */
+uint64_t image_du(const char *path);
+
+#endif

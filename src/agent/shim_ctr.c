@@ -1,0 +1,259 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* A run in an image, the shim's side (see shim_ctr.h). */
+#include "agent/shim_ctr.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <linux/magic.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/image.h"
+#include "lib/util/clock.h"
+#include "lib/util/file.h"
+
+struct shim_ctr {
+    json_t *launch; /* borrowed */
+    const char *run_dir;
+    int dirfd;
+    char id[128];
+    char dir[4200];   /* RUN/ctr: the bundle crun gets (a tmpfs) */
+    char state[4300]; /* crun's --root */
+    char rootfs[4300];
+    char shm[4300]; /* the tasks' shared /dev/shm */
+    struct image_bundle bundle;
+    json_t *image_config;
+    char task_id[160];
+    int ntasks; /* containers started: shoal-KEY-0 .. */
+    char *argv[16];
+    char arg_buf[4][4400];
+};
+
+static void progress(void *arg, const char *note)
+{
+    struct shim_ctr *c = arg;
+    file_write_atomic_at(c->dirfd, "progress", note, strlen(note), 0644, false,
+                         NULL);
+}
+
+static int failf(char *why, size_t size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int failf(char *why, size_t size, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, size, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* RUN/ctr: a tmpfs (the writable layer, charged to the job's memory)
+ * holding upper/, work/, state/ and rootfs/ = overlay(image rootfs). */
+static int mount_rootfs(struct shim_ctr *c, char *why, size_t size)
+{
+    char upper[4300], work[4300], opts[13000], lower[4300];
+    if (unshare(CLONE_NEWNS) < 0 ||
+        mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+        return failf(why, size, "cannot make the container's namespace: %s",
+                     strerror(errno));
+    if ((mkdir(c->dir, 0700) < 0 && errno != EEXIST) ||
+        mount("tmpfs", c->dir, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0700") < 0)
+        return failf(why, size, "cannot mount the container's folder %s: %s",
+                     c->dir, strerror(errno));
+    snprintf(upper, sizeof(upper), "%s/upper", c->dir);
+    snprintf(work, sizeof(work), "%s/work", c->dir);
+    snprintf(lower, sizeof(lower), "%s/rootfs", c->bundle.dir);
+    const char *shm = c->shm;
+    if (mkdir(upper, 0755) < 0 || mkdir(work, 0700) < 0 ||
+        mkdir(c->rootfs, 0755) < 0 || mkdir(c->state, 0700) < 0 ||
+        mkdir(shm, 01777) < 0 || chmod(shm, 01777) < 0)
+        return failf(why, size, "cannot lay out %s: %s", c->dir,
+                     strerror(errno));
+    snprintf(opts, sizeof(opts), "lowerdir=%s,upperdir=%s,workdir=%s", lower,
+             upper, work);
+    if (mount("overlay", c->rootfs, "overlay", MS_NOSUID, opts) < 0)
+        return failf(why, size, "cannot mount the image's rootfs (overlay): %s",
+                     strerror(errno));
+    return 0;
+}
+
+static void write_image_note(struct shim_ctr *c, const char *image, int64_t ms)
+{
+    json_t *o = json_pack("{s:s, s:s, s:b, s:I}", "image", image, "digest",
+                          c->bundle.digest, "unpacked", c->bundle.unpacked,
+                          "prepare_ms", (json_int_t)ms);
+    char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    if (text)
+        file_write_atomic_at(c->dirfd, "image.json", text, strlen(text), 0644,
+                             false, NULL);
+    free(text);
+    json_decref(o);
+}
+
+struct shim_ctr *shim_ctr_prepare(const json_t *launch, const char *run_dir,
+                                  int dirfd, const char *id, char *why,
+                                  size_t size)
+{
+    const json_t *cj = json_object_get(launch, "container");
+    struct shim_ctr *c = calloc(1, sizeof(*c));
+    if (!c) {
+        snprintf(why, size, "out of memory");
+        return NULL;
+    }
+    c->launch = (json_t *)launch;
+    c->run_dir = run_dir;
+    c->dirfd = dirfd;
+    c->bundle.lock_fd = -1;
+    snprintf(c->id, sizeof(c->id), "shoal-%s", id);
+    snprintf(c->dir, sizeof(c->dir), "%s/ctr", run_dir);
+    snprintf(c->state, sizeof(c->state), "%s/state", c->dir);
+    snprintf(c->rootfs, sizeof(c->rootfs), "%s/rootfs", c->dir);
+    snprintf(c->shm, sizeof(c->shm), "%s/shm", c->dir);
+    const char *image = json_string_value(json_object_get(cj, "image"));
+    struct image_cache_cfg cfg = {
+        .dir = json_string_value(json_object_get(cj, "cache_dir")),
+        .max_bytes =
+            (uint64_t)json_integer_value(json_object_get(cj, "cache_size")),
+        .tls_verify = !json_is_false(json_object_get(cj, "tls_verify")),
+    };
+    const char *transport = json_string_value(json_object_get(cj, "transport"));
+    if (!cfg.dir || !transport || !image) {
+        snprintf(why, size, "the run's container description is incomplete");
+        goto fail;
+    }
+    if (geteuid() != 0) {
+        /* crun as the job's user needs user namespaces and a rootless
+         * unpack; not done yet: say so rather than run bare. */
+        snprintf(why, size,
+                 "image %s: jobs in images need the agent to run as root",
+                 image);
+        goto fail;
+    }
+    int64_t t0 = clock_mono_ms();
+    if (image_prepare(&cfg, transport, progress, c, &c->bundle, why, size) < 0)
+        goto fail;
+    write_image_note(c, image, clock_mono_ms() - t0);
+    char path[4300];
+    snprintf(path, sizeof(path), "%s/config.json", c->bundle.dir);
+    json_error_t jerr;
+    c->image_config = json_load_file(path, 0, &jerr);
+    if (!c->image_config) {
+        snprintf(why, size, "image %s: its unpacked config is unreadable: %s",
+                 image, jerr.text);
+        goto fail;
+    }
+    if (mount_rootfs(c, why, size) < 0)
+        goto fail;
+    unlinkat(dirfd, "progress", 0);
+    return c;
+fail:
+    unlinkat(dirfd, "progress", 0);
+    shim_ctr_destroy(c);
+    return NULL;
+}
+
+static char *node_name(char *buf, size_t size)
+{
+    if (gethostname(buf, size) < 0)
+        snprintf(buf, size, "shoal");
+    return buf;
+}
+
+/* crun (1.8) refuses a "hybrid" host (cgroup v1 controllers and a v2
+ * hierarchy at /sys/fs/cgroup/unified that holds a controller, such as
+ * hugetlb), even with --cgroup-manager=disabled. It manages no cgroup here,
+ * so the shim's namespace drops the v2 mount (after the shim opened the
+ * job's cgroups): crun then sees plain v1. */
+static void hide_hybrid_unified(void)
+{
+    struct statfs root, uni;
+    if (statfs("/sys/fs/cgroup", &root) == 0 && root.f_type == TMPFS_MAGIC &&
+        statfs("/sys/fs/cgroup/unified", &uni) == 0 &&
+        uni.f_type == CGROUP2_SUPER_MAGIC)
+        umount2("/sys/fs/cgroup/unified", MNT_DETACH);
+}
+
+char **shim_ctr_task_argv(struct shim_ctr *c, int t,
+                          const struct container_proc *proc, char *why,
+                          size_t size)
+{
+    char host[256];
+    struct container_input in = {
+        .image_config = c->image_config,
+        .container = json_object_get(c->launch, "container"),
+        .volumes = json_object_get(c->launch, "mounts"),
+        .rootfs = c->rootfs,
+        .run_dir = c->run_dir,
+        .shm_dir = c->shm,
+        .hostname = node_name(host, sizeof(host)),
+    };
+    if (t == 0)
+        hide_hybrid_unified();
+    json_t *doc = container_config(&in, proc, why, size);
+    char name[64];
+    snprintf(name, sizeof(name), "config-%d.json", t);
+    snprintf(c->arg_buf[0], sizeof(c->arg_buf[0]), "%s/%s", c->dir, name);
+    if (!doc || json_dump_file(doc, c->arg_buf[0], JSON_COMPACT) < 0) {
+        if (doc)
+            snprintf(why, size, "cannot write %s: %s", c->arg_buf[0],
+                     strerror(errno));
+        json_decref(doc);
+        return NULL;
+    }
+    json_decref(doc);
+    snprintf(c->arg_buf[1], sizeof(c->arg_buf[1]), "--root=%s", c->state);
+    int n = 0;
+    c->argv[n++] = "crun";
+    c->argv[n++] = c->arg_buf[1];
+    c->argv[n++] = "--cgroup-manager=disabled";
+    snprintf(c->arg_buf[2], sizeof(c->arg_buf[2]), "--bundle=%s", c->dir);
+    snprintf(c->arg_buf[3], sizeof(c->arg_buf[3]), "--config=%s",
+             c->arg_buf[0]);
+    snprintf(c->task_id, sizeof(c->task_id), "%s-%d", c->id, t);
+    c->argv[n++] = "run";
+    c->argv[n++] = "--no-new-keyring";
+    c->argv[n++] = c->arg_buf[2];
+    c->argv[n++] = c->arg_buf[3];
+    c->argv[n++] = c->task_id;
+    c->argv[n] = NULL;
+    if (t + 1 > c->ntasks)
+        c->ntasks = t + 1;
+    return c->argv;
+}
+
+void shim_ctr_destroy(struct shim_ctr *c)
+{
+    if (!c)
+        return;
+    for (int t = 0; t < c->ntasks; t++) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            int devnull = open("/dev/null", O_WRONLY);
+            if (devnull >= 0) {
+                dup2(devnull, 1);
+                dup2(devnull, 2);
+            }
+            char root[4400];
+            snprintf(root, sizeof(root), "--root=%s", c->state);
+            char id[160];
+            snprintf(id, sizeof(id), "%s-%d", c->id, t);
+            execlp("crun", "crun", root, "delete", "-f", id, (char *)NULL);
+            _exit(127);
+        }
+        while (pid > 0 && waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+    }
+    image_bundle_release(&c->bundle);
+    json_decref(c->image_config);
+    free(c);
+}

@@ -1,0 +1,279 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: Apache-2.0
+# Focus: jobs in OCI images (issue 15). The test builds a tiny image from
+# Debian's static busybox into an oci-archive, then checks what a user of
+# --image would notice:
+#   ctr-001 the job runs in the image (its /etc/os-release), as the
+#           submitting user, with only its GPUs' device nodes, its env,
+#           container mounts and workdir, and the GPU library bound in
+#   ctr-002 the second start of the same image reuses the unpacked bundle
+#   ctr-003 a broken or missing image fails the job with a clear reason
+#   ctr-004 a bad image reference is refused at submission
+#   ctr-005 cancel kills the container's processes
+#   ctr-006 a 2-node job in the image gets the rendezvous env; the ranks
+#           of a node share its rootfs and /dev/shm
+#   ctr-007 #SBATCH --container-image (pyxis's name) and #SHOAL --image
+#   ctr-008 while the node resolves or pulls the image, the job says so
+#   ctr-009 a full cache evicts the least recently used image no run uses
+
+load lib/cluster
+
+CUSER=shoalctr
+
+setup_file() {
+    [ "$(id -u)" = 0 ] || return 0
+    command -v crun >/dev/null && command -v umoci >/dev/null &&
+        command -v skopeo >/dev/null && [ -x /bin/busybox ] || return 0
+    local d="$BATS_FILE_TMPDIR/img"
+    rm -rf "$d" && mkdir -p "$d"
+    (
+        cd "$d"
+        umoci init --layout L
+        umoci new --image L:t
+        umoci unpack --image L:t B >/dev/null
+        mkdir -p B/rootfs/bin B/rootfs/etc B/rootfs/tmp B/rootfs/work
+        cp /bin/busybox B/rootfs/bin/busybox
+        for c in sh id ls cat env pwd sleep echo test grep wc; do
+            ln -s busybox "B/rootfs/bin/$c"
+        done
+        printf 'ID=shoaltest\nNAME="Shoal test image"\n' >B/rootfs/etc/os-release
+        chmod 1777 B/rootfs/tmp
+        umoci repack --image L:t B
+        skopeo --insecure-policy copy --quiet oci:L:t "oci-archive:$d/busybox.tar"
+        # A second image, for the cache's eviction.
+        printf 'ID=shoaltest2\n' >B/rootfs/etc/os-release
+        umoci repack --image L:t2 B
+        skopeo --insecure-policy copy --quiet oci:L:t2 "oci-archive:$d/busybox2.tar"
+    ) >"$BATS_FILE_TMPDIR/img.log" 2>&1
+}
+
+setup() {
+    [ "$(id -u)" = 0 ] || skip "needs root: the agent must switch users"
+    for t in crun umoci skopeo; do
+        command -v $t >/dev/null || skip "needs $t (scripts/install-deps.sh)"
+    done
+    [ -f "$BATS_FILE_TMPDIR/img/busybox.tar" ] ||
+        skip "the test image could not be built: $(tail -3 "$BATS_FILE_TMPDIR/img.log")"
+    IMG="oci-archive:$BATS_FILE_TMPDIR/img/busybox.tar"
+    if ! id "$CUSER" >/dev/null 2>&1; then
+        useradd -M -d /tmp -s /bin/sh -u 23457 "$CUSER" 2>/dev/null ||
+            useradd -M -d /tmp -s /bin/sh "$CUSER"
+    fi
+}
+
+teardown() {
+    if [ -n "${SHOAL_TEST_DIR:-}" ]; then
+        for f in "$SHOAL_TEST_DIR"/*/runs/*/run.json; do
+            [ -f "$f" ] || continue
+            sid=$(jq -r .shim_pid "$f")
+            [ "$sid" -gt 1 ] 2>/dev/null && pkill -KILL -s "$sid" 2>/dev/null || true
+        done
+    fi
+    shoal_cluster_stop
+}
+
+# The user runs jobs: a Shoal user who reaches the run folders.
+open_test_dir() {
+    chmod 0711 "$SHOAL_TEST_DIR"
+    API_TOKEN=$SHOAL_TOKEN api POST /v1/users "{\"name\":\"$CUSER\"}"
+    [ "$status_code" = 201 ] || [ "$status_code" = 409 ]
+}
+
+run_dir() { echo "$SHOAL_TEST_DIR/${2:-node1}/runs/$1.0"; }
+
+job_done() {
+    case "$(job_state "$1")" in completed | failed | cancelled) return 0 ;; esac
+    return 1
+}
+
+@test "ctr-001 a job runs in its image as its user with its GPUs, env and mounts" {
+    shoal_cluster_start 1 2
+    open_test_dir
+    share="$SHOAL_TEST_DIR/share"
+    mkdir -p "$share" && echo hello-from-host >"$share/note"
+    probe='. /etc/os-release; echo "os=$ID"; echo "uid=$(id -u) gid=$(id -g)";
+ls /dev | grep nvidia | sed "s/^/dev=/";
+echo "job=$SHOAL_JOB_ID cvd=$CUDA_VISIBLE_DEVICES mine=$MINE wd=$(pwd)";
+cat /data/note; test -f /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1 && echo nvml=yes;
+echo x > /data/ro 2>/dev/null || echo data=ro; echo w > /tmp/w && echo tmp=rw'
+    id=$(submit --user "$CUSER" --gpus 1 --image "$IMG" \
+        --container-mounts "$share:/data:ro" --container-workdir /work \
+        --container-env MINE=42 -- sh -c "$probe")
+    wait_for 60 job_done "$id"
+    run shoal logs "$id"
+    echo "$output"
+    [ "$(job_state "$id")" = completed ]
+    echo "$output" | grep -qx "os=shoaltest"
+    echo "$output" | grep -qx "uid=$(id -u "$CUSER") gid=$(id -g "$CUSER")"
+    # One GPU of two: one device node, the one of its GPU.
+    [ "$(echo "$output" | grep -c '^dev=nvidia[0-9]')" = 1 ]
+    echo "$output" | grep -q "^job=$id cvd=GPU-[0-9a-f-]* mine=42 wd=/work$"
+    echo "$output" | grep -qx hello-from-host
+    echo "$output" | grep -qx nvml=yes
+    echo "$output" | grep -qx data=ro
+    echo "$output" | grep -qx tmp=rw
+    [ ! -e "$share/ro" ]
+    # The image's files are not the host's.
+    ! grep -q shoaltest /etc/os-release
+}
+
+@test "ctr-002 the second start of an image does not unpack it again" {
+    shoal_cluster_start 1 1
+    open_test_dir
+    a=$(submit --user "$CUSER" --image "$IMG" -- echo first)
+    wait_for 60 job_done "$a"
+    b=$(submit --user "$CUSER" --image "$IMG" -- echo second)
+    wait_for 60 job_done "$b"
+    [ "$(job_state "$a")" = completed ]
+    [ "$(job_state "$b")" = completed ]
+    [ "$(jq -r .unpacked "$(run_dir "$a")/image.json")" = true ]
+    [ "$(jq -r .unpacked "$(run_dir "$b")/image.json")" = false ]
+    [ "$(jq -r .digest "$(run_dir "$a")/image.json")" = \
+        "$(jq -r .digest "$(run_dir "$b")/image.json")" ]
+    # One bundle in the cache, unpacked once.
+    [ "$(ls -d "$SHOAL_TEST_DIR"/node1/images/bundles/*/ | wc -l)" = 1 ]
+}
+
+@test "ctr-003 a broken or missing image fails the job with a clear reason" {
+    shoal_cluster_start 1 1
+    open_test_dir
+    head -c 4096 /dev/urandom >"$SHOAL_TEST_DIR/broken.tar"
+    a=$(submit --user "$CUSER" --image "oci-archive:$SHOAL_TEST_DIR/broken.tar" -- echo never)
+    b=$(submit --user "$CUSER" --image "oci-archive:$SHOAL_TEST_DIR/missing.tar" -- echo never)
+    wait_for 60 job_done "$a"
+    wait_for 60 job_done "$b"
+    [ "$(job_state "$a")" = failed ]
+    [ "$(job_state "$b")" = failed ]
+    job_field "$a" .reason | grep -q "^image oci-archive:$SHOAL_TEST_DIR/broken.tar: cannot resolve: .* on node1$"
+    job_field "$b" .reason | grep -q "^image oci-archive:$SHOAL_TEST_DIR/missing.tar: cannot resolve: .*no such file or directory.* on node1$"
+    run shoal show "$b"
+    echo "$output" | grep -q "missing.tar: cannot resolve"
+    run shoal logs "$a"
+    if echo "$output" | grep -q never; then false; fi
+}
+
+@test "ctr-004 a bad image reference is refused at submission" {
+    shoal_cluster_start 1 1
+    open_test_dir
+    run shoal submit --image "Registry.Example.com/Team/Train:1.4" -- true
+    [ "$status" -ne 0 ]
+    echo "$output" | grep -q "lowercase"
+    run shoal submit --image "oci-archive:relative.tar" -- true
+    [ "$status" -ne 0 ]
+    echo "$output" | grep -q "absolute"
+    run shoal submit --container-workdir /w -- true
+    [ "$status" -ne 0 ]
+    echo "$output" | grep -q "need an image"
+    [ "$(shoal queue --json | jq length)" = 0 ]
+    # A registry reference is accepted as written.
+    id=$(shoal submit --hold --image registry.example.com/team/train:1.4 -- echo ok)
+    job_field "$id" . | grep -q "\"image\": \"registry.example.com/team/train:1.4\""
+}
+
+@test "ctr-005 cancel kills the container" {
+    shoal_cluster_start 1 1
+    open_test_dir
+    out="$SHOAL_TEST_DIR/out"
+    mkdir -p "$out" && chmod 0777 "$out"
+    id=$(submit --user "$CUSER" --image "$IMG" --container-mounts "$out:/out" \
+        -- sh -c 'echo $$ > /out/pid; exec sleep 1000')
+    wait_for 60 test -s "$out/pid"
+    pid=$(cat "$out/pid")
+    kill -0 "$pid"
+    [ "$(stat -c %u /proc/$pid)" = "$(id -u "$CUSER")" ]
+    shoal cancel "$id"
+    wait_job_state "$id" cancelled 30
+    wait_for 20 sh -c "! kill -0 $pid"
+    # Nothing of the container is left on the node.
+    if pgrep -f "crun.*shoal-$id\.0" >/dev/null; then false; fi
+}
+
+@test "ctr-006 a 2-node job in the image gets the rendezvous env, ranks share the image" {
+    shoal_cluster_start 2 1
+    open_test_dir
+    id=$(submit --user "$CUSER" --nodes 2 --gpus 1 --tasks-per-node 2 \
+        --image "$IMG" -- sh -c '. /etc/os-release; echo "r=$RANK lr=$LOCAL_RANK ws=$WORLD_SIZE n=$SHOAL_NNODES m=$MASTER_ADDR:$MASTER_PORT os=$ID host=$(cat /proc/sys/kernel/hostname)"')
+    wait_for 60 job_done "$id"
+    run shoal logs "$id"
+    echo "$output"
+    [ "$(job_state "$id")" = completed ]
+    for r in 0 1 2 3; do
+        echo "$output" | grep -q "r=$r lr=$((r % 2)) ws=4 n=2 m=[^:]*:[0-9]* os=shoaltest"
+    done
+}
+
+@test "ctr-007 #SBATCH --container-image and #SHOAL --image" {
+    shoal_cluster_start 1 1
+    open_test_dir
+    s="$SHOAL_TEST_DIR/job.sh"
+    printf '#!/bin/sh\n#SHOAL --image %s\n#SHOAL --container-env WHO=shoal\n. /etc/os-release\necho "os=$ID who=$WHO"\n' "$IMG" >"$s"
+    chmod 0644 "$s"
+    a=$(submit --user "$CUSER" "$s")
+    t="$SHOAL_TEST_DIR/job.sbatch"
+    printf '#!/bin/sh\n#SBATCH --container-image=%s\n. /etc/os-release\necho "os=$ID"\n' "$IMG" >"$t"
+    chmod 0644 "$t"
+    b=$(submit --user "$CUSER" "$t")
+    wait_for 60 job_done "$a"
+    wait_for 60 job_done "$b"
+    shoal logs "$a" | grep -qx "os=shoaltest who=shoal"
+    shoal logs "$b" | grep -qx "os=shoaltest"
+}
+
+@test "ctr-008 shoal show tells what the node does before the job starts" {
+    shoal_cluster_start 1 1
+    open_test_dir
+    # An archive that arrives only when the test says: the node waits on
+    # it, and the job's reason says so meanwhile.
+    fifo="$SHOAL_TEST_DIR/slow.tar"
+    mkfifo "$fifo"
+    id=$(submit --user "$CUSER" --image "oci-archive:$fifo" -- echo arrived)
+    wait_for 30 sh -c "$SHOAL_CLI show $id | grep -q 'resolving image on node1'"
+    [ "$(job_state "$id")" = running ]
+    # skopeo reads it once per step (digest, manifest, copy).
+    # (Each writer gives up by itself when no reader comes.)
+    (for i in 1 2 3 4; do
+        timeout 20 sh -c 'cat "$1" >"$2"' sh "$BATS_FILE_TMPDIR/img/busybox.tar" "$fifo"
+    done) &
+    wait_for 60 job_done "$id"
+    [ "$(job_state "$id")" = completed ]
+    shoal logs "$id" | grep -qx arrived
+    # The note is gone once the job ran.
+    if job_field "$id" .reason | grep -q image; then false; fi
+}
+
+@test "ctr-009 a full cache evicts the least recently used image no run uses" {
+    shoald_start
+    # A cache of 1 KiB: every image no run holds goes when another comes.
+    agent_start node1 1 H100-80GB --image-cache-size 1K
+    wait_for 20 nodes_up_is 1
+    open_test_dir
+    img2="oci-archive:$BATS_FILE_TMPDIR/img/busybox2.tar"
+    bundles="$SHOAL_TEST_DIR/node1/images/bundles"
+    a=$(submit --user "$CUSER" --image "$IMG" -- echo one)
+    wait_for 60 job_done "$a"
+    d1=$(jq -r .digest "$(run_dir "$a")/image.json")
+    [ -d "$bundles/${d1#sha256:}" ]
+    # A running job holds its image: a new one does not evict it.
+    b=$(submit --user "$CUSER" --image "$IMG" -- sleep 1000)
+    wait_for 60 test -s "$(run_dir "$b")/image.json"
+    c=$(submit --user "$CUSER" --image "$img2" -- sh -c '. /etc/os-release; echo $ID')
+    wait_for 60 job_done "$c"
+    shoal logs "$c" | grep -qx shoaltest2
+    d2=$(jq -r .digest "$(run_dir "$c")/image.json")
+    [ "$d1" != "$d2" ]
+    [ -d "$bundles/${d1#sha256:}" ]
+    shoal cancel "$b"
+    wait_job_state "$b" cancelled 30
+    # Now the first is unused and the least recently used: the next start
+    # (of the second, cached) evicts it; the first then unpacks again.
+    d=$(submit --user "$CUSER" --image "$img2" -- echo ok)
+    wait_for 60 job_done "$d"
+    [ "$(jq -r .unpacked "$(run_dir "$d")/image.json")" = false ]
+    [ ! -d "$bundles/${d1#sha256:}" ]
+    e=$(submit --user "$CUSER" --image "$IMG" -- echo ok)
+    wait_for 60 job_done "$e"
+    [ "$(job_state "$e")" = completed ]
+    [ "$(jq -r .unpacked "$(run_dir "$e")/image.json")" = true ]
+    [ ! -d "$bundles/${d2#sha256:}" ]
+    [ "$(ls -d "$bundles"/*/ | wc -l)" = 1 ]
+}
