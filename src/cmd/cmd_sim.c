@@ -29,7 +29,9 @@ static const char usage[] =
     "  --trace-format F      auto (default: by the header), shoal, philly,\n"
     "                        tiresias or pollux\n"
     "  --policy NAME         default (priority, fair share, quotas,\n"
-    "                        backfill) or fifo (strict order, no backfill)\n"
+    "                        backfill), fifo (strict order, no backfill) or\n"
+    "                        las (least attained service first; preempts\n"
+    "                        jobs that checkpoint, see --resume)\n"
     "  --json                print the metrics as JSON\n"
     "  --exact-limits        jobs without a time limit get their duration as\n"
     "                        limit (perfect estimates for backfill)\n"
@@ -148,10 +150,9 @@ static int apply_opt(int c, const char *arg, struct opts *o)
                    ? fail(2, "%s", err.msg)
                    : 0;
     case 'p':
-        if (strcmp(arg, "default") != 0 && strcmp(arg, "fifo") != 0)
-            return fail(2, "--policy must be default or fifo, not '%s'", arg);
-        sc->policy = arg[0] == 'f' ? SCHED_POLICY_FIFO : SCHED_POLICY_DEFAULT;
-        return 0;
+        return sched_policy_from_name(arg, &sc->policy, &err) < 0
+                   ? fail(2, "--policy: %s", err.msg)
+                   : 0;
     case 'j':
         o->json = true;
         return 0;
