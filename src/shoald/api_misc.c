@@ -4,6 +4,7 @@
 #include "shoald/auth.h"
 #include "shoald/jobtab.h"
 #include "shoald/nodetab.h"
+#include "sched/sched.h"
 
 void api_health(struct shoald *d, struct api_req *req)
 {
@@ -13,12 +14,13 @@ void api_health(struct shoald *d, struct api_req *req)
     for (struct node *n = nodetab_next(d->nodes, NULL); n;
          n = nodetab_next(d->nodes, n))
         up += node_state(n) != NODE_DOWN;
-    api_reply_json(req, 200,
-                   json_pack("{s:s, s:s, s:s, s:i, s:i, s:i, s:i}", "status",
-                             "ok", "version", SHOAL_VERSION, "cluster_id",
-                             d->cluster_id, "nodes", nodetab_count(d->nodes),
-                             "nodes_up", up, "pending", counts[JOB_PENDING],
-                             "running", counts[JOB_RUNNING]));
+    api_reply_json(
+        req, 200,
+        json_pack("{s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:s}", "status", "ok",
+                  "version", SHOAL_VERSION, "cluster_id", d->cluster_id,
+                  "nodes", nodetab_count(d->nodes), "nodes_up", up, "pending",
+                  counts[JOB_PENDING], "running", counts[JOB_RUNNING], "policy",
+                  sched_policy_name((enum sched_policy)d->cfg.policy)));
 }
 
 void api_whoami(struct shoald *d, struct api_req *req)

@@ -370,6 +370,7 @@ static int build(struct shoald *d, struct sh_error *err)
     cfg.full_pass_interval_ms = FULL_PASS_MS;
     cfg.preempt_grace_ms = (int64_t)d->cfg.kill_grace_s * 1000;
     cfg.short_credit_ms = SCHED_SHORT_CREDIT_MS; /* small jobs first */
+    cfg.policy = (enum sched_policy)d->cfg.policy;
     c->sched = sched_create(&cfg, err);
     if (!c->sched)
         return -1;

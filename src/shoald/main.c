@@ -19,6 +19,7 @@
 #include "lib/loop/loop.h"
 #include "lib/util/log.h"
 #include "lib/util/parse.h"
+#include "sched/sched.h"
 #include "shoald/acct.h"
 #include "shoald/api.h"
 #include "shoald/api_handlers.h"
@@ -74,6 +75,10 @@ static const char usage[] =
     "  --reslice-on-demand    re-slice idle GPUs to the preset waiting jobs\n"
     "                         need (and back to whole GPUs)\n"
     "  --reslice-hold DUR     leave a re-sliced GPU alone this long (1m)\n"
+    "  --policy NAME          queue order: default (priority, fair share,\n"
+    "                         small jobs first), fifo (submit order, nothing\n"
+    "                         passes the first job) or las (least attained\n"
+    "                         GPU time first, preempting checkpointable jobs)\n"
     "  --debug LIST           debug logs for components (api,jobs,...|all)\n"
     "  -h, --help             show this help\n"
     "\n"
@@ -115,6 +120,7 @@ static int parse_args(int argc, char **argv, struct shoald_config *cfg)
         {"idle-policy", required_argument, NULL, 'P'},
         {"reslice-on-demand", no_argument, NULL, 'R'},
         {"reslice-hold", required_argument, NULL, 'r'},
+        {"policy", required_argument, NULL, 'Y'},
         {"debug", required_argument, NULL, 'd'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -216,6 +222,17 @@ static int parse_args(int argc, char **argv, struct shoald_config *cfg)
         case 'd':
             sh_log_set_debug(optarg);
             break;
+        case 'Y': {
+            enum sched_policy p;
+            if (sched_policy_from_name(optarg, &p, &err) < 0) {
+                sh_errorf(&err, SH_EINVAL,
+                          "--policy must be default, fifo or las, not '%s'",
+                          optarg);
+                goto bad;
+            }
+            cfg->policy = (int)p;
+            break;
+        }
         case 'h':
             fputs(usage, stdout);
             exit(0);
