@@ -73,6 +73,13 @@ int sched_policy_from_name(const char *name, enum sched_policy *p,
 /* LAS levels: at most this many thresholds (levels - 1). */
 #define SCHED_LAS_THRESHOLDS_MAX 7
 
+struct sched_config;
+/* The LAS thresholds from "DUR[,DUR...]" (GPU time, ascending; a DUR is
+ * a whole number with an optional unit s, m, h or d, seconds without)
+ * into cfg. 0, or -1 with SH_EINVAL saying what is wrong (cfg unchanged). */
+int sched_las_levels_parse(const char *spec, struct sched_config *cfg,
+                           struct sh_error *err);
+
 /* The controller's settings, which the simulator takes too
  * (sim_options_init), so both decide alike: a full pass every second, and
  * 10 s from SIGTERM to SIGKILL for a preempted job (shoald --kill-grace's

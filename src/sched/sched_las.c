@@ -16,6 +16,9 @@
  */
 #include "sched/sched_int.h"
 
+#include <errno.h>
+#include <stdlib.h>
+
 int64_t las_attained(const struct sched *s, const struct sjob *j, int64_t now)
 {
     (void)s;
@@ -113,4 +116,46 @@ bool las_victim_ok(const struct sched *s, const struct sjob *j,
      * victim's GPUs go to another project only when it borrows them. */
     return !s->quotas_on || v->project == j->project ||
            quota_project_borrowing(s, v->project, m);
+}
+
+int sched_las_levels_parse(const char *spec, struct sched_config *cfg,
+                           struct sh_error *err)
+{
+    int64_t v[SCHED_LAS_THRESHOLDS_MAX];
+    int n = 0;
+    const char *p = spec ? spec : "";
+    for (;;) {
+        char *end;
+        errno = 0;
+        long long x = strtoll(p, &end, 10);
+        int64_t unit = 1000;
+        if (*end == 's' || *end == 'm' || *end == 'h' || *end == 'd') {
+            unit = *end == 's'   ? 1000
+                   : *end == 'm' ? 60 * 1000
+                   : *end == 'h' ? 3600 * 1000
+                                 : INT64_C(86400) * 1000;
+            end++;
+        }
+        if (end == p || *p == '-' || *p == '+' || errno || x <= 0 ||
+            x > INT64_C(365) * 86400 || (*end != ',' && *end != '\0'))
+            return sh_errorf(err, SH_EINVAL,
+                             "LAS levels must be GPU times such as 1h,10h "
+                             "(at most 365 days each), not '%s'",
+                             spec ? spec : "");
+        if (n == SCHED_LAS_THRESHOLDS_MAX)
+            return sh_errorf(err, SH_EINVAL, "at most %d LAS levels",
+                             SCHED_LAS_THRESHOLDS_MAX);
+        v[n] = (int64_t)x * unit;
+        if (n > 0 && v[n] <= v[n - 1])
+            return sh_errorf(err, SH_EINVAL,
+                             "LAS levels must be ascending: '%s'", spec);
+        n++;
+        if (*end == '\0')
+            break;
+        p = end + 1;
+    }
+    cfg->las_nthresholds = n;
+    for (int i = 0; i < n; i++)
+        cfg->las_thresholds[i] = v[i];
+    return 0;
 }

@@ -131,6 +131,8 @@ static void job_desc(const struct job *job, struct sched_job_desc *desc)
         s->gpu_mem > 0 && !s->slice && s->gpus_per_node == 1 && s->nodes == 1;
     desc->submit_ms = job->queued_ms;
     desc->time_limit_ms = s->time_limit * 1000;
+    desc->checkpointable = s->checkpointable;
+    desc->attained_gpu_ms = job->attained_gpu_ms;
 }
 
 static bool uses_gpus(const struct job *job)
@@ -371,6 +373,10 @@ static int build(struct shoald *d, struct sh_error *err)
     cfg.preempt_grace_ms = (int64_t)d->cfg.kill_grace_s * 1000;
     cfg.short_credit_ms = SCHED_SHORT_CREDIT_MS; /* small jobs first */
     cfg.policy = (enum sched_policy)d->cfg.policy;
+    if (d->cfg.las_levels) /* checked when shoald started */
+        sched_las_levels_parse(d->cfg.las_levels, &cfg, NULL);
+    if (d->cfg.las_quantum_ms >= 0)
+        cfg.las_quantum_ms = d->cfg.las_quantum_ms;
     c->sched = sched_create(&cfg, err);
     if (!c->sched)
         return -1;
@@ -970,6 +976,13 @@ static void job_released(struct shoald *d, struct job *job)
         sched_job_end(c->sched, job->id, shoald_now_ms(d), NULL);
     job->releasing = false;
     logs_job_changed(d->logs, job->id); /* followers see the end */
+    if (job->start_ms > 0 && uses_gpus(job)) {
+        /* Its service so far, for the LAS policy's level when requeued. */
+        int64_t end =
+            job->end_ms > job->start_ms ? job->end_ms : shoald_now_ms(d);
+        job->attained_gpu_ms += (int64_t)(cluster_slice_share_sum(d, job) *
+                                          (double)(end - job->start_ms));
+    }
     if (((job->state == JOB_PREEMPTED || job->state == JOB_NODE_FAIL) &&
          job->spec.requeue) ||
         job->requeue_asked) {

@@ -79,6 +79,10 @@ static const char usage[] =
     "                         small jobs first), fifo (submit order, nothing\n"
     "                         passes the first job) or las (least attained\n"
     "                         GPU time first, preempting checkpointable jobs)\n"
+    "  --las-levels LIST      las: GPU-time thresholds of the levels\n"
+    "                         (default 1h,10h)\n"
+    "  --las-quantum DUR      las: a job runs this long before it may be\n"
+    "                         preempted for a lower level (default 10m)\n"
     "  --debug LIST           debug logs for components (api,jobs,...|all)\n"
     "  -h, --help             show this help\n"
     "\n"
@@ -121,6 +125,8 @@ static int parse_args(int argc, char **argv, struct shoald_config *cfg)
         {"reslice-on-demand", no_argument, NULL, 'R'},
         {"reslice-hold", required_argument, NULL, 'r'},
         {"policy", required_argument, NULL, 'Y'},
+        {"las-levels", required_argument, NULL, 'L'},
+        {"las-quantum", required_argument, NULL, 'Q'},
         {"debug", required_argument, NULL, 'd'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -233,6 +239,21 @@ static int parse_args(int argc, char **argv, struct shoald_config *cfg)
             cfg->policy = (int)p;
             break;
         }
+        case 'L': {
+            struct sched_config sc;
+            sched_config_init(&sc);
+            if (sched_las_levels_parse(optarg, &sc, &err) < 0) {
+                sh_error_prefix(&err, "--las-levels: ");
+                goto bad;
+            }
+            cfg->las_levels = optarg;
+            break;
+        }
+        case 'Q':
+            if (parse_duration("--las-quantum", optarg, &v, &err) < 0)
+                goto bad;
+            cfg->las_quantum_ms = v * 1000;
+            break;
         case 'h':
             fputs(usage, stdout);
             exit(0);
@@ -247,6 +268,12 @@ static int parse_args(int argc, char **argv, struct shoald_config *cfg)
     }
     if (!cfg->state_dir) {
         fprintf(stderr, "shoald: --state DIR is required\n%s", usage);
+        return -1;
+    }
+    if ((cfg->las_levels || cfg->las_quantum_ms >= 0) &&
+        cfg->policy != SCHED_POLICY_LAS) {
+        fprintf(stderr, "shoald: --las-levels and --las-quantum need "
+                        "--policy las\n");
         return -1;
     }
     return 0;
@@ -421,6 +448,7 @@ int main(int argc, char **argv)
     d.cfg.keepalive_timeout_s = 120;
     d.cfg.heartbeat_timeout_s = 30;
     d.cfg.kill_grace_s = 10;
+    d.cfg.las_quantum_ms = -1;
     d.cfg.keep_finished_ms = 7LL * 24 * 3600 * 1000;
     d.cfg.idle_threshold_pct = 5;
     d.cfg.idle_after_ms = 30LL * 60 * 1000;
