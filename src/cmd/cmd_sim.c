@@ -29,7 +29,9 @@ static const char usage[] =
     "  --trace-format F      auto (default: by the header), shoal, philly,\n"
     "                        tiresias or pollux\n"
     "  --policy NAME         default (priority, fair share, quotas,\n"
-    "                        backfill) or fifo (strict order, no backfill)\n"
+    "                        backfill), fifo (strict order, no backfill) or\n"
+    "                        las (least attained service first; preempts\n"
+    "                        jobs that checkpoint, see --resume)\n"
     "  --json                print the metrics as JSON\n"
     "  --exact-limits        jobs without a time limit get their duration as\n"
     "                        limit (perfect estimates for backfill)\n"
@@ -44,6 +46,10 @@ static const char usage[] =
     "                        fifth); default 10d, as the controller; 0s = off\n"
     "  --grace DUR           preemption grace period (default 10s, as\n"
     "                        shoald --kill-grace)\n"
+    "  --las-levels LIST     las: GPU-time thresholds of the levels\n"
+    "                        (default 1h,10h)\n"
+    "  --las-quantum DUR     las: run time before a job may be preempted\n"
+    "                        for a lower level (default 10m)\n"
     "  --resume WHO:DUR      jobs of project WHO (or all) checkpoint when\n"
     "                        preempted and resume after DUR of restore\n"
     "                        (others rerun from the start); repeatable\n"
@@ -75,6 +81,7 @@ struct opts {
     bool json;
     bool convert;
     const char *tenants;
+    bool las_set; /* --las-levels or --las-quantum given */
     struct sim_options sim;
 };
 
@@ -124,6 +131,8 @@ static const struct option longs[] = {
     {"grace", required_argument, NULL, 'g'},
     {"short-credit", required_argument, NULL, 'S'},
     {"resume", required_argument, NULL, 'R'},
+    {"las-levels", required_argument, NULL, 'L'},
+    {"las-quantum", required_argument, NULL, 'Q'},
     {"convert", no_argument, NULL, 'C'},
     {"tenants", required_argument, NULL, 'T'},
     {"help", no_argument, NULL, 'h'},
@@ -148,10 +157,9 @@ static int apply_opt(int c, const char *arg, struct opts *o)
                    ? fail(2, "%s", err.msg)
                    : 0;
     case 'p':
-        if (strcmp(arg, "default") != 0 && strcmp(arg, "fifo") != 0)
-            return fail(2, "--policy must be default or fifo, not '%s'", arg);
-        sc->policy = arg[0] == 'f' ? SCHED_POLICY_FIFO : SCHED_POLICY_DEFAULT;
-        return 0;
+        return sched_policy_from_name(arg, &sc->policy, &err) < 0
+                   ? fail(2, "--policy: %s", err.msg)
+                   : 0;
     case 'j':
         o->json = true;
         return 0;
@@ -180,6 +188,14 @@ static int apply_opt(int c, const char *arg, struct opts *o)
             return fail(2, "%s", err.msg);
         o->sim.nresume++;
         return 0;
+    case 'L':
+        o->las_set = true;
+        return sched_las_levels_parse(arg, sc, &err) < 0
+                   ? fail(2, "--las-levels: %s", err.msg)
+                   : 0;
+    case 'Q':
+        o->las_set = true;
+        return duration_ms("--las-quantum", arg, &sc->las_quantum_ms) ? 2 : 0;
     case 'S':
         if (strcmp(arg, "0") == 0 || strcmp(arg, "0s") == 0) {
             sc->short_credit_ms = 0;
@@ -220,6 +236,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
     }
     if (optind < argc)
         return fail(2, "sim: unexpected argument '%s'", argv[optind]);
+    if (o->las_set && o->sim.sched.policy != SCHED_POLICY_LAS)
+        return fail(2, "sim: --las-levels and --las-quantum need --policy "
+                       "las");
     if (!o->trace)
         return fail(2, "sim: --trace FILE is required (see shoal sim "
                        "--help)");

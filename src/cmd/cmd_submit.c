@@ -40,6 +40,9 @@ static const char usage[] =
     "  -e, --env K=V          set a variable in the job; K alone copies yours\n"
     "                         (repeatable)\n"
     "      --requeue          requeue after preemption or node failure\n"
+    "      --checkpointable   the job saves its state on SIGTERM and resumes\n"
+    "                         from it: the las policy may preempt it (implies\n"
+    "                         --requeue)\n"
     "  -d, --dependency LIST  run after other jobs: afterok:ID[:ID...],\n"
     "                         afterany:ID, afternotok:ID, singleton\n"
     "                         (comma-separated, all must hold)\n"
@@ -78,6 +81,7 @@ enum {
     OPT_GPU_MEM,
     OPT_PRIORITY,
     OPT_REQUEUE,
+    OPT_CHECKPOINTABLE,
     OPT_TASKS,
     OPT_USER,
     OPT_JSON,
@@ -104,6 +108,7 @@ static const struct option opts[] = {
     {"name", required_argument, NULL, 'n'},
     {"env", required_argument, NULL, 'e'},
     {"requeue", no_argument, NULL, OPT_REQUEUE},
+    {"checkpointable", no_argument, NULL, OPT_CHECKPOINTABLE},
     {"dependency", required_argument, NULL, 'd'},
     {"hold", no_argument, NULL, OPT_HOLD},
     {"array", required_argument, NULL, 'a'},
@@ -298,6 +303,10 @@ static int apply(struct submit *s, int c, const char *arg)
     case OPT_CENV:
         return set_env(s, "container_env", arg);
     case OPT_REQUEUE:
+        json_object_set_new(s->job, "requeue", json_true());
+        break;
+    case OPT_CHECKPOINTABLE:
+        json_object_set_new(s->job, "checkpointable", json_true());
         json_object_set_new(s->job, "requeue", json_true());
         break;
     case 'd':

@@ -5,7 +5,8 @@
  * holds the bookkeeping every other file relies on.
  *
  * Pending queues: one per (project, priority class), each a doubly linked
- * list sorted by (submit, id). The pass merges them by priority class and
+ * list sorted by (submit, id) (the LAS policy: (level, submit, id)). The
+ * pass merges them by priority class and
  * fair-share score (sched_pass.c). The FIFO policy uses one queue.
  */
 #include "sched/sched_int.h"
@@ -34,12 +35,55 @@ void sched_config_init(struct sched_config *cfg)
     cfg->user_max_units = SCHED_UNLIMITED;
     cfg->user_max_jobs = 0;
     cfg->user_max_time_ms = 0;
+    cfg->las_nthresholds = 2;
+    cfg->las_thresholds[0] = HOUR_MS;
+    cfg->las_thresholds[1] = 10 * HOUR_MS;
+    cfg->las_starve_factor = 4;
+    cfg->las_starve_max_ms = 2 * DAY_MS;
+    cfg->las_quantum_ms = 10 * 60 * 1000;
+}
+
+static const char *const policy_names[] = {"default", "fifo", "las"};
+
+const char *sched_policy_name(enum sched_policy p)
+{
+    return (unsigned)p < sizeof(policy_names) / sizeof(policy_names[0])
+               ? policy_names[p]
+               : NULL;
+}
+
+int sched_policy_from_name(const char *name, enum sched_policy *p,
+                           struct sh_error *err)
+{
+    for (size_t i = 0; name && i < sizeof(policy_names) / sizeof(*policy_names);
+         i++) {
+        if (strcmp(name, policy_names[i]) == 0) {
+            *p = (enum sched_policy)i;
+            return 0;
+        }
+    }
+    return sh_errorf(err, SH_EINVAL,
+                     "policy must be default, fifo or las, not '%s'",
+                     name ? name : "");
 }
 
 static int config_validate(const struct sched_config *c, struct sh_error *err)
 {
-    if (c->policy != SCHED_POLICY_DEFAULT && c->policy != SCHED_POLICY_FIFO)
-        return sh_errorf(err, SH_EINVAL, "policy must be default or fifo");
+    if (!sched_policy_name(c->policy))
+        return sh_errorf(err, SH_EINVAL, "policy must be default, fifo or las");
+    if (c->las_nthresholds < 0 || c->las_nthresholds > SCHED_LAS_THRESHOLDS_MAX)
+        return sh_errorf(err, SH_EINVAL, "las_nthresholds must be 0..%d",
+                         SCHED_LAS_THRESHOLDS_MAX);
+    for (int i = 0; i < c->las_nthresholds; i++) {
+        if (c->las_thresholds[i] <= (i ? c->las_thresholds[i - 1] : 0))
+            return sh_errorf(err, SH_EINVAL,
+                             "las_thresholds must be > 0 and ascending");
+    }
+    if (c->las_starve_factor < 0 || c->las_starve_factor > 1000 ||
+        c->las_starve_max_ms <= 0 || c->las_quantum_ms < 0)
+        return sh_errorf(err, SH_EINVAL,
+                         "las_starve_factor must be 0..1000, las_starve_max "
+                         "> 0 and las_quantum >= 0");
     if (c->fair_weight < 0 || c->fair_weight > 1000000)
         return sh_errorf(err, SH_EINVAL, "fair_weight must be 0..1000000");
     if (c->age_weight < 0 || c->age_weight > 1000000)
@@ -553,6 +597,8 @@ struct squeue *sched_job_queue(struct sched *s, const struct sjob *j)
 
 static bool job_before(const struct sjob *a, const struct sjob *b)
 {
+    if (a->las_lvl != b->las_lvl) /* 0 unless the LAS policy */
+        return a->las_lvl < b->las_lvl;
     if (a->submit != b->submit)
         return a->submit < b->submit;
     return a->id < b->id;
@@ -591,6 +637,8 @@ static int job_idx_cmp(const void *a, const void *b, void *arg)
     const struct sched *s = arg;
     const struct sjob *x = &s->jobs[*(const uint32_t *)a];
     const struct sjob *y = &s->jobs[*(const uint32_t *)b];
+    if (x->las_lvl != y->las_lvl)
+        return x->las_lvl < y->las_lvl ? -1 : 1;
     if (x->submit != y->submit)
         return x->submit < y->submit ? -1 : 1;
     return x->id < y->id ? -1 : x->id > y->id;
@@ -688,6 +736,9 @@ static int desc_validate(const struct sched *s, const struct sched_job_desc *d,
                          GPU_PROFILE_MAX - 1);
     if (d->time_limit_ms < 0)
         return sh_errorf(err, SH_EINVAL, "time_limit must be >= 0");
+    if (d->attained_gpu_ms < 0 || d->queued_ms < 0)
+        return sh_errorf(err, SH_EINVAL,
+                         "attained_gpu_ms and queued_ms must be >= 0");
     if (d->nodes < 0 || d->nodes > JOB_NODES_MAX)
         return sh_errorf(err, SH_EINVAL, "nodes must be 0..%d", JOB_NODES_MAX);
     if (d->gpu_mem / (1024 * 1024) > UINT32_MAX)
@@ -770,6 +821,9 @@ static int job_alloc(struct sched *s, const struct sched_job_desc *d,
     job->profile = profile;
     job->run_model = SCHED_NONE16;
     job->prio = (uint8_t)d->priority;
+    job->ckpt = d->checkpointable;
+    job->attained = d->attained_gpu_ms;
+    job->queued = d->queued_ms ? d->queued_ms : d->submit_ms;
     job->mem_mib = (uint32_t)((d->gpu_mem + (1024 * 1024) - 1) / (1024 * 1024));
     job->kind = d->slice ? SJOB_SLICE : d->flexible ? SJOB_FLEX : SJOB_WHOLE;
     job->gpus = (uint32_t)d->gpus;
@@ -821,6 +875,7 @@ int sched_job_add(struct sched *s, const struct sched_job_desc *d,
     s->fresh[s->nfresh++] = d->id;
     s->jobs[j].state = SCHED_JOB_PENDING;
     s->jobs[j].wait = SCHED_WAIT_NEW;
+    las_job_added(s, &s->jobs[j]);
     sched_pending_count(s, j, +1); /* sets lb, which picks the queue */
     sched_queue_insert(s, j);
     s->npending++;

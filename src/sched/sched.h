@@ -58,7 +58,28 @@ struct sched;
 enum sched_policy {
     SCHED_POLICY_DEFAULT = 0, /* priority, fair share, quotas, backfill */
     SCHED_POLICY_FIFO,        /* submit order; nothing passes the head job */
+    /* Least attained service (Tiresias-style, sched_las.c): priority, then
+     * the level of the GPU time a job has had, then submit order; backfill
+     * and quotas as default; checkpointable jobs of a higher level are
+     * preempted for waiting jobs of a lower one. */
+    SCHED_POLICY_LAS,
 };
+
+/* "default", "fifo", "las"; NULL for a value out of range. */
+const char *sched_policy_name(enum sched_policy p);
+/* The policy named name: 0, or -1 with SH_EINVAL naming the choices. */
+int sched_policy_from_name(const char *name, enum sched_policy *p,
+                           struct sh_error *err);
+
+/* LAS levels: at most this many thresholds (levels - 1). */
+#define SCHED_LAS_THRESHOLDS_MAX 7
+
+struct sched_config;
+/* The LAS thresholds from "DUR[,DUR...]" (GPU time, ascending; a DUR is
+ * a whole number with an optional unit s, m, h or d, seconds without)
+ * into cfg. 0, or -1 with SH_EINVAL saying what is wrong (cfg unchanged). */
+int sched_las_levels_parse(const char *spec, struct sched_config *cfg,
+                           struct sh_error *err);
 
 /* The controller's settings, which the simulator takes too
  * (sim_options_init), so both decide alike: a full pass every second, and
@@ -109,6 +130,21 @@ struct sched_config {
     int64_t user_max_units;
     int user_max_jobs;
     int64_t user_max_time_ms; /* 0 = unlimited */
+    /* The LAS policy. A job's level is the number of thresholds its
+     * attained service (GPU-ms: GPUs x ms run, over all its runs) has
+     * reached; lower levels go first. Default 1 and 10 GPU-hours. */
+    int las_nthresholds;
+    int64_t las_thresholds[SCHED_LAS_THRESHOLDS_MAX]; /* ascending */
+    /* Starvation guard: a pending job waiting (since it was last queued)
+     * longer than las_starve_factor x its run time so far, or longer than
+     * las_starve_max_ms, goes back to level 0. Default 4 and 2 days;
+     * factor 0 = only the bound. */
+    int64_t las_starve_factor;
+    int64_t las_starve_max_ms;
+    /* A running job is preempted for a lower level only after running
+     * this long in its current run (and only when checkpointable).
+     * Default 10 minutes. */
+    int64_t las_quantum_ms;
 };
 
 /* Fill cfg with the documented defaults. */
@@ -248,6 +284,14 @@ struct sched_job_desc {
     /* Whole nodes: only on nodes where nothing else runs, and nothing else
      * starts there while it runs. Whole-GPU jobs only. */
     bool exclusive;
+    /* The job saves its state when told to stop and goes on from it when
+     * started again: the LAS policy may preempt it. */
+    bool checkpointable;
+    /* GPU-ms of service it had in earlier runs (a requeued job), for the
+     * LAS level; 0 for a new job. */
+    int64_t attained_gpu_ms;
+    /* When it was (re)queued, for the LAS starvation guard; 0 = submit_ms. */
+    int64_t queued_ms;
 };
 
 /* Whether the job could ever run on the cluster as it is now described
@@ -296,6 +340,7 @@ int sched_job_end(struct sched *s, uint64_t id, int64_t now,
 
 enum sched_preempt_reason {
     SCHED_PREEMPT_RECLAIM = 1, /* an owner's in-quota job needs its share */
+    SCHED_PREEMPT_LAS,         /* LAS: a job of a lower level needs its GPUs */
 };
 
 struct sched_start {

@@ -363,7 +363,7 @@ out:
     return rc;
 }
 
-/* Queues: every pending job once, in (submit, id) order. */
+/* Queues: every pending job once, in (LAS level, submit, id) order. */
 static int check_queues(const struct sched *s, struct sh_error *err)
 {
     int rc = -1;
@@ -392,8 +392,10 @@ static int check_queues(const struct sched *s, struct sh_error *err)
                 FAIL("job %llu in the wrong queue", (unsigned long long)x->id);
             if (prev != SCHED_NONE && !q->unsorted) {
                 const struct sjob *y = &s->jobs[prev];
-                if (y->submit > x->submit ||
-                    (y->submit == x->submit && y->id > x->id))
+                if (y->las_lvl > x->las_lvl ||
+                    (y->las_lvl == x->las_lvl &&
+                     (y->submit > x->submit ||
+                      (y->submit == x->submit && y->id > x->id))))
                     FAIL("queue out of order at job %llu",
                          (unsigned long long)x->id);
             }

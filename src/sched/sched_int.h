@@ -267,6 +267,13 @@ struct sjob {
     uint8_t lb;    /* pending: fewest GPUs it needs on a node */
     uint8_t ncls;  /* pending: class of its fewest nodes */
     bool excl;     /* whole nodes, shared with no other job */
+    /* LAS (sched_las.c): service from earlier runs, when it was queued,
+     * its level while pending (0 once promoted by the starvation guard),
+     * and whether it may be preempted for a lower level. */
+    uint8_t las_lvl;
+    bool ckpt;
+    int64_t attained; /* GPU-ms */
+    int64_t queued;
 };
 
 #define SJOB_FREE 0xff
@@ -380,6 +387,12 @@ struct sched {
     uint32_t pfail_nodes[SCHED_MODELS_MAX];
     uint32_t pfail_gpus[SCHED_MODELS_MAX];
     size_t pfail_pass[SCHED_MODELS_MAX];
+    uint8_t pfail_lvl[SCHED_MODELS_MAX]; /* LAS: level of the failed job */
+    /* LAS: the highest level among running jobs the LAS rule may preempt
+     * now (0: none), from the pass's start; the next time a pending job
+     * is due for promotion (INT64_MAX: none). */
+    uint8_t las_maxlvl;
+    int64_t las_next_promote;
     size_t full_passes;
     size_t incr_passes;
     /* Estimated starts of the last plan (sched_plan.c), by job slot. */
@@ -581,12 +594,32 @@ bool sched_plan_get(const struct sched *s, uint32_t j, int64_t *est,
 /* sched_resv.c */
 int resv_compute(struct sched *s, uint32_t j, uint64_t mask, int64_t now);
 
+/* sched_las.c */
+static inline bool sched_las(const struct sched *s)
+{
+    return s->cfg.policy == SCHED_POLICY_LAS;
+}
+/* GPU-ms of service of a job at now: earlier runs plus the current one. */
+int64_t las_attained(const struct sched *s, const struct sjob *j, int64_t now);
+/* The level of an amount of service. */
+uint8_t las_level(const struct sched *s, int64_t attained);
+/* Start of a pass: promote pending jobs due by the starvation guard (a
+ * full pass) and find the highest preemptible running level. */
+void las_pass_begin(struct sched *s, int64_t now, bool full);
+/* Whether running job v may be preempted by the LAS rule for pending job
+ * j on model m: checkpointable, a higher level than j's, past its quantum,
+ * and not within a guarantee j's project would take. */
+bool las_victim_ok(const struct sched *s, const struct sjob *j,
+                   const struct sjob *v, uint16_t m);
+/* Record a new pending job's LAS state (level, next promotion). */
+void las_job_added(struct sched *s, struct sjob *j);
+
 /* sched_preempt.c */
 int preempt_plan(struct sched *s, uint32_t j, const struct sopt *o,
                  uint64_t in_mask, int64_t now, struct sched_decisions *out);
 
 /* sched_pass.c */
 int decisions_add_preempt(struct sched_decisions *d, uint64_t job,
-                          uint64_t for_job);
+                          uint64_t for_job, enum sched_preempt_reason why);
 
 #endif

@@ -109,7 +109,7 @@ static int grow(void **p, size_t *cap, size_t need, size_t size)
 }
 
 int decisions_add_preempt(struct sched_decisions *d, uint64_t job,
-                          uint64_t for_job)
+                          uint64_t for_job, enum sched_preempt_reason why)
 {
     void *p = d->preempts;
     if (grow(&p, &d->preempts_cap, d->npreempts + 1, sizeof(*d->preempts)))
@@ -117,7 +117,7 @@ int decisions_add_preempt(struct sched_decisions *d, uint64_t job,
     d->preempts = p;
     d->preempts[d->npreempts].job = job;
     d->preempts[d->npreempts].for_job = for_job;
-    d->preempts[d->npreempts++].reason = SCHED_PREEMPT_RECLAIM;
+    d->preempts[d->npreempts++].reason = why;
     return 0;
 }
 
@@ -143,8 +143,10 @@ static void cursor_load(const struct sched *s, const struct pass *ps,
                         struct cursor *c)
 {
     const struct sjob *j = &s->jobs[c->job];
-    c->score = s->cfg.policy == SCHED_POLICY_FIFO
-                   ? 0
+    /* LAS: the level alone (then submit order): a queue is sorted by it. */
+    c->score = s->cfg.policy == SCHED_POLICY_FIFO ? 0
+               : sched_las(s)
+                   ? -(int64_t)j->las_lvl
                    : s->projects[c->project].key +
                          age_score(s, ps->now, j->submit - short_credit(s, j));
 }
@@ -155,7 +157,9 @@ bool sched_before(const struct sched *s, const struct sjob *a,
     bool fifo = s->cfg.policy == SCHED_POLICY_FIFO;
     if (!fifo && a->prio != b->prio)
         return a->prio < b->prio;
-    if (!fifo) {
+    if (sched_las(s) && a->las_lvl != b->las_lvl)
+        return a->las_lvl < b->las_lvl;
+    if (!fifo && !sched_las(s)) {
         int64_t sa = s->projects[a->project].key +
                      age_score(s, s->last_now, a->submit - short_credit(s, a));
         int64_t sb = s->projects[b->project].key +
@@ -350,7 +354,7 @@ static uint64_t free_models(const struct sched *s)
  * backfill it would hold up every job behind it. */
 static bool full_may_skip(const struct sched *s)
 {
-    return !s->quotas_on && s->cfg.max_reservations > 0 &&
+    return !s->quotas_on && s->las_maxlvl == 0 && s->cfg.max_reservations > 0 &&
            s->nresv >= s->cfg.max_reservations;
 }
 
@@ -363,7 +367,7 @@ static bool full_may_skip(const struct sched *s)
  * (and the pass stops there). */
 static bool queue_skip(struct sched *s, struct pass *ps, const struct cursor *c)
 {
-    if (s->cfg.policy != SCHED_POLICY_DEFAULT || ps->reasons_only ||
+    if (s->cfg.policy == SCHED_POLICY_FIFO || ps->reasons_only ||
         s->cfg.max_reservations == 0)
         return false;
     if (ps->full && !full_may_skip(s))
@@ -808,7 +812,7 @@ static int eval_gate(struct sched *s, struct pass *ps, uint32_t ji,
 static bool resv_open(const struct sched *s, const struct pass *ps,
                       const struct sjob *j)
 {
-    return ps->full && !ps->no_resv && s->cfg.policy == SCHED_POLICY_DEFAULT &&
+    return ps->full && !ps->no_resv && s->cfg.policy != SCHED_POLICY_FIFO &&
            j->kind == SJOB_WHOLE && s->nresv < s->cfg.max_reservations;
 }
 
@@ -828,8 +832,10 @@ static int eval_blocked(struct sched *s, struct pass *ps, uint32_t ji,
     if (held_resv) {
         j->wait = SCHED_WAIT_RESERVED;
         j->est = held_est;
-    } else if (!fifo && (may_preempt || ps->reasons_only) && s->quotas_on &&
-               s->nborrowing > 0 && waits_for_gpus(j)) {
+    } else if (!fifo && (may_preempt || ps->reasons_only) &&
+               ((s->quotas_on && s->nborrowing > 0) ||
+                j->las_lvl < s->las_maxlvl) &&
+               waits_for_gpus(j)) {
         if (j->victims > 0) {
             j->wait = SCHED_WAIT_PREEMPTING;
             j->est = held_est;
@@ -1023,6 +1029,7 @@ static void pass_begin(struct sched *s, struct pass *ps)
     } else {
         s->incr_passes++;
     }
+    las_pass_begin(s, ps->now, ps->full);
     /* Preempting jobs end no later than their grace period. */
     ps->blocked_head = SCHED_NONE;
 }
@@ -1037,9 +1044,14 @@ static bool may_stop(struct sched *s, struct pass *ps)
 {
     if (!nothing_can_start(s, ps))
         return false;
-    if (!ps->full || s->cfg.policy != SCHED_POLICY_DEFAULT)
+    if (!ps->full || s->cfg.policy == SCHED_POLICY_FIFO)
         return true;
     if (s->quotas_on && s->nborrowing > 0)
+        return false;
+    /* LAS: a job further down of a lower level than a preemptible running
+     * one could still preempt it. */
+    if (s->las_maxlvl > 0 && ps->nheap > 0 &&
+        s->jobs[ps->heap[0].job].las_lvl < s->las_maxlvl)
         return false;
     return s->nresv >= s->cfg.max_reservations;
 }
@@ -1081,7 +1093,7 @@ static int phase2(struct sched *s, struct pass *ps)
         }
         return 0;
     }
-    if (!s->quotas_on || s->cfg.policy != SCHED_POLICY_DEFAULT)
+    if (!s->quotas_on || s->cfg.policy == SCHED_POLICY_FIFO)
         return 0;
     if (merge_init(s, ps) < 0)
         return -1;

@@ -10,6 +10,10 @@
  * meanwhile so that no other job of its project preempts for the same
  * share, and it does not preempt again while its victims are stopping.
  *
+ * The LAS policy adds its own victims (sched_las.c): checkpointable jobs
+ * of a higher level than the waiting job, which are preferred (highest
+ * level first).
+ *
  * Not here: preemption by priority inside a project (not a rule), and
  * reclaiming slices on unfenced GPUs (their other slices would keep the
  * GPU fenced to the borrower's project).
@@ -30,6 +34,12 @@ struct ventry {
 static bool victim_before(const struct sched *s, uint32_t a, uint32_t b)
 {
     const struct sjob *x = &s->jobs[a], *y = &s->jobs[b];
+    if (sched_las(s)) {
+        uint8_t lx = las_level(s, las_attained(s, x, s->last_now));
+        uint8_t ly = las_level(s, las_attained(s, y, s->last_now));
+        if (lx != ly)
+            return lx > ly;
+    }
     if (x->prio != y->prio)
         return x->prio > y->prio;
     if (x->start != y->start)
@@ -50,8 +60,9 @@ static int ventry_cmp(const void *a, const void *b, void *arg)
     return victim_before(s, x->job, y->job) ? -1 : 1;
 }
 
-static bool victim_ok(const struct sched *s, const struct sjob *j,
-                      const struct sjob *v, uint16_t m)
+/* Whether v may be preempted to reclaim GPUs j's project is owed. */
+static bool reclaim_ok(const struct sched *s, const struct sjob *j,
+                       const struct sjob *v, uint16_t m)
 {
     if (v->state != SCHED_JOB_RUNNING || v->run_model != m ||
         v->project == j->project)
@@ -65,6 +76,13 @@ static bool victim_ok(const struct sched *s, const struct sjob *j,
     return quota_project_borrowing(s, v->project, m) &&
            (same_team ||
             quota_team_borrowing(s, s->projects[v->project].team, m));
+}
+
+static bool victim_ok(const struct sched *s, const struct sjob *j,
+                      const struct sjob *v, uint16_t m)
+{
+    return (s->quotas_on && reclaim_ok(s, j, v, m)) ||
+           las_victim_ok(s, j, v, m);
 }
 
 /* Per-node plan: the fewest victims among e[0..n) (sorted by GPUs desc,
@@ -141,7 +159,11 @@ static int apply(struct sched *s, uint32_t ji, const uint32_t *victims, int nv,
 {
     struct sjob *j = &s->jobs[ji];
     for (int i = 0; i < nv; i++) {
-        if (decisions_add_preempt(out, s->jobs[victims[i]].id, j->id) < 0)
+        const struct sjob *v = &s->jobs[victims[i]];
+        if (decisions_add_preempt(out, v->id, j->id,
+                                  s->quotas_on && reclaim_ok(s, j, v, m)
+                                      ? SCHED_PREEMPT_RECLAIM
+                                      : SCHED_PREEMPT_LAS) < 0)
             return -1;
     }
     int64_t ready = now + s->cfg.preempt_grace_ms;
@@ -273,7 +295,7 @@ static int plan_whole(struct sched *s, uint32_t ji, uint16_t m,
     if (!job_shape(s, j, m, &nn, &g))
         return 0;
     if (s->pfail_pass[m] == pass && nn >= s->pfail_nodes[m] &&
-        g >= s->pfail_gpus[m])
+        g >= s->pfail_gpus[m] && j->las_lvl >= s->pfail_lvl[m])
         return 0;
     struct ventry *e = NULL;
     size_t ne = 0;
@@ -299,6 +321,7 @@ static int plan_whole(struct sched *s, uint32_t ji, uint16_t m,
         s->pfail_pass[m] = pass;
         s->pfail_nodes[m] = nn;
         s->pfail_gpus[m] = g;
+        s->pfail_lvl[m] = j->las_lvl;
         goto done;
     }
     qsort(plans, np, sizeof(*plans), nplan_cmp);

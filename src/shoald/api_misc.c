@@ -5,6 +5,7 @@
 #include "shoald/ha.h"
 #include "shoald/jobtab.h"
 #include "shoald/nodetab.h"
+#include "sched/sched.h"
 
 void api_health(struct shoald *d, struct api_req *req)
 {
@@ -25,11 +26,13 @@ void api_health(struct shoald *d, struct api_req *req)
         up += node_state(n) != NODE_DOWN;
     api_reply_json(
         req, 200,
-        json_pack("{s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:s, s:s?}", "status",
-                  "ok", "version", SHOAL_VERSION, "cluster_id", d->cluster_id,
-                  "nodes", nodetab_count(d->nodes), "nodes_up", up, "pending",
-                  counts[JOB_PENDING], "running", counts[JOB_RUNNING], "role",
-                  ha_role(d), "leader", leader[0] ? leader : NULL));
+        json_pack("{s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:s, s:s?, s:s}",
+                  "status", "ok", "version", SHOAL_VERSION, "cluster_id",
+                  d->cluster_id, "nodes", nodetab_count(d->nodes), "nodes_up",
+                  up, "pending", counts[JOB_PENDING], "running",
+                  counts[JOB_RUNNING], "role", ha_role(d), "leader",
+                  leader[0] ? leader : NULL, "policy",
+                  sched_policy_name((enum sched_policy)d->cfg.policy)));
 }
 
 void api_whoami(struct shoald *d, struct api_req *req)

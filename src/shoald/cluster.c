@@ -140,6 +140,8 @@ static void job_desc(const struct job *job, struct sched_job_desc *desc)
     desc->exclude = s->exclude;
     desc->constraint = s->constraint;
     desc->exclusive = s->exclusive;
+    desc->checkpointable = s->checkpointable;
+    desc->attained_gpu_ms = job->attained_gpu_ms;
 }
 
 static bool uses_gpus(const struct job *job)
@@ -379,6 +381,11 @@ static int build(struct shoald *d, struct sh_error *err)
     cfg.full_pass_interval_ms = FULL_PASS_MS;
     cfg.preempt_grace_ms = (int64_t)d->cfg.kill_grace_s * 1000;
     cfg.short_credit_ms = SCHED_SHORT_CREDIT_MS; /* small jobs first */
+    cfg.policy = (enum sched_policy)d->cfg.policy;
+    if (d->cfg.las_levels) /* checked when shoald started */
+        sched_las_levels_parse(d->cfg.las_levels, &cfg, NULL);
+    if (d->cfg.las_quantum_ms >= 0)
+        cfg.las_quantum_ms = d->cfg.las_quantum_ms;
     c->sched = sched_create(&cfg, err);
     if (!c->sched)
         return -1;
@@ -1013,6 +1020,13 @@ static void job_released(struct shoald *d, struct job *job)
         sched_job_end(c->sched, job->id, shoald_now_ms(d), NULL);
     job->releasing = false;
     logs_job_changed(d->logs, job->id); /* followers see the end */
+    if (job->start_ms > 0 && uses_gpus(job)) {
+        /* Its service so far, for the LAS policy's level when requeued. */
+        int64_t end =
+            job->end_ms > job->start_ms ? job->end_ms : shoald_now_ms(d);
+        job->attained_gpu_ms += (int64_t)(cluster_slice_share_sum(d, job) *
+                                          (double)(end - job->start_ms));
+    }
     if (((job->state == JOB_PREEMPTED || job->state == JOB_NODE_FAIL) &&
          job->spec.requeue) ||
         job->requeue_asked) {

@@ -19,6 +19,7 @@
 #include "lib/loop/loop.h"
 #include "lib/util/log.h"
 #include "lib/util/parse.h"
+#include "sched/sched.h"
 #include "shoald/acct.h"
 #include "shoald/api.h"
 #include "shoald/api_handlers.h"
@@ -81,6 +82,14 @@ static const char usage[] =
     "  --reslice-on-demand    re-slice idle GPUs to the preset waiting jobs\n"
     "                         need (and back to whole GPUs)\n"
     "  --reslice-hold DUR     leave a re-sliced GPU alone this long (1m)\n"
+    "  --policy NAME          queue order: default (priority, fair share,\n"
+    "                         small jobs first), fifo (submit order, nothing\n"
+    "                         passes the first job) or las (least attained\n"
+    "                         GPU time first, preempting checkpointable jobs)\n"
+    "  --las-levels LIST      las: GPU-time thresholds of the levels\n"
+    "                         (default 1h,10h)\n"
+    "  --las-quantum DUR      las: a job runs this long before it may be\n"
+    "                         preempted for a lower level (default 10m)\n"
     "  --debug LIST           debug logs for components (api,jobs,...|all)\n"
     "  -h, --help             show this help\n"
     "\n"
@@ -123,6 +132,9 @@ static int parse_args(int argc, char **argv, struct shoald_config *cfg)
         {"idle-policy", required_argument, NULL, 'P'},
         {"reslice-on-demand", no_argument, NULL, 'R'},
         {"reslice-hold", required_argument, NULL, 'r'},
+        {"policy", required_argument, NULL, 'Y'},
+        {"las-levels", required_argument, NULL, 'L'},
+        {"las-quantum", required_argument, NULL, 'Q'},
         {"debug", required_argument, NULL, 'd'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -240,6 +252,32 @@ static int parse_args(int argc, char **argv, struct shoald_config *cfg)
         case 'd':
             sh_log_set_debug(optarg);
             break;
+        case 'Y': {
+            enum sched_policy p;
+            if (sched_policy_from_name(optarg, &p, &err) < 0) {
+                sh_errorf(&err, SH_EINVAL,
+                          "--policy must be default, fifo or las, not '%s'",
+                          optarg);
+                goto bad;
+            }
+            cfg->policy = (int)p;
+            break;
+        }
+        case 'L': {
+            struct sched_config sc;
+            sched_config_init(&sc);
+            if (sched_las_levels_parse(optarg, &sc, &err) < 0) {
+                sh_error_prefix(&err, "--las-levels: ");
+                goto bad;
+            }
+            cfg->las_levels = optarg;
+            break;
+        }
+        case 'Q':
+            if (parse_duration("--las-quantum", optarg, &v, &err) < 0)
+                goto bad;
+            cfg->las_quantum_ms = v * 1000;
+            break;
         case 'h':
             fputs(usage, stdout);
             exit(0);
@@ -254,6 +292,12 @@ static int parse_args(int argc, char **argv, struct shoald_config *cfg)
     }
     if (!cfg->state_dir) {
         fprintf(stderr, "shoald: --state DIR is required\n%s", usage);
+        return -1;
+    }
+    if ((cfg->las_levels || cfg->las_quantum_ms >= 0) &&
+        cfg->policy != SCHED_POLICY_LAS) {
+        fprintf(stderr, "shoald: --las-levels and --las-quantum need "
+                        "--policy las\n");
         return -1;
     }
     return 0;
@@ -446,6 +490,7 @@ int main(int argc, char **argv)
     d.cfg.keepalive_timeout_s = 120;
     d.cfg.heartbeat_timeout_s = 30;
     d.cfg.kill_grace_s = 10;
+    d.cfg.las_quantum_ms = -1;
     d.cfg.keep_finished_ms = 7LL * 24 * 3600 * 1000;
     d.cfg.idle_threshold_pct = 5;
     d.cfg.idle_after_ms = 30LL * 60 * 1000;

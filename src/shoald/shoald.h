@@ -57,6 +57,9 @@ struct shoald_config {
     int idle_policy;           /* enum acct_idle_policy: the default */
     bool reslice_on_demand;    /* re-slice idle GPUs for waiting jobs */
     int64_t reslice_hold_ms;   /* a re-sliced GPU is left alone this long */
+    int policy;                /* enum sched_policy: the queue order */
+    const char *las_levels;    /* --las-levels as given; NULL = default */
+    int64_t las_quantum_ms;    /* -1 = the engine's default */
 };
 
 struct shoald {

@@ -38,8 +38,7 @@ void sim_report_text(FILE *f, const struct sim_result *r,
         fprintf(f, "%s%dx%dx%s%s%s", i ? " + " : "", c->pools[i].nodes,
                 c->pools[i].gpus, c->pools[i].model,
                 c->pools[i].preset[0] ? ":" : "", c->pools[i].preset);
-    fprintf(f, "), policy %s\n",
-            r->policy == SCHED_POLICY_FIFO ? "fifo" : "default");
+    fprintf(f, "), policy %s\n", sched_policy_name(r->policy));
     fprintf(f, "  completed         %zu", r->jobs);
     if (r->rejected)
         fprintf(f, " (%zu rejected: can never fit)", r->rejected);
@@ -103,8 +102,7 @@ int sim_report_json(FILE *f, const struct sim_result *r)
     rc |= set(o, "timeouts", json_integer((json_int_t)r->timeouts));
     rc |= set(o, "nodes", json_integer(r->nodes));
     rc |= set(o, "gpus", json_integer(r->gpus));
-    rc |= set(o, "policy",
-              json_string(r->policy == SCHED_POLICY_FIFO ? "fifo" : "default"));
+    rc |= set(o, "policy", json_string(sched_policy_name(r->policy)));
     rc |= set(o, "makespan_s", json_real(r->makespan_s));
     rc |= set(o, "jct_avg_s", json_real(r->jct_avg_s));
     rc |= set(o, "jct_p50_s", json_real(r->jct_p50_s));

@@ -186,6 +186,10 @@ static void job_desc(const struct run *x, size_t i, struct sched_job_desc *d)
         d->nodes = d->slice ? 1 : j->nodes;
     }
     d->submit_ms = j->submit_ms;
+    /* Jobs that checkpoint (--resume) may be preempted by LAS; the GPU
+     * time of earlier attempts is the service they attained. */
+    d->checkpointable = x->js[i].restore_ms >= 0;
+    d->attained_gpu_ms = (int64_t)x->js[i].gpu_ms;
     d->time_limit_ms = j->limit_ms;
     if (d->time_limit_ms == 0 && x->o->exact_limits)
         d->time_limit_ms = j->duration_ms > 0 ? j->duration_ms : 1;
@@ -245,6 +249,7 @@ static int event(struct run *x, const struct ev *e, struct sh_error *err)
     st->ckpt_at = -1;
     struct sched_job_desc d;
     job_desc(x, e->job, &d);
+    d.queued_ms = e->t;
     st->attempt++;
     st->state = JS_PENDING;
     return sched_job_add(x->s, &d, err);

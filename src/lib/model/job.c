@@ -322,6 +322,10 @@ int job_spec_validate(const struct job_spec *s, struct sh_error *err)
                          "project must be 1..%d characters of letters, digits, "
                          "'.', '_' or '-'",
                          JOB_IDENT_MAX);
+    if (s->checkpointable && !s->requeue)
+        return sh_errorf(err, SH_EINVAL,
+                         "checkpointable needs requeue: a preempted job goes "
+                         "back to the queue to resume");
     if (validate_shape(s, err) < 0 || validate_command(s, err) < 0 ||
         validate_paths(s, err) < 0 || validate_where(s, err) < 0 ||
         job_container_validate(&s->container, err) < 0)

@@ -92,20 +92,23 @@ struct job_spec {
     char *user;    /* set by the controller from the caller's identity */
     char *project; /* NULL until the controller fills the default */
     enum job_priority priority;
-    int nodes;          /* >= 1 */
-    int gpus_per_node;  /* 0..JOB_GPUS_PER_NODE_MAX; 1 for a slice job */
-    char *gpu_type;     /* model constraint, e.g. "H100-80GB"; NULL = any */
-    char *slice;        /* slice profile ("1g.10gb", "shared"); NULL = whole */
-    uint64_t gpu_mem;   /* bytes of GPU memory wanted per GPU; 0 = any */
-    int cpus;           /* per node; 0 = no request */
-    uint64_t mem;       /* bytes per node; 0 = no request */
-    int64_t time_limit; /* seconds; 0 = none given */
-    int tasks_per_node; /* >= 1 */
-    bool requeue;       /* back to pending after preemption or node failure */
-    char *script;       /* a batch script's text, or NULL; the agent runs
+    int nodes;           /* >= 1 */
+    int gpus_per_node;   /* 0..JOB_GPUS_PER_NODE_MAX; 1 for a slice job */
+    char *gpu_type;      /* model constraint, e.g. "H100-80GB"; NULL = any */
+    char *slice;         /* slice profile ("1g.10gb", "shared"); NULL = whole */
+    uint64_t gpu_mem;    /* bytes of GPU memory wanted per GPU; 0 = any */
+    int cpus;            /* per node; 0 = no request */
+    uint64_t mem;        /* bytes per node; 0 = no request */
+    int64_t time_limit;  /* seconds; 0 = none given */
+    int tasks_per_node;  /* >= 1 */
+    bool requeue;        /* back to pending after preemption or node failure */
+    bool checkpointable; /* saves its state on SIGTERM and goes on from it
+                            when started again: the LAS policy may preempt
+                            it (needs requeue) */
+    char *script;        /* a batch script's text, or NULL; the agent runs
                            it as a file (its #! line picks the interpreter)
                            with argv as its arguments */
-    char **argv;        /* argc strings, then NULL; with a script, its
+    char **argv;         /* argc strings, then NULL; with a script, its
                            arguments (may be empty), else the command */
     int argc;
     struct job_env *env;
@@ -162,13 +165,15 @@ struct job {
     struct job_alloc *alloc;
     int nalloc;
     /* Accounting and idle detection, kept by the controller. */
-    char *gpu_model;       /* model of its GPUs when it started; NULL */
-    double util_sum;       /* GPU utilization % x ms, summed over samples */
-    int64_t util_ms;       /* ms the samples cover */
-    int64_t idle_since_ms; /* all its GPUs below the idle threshold since */
-    bool idle;             /* flagged idle (its project's policy acts) */
-    uint64_t cpu_ns;       /* CPU time its processes used (cgroups) */
-    uint64_t mem_peak;     /* the most memory it used on one node */
+    char *gpu_model;         /* model of its GPUs when it started; NULL */
+    double util_sum;         /* GPU utilization % x ms, summed over samples */
+    int64_t util_ms;         /* ms the samples cover */
+    int64_t idle_since_ms;   /* all its GPUs below the idle threshold since */
+    bool idle;               /* flagged idle (its project's policy acts) */
+    uint64_t cpu_ns;         /* CPU time its processes used (cgroups) */
+    uint64_t mem_peak;       /* the most memory it used on one node */
+    int64_t attained_gpu_ms; /* GPU time of its earlier runs (in memory
+                                only: the LAS policy's attained service) */
 };
 
 /* Names as users see them ("pending", "node_fail", "high"). */

@@ -287,6 +287,8 @@ static int spec_field(const char *key, const json_t *v, struct job_spec *s,
                        &s->tasks_per_node, err);
     if (strcmp(key, "requeue") == 0)
         return get_bool(v, "requeue", &s->requeue, err);
+    if (strcmp(key, "checkpointable") == 0)
+        return get_bool(v, "checkpointable", &s->checkpointable, err);
     if (strcmp(key, "command") == 0)
         return get_command(v, s, err);
     if (strcmp(key, "env") == 0)
@@ -438,6 +440,7 @@ json_t *job_spec_to_json(const struct job_spec *s)
     json_object_set_new(o, "time_limit", json_integer(s->time_limit));
     json_object_set_new(o, "tasks_per_node", json_integer(s->tasks_per_node));
     json_object_set_new(o, "requeue", json_boolean(s->requeue));
+    json_object_set_new(o, "checkpointable", json_boolean(s->checkpointable));
     for (int i = 0; i < s->argc; i++)
         json_array_append_new(argv, json_string(s->argv[i]));
     json_object_set_new(o, "command", argv); /* steals argv */

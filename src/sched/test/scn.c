@@ -542,6 +542,17 @@ static int job_parse(struct scn *c, char **w, int n, struct jobdef *jd)
         d->constraint = jd->constraint;
     }
     d->exclusive = flag(w, n, "exclusive");
+    /* LAS: ckpt=1 (checkpointable), attained=GPU-seconds, queued=T. */
+    d->checkpointable =
+        arg(w, n, "ckpt") && strcmp(arg(w, n, "ckpt"), "1") == 0;
+    if (arg(w, n, "attained") &&
+        num(c, "attained", arg(w, n, "attained"), 0, INT32_MAX, &v) < 0)
+        return -1;
+    d->attained_gpu_ms = arg(w, n, "attained") ? v * 1000 : 0;
+    if (arg(w, n, "queued") &&
+        num(c, "queued", arg(w, n, "queued"), 0, INT32_MAX, &v) < 0)
+        return -1;
+    d->queued_ms = arg(w, n, "queued") ? v * 1000 : 0;
     return 0;
 }
 
@@ -962,8 +973,21 @@ static int do_config(struct scn *c, char **w, int n)
         *eq = '\0';
         const char *k = w[i], *val = eq + 1;
         if (strcmp(k, "policy") == 0) {
-            c->cfg.policy = strcmp(val, "fifo") == 0 ? SCHED_POLICY_FIFO
-                                                     : SCHED_POLICY_DEFAULT;
+            struct sh_error err;
+            if (sched_policy_from_name(val, &c->cfg.policy, &err) < 0)
+                return failf(c, "%s", err.msg);
+            continue;
+        }
+        if (strcmp(k, "las_levels") == 0) {
+            /* GPU-seconds, ascending: "3600,36000". */
+            c->cfg.las_nthresholds = 0;
+            for (char *t = (char *)val, *sv = NULL;
+                 (t = strtok_r(t, ",", &sv)) != NULL; t = NULL) {
+                if (c->cfg.las_nthresholds == SCHED_LAS_THRESHOLDS_MAX ||
+                    num(c, k, t, 1, INT32_MAX, &v) < 0)
+                    return failf(c, "bad las_levels");
+                c->cfg.las_thresholds[c->cfg.las_nthresholds++] = v * 1000;
+            }
             continue;
         }
         if (num(c, k, val, 0, INT32_MAX, &v) < 0)
@@ -984,6 +1008,12 @@ static int do_config(struct scn *c, char **w, int n)
             c->cfg.usage_half_life_ms = v * 1000;
         else if (strcmp(k, "short_credit") == 0)
             c->cfg.short_credit_ms = v * 1000;
+        else if (strcmp(k, "las_starve_factor") == 0)
+            c->cfg.las_starve_factor = v;
+        else if (strcmp(k, "las_starve_max") == 0)
+            c->cfg.las_starve_max_ms = v * 1000;
+        else if (strcmp(k, "las_quantum") == 0)
+            c->cfg.las_quantum_ms = v * 1000;
         else
             return failf(c, "unknown config '%s'", k);
     }

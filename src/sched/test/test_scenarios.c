@@ -146,3 +146,18 @@ Test(sched_scenario, siblings_in_a_team_give_back_guarantees)
 {
     run("quota_siblings.scn");
 }
+
+Test(sched_scenario, las_orders_by_attained_service_with_a_starvation_guard)
+{
+    run("las_order.scn");
+}
+
+Test(sched_scenario, las_preempts_checkpointable_jobs_of_a_higher_level)
+{
+    run("las_preempt.scn");
+}
+
+Test(sched_scenario, las_keeps_guarantees)
+{
+    run("las_quota.scn");
+}

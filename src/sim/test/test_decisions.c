@@ -128,15 +128,27 @@ struct replay {
     struct seen seen;
 };
 
-static void replay_run(struct replay *rp, const char *cluster,
-                       const char *trace, const char *tenants, bool all_reasons,
-                       bool controller_settings)
+/* las: the LAS policy (LAS_CKPT: every job checkpointing, free restore). */
+enum { LAS_OFF = 0, LAS_CKPT, LAS_PLAIN };
+static void replay_run_policy(struct replay *rp, const char *cluster,
+                              const char *trace, const char *tenants,
+                              bool all_reasons, bool controller_settings,
+                              int las)
 {
     struct sh_error err = {0};
     struct sim_options o;
     memset(rp, 0, sizeof(*rp));
     sim_options_init(&o);
     o.sched.all_reasons = all_reasons;
+    if (las) {
+        o.sched.policy = SCHED_POLICY_LAS;
+        o.sched.las_quantum_ms = 60 * 1000;
+    }
+    if (las == LAS_CKPT) {
+        cr_assert(sim_resume_parse("all:0s", &o.resume[0], &err) == 0, "%s",
+                  err.msg);
+        o.nresume = 1;
+    }
     if (controller_settings) {
         o.sched.full_pass_interval_ms = CTL_FULL_PASS_MS;
         o.grace_ms = o.sched.preempt_grace_ms = CTL_GRACE_MS;
@@ -151,6 +163,14 @@ static void replay_run(struct replay *rp, const char *cluster,
               "%s", err.msg);
     cr_assert(sim_cluster_parse(cluster, &rp->c, &err) == 0, "%s", err.msg);
     cr_assert(sim_run(&rp->c, &rp->t, &o, &rp->r, &err) == 0, "%s", err.msg);
+}
+
+static void replay_run(struct replay *rp, const char *cluster,
+                       const char *trace, const char *tenants, bool all_reasons,
+                       bool controller_settings)
+{
+    replay_run_policy(rp, cluster, trace, tenants, all_reasons,
+                      controller_settings, LAS_OFF);
 }
 
 static void replay_fini(struct replay *rp)
@@ -246,6 +266,29 @@ Test(sim_decisions, all_reasons_does_not_change_a_replay_with_quotas)
     }
 }
 
+/* LAS, jobs checkpointing: preemptions by level, and the same decisions
+ * whether or not reasons are given. */
+Test(sim_decisions, all_reasons_does_not_change_a_las_replay)
+{
+    for (uint64_t seed = 31; seed <= 32; seed++) {
+        char *trace = overloaded_trace(seed * 7777, 300);
+        struct replay with, without;
+        char what[64];
+        snprintf(what, sizeof(what), "seed %llu, las",
+                 (unsigned long long)seed);
+        replay_run_policy(&with, "4x8xH100-80GB@2", trace, NULL, true, true,
+                          LAS_CKPT);
+        replay_run_policy(&without, "4x8xH100-80GB@2", trace, NULL, false, true,
+                          LAS_CKPT);
+        cr_assert(with.r.preemptions > 0, "%s: nothing preempted", what);
+        cr_assert(with.r.resumes > 0, "%s: nothing resumed", what);
+        assert_same_decisions(&with, &without, what);
+        replay_fini(&with);
+        replay_fini(&without);
+        free(trace);
+    }
+}
+
 /* ------------------------------------------- the controller's way */
 
 /* Drive an engine as src/shoald/cluster.c does: build() configures it
@@ -303,7 +346,8 @@ static void ctl_pass(struct ctl *c, int64_t now)
 }
 
 static void controller_replay(struct ctl *c, const struct sim_trace *t,
-                              const struct sim_cluster *cl)
+                              const struct sim_cluster *cl,
+                              enum sched_policy policy)
 {
     struct sched_config cfg;
     struct sh_error err;
@@ -312,6 +356,8 @@ static void controller_replay(struct ctl *c, const struct sim_trace *t,
     cfg.full_pass_interval_ms = CTL_FULL_PASS_MS;
     cfg.preempt_grace_ms = CTL_GRACE_MS;
     cfg.short_credit_ms = SCHED_SHORT_CREDIT_MS;
+    cfg.policy = policy;
+    cfg.las_quantum_ms = 60 * 1000;
     c->s = sched_create(&cfg, &err);
     cr_assert(c->s, "%s", err.msg);
     cr_assert(sim_cluster_apply(cl, c->s, &err) == 0, "%s", err.msg);
@@ -355,7 +401,7 @@ Test(sim_decisions, the_simulator_decides_as_the_controller)
         char what[64];
         snprintf(what, sizeof(what), "seed %llu", (unsigned long long)seed);
         replay_run(&sim, "4x8xH100-80GB@2", trace, NULL, false, true);
-        controller_replay(&ctl, &sim.t, &sim.c);
+        controller_replay(&ctl, &sim.t, &sim.c, SCHED_POLICY_DEFAULT);
         const char *ls = strbuf_str(&sim.seen.log), *lc = strbuf_str(&ctl.log);
         cr_assert(strcmp(ls, lc) == 0,
                   "%s: the simulator's decisions differ from the "
@@ -366,4 +412,25 @@ Test(sim_decisions, the_simulator_decides_as_the_controller)
         replay_fini(&sim);
         free(trace);
     }
+}
+
+/* The LAS policy (shoald --policy las) with jobs that do not checkpoint:
+ * the same starts in both (nothing is preempted). */
+Test(sim_decisions, the_simulator_decides_as_the_controller_under_las)
+{
+    char *trace = overloaded_trace(41 * 7777, 300);
+    struct replay sim;
+    struct ctl ctl;
+    replay_run_policy(&sim, "4x8xH100-80GB@2", trace, NULL, false, true,
+                      LAS_PLAIN);
+    controller_replay(&ctl, &sim.t, &sim.c, SCHED_POLICY_LAS);
+    const char *ls = strbuf_str(&sim.seen.log), *lc = strbuf_str(&ctl.log);
+    cr_assert(strcmp(ls, lc) == 0,
+              "las: the simulator's decisions differ from the "
+              "controller's from:\n%.300s\nvs\n%.300s",
+              first_difference(ls, lc), first_difference(lc, ls));
+    assert_overloaded(&sim, "las");
+    strbuf_fini(&ctl.log);
+    replay_fini(&sim);
+    free(trace);
 }

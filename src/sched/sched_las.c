@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The least-attained-service policy (SCHED_POLICY_LAS), after Tiresias's
+ * discretised LAS: a job's attained service is the GPU time it has had
+ * (GPUs x ms, over all its runs); its level is how many of the configured
+ * thresholds that has reached. Pending jobs are ordered by priority class,
+ * then level, then submit time (sched.c's queue order, sched_pass.c's
+ * merge), and a waiting job may preempt running checkpointable jobs of a
+ * higher level once they have run a quantum (sched_preempt.c). The rest is
+ * the default policy's: backfill with reservations, quotas and reclaim.
+ *
+ * Starvation guard: a pending job of level > 0 that has waited since it
+ * was queued longer than las_starve_factor x its run time so far, or than
+ * las_starve_max_ms, goes back to level 0 (promotions happen in full
+ * passes). Guarantees: the LAS rule never takes GPUs a project holds
+ * within its guarantee for another project's job.
+ */
+#include "sched/sched_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+int64_t las_attained(const struct sched *s, const struct sjob *j, int64_t now)
+{
+    (void)s;
+    if (j->state == SCHED_JOB_PENDING || now <= j->start)
+        return j->attained;
+    /* units per GPU-ms: a slice counts at its share of the GPU. */
+    return j->attained +
+           (int64_t)j->units * (now - j->start) / SCHED_UNITS_PER_GPU;
+}
+
+uint8_t las_level(const struct sched *s, int64_t attained)
+{
+    uint8_t l = 0;
+    while (l < s->cfg.las_nthresholds && attained >= s->cfg.las_thresholds[l])
+        l++;
+    return l;
+}
+
+/* When a pending job of level > 0 is promoted to level 0. */
+static int64_t promote_at(const struct sched *s, const struct sjob *j)
+{
+    int64_t gpus = j->kind == SJOB_WHOLE
+                       ? (j->nodes >= 1 ? (int64_t)j->nodes * j->gpus : j->gpus)
+                       : 1;
+    int64_t run = j->attained / (gpus > 0 ? gpus : 1);
+    int64_t wait = s->cfg.las_starve_max_ms;
+    if (s->cfg.las_starve_factor > 0 && run < wait / s->cfg.las_starve_factor)
+        wait = s->cfg.las_starve_factor * run;
+    return j->queued + wait;
+}
+
+void las_job_added(struct sched *s, struct sjob *j)
+{
+    j->las_lvl = 0;
+    if (!sched_las(s))
+        return;
+    j->las_lvl = las_level(s, j->attained);
+    if (j->las_lvl > 0) {
+        int64_t t = promote_at(s, j);
+        if (t < s->las_next_promote)
+            s->las_next_promote = t;
+    }
+}
+
+/* Promote the pending jobs the guard says are due; find the next. */
+static void promote(struct sched *s, int64_t now)
+{
+    int64_t next = INT64_MAX;
+    for (uint32_t i = 0; i < s->jobs_cap; i++) {
+        struct sjob *j = &s->jobs[i];
+        if (j->state != SCHED_JOB_PENDING || j->las_lvl == 0)
+            continue;
+        int64_t t = promote_at(s, j);
+        if (t > now) {
+            if (t < next)
+                next = t;
+            continue;
+        }
+        /* Its queue is sorted by level first: move it (marked unsorted,
+         * sorted before the pass). */
+        sched_queue_unlink(s, i);
+        j->las_lvl = 0;
+        sched_queue_insert(s, i);
+    }
+    s->las_next_promote = next;
+}
+
+void las_pass_begin(struct sched *s, int64_t now, bool full)
+{
+    s->las_maxlvl = 0;
+    if (!sched_las(s))
+        return;
+    if (full && now >= s->las_next_promote)
+        promote(s, now);
+    for (uint32_t i = 0; i < s->nrunning; i++) {
+        const struct sjob *v = &s->jobs[s->running[i]];
+        if (v->state != SCHED_JOB_RUNNING || !v->ckpt ||
+            now - v->start < s->cfg.las_quantum_ms)
+            continue;
+        uint8_t l = las_level(s, las_attained(s, v, now));
+        if (l > s->las_maxlvl)
+            s->las_maxlvl = l;
+    }
+}
+
+bool las_victim_ok(const struct sched *s, const struct sjob *j,
+                   const struct sjob *v, uint16_t m)
+{
+    int64_t now = s->last_now;
+    if (!sched_las(s) || v->state != SCHED_JOB_RUNNING || !v->ckpt ||
+        v->run_model != m || now - v->start < s->cfg.las_quantum_ms ||
+        las_level(s, las_attained(s, v, now)) <= j->las_lvl)
+        return false;
+    /* The job asking is within its guarantee (only those preempt); the
+     * victim's GPUs go to another project only when it borrows them. */
+    return !s->quotas_on || v->project == j->project ||
+           quota_project_borrowing(s, v->project, m);
+}
+
+int sched_las_levels_parse(const char *spec, struct sched_config *cfg,
+                           struct sh_error *err)
+{
+    int64_t v[SCHED_LAS_THRESHOLDS_MAX];
+    int n = 0;
+    const char *p = spec ? spec : "";
+    for (;;) {
+        char *end;
+        errno = 0;
+        long long x = strtoll(p, &end, 10);
+        int64_t unit = 1000;
+        if (*end == 's' || *end == 'm' || *end == 'h' || *end == 'd') {
+            unit = *end == 's'   ? 1000
+                   : *end == 'm' ? 60 * 1000
+                   : *end == 'h' ? 3600 * 1000
+                                 : INT64_C(86400) * 1000;
+            end++;
+        }
+        if (end == p || *p == '-' || *p == '+' || errno || x <= 0 ||
+            x > INT64_C(365) * 86400 || (*end != ',' && *end != '\0'))
+            return sh_errorf(err, SH_EINVAL,
+                             "LAS levels must be GPU times such as 1h,10h "
+                             "(at most 365 days each), not '%s'",
+                             spec ? spec : "");
+        if (n == SCHED_LAS_THRESHOLDS_MAX)
+            return sh_errorf(err, SH_EINVAL, "at most %d LAS levels",
+                             SCHED_LAS_THRESHOLDS_MAX);
+        v[n] = (int64_t)x * unit;
+        if (n > 0 && v[n] <= v[n - 1])
+            return sh_errorf(err, SH_EINVAL,
+                             "LAS levels must be ascending: '%s'", spec);
+        n++;
+        if (*end == '\0')
+            break;
+        p = end + 1;
+    }
+    cfg->las_nthresholds = n;
+    for (int i = 0; i < n; i++)
+        cfg->las_thresholds[i] = v[i];
+    return 0;
+}

@@ -1,0 +1,79 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: Apache-2.0
+# Focus: shoald --policy picks the scheduling policy (the engine's, the
+# same setting `shoal sim --policy` takes) and says which in /v1/health.
+#   pol-001 without --policy the controller runs the default policy
+#   pol-002 --policy las is accepted, shows in health, and jobs still run
+#   pol-003 a bad policy name is refused with the choices named, and no
+#           controller starts; LAS settings without --policy las too
+#   pol-004 under las a checkpointable job that has had more GPU time is
+#           preempted for a new job, requeued, and runs again after it
+#   pol-005 --checkpointable without requeue is refused through the API
+
+load lib/cluster
+
+teardown() { shoal_cluster_stop; }
+
+health_policy() { curl -sf "$SHOAL_URL/v1/health" | jq -r .policy; }
+
+@test "pol-001 without --policy the controller runs the default policy" {
+    shoald_start
+    [ "$(health_policy)" = default ]
+}
+
+@test "pol-002 --policy las is accepted, shows in health, and jobs still run" {
+    shoald_start --policy las
+    [ "$(health_policy)" = las ]
+    agent_start node1 2
+    wait_for 20 nodes_up_is 1
+    id=$(submit --gpus 1 -- true)
+    wait_job_state "$id" completed 30
+}
+
+@test "pol-003 a bad policy name is refused with the choices named" {
+    shoal_tmp_init
+    mkdir -p "$SHOAL_TEST_DIR/bad"
+    run "$SHOALD" --state "$SHOAL_TEST_DIR/bad" --port 0 --policy shortest
+    echo "$output"
+    [ "$status" -ne 0 ]
+    echo "$output" | grep -q -- "--policy must be default, fifo or las, not 'shortest'"
+    [ ! -e "$SHOAL_TEST_DIR/bad/url" ]
+}
+
+@test "pol-003b LAS settings need --policy las; bad levels are refused" {
+    shoal_tmp_init
+    mkdir -p "$SHOAL_TEST_DIR/bad"
+    run "$SHOALD" --state "$SHOAL_TEST_DIR/bad" --port 0 --las-quantum 1m
+    [ "$status" -ne 0 ]
+    echo "$output" | grep -q -- "need --policy las"
+    run "$SHOALD" --state "$SHOAL_TEST_DIR/bad" --port 0 --policy las --las-levels 2h,1h
+    [ "$status" -ne 0 ]
+    echo "$output" | grep -q -- "--las-levels: LAS levels must be ascending"
+    [ ! -e "$SHOAL_TEST_DIR/bad/url" ]
+}
+
+# Levels at 2 GPU-seconds, a 1 s quantum: a job running 2 s on 1 GPU is
+# level 1 and a new job (level 0) preempts it.
+@test "pol-004 las preempts a checkpointable job for a new one and requeues it" {
+    shoald_start --policy las --las-levels 2s --las-quantum 1s --kill-grace 2s
+    agent_start node1 1
+    wait_for 20 nodes_up_is 1
+    long=$(submit --gpus 1 --checkpointable -- sleep 600)
+    wait_job_state "$long" running 30
+    [ "$(job_field "$long" .checkpointable)" = true ]
+    short=$(submit --gpus 1 -- true)
+    wait_job_state "$short" completed 60
+    # The long job went back to the queue and runs again after it.
+    [ "$(job_field "$long" .requeues)" -ge 1 ]
+    wait_job_state "$long" running 30
+    shoal cancel "$long"
+}
+
+@test "pol-005 checkpointable without requeue is refused through the API" {
+    shoald_start --policy las
+    api POST /v1/jobs '{"command":["true"],"gpus":1,"checkpointable":true}'
+    [ "$status_code" = 400 ]
+    echo "$body" | jq -r .error.message | grep -q "checkpointable needs requeue"
+    api POST /v1/jobs '{"command":["true"],"gpus":1,"checkpointable":true,"requeue":true}'
+    [ "$status_code" = 201 ]
+}
