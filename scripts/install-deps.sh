@@ -9,11 +9,15 @@ set -eu
 # latter holds libFuzzer's runtime, which clang only recommends. s3fs
 # mounts S3 volumes; libnfs-dev and libfuse3-dev build shoal-nfs-fuse, the
 # userspace NFS client for nodes without a kernel one; nfs-ganesha serves
-# NFS to the NFS volume tests. prometheus holds promtool, which checks
-# /metrics (tests/system/099-metrics.bats); its server is not used. protobuf-c and nghttp2 make the agent's CSI
+# NFS to the NFS volume tests. protobuf-c and nghttp2 make the agent's CSI
 # client (gRPC over a unix socket); python3-grpcio runs the test CSI plugin. The S3 volume tests also need a local S3 server,
 # s3rver from the npm registry (tests/system/s3/package.json), installed
 # below with the machine's node and npm.
+# prometheus holds promtool, which checks /metrics
+# (tests/system/099-metrics.bats); its server is not used. chromium,
+# chromium-driver and python3-selenium run the dashboard's browser test
+# (tests/system/098-dashboard.bats) through WebDriver: Debian packages of
+# one version together, nothing from npm.
 PACKAGES="
 build-essential
 clang
@@ -47,6 +51,9 @@ protobuf-c-compiler
 libnghttp2-dev
 python3-grpcio
 prometheus
+chromium
+chromium-driver
+python3-selenium
 "
 # Node.js and npm from Debian, unless the machine already has them.
 command -v node >/dev/null 2>&1 || PACKAGES="$PACKAGES nodejs"
