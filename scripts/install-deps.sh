@@ -12,11 +12,16 @@ set -eu
 # NFS to the NFS volume tests. protobuf-c and nghttp2 make the agent's CSI
 # client (gRPC over a unix socket); python3-grpcio runs the test CSI plugin.
 # libpq-dev builds the PostgreSQL store; postgresql is the server that
-# scripts/pg-test.sh starts for the tests against that store. The S3 volume tests also need a local S3 server,
+# scripts/pg-test.sh starts for the tests against that store. The S3
+# volume tests also need a local S3 server,
 # s3rver from the npm registry (tests/system/s3/package.json), installed
 # below with the machine's node and npm. Jobs in OCI images: skopeo copies
 # images into the node's cache, umoci unpacks them, crun runs them;
-# busybox-static builds the test image.
+# busybox-static builds the test image. prometheus holds promtool, which checks /metrics
+# (tests/system/099-metrics.bats); its server is not used. chromium,
+# chromium-driver and python3-selenium run the dashboard's browser test
+# (tests/system/098-dashboard.bats) through WebDriver: Debian packages of
+# one version together, nothing from npm.
 PACKAGES="
 build-essential
 clang
@@ -55,6 +60,10 @@ crun
 umoci
 skopeo
 busybox-static
+prometheus
+chromium
+chromium-driver
+python3-selenium
 "
 # Node.js and npm from Debian, unless the machine already has them.
 command -v node >/dev/null 2>&1 || PACKAGES="$PACKAGES nodejs"

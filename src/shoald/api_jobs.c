@@ -277,13 +277,31 @@ static struct job *live_job(struct shoald *d, struct api_req *req,
     return NULL;
 }
 
+/* What the caller may do to the job now: {"cancel", "hold", "release",
+ * "requeue"} as booleans, so the dashboard offers only those (the handlers
+ * check again). A job that left memory (owned) takes no action. */
+static json_t *job_actions(struct shoald *d, const struct api_caller *caller,
+                           const struct job *job, bool owned)
+{
+    bool may = !owned && policy_can_cancel(d, caller, job, NULL) == 0;
+    bool pending = job->state == JOB_PENDING;
+    return json_pack("{s:b, s:b, s:b, s:b}", "cancel",
+                     may && !job_state_is_terminal(job->state), "hold",
+                     may && pending && !job->held, "release",
+                     may && pending && job->held, "requeue", may && !pending);
+}
+
 void api_jobs_show(struct shoald *d, struct api_req *req)
 {
     bool owned;
     struct job *job = path_job(d, req, &owned);
     if (!job)
         return;
-    api_reply_json(req, 200, job_view(d, job));
+    json_t *o = job_view(d, job);
+    if (o) /* "o" steals the actions */
+        json_object_set_new(o, "actions",
+                            job_actions(d, api_caller(req), job, owned));
+    api_reply_json(req, 200, o);
     if (owned)
         job_destroy(job);
 }

@@ -18,6 +18,8 @@
 #include "lib/model/node.h"
 #include "shoald/shoald.h"
 
+struct histogram;
+
 /* Create the cluster context (d->cluster) once d's tables are loaded: the
  * engine is built from them and the liveness timer starts. */
 int cluster_create(struct shoald *d, struct sh_error *err);
@@ -81,6 +83,14 @@ void cluster_job_updated(struct shoald *d, struct job *job);
 
 void cluster_job_reason(struct shoald *d, const struct job *job, char *buf,
                         size_t size, int64_t *est);
+/* The kind of a pending job's reason, one word for counting and graphs:
+ * "held", "dependency", "array", or the engine's (sched_wait_name():
+ * "new", "quota", "limit", "resources", "reservation", "priority",
+ * "preemption"); "" for a job that is not pending. Static string. */
+const char *cluster_job_wait_kind(struct shoald *d, const struct job *job);
+/* Every scheduling pass's duration (engine and applying its decisions),
+ * in seconds. Borrowed; NULL before the cluster exists. */
+const struct histogram *cluster_pass_histogram(const struct shoald *d);
 /* After cluster_job_reason(): "no estimate: ..." when the job has no
  * estimated start, else "". */
 const char *cluster_job_estimate_note(struct shoald *d, const struct job *job);

@@ -164,19 +164,27 @@ int logs_append(struct logs *l, const struct job *job, const char *node,
     return 0;
 }
 
+/* The file of one stream of the job's current attempt. */
+static void stream_path(struct logs *l, const struct job *job,
+                        const char *stream, char *path, size_t size)
+{
+    char dir[4200];
+    job_dir(l, job->id, dir, sizeof(dir));
+    if (strcmp(stream, "all") == 0)
+        snprintf(path, size, "%s/%d.all", dir, job_attempt(job));
+    else
+        snprintf(path, size, "%s/%d.%s.%s", dir, job_attempt(job),
+                 job->nalloc ? job->alloc[0].node : "-", stream);
+}
+
 /* Fill the answer for a read at offset: data (UTF-8, invalid bytes
  * replaced), next offset, whether more is there and whether the job will
  * write no more. */
 static json_t *read_answer(struct logs *l, const struct job *job,
                            const char *stream, uint64_t offset)
 {
-    char dir[4200], path[4400];
-    job_dir(l, job->id, dir, sizeof(dir));
-    if (strcmp(stream, "all") == 0)
-        snprintf(path, sizeof(path), "%s/%d.all", dir, job_attempt(job));
-    else
-        snprintf(path, sizeof(path), "%s/%d.%s.%s", dir, job_attempt(job),
-                 job->nalloc ? job->alloc[0].node : "-", stream);
+    char path[4400];
+    stream_path(l, job, stream, path, sizeof(path));
     uint64_t size = file_size(path);
     char *buf = NULL;
     size_t n = 0;
@@ -246,22 +254,36 @@ void logs_job_changed(struct logs *l, uint64_t job_id)
 void logs_serve(struct logs *l, const struct job *job, struct api_req *req)
 {
     struct sh_error err;
-    int64_t offset = 0, wait = 0;
+    int64_t offset = 0, wait = 0, tail = 0;
     const char *s_off = api_query(req, "offset");
     const char *s_wait = api_query(req, "wait");
+    const char *s_tail = api_query(req, "tail");
     const char *stream = api_query(req, "stream");
     if (!stream)
         stream = "all";
     if ((s_off &&
          parse_int64("offset", s_off, 0, INT64_MAX, &offset, &err) < 0) ||
         (s_wait &&
-         parse_int64("wait", s_wait, 0, LOGS_WAIT_MAX_S, &wait, &err) < 0)) {
+         parse_int64("wait", s_wait, 0, LOGS_WAIT_MAX_S, &wait, &err) < 0) ||
+        (s_tail &&
+         parse_int64("tail", s_tail, 1, LOGS_READ_MAX, &tail, &err) < 0)) {
         api_reply_error(req, &err);
+        return;
+    }
+    if (s_off && s_tail) {
+        api_errorf(req, SH_EINVAL, "give offset or tail, not both");
         return;
     }
     if (strcmp(stream, "all") != 0 && !stream_valid(stream)) {
         api_errorf(req, SH_EINVAL, "stream must be all, out or err");
         return;
+    }
+    if (tail > 0) {
+        /* The last tail bytes; the answer's offset continues from there. */
+        char path[4400];
+        stream_path(l, job, stream, path, sizeof(path));
+        uint64_t size = file_size(path);
+        offset = size > (uint64_t)tail ? (int64_t)(size - (uint64_t)tail) : 0;
     }
     json_t *ans = read_answer(l, job, stream, (uint64_t)offset);
     bool nothing = json_integer_value(json_object_get(ans, "offset")) == offset;
