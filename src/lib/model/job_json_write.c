@@ -142,6 +142,39 @@ static void iso(struct out *o, int64_t ms)
     str(o, b);
 }
 
+/* The container part, as job_container_to_json writes it. */
+static void container(struct out *o, const struct job_container *c)
+{
+    if (!c->image)
+        return;
+    key(o, "image");
+    str(o, c->image);
+    key(o, "container_mounts");
+    raw(o, "[", 1);
+    for (int i = 0; i < c->nmounts; i++) {
+        raw(o, i ? ",{\"src\":" : "{\"src\":", i ? 8 : 7);
+        str(o, c->mounts[i].src);
+        key(o, "dst");
+        str(o, c->mounts[i].dst);
+        key(o, "readonly");
+        boolean(o, c->mounts[i].readonly);
+        raw(o, "}", 1);
+    }
+    raw(o, "]", 1);
+    key(o, "container_workdir");
+    str_or_null(o, c->workdir);
+    key(o, "container_env");
+    raw(o, "{", 1);
+    for (int i = 0; i < c->nenv; i++) {
+        if (i)
+            raw(o, ",", 1);
+        str(o, c->env[i].key);
+        raw(o, ":", 1);
+        str(o, c->env[i].value);
+    }
+    raw(o, "}", 1);
+}
+
 static void spec(struct out *o, const struct job_spec *s)
 {
     LIT(o, "{\"name\":");
@@ -172,6 +205,8 @@ static void spec(struct out *o, const struct job_spec *s)
     integer(o, s->tasks_per_node);
     key(o, "requeue");
     boolean(o, s->requeue);
+    key(o, "checkpointable");
+    boolean(o, s->checkpointable);
     key(o, "command");
     raw(o, "[", 1);
     for (int i = 0; i < s->argc; i++) {
@@ -219,6 +254,25 @@ static void spec(struct out *o, const struct job_spec *s)
         key(o, "array");
         str(o, s->array);
     }
+    if (s->nodelist) {
+        key(o, "nodelist");
+        str(o, s->nodelist);
+    }
+    if (s->exclude) {
+        key(o, "exclude");
+        str(o, s->exclude);
+    }
+    if (s->constraint) {
+        key(o, "constraint");
+        str(o, s->constraint);
+    }
+    if (s->exclusive)
+        LIT(o, ",\"exclusive\":true");
+    if (s->begin_ms > 0) {
+        key(o, "begin");
+        iso(o, s->begin_ms);
+    }
+    container(o, &s->container);
 }
 
 static void placement(struct out *o, const struct job *job)

@@ -193,6 +193,21 @@ Test(job_json, listing_writer_gives_the_views_text)
         "\"requeues\":0,\"releasing\":false,\"est_start_ms\":0,"
         "\"placement\":[],\"reason\":\"held\"}",
         NULL, 0, "no estimate: it is held");
+    /* Every placement wish and the container part: the writer must know
+     * each spec field job_spec_to_json writes. */
+    assert_writer_matches(
+        "{\"id\":10,\"spec\":{\"command\":[\"x\"],\"gpus\":1,\"nodes\":2,"
+        "\"user\":\"u\",\"project\":\"p\",\"nodelist\":\"a,b\","
+        "\"exclude\":\"c\",\"constraint\":\"a100&ib\",\"exclusive\":true,"
+        "\"begin\":\"2026-12-02T10:00:00Z\",\"requeue\":true,"
+        "\"checkpointable\":true,\"image\":\"oci-archive:/srv/i.tar\","
+        "\"container_mounts\":[\"/data:/d:ro\",\"/x:/y\"],"
+        "\"container_workdir\":\"/w\",\"container_env\":{\"A\":\"1\","
+        "\"B\":\"\\\"\"}},\"state\":\"pending\",\"submit_ms\":1,"
+        "\"start_ms\":0,\"end_ms\":0,\"exit_code\":-1,\"exit_signal\":0,"
+        "\"requeues\":0,\"releasing\":false,\"est_start_ms\":0,"
+        "\"placement\":[]}",
+        "begin: eligible at 2026-12-02T10:00:00Z", 0, NULL);
     /* Ended on two nodes, with usage figures. */
     assert_writer_matches(
         "{\"id\":9,\"spec\":{\"command\":[\"sh\",\"-c\",\"x\"],\"gpus\":1,"
