@@ -113,11 +113,13 @@ reason_matches() { job_field "$1" .reason | grep -qE -- "$2"; }
 
 @test "agt-007 freed GPUs go to the next job at once" {
     shoal_cluster_start 1 2
-    a=$(submit --gpus 2 -- sleep 1)
+    # Long enough that a loaded machine still sees b waiting behind it.
+    a=$(submit --gpus 2 -- sleep 3)
     b=$(submit --gpus 2 -- true)
     wait_job_state "$a" running
     [ "$(job_state "$b")" = pending ]
-    job_field "$b" .reason | grep -q resources
+    # b waits for a's GPUs (and, as the next job, holds the reservation).
+    job_field "$b" .reason | grep -Eq '^(resources|reservation):'
     wait_job_state "$b" completed
     end_a=$(job_field "$a" .end_time)
     start_b=$(job_field "$b" .start_time)
