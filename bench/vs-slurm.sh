@@ -47,9 +47,9 @@ if [ -z "$slurm_why" ]; then
     # The peer's helpers (SLURM_CONF, median, wait_queue_empty).
     # shellcheck source=/dev/null
     . "$PEER/common.sh"
-    S[submit1]=$("$PEER/bench-submit.sh" "$N" 1 | tee /dev/stderr | val slurm_submit_jobs_per_s)
-    S[submit4]=$("$PEER/bench-submit.sh" "$N" "$PAR" | tee /dev/stderr | val slurm_submit_jobs_per_s)
-    S[drain]=$("$PEER/bench-drain.sh" "$N" | tee /dev/stderr | val slurm_drain_jobs_per_s)
+    S[submit1]=$("$PEER/bench-submit.sh" "$N" 1 | tee >(cat >&2) | val slurm_submit_jobs_per_s)
+    S[submit4]=$("$PEER/bench-submit.sh" "$N" "$PAR" | tee >(cat >&2) | val slurm_submit_jobs_per_s)
+    S[drain]=$("$PEER/bench-drain.sh" "$N" | tee >(cat >&2) | val slurm_drain_jobs_per_s)
     wait_queue_empty 600
     S[one]=$(for _ in $(seq 20); do
         a=$EPOCHREALTIME
@@ -58,7 +58,7 @@ if [ -z "$slurm_why" ]; then
     done | med)
     scancel --quiet --user=root --name=bone
     wait_queue_empty 600
-    out=$("$PEER/bench-queue.sh" "$PENDING" 1 10 | tee /dev/stderr | tail -1)
+    out=$("$PEER/bench-queue.sh" "$PENDING" 1 10 | tee >(cat >&2) | tail -1)
     S[queue]=$(echo "$out" | val slurm_squeue_all_ms)
     S[queue_all]=$(echo "$out" | val slurm_scontrol_all_ms)
     "$PEER/stop.sh" >/dev/null 2>&1
@@ -118,7 +118,7 @@ K[one]=$(for _ in $(seq 20); do
 done | med)
 echo "shoal_submit_idle_ms=${K[one]}"
 kill "$UP"; wait "$UP" 2>/dev/null; UP=
-out=$("$HERE/queue.sh" "$BUILD" "$PENDING" 10 | tee /dev/stderr | tail -1)
+out=$("$HERE/queue.sh" "$BUILD" "$PENDING" 10 | tee >(cat >&2) | tail -1)
 K[queue]=$(echo "$out" | val shoal_queue_ms)
 K[queue_json]=$(echo "$out" | val shoal_queue_json_ms)
 
