@@ -95,8 +95,9 @@ t0=$EPOCHREALTIME; submit_loop "$N"; t1=$EPOCHREALTIME
 K[submit1]=$(rate "$N" "$t0" "$t1"); echo "shoal_submit_jobs_per_s=${K[submit1]} (1 loop)"
 wait_empty
 t0=$EPOCHREALTIME
-for ((p = 0; p < PAR; p++)); do submit_loop $((N / PAR)) & done
-wait
+loops=()
+for ((p = 0; p < PAR; p++)); do submit_loop $((N / PAR)) & loops+=($!); done
+wait "${loops[@]}" # not `wait`: shoal up is a child too
 t1=$EPOCHREALTIME
 K[submit4]=$(rate $((N / PAR * PAR)) "$t0" "$t1"); echo "shoal_submit_jobs_per_s=${K[submit4]} ($PAR loops)"
 wait_empty
