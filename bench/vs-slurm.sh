@@ -47,9 +47,9 @@ if [ -z "$slurm_why" ]; then
     # The peer's helpers (SLURM_CONF, median, wait_queue_empty).
     # shellcheck source=/dev/null
     . "$PEER/common.sh"
-    S[submit1]=$("$PEER/bench-submit.sh" "$N" 1 | tee /dev/stderr | val slurm_submit_jobs_per_s)
-    S[submit4]=$("$PEER/bench-submit.sh" "$N" "$PAR" | tee /dev/stderr | val slurm_submit_jobs_per_s)
-    S[drain]=$("$PEER/bench-drain.sh" "$N" | tee /dev/stderr | val slurm_drain_jobs_per_s)
+    S[submit1]=$("$PEER/bench-submit.sh" "$N" 1 | tee >(cat >&2) | val slurm_submit_jobs_per_s)
+    S[submit4]=$("$PEER/bench-submit.sh" "$N" "$PAR" | tee >(cat >&2) | val slurm_submit_jobs_per_s)
+    S[drain]=$("$PEER/bench-drain.sh" "$N" | tee >(cat >&2) | val slurm_drain_jobs_per_s)
     wait_queue_empty 600
     S[one]=$(for _ in $(seq 20); do
         a=$EPOCHREALTIME
@@ -58,7 +58,7 @@ if [ -z "$slurm_why" ]; then
     done | med)
     scancel --quiet --user=root --name=bone
     wait_queue_empty 600
-    out=$("$PEER/bench-queue.sh" "$PENDING" 1 10 | tee /dev/stderr | tail -1)
+    out=$("$PEER/bench-queue.sh" "$PENDING" 1 10 | tee >(cat >&2) | tail -1)
     S[queue]=$(echo "$out" | val slurm_squeue_all_ms)
     S[queue_all]=$(echo "$out" | val slurm_scontrol_all_ms)
     "$PEER/stop.sh" >/dev/null 2>&1
@@ -95,8 +95,9 @@ t0=$EPOCHREALTIME; submit_loop "$N"; t1=$EPOCHREALTIME
 K[submit1]=$(rate "$N" "$t0" "$t1"); echo "shoal_submit_jobs_per_s=${K[submit1]} (1 loop)"
 wait_empty
 t0=$EPOCHREALTIME
-for ((p = 0; p < PAR; p++)); do submit_loop $((N / PAR)) & done
-wait
+loops=()
+for ((p = 0; p < PAR; p++)); do submit_loop $((N / PAR)) & loops+=($!); done
+wait "${loops[@]}" # not `wait`: shoal up is a child too
 t1=$EPOCHREALTIME
 K[submit4]=$(rate $((N / PAR * PAR)) "$t0" "$t1"); echo "shoal_submit_jobs_per_s=${K[submit4]} ($PAR loops)"
 wait_empty
@@ -118,7 +119,7 @@ K[one]=$(for _ in $(seq 20); do
 done | med)
 echo "shoal_submit_idle_ms=${K[one]}"
 kill "$UP"; wait "$UP" 2>/dev/null; UP=
-out=$("$HERE/queue.sh" "$BUILD" "$PENDING" 10 | tee /dev/stderr | tail -1)
+out=$("$HERE/queue.sh" "$BUILD" "$PENDING" 10 | tee >(cat >&2) | tail -1)
 K[queue]=$(echo "$out" | val shoal_queue_ms)
 K[queue_json]=$(echo "$out" | val shoal_queue_json_ms)
 

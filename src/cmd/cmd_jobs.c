@@ -236,8 +236,12 @@ static void queue_json(struct client *cl, const char *path, int64_t limit,
             fputs(printed++ ? ",\n  " : "\n  ", stdout);
             jtext_print(stdout, &job, 1);
             n++;
-            if (jtext_member(&job, "id", &v))
-                after = strtoll(v.p, NULL, 10);
+        }
+        /* The next page starts after this one's last job. */
+        if (n > 0) {
+            if (!jtext_member(&job, "id", &v))
+                die("the controller sent a job without an id");
+            after = strtoll(v.p, NULL, 10);
         }
         free(text);
         if (n == 0)

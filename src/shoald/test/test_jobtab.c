@@ -305,3 +305,26 @@ Test(jobtab, next_id_survives_eviction)
     cr_assert_eq(jobtab_take_id(t), 42, "an evicted job's id is not reused");
     jobtab_destroy(t);
 }
+
+/* A listing's pages: the walk starts after an id, present or gone. */
+Test(jobtab, walk_starts_after_an_id_whether_or_not_it_is_there)
+{
+    struct jobtab *t = table_new();
+    for (uint64_t id = 1; id <= 6; id++)
+        add(t, id, JOB_PENDING, 0);
+    jobtab_remove(t, 3);
+    struct jobtab_walk w;
+    char buf[64];
+    size_t o = 0;
+    for (struct job *j = jobtab_walk_from(t, 0, &w); j;
+         j = jobtab_walk_next(&w))
+        o += (size_t)snprintf(buf + o, sizeof(buf) - o, "%s%llu", o ? "," : "",
+                              (unsigned long long)j->id);
+    cr_assert_str_eq(buf, "1,2,4,5,6");
+    cr_assert_eq(jobtab_walk_from(t, 2, &w)->id, 4);
+    cr_assert_eq(jobtab_walk_from(t, 3, &w)->id, 4); /* 3 is gone */
+    cr_assert_eq(jobtab_walk_next(&w)->id, 5);
+    cr_assert_null(jobtab_walk_from(t, 6, &w));
+    cr_assert_null(jobtab_walk_from(t, 100, &w));
+    jobtab_destroy(t);
+}
