@@ -203,6 +203,8 @@ enum {
     O_CONSTRAINT,
     O_EXCLUSIVE,
     O_BEGIN,
+    O_OUTPUT,
+    O_ERROR,
 };
 
 static const struct sbatch_opt known[] = {
@@ -229,6 +231,8 @@ static const struct sbatch_opt known[] = {
     {"constraint", 'C', true, O_CONSTRAINT},
     {"exclusive", 0, false, O_EXCLUSIVE},
     {"begin", 'b', true, O_BEGIN},
+    {"output", 'o', true, O_OUTPUT},
+    {"error", 'e', true, O_ERROR},
     {NULL, 0, false, 0},
 };
 
@@ -240,8 +244,6 @@ static const struct {
 } unsupported[] = {
     {"partition", 'p',
      "Shoal has no partitions: use --gpu-type or a project (--account)"},
-    {"output", 'o', "not supported yet: output is kept for shoal logs JOB"},
-    {"error", 'e', "not supported yet: output is kept for shoal logs JOB"},
     {"qos", 'q', "Shoal has no QOS: priority classes are high, normal, low"},
     {"mail-type", 0, "Shoal sends no mail"},
     {"mail-user", 0, "Shoal sends no mail"},
@@ -314,6 +316,12 @@ static int apply_one(json_t *job, int id, const char *opt, const char *v,
         return 0;
     case O_EXCLUSIVE:
         json_object_set_new(job, "exclusive", json_true());
+        return 0;
+    case O_OUTPUT:
+        json_object_set_new(job, "output", json_string(v));
+        return 0;
+    case O_ERROR:
+        json_object_set_new(job, "error", json_string(v));
         return 0;
     case O_BEGIN: {
         /* Sent as an absolute UTC time, as shoal submit --begin does. */

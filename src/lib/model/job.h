@@ -122,6 +122,11 @@ struct job_spec {
     char *constraint; /* on node labels: "a100", "a100&ib|h100" */
     bool exclusive;   /* whole nodes: shares them with no other job */
     int64_t begin_ms; /* not eligible before (epoch ms); 0 = at once */
+    /* Files for the tasks' stdout / stderr (lib/model/job_output.h
+     * patterns, relative to workdir); NULL = kept for shoal logs. Without
+     * error, stderr goes to output too. */
+    char *output;
+    char *error;
 };
 
 /* One node's share of a running job. */
