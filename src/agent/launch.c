@@ -9,6 +9,7 @@
 
 #include "lib/model/job.h"
 #include "lib/model/job_container.h"
+#include "lib/model/job_output.h"
 #include "lib/util/strbuf.h"
 
 #define DEFAULT_PATH                                                           \
@@ -284,6 +285,37 @@ static int add_container(json_t *out, const json_t *spec,
     return json_object_set_new(out, "container", c);
 }
 
+/* --output / --error: the patterns expanded for this node (the shim's
+ * tasks open them as the job's user, relative to the working directory).
+ * -1 when a path does not fit. */
+static int output_paths(json_t *out, const json_t *work, const json_t *spec,
+                        const struct launch_ctx *ctx, const char *user)
+{
+    static const char *const keys[2][2] = {{"output", "stdout_path"},
+                                           {"error", "stderr_path"}};
+    struct job_output_vars v = {
+        .id = (uint64_t)json_integer_value(json_object_get(work, "id")),
+        .array_id =
+            (uint64_t)json_integer_value(json_object_get(work, "array_id")),
+        .array_task =
+            (int)json_integer_value(json_object_get(work, "array_task")),
+        .name = json_string_value(json_object_get(spec, "name")),
+        .user = user,
+        .node = ctx->node,
+    };
+    for (int i = 0; i < 2; i++) {
+        const char *pattern =
+            json_string_value(json_object_get(spec, keys[i][0]));
+        char path[JOB_PATH_MAX + 1];
+        if (!pattern)
+            continue;
+        if (job_output_expand(pattern, &v, path, sizeof(path)) < 0)
+            return -1;
+        json_object_set_new(out, keys[i][1], json_string(path));
+    }
+    return 0;
+}
+
 json_t *launch_from_work(const json_t *work, const struct launch_ctx *ctx,
                          struct sh_error *err)
 {
@@ -356,6 +388,11 @@ json_t *launch_from_work(const json_t *work, const struct launch_ctx *ctx,
             json_array_append_new(allow, json_string(ctx->allow_users[k]));
         json_object_set_new(out, "allow_users", allow);
         json_object_set_new(out, "min_uid", json_integer(ctx->min_uid));
+        if (output_paths(out, work, spec, ctx, user) < 0) {
+            json_decref(out);
+            sh_errorf(err, SH_EINVAL, "output or error pattern does not fit");
+            return NULL;
+        }
         const json_t *mounts = json_object_get(work, "mounts");
         if (json_array_size(mounts) > 0) {
             json_object_set(out, "mounts", (json_t *)mounts);

@@ -319,6 +319,35 @@ static void setup_cgroup(struct shim *s)
             err.msg);
 }
 
+/* --output / --error, in the task after it became the job's user: the
+ * files are opened with the user's rights only (never root's, so no link
+ * or path a job planted makes root write anywhere), relative to the
+ * working directory, appended to (tasks of one run share them). Without
+ * an error file, stderr goes to the output file too. On failure the
+ * message goes to the run's own stderr (shoal logs shows it). */
+static int redirect_output(struct shim *s)
+{
+    const char *out =
+        json_string_value(json_object_get(s->launch, "stdout_path"));
+    const char *errp =
+        json_string_value(json_object_get(s->launch, "stderr_path"));
+    const char *paths[2] = {out, errp ? errp : out};
+    for (int i = 0; i < 2; i++) {
+        if (!paths[i])
+            continue;
+        int fd = open(paths[i], O_WRONLY | O_CREAT | O_APPEND, 0644);
+        if (fd < 0 || dup2(fd, i + 1) < 0) {
+            int e = errno;
+            dprintf(2, "shoal: cannot open the %s file %s: %s\n",
+                    i == 0 ? "output" : "error", paths[i], strerror(e));
+            errno = e;
+            return -1;
+        }
+        close(fd);
+    }
+    return 0;
+}
+
 /* In the child: become the task and exec; report errno on errfd. Only
  * async-signal-safe calls past this point are needed, but the shim is
  * single-threaded, so plain calls are fine too. */
@@ -359,6 +388,8 @@ static void exec_task(struct shim *s, pid_t pgid, int errfd, char **envp)
         errno = e;
         goto fail;
     }
+    if (redirect_output(s) < 0)
+        goto fail;
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);

@@ -11,11 +11,71 @@
 
 #include "cmd/cmd.h"
 #include "cmd/cmd_opts.h"
+#include "lib/model/job_output.h"
 
 static const char logs_usage[] =
     "Usage: shoal logs [-f] [--stream out|err] JOB\n"
-    "Print a job's output. -f follows it until the job ends.\n"
+    "Print a job's output. -f follows it until the job ends, and exits\n"
+    "with its status: 0 when it completed, 1 (with how it ended) else.\n"
+    "A job submitted with --output/--error wrote there instead: logs says\n"
+    "where.\n"
     "  --stream out|err   only stdout or only stderr (default: both)\n";
+
+/* Where --output / --error sent the job's output (its tasks wrote those
+ * files on their nodes, not to the log kept here): said on stderr. */
+static void tell_output_files(const json_t *j)
+{
+    static const char *const keys[2] = {"output", "error"};
+    const json_t *place = json_object_get(j, "placement");
+    const char *node =
+        json_string_value(json_object_get(json_array_get(place, 0), "node"));
+    for (int i = 0; i < 2; i++) {
+        const char *pattern = json_string_value(json_object_get(j, keys[i]));
+        char path[4200];
+        if (!pattern)
+            continue;
+        struct job_output_vars v = {
+            .id = (uint64_t)json_integer_value(json_object_get(j, "id")),
+            .array_id =
+                (uint64_t)json_integer_value(json_object_get(j, "array_id")),
+            .array_task =
+                (int)json_integer_value(json_object_get(j, "array_task")),
+            .name = json_string_value(json_object_get(j, "name")),
+            .user = json_string_value(json_object_get(j, "user")),
+            .node = node,
+        };
+        if (job_output_expand(pattern, &v, path, sizeof(path)) < 0)
+            continue;
+        fprintf(stderr, "shoal: the job's %s went to %s%s%s%s\n",
+                i == 0 ? (json_object_get(j, "error") ? "stdout"
+                                                      : "stdout and stderr")
+                       : "stderr",
+                path, node ? " on " : "", node ? node : "",
+                json_array_size(place) > 1 ? " (and its other nodes)" : "");
+    }
+}
+
+/* logs -f ends with the job's status: 0 when it completed, else 1 with
+ * how it ended. */
+static int follow_status(const json_t *j)
+{
+    const char *state = json_string_value(json_object_get(j, "state"));
+    const char *reason = json_string_value(json_object_get(j, "reason"));
+    const json_t *ec = json_object_get(j, "exit_code");
+    if (state && strcmp(state, "completed") == 0)
+        return 0;
+    if (!state || strcmp(state, "pending") == 0 ||
+        strcmp(state, "running") == 0)
+        return 0; /* requeued while we followed: not an end */
+    fprintf(stderr, "shoal: job %lld %s",
+            (long long)json_integer_value(json_object_get(j, "id")), state);
+    if (json_is_integer(ec))
+        fprintf(stderr, " (exit %lld)", (long long)json_integer_value(ec));
+    if (reason && *reason)
+        fprintf(stderr, ": %s", reason);
+    fputc('\n', stderr);
+    return 1;
+}
 
 int cmd_logs(int argc, char **argv)
 {
@@ -72,6 +132,12 @@ int cmd_logs(int argc, char **argv)
         if (!follow || done)
             break;
     }
+    char jpath[96];
+    snprintf(jpath, sizeof(jpath), "/v1/jobs/%s", id);
+    json_t *j = cmd_call(cl, "GET", jpath, NULL);
+    tell_output_files(j);
+    int rc = follow ? follow_status(j) : 0;
+    json_decref(j);
     client_destroy(cl);
-    return 0;
+    return rc;
 }

@@ -206,6 +206,8 @@ enum {
     O_CIMAGE,
     O_CMOUNTS,
     O_CWORKDIR,
+    O_OUTPUT,
+    O_ERROR,
 };
 
 static const struct sbatch_opt known[] = {
@@ -236,6 +238,8 @@ static const struct sbatch_opt known[] = {
     {"container-image", 0, true, O_CIMAGE},
     {"container-mounts", 0, true, O_CMOUNTS},
     {"container-workdir", 0, true, O_CWORKDIR},
+    {"output", 'o', true, O_OUTPUT},
+    {"error", 'e', true, O_ERROR},
     {NULL, 0, false, 0},
 };
 
@@ -247,8 +251,6 @@ static const struct {
 } unsupported[] = {
     {"partition", 'p',
      "Shoal has no partitions: use --gpu-type or a project (--account)"},
-    {"output", 'o', "not supported yet: output is kept for shoal logs JOB"},
-    {"error", 'e', "not supported yet: output is kept for shoal logs JOB"},
     {"qos", 'q', "Shoal has no QOS: priority classes are high, normal, low"},
     {"mail-type", 0, "Shoal sends no mail"},
     {"mail-user", 0, "Shoal sends no mail"},
@@ -342,6 +344,12 @@ static int apply_one(json_t *job, int id, const char *opt, const char *v,
         return 0;
     case O_EXCLUSIVE:
         json_object_set_new(job, "exclusive", json_true());
+        return 0;
+    case O_OUTPUT:
+        json_object_set_new(job, "output", json_string(v));
+        return 0;
+    case O_ERROR:
+        json_object_set_new(job, "error", json_string(v));
         return 0;
     case O_BEGIN: {
         /* Sent as an absolute UTC time, as shoal submit --begin does. */

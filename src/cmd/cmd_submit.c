@@ -57,6 +57,12 @@ static const char usage[] =
     "                         A&B (both), A|B (either; '&' binds first)\n"
     "      --exclusive        whole nodes: waits for idle nodes and shares\n"
     "                         them with no other job while it runs\n"
+    "  -o, --output PATTERN   write the job's stdout (and stderr, without\n"
+    "                         --error) to this file on each node, as you:\n"
+    "                         %j job id, %A array id, %a task index,\n"
+    "                         %x name, %u user, %N node, %% a percent sign\n"
+    "                         (relative to the working directory)\n"
+    "      --error PATTERN    write stderr to this file (same escapes)\n"
     "  -b, --begin TIME       not before TIME: now+30m, now+2hours, HH:MM,\n"
     "                         YYYY-MM-DD[THH:MM[:SS]], midnight, noon,\n"
     "                         teatime, tomorrow (local time)\n"
@@ -91,6 +97,7 @@ enum {
     OPT_CMOUNTS,
     OPT_CWORKDIR,
     OPT_CENV,
+    OPT_ERROR,
 };
 
 static const struct option opts[] = {
@@ -117,6 +124,8 @@ static const struct option opts[] = {
     {"constraint", required_argument, NULL, 'C'},
     {"exclusive", no_argument, NULL, OPT_EXCLUSIVE},
     {"begin", required_argument, NULL, 'b'},
+    {"output", required_argument, NULL, 'o'},
+    {"error", required_argument, NULL, OPT_ERROR},
     {"tasks-per-node", required_argument, NULL, OPT_TASKS},
     {"workdir", required_argument, NULL, 'D'},
     {"image", required_argument, NULL, OPT_IMAGE},
@@ -332,6 +341,12 @@ static int apply(struct submit *s, int c, const char *arg)
         break;
     case 'b':
         return set_begin(s, arg);
+    case 'o':
+        json_object_set_new(s->job, "output", json_string(arg));
+        break;
+    case OPT_ERROR:
+        json_object_set_new(s->job, "error", json_string(arg));
+        break;
     case 'D':
         if (arg[0] != '/')
             return fail(s, "--workdir '%s' must be an absolute path", arg);
@@ -359,7 +374,7 @@ static int parse_opts(struct submit *s, int argc, char **argv, bool *dashdash)
     int c;
     optind = 0; /* glibc: full reinitialisation between scans */
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "+g:N:p:t:c:m:v:n:e:D:d:a:w:x:C:b:h",
+    while ((c = getopt_long(argc, argv, "+g:N:p:t:c:m:v:n:e:D:d:a:w:x:C:b:o:h",
                             opts, NULL)) != -1) {
         if (c == 'h' && s->in_script)
             return fail(s, "%s", "--help is not a directive");

@@ -126,3 +126,57 @@ SCRIPT
     [ "$status" -ne 0 ]
     [[ "$output" == *"--begin: 'someday' is not a start time"* ]]
 }
+
+@test "pl-007 -o/--error patterns: the tasks write the files as the job's user; logs says where" {
+    shoal_cluster_start 1 2
+    wd="$SHOAL_TEST_DIR/wd"
+    mkdir -p "$wd"
+    j=$(submit --gpus 1 -D "$wd" -n train -o 'out_%j_%x_%N_%%.txt' -- sh -c 'echo to-out; echo to-err >&2')
+    wait_job_state "$j" completed 30
+    [ "$(cat "$wd/out_${j}_train_node1_%.txt" | sort | tr '\n' ' ')" = "to-err to-out " ]
+    run shoal logs "$j"
+    [[ "$output" == *"stdout and stderr went to out_${j}_train_node1_%.txt on node1"* ]]
+    k=$(submit --gpus 1 -D "$wd" --output "$wd/o_%j" --error "$wd/e_%j" -- sh -c 'echo O; echo E >&2')
+    wait_job_state "$k" completed 30
+    [ "$(cat "$wd/o_$k")" = O ]
+    [ "$(cat "$wd/e_$k")" = E ]
+    # An array: %A and %a.
+    a=$(submit --gpus 1 -D "$wd" --array 0-1 -o 'arr_%A_%a.txt' -- sh -c 'echo "t$SHOAL_ARRAY_TASK_ID"')
+    wait_job_state "${a}_1" completed 30
+    wait_job_state "${a}_0" completed 30
+    [ "$(cat "$wd/arr_${a}_1.txt")" = t1 ]
+    [ "$(cat "$wd/arr_${a}_0.txt")" = t0 ]
+    run shoal submit -o 'out_%t.txt' -- true
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"'%t' is not supported"* ]]
+}
+
+@test "pl-008 an output path the job's user may not write fails the job; root never follows its link" {
+    [ "$(id -u)" = 0 ] || skip "needs root: the agent must switch users"
+    u=shoalattk
+    if ! id "$u" >/dev/null 2>&1; then
+        useradd -M -d /tmp -s /bin/sh -u 23456 "$u" 2>/dev/null ||
+            useradd -M -d /tmp -s /bin/sh "$u"
+    fi
+    [ "$(id -u "$u")" -ge 1000 ] || skip "$u has a system uid"
+    shoal_cluster_start 1 2
+    chmod 0711 "$SHOAL_TEST_DIR"
+    API_TOKEN=$SHOAL_TOKEN api POST /v1/users "{\"name\":\"$u\"}"
+    wd="$SHOAL_TEST_DIR/priv"
+    mkdir -p "$wd"
+    chmod 0777 "$wd"
+    # A link the job's user planted toward a root-only file: root writing
+    # through it would overwrite the file.
+    echo secret >"$wd/target"
+    chmod 0600 "$wd/target"
+    ln -s "$wd/target" "$wd/link.txt"
+    j=$(submit --user "$u" -D /tmp -o "$wd/link.txt" -- echo overwritten)
+    wait_job_state "$j" failed 30
+    [ "$(cat "$wd/target")" = secret ]
+    shoal logs "$j" 2>&1 | grep -q "cannot open the output file $wd/link.txt: Permission denied"
+    # Where the user may write, the file is the user's.
+    k=$(submit --user "$u" -D /tmp -o "$wd/mine.txt" -- echo hello)
+    wait_job_state "$k" completed 30
+    [ "$(cat "$wd/mine.txt")" = hello ]
+    [ "$(stat -c %U "$wd/mine.txt")" = "$u" ]
+}

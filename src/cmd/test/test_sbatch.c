@@ -104,8 +104,6 @@ Test(sbatch, options_shoal_does_not_have_are_named)
 {
     static const char *const p[] = {"-p", "gpu", NULL};
     refused(p, "#SBATCH -p: Shoal has no partitions");
-    static const char *const o[] = {"--output=out_%j.txt", NULL};
-    refused(o, "#SBATCH --output: not supported yet");
     static const char *const a[] = {"--mail-type=END", NULL};
     refused(a, "#SBATCH --mail-type: Shoal sends no mail");
     static const char *const z[] = {"--frobnicate", NULL};

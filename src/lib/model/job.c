@@ -3,6 +3,7 @@
 #include "lib/model/job.h"
 
 #include "lib/model/job_deps.h"
+#include "lib/model/job_output.h"
 #include "lib/model/job_place.h"
 
 #include <ctype.h>
@@ -113,6 +114,8 @@ void job_spec_fini(struct job_spec *spec)
     free(spec->exclude);
     free(spec->constraint);
     job_container_fini(&spec->container);
+    free(spec->output);
+    free(spec->error);
     job_spec_init(spec);
 }
 
@@ -297,6 +300,10 @@ static int validate_where(const struct job_spec *s, struct sh_error *err)
     }
     if (s->constraint && job_constraint_check(s->constraint, err) < 0)
         return -1;
+    if (s->output && job_output_check("output", s->output, err) < 0)
+        return -1;
+    if (s->error && job_output_check("error", s->error, err) < 0)
+        return -1;
     if (s->exclusive && s->gpus_per_node == 0)
         return sh_errorf(err, SH_EINVAL,
                          "exclusive needs gpus >= 1 (jobs without GPUs "
@@ -349,6 +356,7 @@ int job_spec_copy(struct job_spec *dst, const struct job_spec *src)
     dst->name = dst->user = dst->project = dst->gpu_type = dst->slice = NULL;
     dst->workdir = dst->script = dst->array = NULL;
     dst->nodelist = dst->exclude = dst->constraint = NULL;
+    dst->output = dst->error = NULL;
     dst->argv = NULL;
     dst->env = NULL;
     dst->volumes = NULL;
@@ -365,7 +373,9 @@ int job_spec_copy(struct job_spec *dst, const struct job_spec *src)
         dup_str(&dst->array, src->array) < 0 ||
         dup_str(&dst->nodelist, src->nodelist) < 0 ||
         dup_str(&dst->exclude, src->exclude) < 0 ||
-        dup_str(&dst->constraint, src->constraint) < 0)
+        dup_str(&dst->constraint, src->constraint) < 0 ||
+        dup_str(&dst->output, src->output) < 0 ||
+        dup_str(&dst->error, src->error) < 0)
         goto error;
     dst->argv = calloc((size_t)src->argc + 1, sizeof(char *));
     if (!dst->argv)

@@ -127,6 +127,11 @@ struct job_spec {
     bool exclusive;   /* whole nodes: shares them with no other job */
     int64_t begin_ms; /* not eligible before (epoch ms); 0 = at once */
     struct job_container container; /* job_container.h; image NULL = bare */
+    /* Files for the tasks' stdout / stderr (lib/model/job_output.h
+     * patterns, relative to workdir); NULL = kept for shoal logs. Without
+     * error, stderr goes to output too. */
+    char *output;
+    char *error;
 };
 
 /* One node's share of a running job. */

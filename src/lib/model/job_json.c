@@ -332,6 +332,10 @@ static int spec_field(const char *key, const json_t *v, struct job_spec *s,
                           err);
     if (strcmp(key, "exclusive") == 0)
         return get_bool(v, "exclusive", &s->exclusive, err);
+    if (strcmp(key, "output") == 0)
+        return get_string(v, "output", JOB_PATH_MAX, &s->output, err);
+    if (strcmp(key, "error") == 0)
+        return get_string(v, "error", JOB_PATH_MAX, &s->error, err);
     if (strcmp(key, "begin") == 0) {
         /* Absolute (UTC); the CLI turns Slurm's now+1h and HH:MM into
          * this, so the record means the same on every machine. */
@@ -476,6 +480,10 @@ json_t *job_spec_to_json(const struct job_spec *s)
     if (s->begin_ms > 0)
         set_time(o, "begin", s->begin_ms);
     job_container_to_json(&s->container, o);
+    if (s->output)
+        set_str(o, "output", s->output);
+    if (s->error)
+        set_str(o, "error", s->error);
     return o;
 }
 

@@ -273,6 +273,14 @@ static void spec(struct out *o, const struct job_spec *s)
         iso(o, s->begin_ms);
     }
     container(o, &s->container);
+    if (s->output) {
+        key(o, "output");
+        str(o, s->output);
+    }
+    if (s->error) {
+        key(o, "error");
+        str(o, s->error);
+    }
 }
 
 static void placement(struct out *o, const struct job *job)
