@@ -145,7 +145,8 @@ int sched_las_levels_parse(const char *spec, struct sched_config *cfg,
             end++;
         }
         if (end == p || *p == '-' || *p == '+' || errno || x <= 0 ||
-            x > INT64_C(365) * 86400 || (*end != ',' && *end != '\0'))
+            x > INT64_C(365) * 86400 * 1000 / unit ||
+            (*end != ',' && *end != '\0'))
             return sh_errorf(err, SH_EINVAL,
                              "LAS levels must be GPU times such as 1h,10h "
                              "(at most 365 days each), not '%s'",
