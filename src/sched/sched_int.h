@@ -272,7 +272,9 @@ struct sjob {
      * and whether it may be preempted for a lower level. */
     uint8_t las_lvl;
     bool ckpt;
-    int64_t attained; /* GPU-ms */
+    int64_t las_guard_ms; /* promoted by the guard: not preempted by LAS
+                             in the first this long of its next run */
+    int64_t attained;     /* GPU-ms */
     int64_t queued;
 };
 

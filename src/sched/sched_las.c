@@ -11,7 +11,9 @@
  * Starvation guard: a pending job of level > 0 that has waited since it
  * was queued longer than las_starve_factor x its run time so far, or than
  * las_starve_max_ms, goes back to level 0 (promotions happen in full
- * passes). Guarantees: the LAS rule never takes GPUs a project holds
+ * passes) and, once started, is not preempted by the LAS rule for the
+ * first 1/factor of the time it waited (so a starving job makes
+ * progress). Guarantees: the LAS rule never takes GPUs a project holds
  * within its guarantee for another project's job.
  */
 #include "sched/sched_int.h"
@@ -81,6 +83,10 @@ static void promote(struct sched *s, int64_t now)
          * sorted before the pass). */
         sched_queue_unlink(s, i);
         j->las_lvl = 0;
+        /* Its next run is safe for a 1/factor of the time it waited. */
+        j->las_guard_ms =
+            (now - j->queued) /
+            (s->cfg.las_starve_factor > 0 ? s->cfg.las_starve_factor : 4);
         sched_queue_insert(s, i);
     }
     s->las_next_promote = next;
@@ -96,7 +102,8 @@ void las_pass_begin(struct sched *s, int64_t now, bool full)
     for (uint32_t i = 0; i < s->nrunning; i++) {
         const struct sjob *v = &s->jobs[s->running[i]];
         if (v->state != SCHED_JOB_RUNNING || !v->ckpt ||
-            now - v->start < s->cfg.las_quantum_ms)
+            now - v->start < s->cfg.las_quantum_ms ||
+            now - v->start < v->las_guard_ms)
             continue;
         uint8_t l = las_level(s, las_attained(s, v, now));
         if (l > s->las_maxlvl)
@@ -109,7 +116,8 @@ bool las_victim_ok(const struct sched *s, const struct sjob *j,
 {
     int64_t now = s->last_now;
     if (!sched_las(s) || v->state != SCHED_JOB_RUNNING || !v->ckpt ||
-        v->run_model != m || now - v->start < s->cfg.las_quantum_ms ||
+        now - v->start < v->las_guard_ms || v->run_model != m ||
+        now - v->start < s->cfg.las_quantum_ms ||
         las_level(s, las_attained(s, v, now)) <= j->las_lvl)
         return false;
     /* The job asking is within its guarantee (only those preempt); the
@@ -137,7 +145,8 @@ int sched_las_levels_parse(const char *spec, struct sched_config *cfg,
             end++;
         }
         if (end == p || *p == '-' || *p == '+' || errno || x <= 0 ||
-            x > INT64_C(365) * 86400 || (*end != ',' && *end != '\0'))
+            x > INT64_C(365) * 86400 * 1000 / unit ||
+            (*end != ',' && *end != '\0'))
             return sh_errorf(err, SH_EINVAL,
                              "LAS levels must be GPU times such as 1h,10h "
                              "(at most 365 days each), not '%s'",

@@ -161,3 +161,8 @@ Test(sched_scenario, las_keeps_guarantees)
 {
     run("las_quota.scn");
 }
+
+Test(sched_scenario, las_guard_gives_a_promoted_job_a_safe_run)
+{
+    run("las_guard.scn");
+}
