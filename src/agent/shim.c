@@ -284,6 +284,9 @@ static int prepare_container(struct shim *s)
     s->ngroups = (int)(sizeof(s->groups) / sizeof(s->groups[0]));
     if (getgrouplist(s->user, s->gid, s->groups, &s->ngroups) < 0)
         s->ngroups = 0;
+    if (shim_ctr_check_mounts(s->ctr, s->uid, s->gid, s->groups, s->ngroups,
+                              why, sizeof(why)) < 0)
+        return fail_start(s, "%s", why);
     /* A script without "#!" runs with the image's shell, as sh(1) would. */
     const char *script =
         json_string_value(json_object_get(s->launch, "script"));

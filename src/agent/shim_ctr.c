@@ -3,6 +3,8 @@
 #include "agent/shim_ctr.h"
 
 #include <errno.h>
+#include <grp.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -98,6 +100,74 @@ static void write_image_note(struct shim_ctr *c, const char *image, int64_t ms)
                              false, NULL);
     free(text);
     json_decref(o);
+}
+
+/* The path src resolves to for the job's user, found by a child that
+ * becomes the user: a container mount reaches only what the user could
+ * reach (crun binds as root, which would pass folders the user may not
+ * traverse). Left: a user swapping a folder of their own for a link after
+ * this check. 0, or -1 (errno of the user's lookup in *err). */
+static int resolve_as_user(const char *src, uid_t uid, gid_t gid,
+                           const gid_t *groups, int ngroups, char *out,
+                           size_t size, int *err)
+{
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(p[0]);
+        char buf[PATH_MAX + 8];
+        char *r = NULL;
+        int e = 0;
+        if (setgroups((size_t)ngroups, groups) < 0 || setgid(gid) < 0 ||
+            setuid(uid) < 0)
+            e = errno;
+        else if (!(r = realpath(src, buf + sizeof(int))))
+            e = errno;
+        memcpy(buf, &e, sizeof(int));
+        size_t n = sizeof(int) + (r ? strlen(r) + 1 : 0);
+        _exit(write(p[1], buf, n) == (ssize_t)n ? 0 : 1);
+    }
+    close(p[1]);
+    char buf[PATH_MAX + 8];
+    ssize_t n = 0, got;
+    while (pid > 0 &&
+           (got = read(p[0], buf + n, sizeof(buf) - 1 - (size_t)n)) > 0)
+        n += got;
+    close(p[0]);
+    if (pid > 0)
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+    buf[n] = '\0';
+    if (n < (ssize_t)sizeof(int))
+        return *err = EIO, -1;
+    memcpy(err, buf, sizeof(int));
+    if (*err)
+        return -1;
+    snprintf(out, size, "%s", buf + sizeof(int));
+    return 0;
+}
+
+int shim_ctr_check_mounts(struct shim_ctr *c, uid_t uid, gid_t gid,
+                          const gid_t *groups, int ngroups, char *why,
+                          size_t size)
+{
+    size_t i;
+    json_t *m;
+    json_array_foreach (
+        json_object_get(json_object_get(c->launch, "container"), "mounts"), i,
+        m) {
+        const char *src = json_string_value(json_object_get(m, "src"));
+        char real[PATH_MAX];
+        int err = 0;
+        if (!src || resolve_as_user(src, uid, gid, groups, ngroups, real,
+                                    sizeof(real), &err) < 0)
+            return failf(why, size, "container mount %s: %s", src ? src : "?",
+                         strerror(err ? err : EINVAL));
+        json_object_set_new(m, "src", json_string(real));
+    }
+    return 0;
 }
 
 struct shim_ctr *shim_ctr_prepare(const json_t *launch, const char *run_dir,

@@ -14,6 +14,7 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "agent/container.h"
 
@@ -25,6 +26,12 @@ struct shim_ctr;
 struct shim_ctr *shim_ctr_prepare(const json_t *launch, const char *run_dir,
                                   int dirfd, const char *id, char *why,
                                   size_t size);
+
+/* Resolve each container mount's source as the job's user (uid, gid,
+ * groups): a source the user cannot reach fails the run (why). 0 or -1. */
+int shim_ctr_check_mounts(struct shim_ctr *c, uid_t uid, gid_t gid,
+                          const gid_t *groups, int ngroups, char *why,
+                          size_t size);
 
 /* The command line that starts task t with proc (its env holds the task's
  * ranks): NULL-terminated, owned by c until the next call. */

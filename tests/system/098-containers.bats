@@ -15,6 +15,7 @@
 #   ctr-007 #SBATCH --container-image (pyxis's name) and #SHOAL --image
 #   ctr-008 while the node resolves or pulls the image, the job says so
 #   ctr-009 a full cache evicts the least recently used image no run uses
+#   ctr-010 a container mount reaches only what its user can reach
 
 load lib/cluster
 
@@ -276,4 +277,20 @@ echo x > /data/ro 2>/dev/null || echo data=ro; echo w > /tmp/w && echo tmp=rw'
     [ "$(jq -r .unpacked "$(run_dir "$e")/image.json")" = true ]
     [ ! -d "$bundles/${d2#sha256:}" ]
     [ "$(ls -d "$bundles"/*/ | wc -l)" = 1 ]
+}
+
+@test "ctr-010 a container mount reaches only what its user can reach" {
+    shoal_cluster_start 1 1
+    open_test_dir
+    mkdir -p "$SHOAL_TEST_DIR/private/sub"
+    echo secret >"$SHOAL_TEST_DIR/private/sub/file"
+    chmod 0700 "$SHOAL_TEST_DIR/private"
+    chmod 0755 "$SHOAL_TEST_DIR/private/sub"
+    chmod 0644 "$SHOAL_TEST_DIR/private/sub/file"
+    id=$(submit --user "$CUSER" --image "$IMG" \
+        --container-mounts "$SHOAL_TEST_DIR/private/sub:/x" -- cat /x/file)
+    wait_for 60 job_done "$id"
+    [ "$(job_state "$id")" = failed ]
+    job_field "$id" .reason | grep -q "container mount $SHOAL_TEST_DIR/private/sub: Permission denied"
+    if shoal logs "$id" | grep -q secret; then false; fi
 }

@@ -700,3 +700,34 @@ Test(launch, job_variables_cannot_lift_the_mps_fence)
     json_decref(l);
     job_spec_fini(&s);
 }
+
+Test(launch, image_job_carries_its_container_and_keeps_the_image_path)
+{
+    struct job_spec s;
+    spec_make(&s, (const char *const[]){"python", "train.py", NULL});
+    s.container.image = xstrdup("registry.example.com/team/train:1.4");
+    s.container.env = calloc(1, sizeof(*s.container.env));
+    cr_assert_not_null(s.container.env);
+    s.container.env[0].key = xstrdup("HF_HOME");
+    s.container.env[0].value = xstrdup("/scratch/hf");
+    s.container.nenv = 1;
+    spec_add_env(&s, "SHOAL_JOB_ID", "forged");
+    struct launch_ctx ctx = ctx_make();
+    ctx.image_cache_dir = "/var/lib/shoal/images";
+    ctx.image_cache_size = 1 << 30;
+    ctx.image_tls_verify = true;
+    json_t *l = launch_one(&s, 0, ONE_NODE, TWO_GPUS, &ctx);
+    const json_t *c = json_object_get(l, "container");
+    cr_assert_not_null(c);
+    cr_assert_str_eq(json_string_value(json_object_get(c, "transport")),
+                     "docker://registry.example.com/team/train:1.4");
+    cr_assert_str_eq(json_string_value(json_object_get(c, "cache_dir")),
+                     "/var/lib/shoal/images");
+    /* No default PATH over the image's; container_env in; the contract
+     * still wins. */
+    cr_assert_eq(env_count(l, "PATH"), 0);
+    assert_env(l, "HF_HOME", "/scratch/hf");
+    assert_env(l, "SHOAL_JOB_ID", "42");
+    json_decref(l);
+    job_spec_fini(&s);
+}
