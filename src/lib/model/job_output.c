@@ -14,12 +14,12 @@ int job_output_check(const char *field, const char *pattern,
     if (!pattern || !*pattern)
         return sh_errorf(err, SH_EINVAL, "%s must not be empty", field);
     if (strlen(pattern) > JOB_PATH_MAX)
-        return sh_errorf(err, SH_ETOOLARGE, "%s is longer than %d bytes",
-                         field, JOB_PATH_MAX);
+        return sh_errorf(err, SH_ETOOLARGE, "%s is longer than %d bytes", field,
+                         JOB_PATH_MAX);
     for (const unsigned char *p = (const unsigned char *)pattern; *p; p++) {
         if (*p < 0x20 || *p == 0x7f)
-            return sh_errorf(err, SH_EINVAL,
-                             "%s must be printable characters", field);
+            return sh_errorf(err, SH_EINVAL, "%s must be printable characters",
+                             field);
         if (*p != '%')
             continue;
         p++;
