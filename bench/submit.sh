@@ -57,7 +57,12 @@ esac
 "$BIN/src/shoald/shoald" --state "$DIR/c" --port 0 "${STORE_ARGS[@]}" \
     --max-conns-per-address $((CONNS + 16)) 2>"$DIR/shoald.log" &
 PID=$!
-for _ in $(seq 200); do [ -s "$DIR/c/url" ] && break; sleep 0.05; done
+# The url file comes when the port is bound, the token once the cluster is
+# loaded or made.
+for _ in $(seq 400); do
+    [ -s "$DIR/c/url" ] && [ -s "$DIR/c/admin.token" ] && break
+    sleep 0.05
+done
 URL=$(cat "$DIR/c/url")
 TOKEN=$(cat "$DIR/c/admin.token")
 

@@ -25,6 +25,8 @@
 /* A waiting leader that got the lock back but cannot reload the state
  * this many ticks in a row steps down. */
 #define HA_RELOAD_TRIES 5
+/* At start, how long to wait for the session of our own previous run. */
+#define HA_PREDECESSOR_WAIT_MS 15000
 
 /* HA_WAITING: a leader whose leadership became unknown (its session to the
  * database ended: an outage, or a partition). It serves nothing and decides
@@ -184,6 +186,20 @@ int ha_start(struct shoald *d, int argc, char **argv, struct sh_error *err)
         return lead(d, err);
     int rc = store_leader_try(d->store, ha->my_url, &ha->epoch, ha->leader_url,
                               sizeof(ha->leader_url), err);
+    /* The leader is at our own URL: our previous run (this process holds
+     * that port now, so it is gone), whose session the database has not
+     * ended yet. Wait for it rather than follow a dead leader. */
+    int64_t until = clock_mono_ms() + HA_PREDECESSOR_WAIT_MS;
+    if (rc == 0 && strcmp(ha->leader_url, ha->my_url) == 0)
+        sh_log(LOG_NOTICE, "ha",
+               "the leader's URL is ours: waiting for the database to end "
+               "our previous run's session");
+    while (rc == 0 && strcmp(ha->leader_url, ha->my_url) == 0 &&
+           clock_mono_ms() < until) {
+        usleep(100000);
+        rc = store_leader_try(d->store, ha->my_url, &ha->epoch, ha->leader_url,
+                              sizeof(ha->leader_url), err);
+    }
     if (rc < 0)
         return -1;
     if (rc == 1) {

@@ -75,7 +75,7 @@ submit_loop() {
     mkdir -p "$SHOAL_TEST_DIR/controller"
     # Commit 1 initialises the cluster, 2 takes one job; from 3 on the store
     # fails like a full disk.
-    shoald_start --store "fault:3:$SHOAL_TEST_DIR/controller/shoal.db"
+    shoald_start --store "fault:3:$(test_store_url)"
     api POST /v1/jobs '{"command":["true"]}'
     [ "$status_code" = 201 ]
     api POST /v1/jobs '{"command":["true"]}'

@@ -236,7 +236,7 @@ CASES
     # the database.
     api GET /v1/users/alice/tokens
     if echo "$body" | grep -q "$tok"; then false; fi
-    if grep -q "$tok" "$SHOAL_TEST_DIR"/controller/shoal.db*; then false; fi
+    if store_contents | grep -q -a "$tok"; then false; fi
     api POST /v1/users '{"name":"alice"}'
     [ "$status_code" = 409 ]
     api POST /v1/users '{"name":"bad name"}'
@@ -561,8 +561,9 @@ token_refused() {
     # cluster, 2 creates a team; from 3 on it fails like a full disk.
     shoald_stop
     rm -rf "$SHOAL_TEST_DIR/controller"
+    test_store_drop
     mkdir -p "$SHOAL_TEST_DIR/controller"
-    shoald_start --store "fault:3:$SHOAL_TEST_DIR/controller/shoal.db"
+    shoald_start --store "fault:3:$(test_store_url)"
     api POST /v1/teams '{"name":"research","guaranteed":4}'
     [ "$status_code" = 201 ]
     api GET /v1/whoami

@@ -171,8 +171,7 @@ REFUSED" ]
     [[ "$output" != *":1"* ]]
     # Not in the database, not even in its write-ahead log.
     sleep 0.5
-    run sh -c "cat $SHOAL_TEST_DIR/controller/shoal.db* | grep -c -a -- '$value'"
-    [ "$output" = 0 ]
+    [ "$(store_contents | grep -c -a -- "$value")" = 0 ]
     [ "$(stat -c %a "$SHOAL_TEST_DIR/controller/secrets.key")" = 600 ]
     # Still usable after a restart (the key is kept).
     shoald_stop

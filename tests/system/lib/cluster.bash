@@ -86,6 +86,18 @@ test_store_url() {
     echo "${SHOAL_TEST_PG_URL%/*}/$(cat "$SHOAL_TEST_DIR/pg.db")"
 }
 
+# Everything the store holds, for tests that check a secret is not in it:
+# the bytes of the SQLite file and its write-ahead log, or every record in
+# the PostgreSQL database.
+store_contents() {
+    if store_is_pg; then
+        psql -q -At "$(test_store_url)" \
+            -c "SELECT record::text FROM objects UNION ALL SELECT record::text FROM jobs"
+    else
+        cat "$SHOAL_TEST_DIR"/controller/shoal.db*
+    fi
+}
+
 # Drop the test's PostgreSQL database, if it made one.
 test_store_drop() {
     [ -s "$SHOAL_TEST_DIR/pg.db" ] || return 0
