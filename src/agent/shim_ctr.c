@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <linux/magic.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -102,51 +103,95 @@ static void write_image_note(struct shim_ctr *c, const char *image, int64_t ms)
     json_decref(o);
 }
 
-/* The path src resolves to for the job's user, found by a child that
- * becomes the user: a container mount reaches only what the user could
- * reach (crun binds as root, which would pass folders the user may not
- * traverse). Left: a user swapping a folder of their own for a link after
- * this check. 0, or -1 (errno of the user's lookup in *err). */
-static int resolve_as_user(const char *src, uid_t uid, gid_t gid,
-                           const gid_t *groups, int ngroups, char *out,
-                           size_t size, int *err)
+/* Open src as the job's user (a child that becomes the user opens it with
+ * O_PATH and hands the descriptor back over a socket): a container mount
+ * reaches only what the user could reach, since crun binds as root and
+ * would pass folders the user may not traverse. The descriptor pins the
+ * object the user's lookup found, so swapping a folder for a link later
+ * changes nothing. The fd, or -1 (errno of the user's lookup in *err). */
+static int open_as_user(const char *src, uid_t uid, gid_t gid,
+                        const gid_t *groups, int ngroups, int *err)
 {
-    int p[2];
-    if (pipe2(p, O_CLOEXEC) < 0)
-        return -1;
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+        return *err = errno, -1;
     pid_t pid = fork();
     if (pid == 0) {
-        close(p[0]);
-        char buf[PATH_MAX + 8];
-        char *r = NULL;
-        int e = 0;
+        close(sv[0]);
+        int e = 0, fd = -1;
         if (setgroups((size_t)ngroups, groups) < 0 || setgid(gid) < 0 ||
             setuid(uid) < 0)
             e = errno;
-        else if (!(r = realpath(src, buf + sizeof(int))))
+        else if ((fd = open(src, O_PATH | O_CLOEXEC)) < 0)
             e = errno;
-        memcpy(buf, &e, sizeof(int));
-        size_t n = sizeof(int) + (r ? strlen(r) + 1 : 0);
-        _exit(write(p[1], buf, n) == (ssize_t)n ? 0 : 1);
+        char ctl[CMSG_SPACE(sizeof(int))];
+        memset(ctl, 0, sizeof(ctl));
+        struct iovec iov = {.iov_base = &e, .iov_len = sizeof(e)};
+        struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+        if (fd >= 0) {
+            msg.msg_control = ctl;
+            msg.msg_controllen = sizeof(ctl);
+            struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+            cm->cmsg_level = SOL_SOCKET;
+            cm->cmsg_type = SCM_RIGHTS;
+            cm->cmsg_len = CMSG_LEN(sizeof(int));
+            memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+        }
+        _exit(sendmsg(sv[1], &msg, 0) == (ssize_t)sizeof(e) ? 0 : 1);
     }
-    close(p[1]);
-    char buf[PATH_MAX + 8];
-    ssize_t n = 0, got;
-    while (pid > 0 &&
-           (got = read(p[0], buf + n, sizeof(buf) - 1 - (size_t)n)) > 0)
-        n += got;
-    close(p[0]);
-    if (pid > 0)
+    close(sv[1]);
+    int e = EIO, fd = -1;
+    if (pid > 0) {
+        char ctl[CMSG_SPACE(sizeof(int))];
+        struct iovec iov = {.iov_base = &e, .iov_len = sizeof(e)};
+        struct msghdr msg = {.msg_iov = &iov,
+                             .msg_iovlen = 1,
+                             .msg_control = ctl,
+                             .msg_controllen = sizeof(ctl)};
+        ssize_t got;
+        while ((got = recvmsg(sv[0], &msg, MSG_CMSG_CLOEXEC)) < 0 &&
+               errno == EINTR)
+            ;
+        if (got != (ssize_t)sizeof(e))
+            e = EIO;
+        struct cmsghdr *cm = got > 0 ? CMSG_FIRSTHDR(&msg) : NULL;
+        if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
+            cm->cmsg_len == CMSG_LEN(sizeof(int)))
+            memcpy(&fd, CMSG_DATA(cm), sizeof(int));
         while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
             ;
-    buf[n] = '\0';
-    if (n < (ssize_t)sizeof(int))
-        return *err = EIO, -1;
-    memcpy(err, buf, sizeof(int));
-    if (*err)
+    }
+    close(sv[0]);
+    if (e == 0 && fd >= 0)
+        return fd;
+    if (fd >= 0)
+        close(fd);
+    *err = e ? e : EIO;
+    return -1;
+}
+
+/* Bind what fd names onto RUN/ctr/mnt-K (in the shim's own mount namespace,
+ * a root-only tmpfs) and give crun that path: nothing of it is the user's
+ * to change. 0, or -1 with errno. */
+static int stage_mount(struct shim_ctr *c, size_t k, int fd, char *out,
+                       size_t size)
+{
+    struct stat st;
+    char proc[64];
+    if (fstat(fd, &st) < 0)
         return -1;
-    snprintf(out, size, "%s", buf + sizeof(int));
-    return 0;
+    snprintf(out, size, "%s/mnt-%zu", c->dir, k);
+    if (S_ISDIR(st.st_mode)) {
+        if (mkdir(out, 0700) < 0)
+            return -1;
+    } else {
+        int t = open(out, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (t < 0)
+            return -1;
+        close(t);
+    }
+    snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+    return mount(proc, out, NULL, MS_BIND | MS_REC, NULL);
 }
 
 int shim_ctr_check_mounts(struct shim_ctr *c, uid_t uid, gid_t gid,
@@ -159,13 +204,19 @@ int shim_ctr_check_mounts(struct shim_ctr *c, uid_t uid, gid_t gid,
         json_object_get(json_object_get(c->launch, "container"), "mounts"), i,
         m) {
         const char *src = json_string_value(json_object_get(m, "src"));
-        char real[PATH_MAX];
+        char staged[4400];
         int err = 0;
-        if (!src || resolve_as_user(src, uid, gid, groups, ngroups, real,
-                                    sizeof(real), &err) < 0)
+        int fd = src ? open_as_user(src, uid, gid, groups, ngroups, &err) : -1;
+        if (fd < 0)
             return failf(why, size, "container mount %s: %s", src ? src : "?",
                          strerror(err ? err : EINVAL));
-        json_object_set_new(m, "src", json_string(real));
+        int rc = stage_mount(c, i, fd, staged, sizeof(staged));
+        err = errno;
+        close(fd);
+        if (rc < 0)
+            return failf(why, size, "container mount %s: cannot bind it: %s",
+                         src, strerror(err));
+        json_object_set_new(m, "src", json_string(staged));
     }
     return 0;
 }

@@ -27,8 +27,10 @@ struct shim_ctr *shim_ctr_prepare(const json_t *launch, const char *run_dir,
                                   int dirfd, const char *id, char *why,
                                   size_t size);
 
-/* Resolve each container mount's source as the job's user (uid, gid,
- * groups): a source the user cannot reach fails the run (why). 0 or -1. */
+/* Open each container mount's source as the job's user (uid, gid, groups)
+ * and bind what was opened onto a root-only path of the run, which crun
+ * then gets: a source the user cannot reach fails the run (why), and a
+ * link swapped in after the check changes nothing. 0 or -1. */
 int shim_ctr_check_mounts(struct shim_ctr *c, uid_t uid, gid_t gid,
                           const gid_t *groups, int ngroups, char *why,
                           size_t size);
