@@ -177,8 +177,8 @@ struct job {
     bool idle;               /* flagged idle (its project's policy acts) */
     uint64_t cpu_ns;         /* CPU time its processes used (cgroups) */
     uint64_t mem_peak;       /* the most memory it used on one node */
-    int64_t attained_gpu_ms; /* GPU time of its earlier runs (in memory
-                                only: the LAS policy's attained service) */
+    int64_t attained_gpu_ms; /* GPU time of its earlier runs (the LAS
+                                policy's attained service; stored) */
 };
 
 /* Names as users see them ("pending", "node_fail", "high"). */

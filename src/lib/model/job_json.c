@@ -658,6 +658,9 @@ json_t *job_to_record(const struct job *job)
         json_object_set_new(rec, "held", json_true());
     if (rec && job->requeue_asked)
         json_object_set_new(rec, "requeue_asked", json_true());
+    if (rec && job->attained_gpu_ms > 0)
+        json_object_set_new(rec, "attained_gpu_ms",
+                            json_integer((json_int_t)job->attained_gpu_ms));
     if (rec && job->array_id)
         json_object_update_new(rec, json_pack("{s:I, s:i, s:i}", "array_id",
                                               (json_int_t)job->array_id,
@@ -740,6 +743,9 @@ struct job *job_from_record(const json_t *rec, struct sh_error *err)
     job->idle = json_is_true(json_object_get(rec, "idle"));
     job->held = json_is_true(json_object_get(rec, "held"));
     job->requeue_asked = json_is_true(json_object_get(rec, "requeue_asked"));
+    const json_t *attained = json_object_get(rec, "attained_gpu_ms");
+    if (json_is_integer(attained) && json_integer_value(attained) > 0)
+        job->attained_gpu_ms = json_integer_value(attained);
     job->array_id =
         (uint64_t)json_integer_value(json_object_get(rec, "array_id"));
     job->array_task =

@@ -119,6 +119,7 @@ Test(job_json, record_round_trips)
     job_destroy(bare_back);
     json_decref(bare);
     job_set_reason(job, "resources: needs 1 GPU");
+    job->attained_gpu_ms = 7200000; /* LAS: survives a controller restart */
     json_t *rec = job_to_record(job);
     cr_assert_not_null(rec);
     struct job *back = job_from_record(rec, &err);
@@ -129,6 +130,7 @@ Test(job_json, record_round_trips)
     cr_assert_str_eq(back->spec.argv[1], "1");
     cr_assert_str_eq(back->spec.env[0].value, "V");
     cr_assert_str_eq(back->reason, "resources: needs 1 GPU");
+    cr_assert_eq(back->attained_gpu_ms, 7200000);
     json_t *view = job_to_json(back);
     cr_assert_str_eq(json_string_value(json_object_get(view, "state")),
                      "pending");
