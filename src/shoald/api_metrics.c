@@ -172,30 +172,26 @@ struct gpu_use {
     bool idle; /* every job on it idle */
 };
 
+struct node_use_ctx {
+    const struct shoald *d;
+    struct gpu_use *use;
+    int64_t now;
+};
+
+static void count_holder(const struct job *job, int gpu, void *arg)
+{
+    struct node_use_ctx *c = arg;
+    c->use[gpu].allocated = true;
+    c->use[gpu].idle = c->use[gpu].idle && job_idle_now(c->d, job, c->now);
+}
+
 static void node_use(struct shoald *d, const struct node *n,
                      struct gpu_use *use, int64_t now)
 {
-    struct node_rt *rt = nodetab_rt(d->nodes, n->name);
     for (int g = 0; g < n->ngpus; g++)
         use[g] = (struct gpu_use){false, true};
-    for (int i = 0; i < rt->njobs; i++) {
-        const struct job *job = jobtab_get(d->jobs, rt->jobs[i]);
-        for (int a = 0; job && a < job->nalloc; a++) {
-            const struct job_alloc *al = &job->alloc[a];
-            if (al->done || strcmp(al->node, n->name) != 0)
-                continue;
-            for (int g = 0; g < al->ngpus; g++) {
-                int slice;
-                const struct gpu_info *gi =
-                    node_find_gpu(n, al->gpus[g], &slice);
-                if (!gi)
-                    continue;
-                struct gpu_use *u = &use[gi - n->gpus];
-                u->allocated = true;
-                u->idle = u->idle && job_idle_now(d, job, now);
-            }
-        }
-    }
+    struct node_use_ctx c = {d, use, now};
+    cluster_each_gpu_holder(d, n, count_holder, &c);
 }
 
 static void gpu_figures(struct shoald *d, struct prom *p)

@@ -13,6 +13,24 @@
 #include "shoald/nodetab.h"
 #include "store/store.h"
 
+struct node_view_ctx {
+    json_t *gpus; /* the view's GPU array */
+    int busy[GPU_PER_NODE_MAX];
+};
+
+static void list_holder(const struct job *job, int gpu, void *arg)
+{
+    struct node_view_ctx *c = arg;
+    c->busy[gpu]++;
+    json_t *gj = json_array_get(c->gpus, (size_t)gpu);
+    json_t *jobs = json_object_get(gj, "jobs");
+    if (!jobs) {
+        jobs = json_array();
+        json_object_set_new(gj, "jobs", jobs);
+    }
+    json_array_append_new(jobs, json_integer((json_int_t)job->id));
+}
+
 /* The node's view plus, per GPU, the jobs holding it. */
 static json_t *node_view(struct shoald *d, const struct node *n)
 {
@@ -20,32 +38,9 @@ static json_t *node_view(struct shoald *d, const struct node *n)
     if (!o)
         return NULL;
     struct node_rt *rt = nodetab_rt(d->nodes, n->name);
-    int busy[GPU_PER_NODE_MAX] = {0};
-    json_t *gpus = json_object_get(o, "gpus");
-    for (int i = 0; i < rt->njobs; i++) {
-        const struct job *job = jobtab_get(d->jobs, rt->jobs[i]);
-        for (int a = 0; job && a < job->nalloc; a++) {
-            const struct job_alloc *al = &job->alloc[a];
-            if (al->done || strcmp(al->node, n->name) != 0)
-                continue;
-            for (int g = 0; g < al->ngpus; g++) {
-                int slice;
-                const struct gpu_info *gi =
-                    node_find_gpu(n, al->gpus[g], &slice);
-                if (!gi)
-                    continue;
-                int idx = (int)(gi - n->gpus);
-                busy[idx]++;
-                json_t *gj = json_array_get(gpus, (size_t)idx);
-                json_t *jobs = json_object_get(gj, "jobs");
-                if (!jobs) {
-                    jobs = json_array();
-                    json_object_set_new(gj, "jobs", jobs);
-                }
-                json_array_append_new(jobs, json_integer((json_int_t)job->id));
-            }
-        }
-    }
+    struct node_view_ctx c = {.gpus = json_object_get(o, "gpus")};
+    cluster_each_gpu_holder(d, n, list_holder, &c);
+    int *busy = c.busy;
     int nbusy = 0;
     for (int g = 0; g < n->ngpus; g++)
         nbusy += busy[g] > 0;
