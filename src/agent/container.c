@@ -108,12 +108,16 @@ static void add_mount(json_t *mounts, const char *dst, const char *type,
                                             "source", src, "options", options));
 }
 
+/* Volumes, container mounts, the run folder and driver libraries: never
+ * setuid programs or device nodes from them (the job's GPUs come through
+ * linux.devices only). */
 static void add_bind(json_t *mounts, const char *src, const char *dst,
                      bool readonly)
 {
     add_mount(mounts, dst, "bind", src,
-              readonly ? json_pack("[s, s, s]", "rbind", "ro", "nosuid")
-                       : json_pack("[s, s]", "rbind", "nosuid"));
+              readonly
+                  ? json_pack("[s, s, s, s]", "rbind", "ro", "nosuid", "nodev")
+                  : json_pack("[s, s, s]", "rbind", "nosuid", "nodev"));
 }
 
 static json_t *config_mounts(const struct container_input *in)

@@ -544,6 +544,29 @@ static void evict(const struct image_cache_cfg *cfg, const char *keep)
     }
 }
 
+/* nftw callback: remove a device node (see drop_devices). */
+static int drop_device(const char *path, const struct stat *st, int type,
+                       struct FTW *ftw)
+{
+    (void)type;
+    (void)ftw;
+    if ((S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode)) && unlink(path) < 0)
+        return -1;
+    return 0;
+}
+
+/* An image's layers may hold device nodes (a disk, /dev/mem) that umoci,
+ * unpacking as root, creates: a job that opened one would act as root on
+ * the node. Mount flags cannot keep them shut (crun binds the rootfs onto
+ * itself, which drops nodev), so the bundle keeps none: the job's GPUs
+ * come through the container's own /dev. */
+static int drop_devices(const char *bundle)
+{
+    char rootfs[4300];
+    snprintf(rootfs, sizeof(rootfs), "%s/rootfs", bundle);
+    return nftw(rootfs, drop_device, 32, FTW_PHYS) == 0 ? 0 : -1;
+}
+
 /* Copy and unpack digest hex into bundles/HEX. Under the cache lock. */
 static int pull_and_unpack(struct pull *p, const char *transport,
                            const char *digest, char *why, size_t size)
@@ -606,6 +629,12 @@ static int pull_and_unpack(struct pull *p, const char *transport,
         return -1;
     }
     free(r.out);
+    if (drop_devices(tmp) < 0) {
+        snprintf(why, size, "image %s: cannot remove its device nodes: %s",
+                 transport, strerror(errno));
+        rm_tree(tmp);
+        return -1;
+    }
     uint64_t bytes = image_du(tmp);
     char sizef[4300], text[32];
     snprintf(sizef, sizeof(sizef), "%s/bundles/%s.size", cfg->dir, hex);

@@ -84,7 +84,10 @@ static int mount_rootfs(struct shim_ctr *c, char *why, size_t size)
                      strerror(errno));
     snprintf(opts, sizeof(opts), "lowerdir=%s,upperdir=%s,workdir=%s", lower,
              upper, work);
-    if (mount("overlay", c->rootfs, "overlay", MS_NOSUID, opts) < 0)
+    /* nodev as a second wall: the bundle holds no device nodes (image.c
+     * drops them when it unpacks), though crun's own bind of the rootfs
+     * does not keep this flag. */
+    if (mount("overlay", c->rootfs, "overlay", MS_NOSUID | MS_NODEV, opts) < 0)
         return failf(why, size, "cannot mount the image's rootfs (overlay): %s",
                      strerror(errno));
     return 0;

@@ -16,6 +16,7 @@
 #   ctr-008 while the node resolves or pulls the image, the job says so
 #   ctr-009 a full cache evicts the least recently used image no run uses
 #   ctr-010 a container mount reaches only what its user can reach
+#   ctr-011 a device node inside an image cannot be opened by the job
 
 load lib/cluster
 
@@ -45,6 +46,11 @@ setup_file() {
         printf 'ID=shoaltest2\n' >B/rootfs/etc/os-release
         umoci repack --image L:t2 B
         skopeo --insecure-policy copy --quiet oci:L:t2 "oci-archive:$d/busybox2.tar"
+        # A third, holding a device node (the harmless null device).
+        mkdir -p B/rootfs/opt
+        mknod -m 0666 B/rootfs/opt/null c 1 3
+        umoci repack --image L:t3 B
+        skopeo --insecure-policy copy --quiet oci:L:t3 "oci-archive:$d/busybox-dev.tar"
     ) >"$BATS_FILE_TMPDIR/img.log" 2>&1
 }
 
@@ -293,4 +299,18 @@ echo x > /data/ro 2>/dev/null || echo data=ro; echo w > /tmp/w && echo tmp=rw'
     [ "$(job_state "$id")" = failed ]
     job_field "$id" .reason | grep -q "container mount $SHOAL_TEST_DIR/private/sub: Permission denied"
     if shoal logs "$id" | grep -q secret; then false; fi
+}
+
+@test "ctr-011 a device node inside an image cannot be opened by the job" {
+    [ -f "$BATS_FILE_TMPDIR/img/busybox-dev.tar" ] ||
+        skip "the image with a device node could not be built"
+    shoal_cluster_start 1 1
+    open_test_dir
+    id=$(submit --user "$CUSER" --image "oci-archive:$BATS_FILE_TMPDIR/img/busybox-dev.tar" \
+        -- sh -c 'echo x >/opt/null && echo opened; ls /opt; echo listed')
+    wait_for 60 job_done "$id"
+    run shoal logs "$id"
+    [[ "$output" == *listed* ]]
+    # The image's /opt/null (char 1:3) is not there to open.
+    [[ "$output" != *opened* ]]
 }
