@@ -121,8 +121,8 @@ two_controllers() {
     wait_for 10 role_is "$A" follower
     [ "$(health_of "$A" leader)" = "$B" ]
     ! grep -q "leading now\|leader at" "$SHOAL_TEST_DIR/ctl1again.log"
-    # ...and sends the CLI on to the leader.
-    id=$(SHOAL_URL=$A shoal submit --hold -- true)
+    # ...and sends the CLI on to the leader (both configured, A first).
+    id=$(SHOAL_URL="$A,$B" shoal submit --hold -- true)
     [ "$id" -gt "$new" ]
 }
 
@@ -133,8 +133,13 @@ two_controllers() {
     [ "$status_code" = 503 ]
     [ "$(echo "$body" | jq -r .leader)" = "$A" ]
     [ "$(echo "$body" | jq -r .error.code)" = unavailable ]
-    # The CLI configured with the follower alone follows to the leader.
-    id=$(SHOAL_URL=$B shoal submit --hold -- true)
+    # The CLI configured with the follower alone does not send its token
+    # to a URL only the answer gave: it names the leader to add.
+    run env SHOAL_URL=$B "$SHOAL_CLI" submit --hold -- true
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"follows $A, which is not among the controller URLs"* ]]
+    # Configured with both, the follower first, it goes to the leader.
+    id=$(SHOAL_URL="$B,$A" shoal submit --hold -- true)
     [ -n "$id" ]
     SHOAL_URL=$A api GET "/v1/jobs/$id"
     [ "$status_code" = 200 ]

@@ -26,8 +26,7 @@
 #define FAILOVER_DEFAULT_MS 30000
 
 struct client {
-    /* The configured URLs, then leaders that followers named and the list
-     * did not hold. conns[i] is created with urls[i]. mu guards nurls and
+    /* The configured URLs. conns[i] is created with urls[i]. mu guards nurls and
      * conns against client_abort in another thread. */
     pthread_mutex_t mu;
     char urls[CLIENT_MAX_URLS][512];
@@ -329,15 +328,16 @@ static int try_one(struct client *c, int i, const struct http_request *rq,
 }
 
 /* Send rq to the controller that serves: the one that served last first,
- * then a leader a follower named, then the others in list order, in
- * rounds until one serves or the time is up. A single URL is tried once
- * (plus the leader it names). */
+ * then the leader a follower named when it is in the list, then the others
+ * in list order, in rounds until one serves or the time is up. A single URL
+ * is tried once. */
 static int failover_request(struct client *c, const struct http_request *rq,
                             struct http_response *rs, struct sh_error *err)
 {
     int window = c->timeout_ms > 0 ? c->timeout_ms : FAILOVER_DEFAULT_MS;
     int64_t deadline = clock_mono_ms() + window;
     int next = c->cur;
+    char unlisted[512] = ""; /* a leader named that is not in the list */
     for (;;) {
         bool tried[CLIENT_MAX_URLS] = {false};
         int ntried = 0;
@@ -353,11 +353,11 @@ static int failover_request(struct client *c, const struct http_request *rq,
             }
             if (rc < 0)
                 return -1;
+            /* Only to a controller the user configured: the token goes
+             * along, and a URL from an answer is not one to trust. */
             int l = leader[0] ? find_url(c, leader) : -1;
-            if (leader[0] && l < 0) {
-                struct sh_error aerr;
-                l = add_url(c, leader, &aerr);
-            }
+            if (leader[0] && l < 0)
+                snprintf(unlisted, sizeof(unlisted), "%s", leader);
             if (l >= 0 && !tried[l]) {
                 next = l;
                 continue;
@@ -375,6 +375,14 @@ static int failover_request(struct client *c, const struct http_request *rq,
             break;
         pause_ms(FAILOVER_PAUSE_MS);
         next = c->cur;
+    }
+    if (unlisted[0] && !c->aborted) {
+        sh_errorf(err, SH_EUNAVAILABLE,
+                  "the controller follows %.200s, which is not among the "
+                  "controller URLs you configured (url = ..., or SHOAL_URL): "
+                  "add it to the list to use it",
+                  unlisted);
+        return -1;
     }
     if (c->nurls > 1 && !c->aborted) {
         char first[sizeof(err->msg)];

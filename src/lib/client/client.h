@@ -19,8 +19,7 @@
 
 /* The largest response body accepted (logs come in pages below this). */
 #define CLIENT_MAX_RESPONSE (64u << 20)
-/* Controllers in one client's URL list (configured ones and leaders that
- * followers named). */
+/* Controllers in one client's URL list. */
 #define CLIENT_MAX_URLS 8
 
 struct client;
@@ -47,7 +46,9 @@ void client_config_path(char *buf, size_t size);
  * of one highly available cluster (doc/design/ha.md). A call goes to the
  * controller that served last; when it cannot be reached (and the request
  * surely did not arrive, or is a GET), or answers as a follower (503 with
- * {"leader": URL}), the call goes to the leader it names, else the next
+ * {"leader": URL}), the call goes to the leader it names when that is in
+ * the list (the token goes along: never to a URL only an answer gave;
+ * a leader outside the list is an error that names it), else the next
  * URL, in rounds 200 ms apart until one serves or the call's timeout (30 s
  * without one) is over. A single URL that cannot be reached fails at once.
  * url and token are copied; ca_file may be NULL. */

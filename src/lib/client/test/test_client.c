@@ -11,7 +11,8 @@
  *   close bodies, API errors, the size limit, keep-alive and a server that
  *   closed an idle connection. Not https (libcurl): that needs TLS.
  * - failover: URL lists, an unreachable controller skipped, a follower's
- *   answer followed to the leader it names, a change that may have
+ *   answer followed to the leader it names when it is configured (never
+ *   to one only the answer gave), a change that may have
  *   arrived never sent to a second controller. */
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
@@ -890,10 +891,14 @@ Test(failover, follower_answer_sends_the_call_to_the_leader_it_names,
     const char *const follower_answers[] = {follower_answer, NULL};
     struct srv follower;
     srv_start(&follower, follower_answers);
-    /* Only the follower is configured. */
-    struct client *c = client_for(&follower, NULL);
-    json_t *out = NULL;
+    /* Both configured, the follower first. */
+    char urls[300];
+    snprintf(urls, sizeof(urls), "%s, %s", follower.url, leader.url);
     struct sh_error err = {0};
+    struct client *c = client_create(urls, "tok123", NULL, &err);
+    cr_assert_not_null(c, "%s", err.msg);
+    client_set_timeout(c, 10000);
+    json_t *out = NULL;
     cr_assert_eq(client_call(c, "POST", "/v1/jobs", NULL, &out, NULL, &err), 0,
                  "%s", err.msg);
     cr_assert_eq(json_integer_value(json_object_get(out, "n")), 1);
@@ -906,6 +911,42 @@ Test(failover, follower_answer_sends_the_call_to_the_leader_it_names,
     cr_assert_eq(leader.requests, 1);
     cr_assert(strstr(leader.req[0], "Authorization: Bearer tok123") != NULL,
               "the token goes along: %s", leader.req[0]);
+}
+
+Test(failover, a_leader_outside_the_list_gets_no_request_and_is_named,
+     .timeout = 30)
+{
+    /* A follower (or anything answering like one) names a URL the user
+     * never configured: the token must not go there. */
+    static const char *const leader_answers[] = {OK_JSON(7) "{\"n\":1}", NULL};
+    struct srv leader;
+    srv_start(&leader, leader_answers);
+    static char follower_answer[512];
+    char body[256];
+    snprintf(body, sizeof(body),
+             "{\"error\":{\"code\":\"unavailable\",\"message\":\"follower\"},"
+             "\"leader\":\"%s\"}",
+             leader.url);
+    snprintf(follower_answer, sizeof(follower_answer),
+             "HTTP/1.1 503 Service Unavailable\r\nContent-Length: %zu\r\n\r\n"
+             "%s",
+             strlen(body), body);
+    const char *const follower_answers[] = {follower_answer, NULL};
+    struct srv follower;
+    srv_start(&follower, follower_answers);
+    struct client *c = client_for(&follower, NULL);
+    json_t *out = NULL;
+    struct sh_error err = {0};
+    cr_assert_eq(client_call(c, "POST", "/v1/jobs", NULL, &out, NULL, &err),
+                 -1);
+    cr_assert_eq(err.code, SH_EUNAVAILABLE);
+    cr_assert(strstr(err.msg, leader.url) && strstr(err.msg, "not among"), "%s",
+              err.msg);
+    client_destroy(c);
+    srv_finish(&follower);
+    srv_finish(&leader);
+    cr_assert_eq(follower.requests, 1);
+    cr_assert_eq(leader.requests, 0);
 }
 
 Test(failover, change_that_may_have_arrived_is_not_sent_to_another,
