@@ -3,8 +3,26 @@
  * building batches, and dispatching through the operations table. */
 #include "store/store_impl.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Whether a database URL carries a password (user:PASSWORD@host, or a
+ * password= parameter): shoald's arguments are readable by every local
+ * user, so the password belongs in ~/.pgpass, PGPASSFILE or PGPASSWORD. */
+static bool url_has_password(const char *url)
+{
+    const char *auth = strstr(url, "://");
+    if (!auth)
+        return false;
+    auth += 3;
+    size_t n = strcspn(auth, "/?#");
+    const char *at = memchr(auth, '@', n);
+    if (at && memchr(auth, ':', (size_t)(at - auth)))
+        return true;
+    const char *q = strchr(url, '?');
+    return q && (strstr(q, "?password=") || strstr(q, "&password="));
+}
 
 struct store *store_open(const char *url, struct sh_error *err)
 {
@@ -18,6 +36,14 @@ struct store *store_open(const char *url, struct sh_error *err)
         return store_sqlite_open(url + 7, err);
     if (strncmp(url, "postgres://", 11) == 0 ||
         strncmp(url, "postgresql://", 13) == 0) {
+        if (url_has_password(url)) {
+            sh_errorf(err, SH_EINVAL,
+                      "store: the database URL holds a password, which "
+                      "every local user could read in shoald's arguments: "
+                      "put it in ~/.pgpass, a file named by PGPASSFILE, or "
+                      "PGPASSWORD, and leave it out of the URL");
+            return NULL;
+        }
 #ifdef SHOAL_HAVE_POSTGRESQL
         return store_pg_open(url, err);
 #else
@@ -27,8 +53,14 @@ struct store *store_open(const char *url, struct sh_error *err)
         return NULL;
 #endif
     }
-    if (strstr(url, "://")) {
-        sh_errorf(err, SH_EINVAL, "store: unknown database URL '%.64s'", url);
+    const char *sep = strstr(url, "://");
+    if (sep) {
+        /* Only the scheme: the rest may hold a password. */
+        int scheme = sep - url < 32 ? (int)(sep - url) : 32;
+        sh_errorf(err, SH_EINVAL,
+                  "store: unknown database URL scheme '%.*s://' (use "
+                  "postgresql://..., sqlite:PATH or a path)",
+                  scheme, url);
         return NULL;
     }
     return store_sqlite_open(url, err);

@@ -40,6 +40,26 @@ Test(store, rejects_unknown_url_schemes)
     cr_assert_eq(err.code, SH_EINVAL);
     cr_assert_null(store_open("/nonexistent-dir/x/state.db", &err));
     cr_assert_eq(err.code, SH_EUNAVAILABLE);
+    /* A mistyped scheme does not print the rest, which may hold a
+     * password. */
+    cr_assert_null(store_open("postgresq://u:secret@db/x", &err));
+    cr_assert(strstr(err.msg, "'postgresq://'") && !strstr(err.msg, "secret"),
+              "%s", err.msg);
+}
+
+Test(store, refuses_a_password_in_the_database_url)
+{
+    static const char *const with[] = {
+        "postgresql://shoal:secret@db/shoal", "postgres://shoal:@db:5432/shoal",
+        "postgresql://db/shoal?sslmode=require&password=secret",
+        "postgresql://db/shoal?password=secret"};
+    for (size_t i = 0; i < sizeof(with) / sizeof(with[0]); i++) {
+        struct sh_error err;
+        cr_assert_null(store_open(with[i], &err), "%s", with[i]);
+        cr_assert_eq(err.code, SH_EINVAL);
+        cr_assert(strstr(err.msg, "~/.pgpass") && !strstr(err.msg, "secret"),
+                  "%s", err.msg);
+    }
 }
 
 Test(store, sqlite_is_always_leader_at_epoch_one)
