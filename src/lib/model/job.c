@@ -304,6 +304,10 @@ static int validate_where(const struct job_spec *s, struct sh_error *err)
         return -1;
     if (s->error && job_output_check("error", s->error, err) < 0)
         return -1;
+    if ((s->output || s->error) && s->container.image)
+        return sh_errorf(err, SH_EINVAL,
+                         "output and error files are not supported with an "
+                         "image yet: its output is kept for shoal logs");
     if (s->exclusive && s->gpus_per_node == 0)
         return sh_errorf(err, SH_EINVAL,
                          "exclusive needs gpus >= 1 (jobs without GPUs "

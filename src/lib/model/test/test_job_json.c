@@ -182,7 +182,8 @@ Test(job_json, listing_writer_gives_the_views_text)
         "\"a\\\\b\\n\\u0001\\u00e9\"],\"gpus\":2,\"user\":\"u\","
         "\"project\":\"p\",\"env\":{\"K\":\"V\\t\",\"L\":\"\"},"
         "\"volumes\":[{\"name\":\"d\",\"path\":\"/d\",\"readonly\":true}],"
-        "\"hold\":true,\"time_limit\":3600,\"workdir\":\"/w\"},"
+        "\"hold\":true,\"time_limit\":3600,\"workdir\":\"/"
+        "w\",\"output\":\"o_%j.txt\",\"error\":\"e_%j\"},"
         "\"state\":\"pending\",\"submit_ms\":1796189932843,\"start_ms\":0,"
         "\"end_ms\":0,\"exit_code\":-1,\"exit_signal\":0,\"requeues\":2,"
         "\"releasing\":false,\"est_start_ms\":0,\"placement\":[],"
@@ -205,7 +206,7 @@ Test(job_json, listing_writer_gives_the_views_text)
         "\"checkpointable\":true,\"image\":\"oci-archive:/srv/i.tar\","
         "\"container_mounts\":[\"/data:/d:ro\",\"/x:/y\"],"
         "\"container_workdir\":\"/"
-        "w\",\"output\":\"o_%j.txt\",\"error\":\"e_%j\",\"container_env\":{"
+        "w\",\"container_env\":{"
         "\"A\":\"1\","
         "\"B\":\"\\\"\"}},\"state\":\"pending\",\"submit_ms\":1,"
         "\"start_ms\":0,\"end_ms\":0,\"exit_code\":-1,\"exit_signal\":0,"
@@ -248,4 +249,20 @@ Test(job_json, begin_is_an_absolute_utc_time)
     cr_assert_lt(job_spec_from_json(o, &s, &err), 0);
     cr_assert(strstr(err.msg, "begin must be a UTC time"), "%s", err.msg);
     json_decref(o);
+}
+
+Test(job_json, output_files_with_an_image_are_refused)
+{
+    /* The shim would exec crun before opening them: refused, not ignored. */
+    struct job_spec s;
+    struct sh_error err = {0};
+    cr_assert_lt(parse("{\"command\":[\"x\"],\"image\":\"oci:/srv/img:t\","
+                       "\"output\":\"out_%j.txt\"}",
+                       &s, &err),
+                 0);
+    cr_assert(strstr(err.msg, "not supported with an image"), "%s", err.msg);
+    cr_assert_lt(parse("{\"command\":[\"x\"],\"image\":\"oci:/srv/img:t\","
+                       "\"error\":\"err_%j.txt\"}",
+                       &s, &err),
+                 0);
 }
