@@ -5,10 +5,12 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ctype.h>
 #include <ftw.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <poll.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -199,6 +201,12 @@ struct pull {
     char blobs[4200]; /* the layout's blobs folder */
     uint64_t before;  /* its size before the copy */
     uint64_t total;   /* bytes the image's layers hold; 0 unknown */
+    const struct user_creds *user; /* who opens a local image */
+    bool archive;                  /* oci-archive: (else oci: layout) */
+    char dir[4200];                /* the archive or layout, as given */
+    char tag[256];                 /* the layout's tag, "" for none */
+    int src_fd;                    /* the local image, opened as the user; -1 */
+    char src[96 + 4200];           /* what skopeo reads (/proc/self/fd/N) */
 };
 
 static void fail(char *why, size_t size, const char *transport,
@@ -255,24 +263,15 @@ static uint64_t manifest_bytes(const char *raw)
     return sum;
 }
 
-/* ---- local images: the digest from the index, without skopeo ---- */
+/* ---- local images: opened as the user, digest from the index ---- */
 
 #define INDEX_MAX (1 << 20)
 
-/* The file called name in the tar archive at path (ustar headers; what
- * skopeo writes), at most max - 1 bytes into a new string; NULL when absent
- * or unreadable. */
-static char *tar_read(const char *path, const char *name, size_t max)
+/* The file called name in the tar archive open at fd (ustar headers; what
+ * skopeo writes), at most max - 1 bytes into a new string (its length in
+ * *len); NULL when absent or unreadable. */
+static char *tar_read(int fd, const char *name, size_t max, size_t *len)
 {
-    /* Regular files only (a FIFO or a device is skopeo's to read). */
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    struct stat st;
-    if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))) {
-        close(fd);
-        return NULL;
-    }
-    if (fd < 0)
-        return NULL;
     char hdr[512];
     char *out = NULL;
     off_t pos = 0;
@@ -280,38 +279,50 @@ static char *tar_read(const char *path, const char *name, size_t max)
         char field[13];
         memcpy(field, hdr + 124, 12);
         field[12] = '\0';
-        unsigned long long len = strtoull(field, NULL, 8);
+        unsigned long long n = strtoull(field, NULL, 8);
         char fname[101];
         memcpy(fname, hdr, 100);
         fname[100] = '\0';
-        const char *n = strncmp(fname, "./", 2) == 0 ? fname + 2 : fname;
-        if (strcmp(n, name) == 0 && (hdr[156] == '0' || hdr[156] == '\0')) {
-            if (len < max && (out = calloc(1, len + 1)) &&
-                pread(fd, out, len, pos + 512) != (ssize_t)len) {
+        const char *f = strncmp(fname, "./", 2) == 0 ? fname + 2 : fname;
+        if (strcmp(f, name) == 0 && (hdr[156] == '0' || hdr[156] == '\0')) {
+            if (n < max && (out = calloc(1, n + 1)) &&
+                pread(fd, out, n, pos + 512) != (ssize_t)n) {
                 free(out);
                 out = NULL;
             }
+            if (out)
+                *len = n;
             break;
         }
-        pos += 512 + (off_t)((len + 511) / 512 * 512);
+        pos += 512 + (off_t)((n + 511) / 512 * 512);
     }
-    close(fd);
     return out;
 }
 
-/* A small regular file (not through a link), as a new string; NULL when
- * absent, larger than max - 1 bytes or unreadable. */
-static char *read_small(const char *path, size_t max)
+/* A small file open at fd, as a new string (its length in *len); NULL when
+ * larger than max - 1 bytes or unreadable. */
+static char *read_fd(int fd, size_t max, size_t *len)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     struct stat st;
     char *out = NULL;
-    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
         (size_t)st.st_size < max && (out = calloc(1, (size_t)st.st_size + 1)) &&
         read(fd, out, (size_t)st.st_size) != st.st_size) {
         free(out);
         out = NULL;
     }
+    if (out)
+        *len = (size_t)st.st_size;
+    return out;
+}
+
+/* A small regular file (not through a link) of the cache, as a new
+ * string; NULL when absent, too large or unreadable. */
+static char *read_small(const char *path, size_t max)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    size_t len;
+    char *out = fd >= 0 ? read_fd(fd, max, &len) : NULL;
     if (fd >= 0)
         close(fd);
     return out;
@@ -331,75 +342,185 @@ static const char *index_manifest(const json_t *index, const char *tag)
         const char *type = json_string_value(json_object_get(m, "mediaType"));
         if (!type || strcmp(type, "application/vnd.oci.image.manifest.v1+json"))
             continue;
-        if (tag ? ref && strcmp(ref, tag) == 0 : json_array_size(ms) == 1)
+        if (tag ? ref && strcmp(ref, tag) == 0 : json_array_size(ms) == 1) {
+            if (tag && found)
+                return NULL; /* tagged twice: not one answer */
             found = json_string_value(json_object_get(m, "digest"));
+        }
     }
     return found;
 }
 
-/* oci-archive:PATH and oci:DIR:TAG hold their index: read the digest (and
- * the layers' size) there. -1 when anything is unusual: skopeo decides. */
-static int resolve_local(struct pull *p, const char *transport, char *digest,
-                         size_t dsize)
+char *image_index_tag_digest(const char *index, const char *tag)
 {
-    bool archive = strncmp(transport, "oci-archive:", 12) == 0;
-    if (!archive && strncmp(transport, "oci:", 4) != 0)
-        return -1;
-    char dir[4200] = "", tag[256] = "";
-    char *text = NULL;
-    if (archive) {
-        text = tar_read(transport + 12, "index.json", INDEX_MAX);
+    json_error_t jerr;
+    json_t *j = index ? json_loads(index, 0, &jerr) : NULL;
+    const char *d = j ? index_manifest(j, tag) : NULL;
+    char *out = d ? strdup(d) : NULL;
+    json_decref(j);
+    return out;
+}
+
+bool image_sha256_is(const void *data, size_t len, const char *digest)
+{
+    unsigned char h[crypto_hash_sha256_BYTES];
+    char hex[2 * crypto_hash_sha256_BYTES + 1];
+    if (strncmp(digest, "sha256:", 7) != 0 || sodium_init() < 0)
+        return false;
+    crypto_hash_sha256(h, data, len);
+    sodium_bin2hex(hex, sizeof(hex), h, sizeof(h));
+    return strcmp(hex, digest + 7) == 0;
+}
+
+static bool is_local(const char *transport)
+{
+    return strncmp(transport, "oci-archive:", 12) == 0 ||
+           strncmp(transport, "oci:", 4) == 0;
+}
+
+/* A file of a local image: name inside the archive at p->src_fd, or under
+ * the layout folder opened as the user. NULL when missing (errno-like
+ * reason in *err: 0 when absent from the archive). */
+static char *local_read(struct pull *p, const char *name, size_t *len, int *err)
+{
+    *err = 0;
+    if (p->archive)
+        return tar_read(p->src_fd, name, INDEX_MAX, len);
+    char path[8600];
+    snprintf(path, sizeof(path), "%s/%s", p->dir, name);
+    int fd = user_open_read(path, p->user, S_IFREG, err);
+    if (fd < 0)
+        return NULL;
+    char *out = read_fd(fd, INDEX_MAX, len);
+    close(fd);
+    return out;
+}
+
+static void say_errno(char *buf, size_t size, int err, bool archive)
+{
+    if (err == EMEDIUMTYPE)
+        snprintf(buf, size, "%s",
+                 archive ? "not a regular file" : "not a folder");
+    else
+        snprintf(buf, size, "%s", strerror(err));
+    buf[0] = (char)tolower((unsigned char)buf[0]);
+}
+
+/* A local image's archive or folder, opened as the job's user: p->src
+ * becomes skopeo's reference to it through /proc/self/fd/N (N inherited).
+ * Other transports: p->src is transport. 0, or -1 with why. */
+static int open_local(struct pull *p, const char *transport, char *why,
+                      size_t size)
+{
+    snprintf(p->src, sizeof(p->src), "%s", transport);
+    if (!is_local(transport))
+        return 0;
+    p->archive = strncmp(transport, "oci-archive:", 12) == 0;
+    if (p->archive) {
+        snprintf(p->dir, sizeof(p->dir), "%s", transport + 12);
     } else {
         const char *colon = strrchr(transport + 4, ':');
-        if (!colon)
-            return -1;
-        snprintf(dir, sizeof(dir), "%.*s", (int)(colon - transport - 4),
-                 transport + 4);
-        snprintf(tag, sizeof(tag), "%s", colon + 1);
-        char path[4300];
-        snprintf(path, sizeof(path), "%s/index.json", dir);
-        text = read_small(path, INDEX_MAX);
+        size_t n =
+            colon ? (size_t)(colon - transport - 4) : strlen(transport + 4);
+        snprintf(p->dir, sizeof(p->dir), "%.*s", (int)n, transport + 4);
+        if (colon)
+            snprintf(p->tag, sizeof(p->tag), "%s", colon + 1);
     }
-    json_error_t jerr;
-    json_t *index = text ? json_loads(text, 0, &jerr) : NULL;
+    int err = 0;
+    int fd =
+        user_open_read(p->dir, p->user, p->archive ? S_IFREG : S_IFDIR, &err);
+    if (fd < 0) {
+        char e[128];
+        say_errno(e, sizeof(e), err, p->archive);
+        snprintf(why, size, "image %s: cannot resolve: %s: %s", transport,
+                 p->dir, e);
+        return -1;
+    }
+    /* Inherited by skopeo (not close-on-exec), above stdin/out/err. */
+    p->src_fd = fcntl(fd, F_DUPFD, 3);
+    close(fd);
+    if (p->src_fd < 0) {
+        snprintf(why, size, "image %s: %s", transport, strerror(errno));
+        return -1;
+    }
+    if (p->archive)
+        snprintf(p->src, sizeof(p->src), "oci-archive:/proc/self/fd/%d",
+                 p->src_fd);
+    else
+        snprintf(p->src, sizeof(p->src), "oci:/proc/self/fd/%d%s%s", p->src_fd,
+                 p->tag[0] ? ":" : "", p->tag);
+    return 0;
+}
+
+/* oci-archive:PATH and oci:DIR:TAG hold their index: read the digest
+ * there. -1 when anything is unusual: skopeo decides. */
+static int resolve_local(struct pull *p, char *digest, size_t dsize)
+{
+    if (p->src_fd < 0 || (!p->archive && !p->tag[0]))
+        return -1;
+    size_t len;
+    int err;
+    char *text = local_read(p, "index.json", &len, &err);
+    char *d = image_index_tag_digest(text, p->archive ? NULL : p->tag);
     free(text);
-    const char *d = index_manifest(index, archive ? NULL : tag);
     int rc = -1;
     if (d && strncmp(d, "sha256:", 7) == 0 && strlen(d) == 71) {
         snprintf(digest, dsize, "%s", d);
-        char blob[4300];
-        snprintf(blob, sizeof(blob), "blobs/sha256/%s", d + 7);
-        char *raw = NULL;
-        if (archive) {
-            raw = tar_read(transport + 12, blob, INDEX_MAX);
-        } else {
-            char path[8600];
-            snprintf(path, sizeof(path), "%s/%s", dir, blob);
-            raw = read_small(path, INDEX_MAX);
-        }
-        if (raw)
-            p->total = manifest_bytes(raw);
-        free(raw);
         rc = 0;
     }
-    json_decref(index);
+    free(d);
     return rc;
+}
+
+/* A local image's manifest (read as the user) must be what digest names:
+ * an index naming a digest its blobs do not hold (another user's cached
+ * image, say) gets nothing. 0, or -1 with why. */
+static int verify_local(struct pull *p, const char *transport,
+                        const char *digest, char *why, size_t size)
+{
+    if (p->src_fd < 0)
+        return 0;
+    char blob[128];
+    snprintf(blob, sizeof(blob), "blobs/sha256/%s", digest + 7);
+    size_t len = 0;
+    int err;
+    char *raw = local_read(p, blob, &len, &err);
+    if (!raw) {
+        char e[128] = "not in the image";
+        if (err)
+            say_errno(e, sizeof(e), err, true);
+        snprintf(why, size, "image %s: its manifest %s: %s", transport, digest,
+                 e);
+        return -1;
+    }
+    bool ok = image_sha256_is(raw, len, digest);
+    if (ok)
+        p->total = manifest_bytes(raw);
+    free(raw);
+    if (!ok) {
+        snprintf(why, size,
+                 "image %s: its manifest does not match the digest its index "
+                 "names (%s): refused",
+                 transport, digest);
+        return -1;
+    }
+    return 0;
 }
 
 static int resolve(struct pull *p, const char *transport, char *digest,
                    size_t dsize, char *why, size_t size)
 {
-    if (resolve_local(p, transport, digest, dsize) == 0)
-        return 0;
+    if (resolve_local(p, digest, dsize) == 0)
+        return verify_local(p, transport, digest, why, size);
     const char *tls =
         p->cfg->tls_verify ? "--tls-verify=true" : "--tls-verify=false";
     bool docker = strncmp(transport, "docker://", 9) == 0;
-    char *argv[] = {
-        "skopeo",    "--insecure-policy", "inspect", "--format", "{{.Digest}}",
-        "--no-tags", (char *)transport,   NULL,      NULL};
+    char *argv[] = {"skopeo",      "--insecure-policy", "inspect", "--format",
+                    "{{.Digest}}", "--no-tags",         p->src,    NULL,
+                    NULL};
     if (docker) {
         argv[6] = (char *)tls;
-        argv[7] = (char *)transport;
+        argv[7] = p->src;
     }
     struct tool_run r;
     if (tool_run(argv, &r, NULL, NULL) < 0) {
@@ -421,13 +542,14 @@ static int resolve(struct pull *p, const char *transport, char *digest,
     }
     snprintf(digest, dsize, "%s", r.out);
     free(r.out);
+    if (is_local(transport))
+        return verify_local(p, transport, digest, why, size);
     /* The layers' size, for the progress (best effort). */
-    char *raw[] = {"skopeo", "--insecure-policy", "inspect",
-                   "--raw",  (char *)transport,   NULL,
-                   NULL};
+    char *raw[] = {
+        "skopeo", "--insecure-policy", "inspect", "--raw", p->src, NULL, NULL};
     if (docker) {
         raw[4] = (char *)tls;
-        raw[5] = (char *)transport;
+        raw[5] = p->src;
     }
     if (tool_run(raw, &r, NULL, NULL) == 0 && tool_ok(&r))
         p->total = manifest_bytes(r.out);
@@ -567,6 +689,39 @@ static int drop_devices(const char *bundle)
     return nftw(rootfs, drop_device, 32, FTW_PHYS) == 0 ? 0 : -1;
 }
 
+/* What skopeo copied is what digest names: the cache's own index tags
+ * hex(digest) with digest, or the copy is removed. 0, or -1 with why. */
+static int check_copy(struct pull *p, const char *transport, const char *digest,
+                      char *why, size_t size)
+{
+    char path[4300];
+    snprintf(path, sizeof(path), "%s/oci/index.json", p->cfg->dir);
+    char *text = read_small(path, INDEX_MAX);
+    char *got = image_index_tag_digest(text, digest + 7);
+    free(text);
+    bool ok = got && strcmp(got, digest) == 0;
+    if (!ok) {
+        snprintf(why, size,
+                 "image %s: the copy is not %s (the node's cache got %s): "
+                 "refused",
+                 transport, digest, got ? got : "no such tag");
+        sh_log(LOG_WARNING, "image", "%s", why);
+        char ref[4400], layout[4200];
+        snprintf(layout, sizeof(layout), "%s/oci", p->cfg->dir);
+        snprintf(ref, sizeof(ref), "%s:%s", layout, digest + 7);
+        struct tool_run r;
+        char *rm[] = {"umoci", "rm", "--image", ref, NULL};
+        if (tool_run(rm, &r, NULL, NULL) == 0) {
+            free(r.out);
+            char *gc[] = {"umoci", "gc", "--layout", layout, NULL};
+            tool_run(gc, &r, NULL, NULL);
+        }
+        free(r.out);
+    }
+    free(got);
+    return ok ? 0 : -1;
+}
+
 /* Copy and unpack digest hex into bundles/HEX. Under the cache lock. */
 static int pull_and_unpack(struct pull *p, const char *transport,
                            const char *digest, char *why, size_t size)
@@ -591,7 +746,7 @@ static int pull_and_unpack(struct pull *p, const char *transport,
                            : strlen(transport);
         snprintf(src, sizeof(src), "%.*s@%s", (int)n, transport, digest);
     } else {
-        snprintf(src, sizeof(src), "%s", transport);
+        snprintf(src, sizeof(src), "%s", p->src);
     }
     const char *tls =
         cfg->tls_verify ? "--src-tls-verify=true" : "--src-tls-verify=false";
@@ -609,6 +764,8 @@ static int pull_and_unpack(struct pull *p, const char *transport,
         return -1;
     }
     free(r.out);
+    if (check_copy(p, transport, digest, why, size) < 0)
+        return -1;
     note(p, "unpacking image");
     snprintf(tmp, sizeof(tmp), "%s/bundles/%s.tmp", cfg->dir, hex);
     snprintf(final, sizeof(final), "%s/bundles/%s", cfg->dir, hex);
@@ -651,11 +808,38 @@ static int pull_and_unpack(struct pull *p, const char *transport,
     return 0;
 }
 
+static int prepare(struct pull *p, const char *transport,
+                   struct image_bundle *out, char *why, size_t size);
+
 int image_prepare(const struct image_cache_cfg *cfg, const char *transport,
-                  image_progress_f progress, void *arg,
-                  struct image_bundle *out, char *why, size_t size)
+                  const struct user_creds *user, image_progress_f progress,
+                  void *arg, struct image_bundle *out, char *why, size_t size)
 {
-    struct pull p = {.cfg = cfg, .progress = progress, .arg = arg};
+    struct pull *p = calloc(1, sizeof(*p));
+    memset(out, 0, sizeof(*out));
+    out->lock_fd = -1;
+    if (!p) {
+        snprintf(why, size, "out of memory");
+        return -1;
+    }
+    p->cfg = cfg;
+    p->progress = progress;
+    p->arg = arg;
+    p->user = user;
+    p->src_fd = -1;
+    int rc = open_local(p, transport, why, size);
+    if (rc == 0)
+        rc = prepare(p, transport, out, why, size);
+    if (p->src_fd >= 0)
+        close(p->src_fd);
+    free(p);
+    return rc;
+}
+
+static int prepare(struct pull *p, const char *transport,
+                   struct image_bundle *out, char *why, size_t size)
+{
+    const struct image_cache_cfg *cfg = p->cfg;
     char path[4200];
     memset(out, 0, sizeof(*out));
     out->lock_fd = -1;
@@ -665,8 +849,8 @@ int image_prepare(const struct image_cache_cfg *cfg, const char *transport,
         snprintf(why, size, "image cache %s: %s", cfg->dir, strerror(errno));
         return -1;
     }
-    note(&p, "resolving image");
-    if (resolve(&p, transport, out->digest, sizeof(out->digest), why, size) < 0)
+    note(p, "resolving image");
+    if (resolve(p, transport, out->digest, sizeof(out->digest), why, size) < 0)
         return -1;
     const char *hex = out->digest + 7;
     snprintf(out->dir, sizeof(out->dir), "%s/bundles/%s", cfg->dir, hex);
@@ -687,7 +871,7 @@ int image_prepare(const struct image_cache_cfg *cfg, const char *transport,
         }
         int rc = 0;
         if (!is_dir(out->dir)) {
-            rc = pull_and_unpack(&p, transport, out->digest, why, size);
+            rc = pull_and_unpack(p, transport, out->digest, why, size);
             out->unpacked = rc == 0;
         }
         if (rc == 0)

@@ -25,6 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "agent/user_open.h"
+
 struct image_cache_cfg {
     const char *dir;    /* the cache folder (made when missing) */
     uint64_t max_bytes; /* evict beyond this; 0 = no limit */
@@ -45,10 +47,19 @@ struct image_bundle {
 /* Resolve transport (a skopeo transport string, job_image_transport) to a
  * digest and make its bundle ready. 0, or -1 with why holding a sentence
  * for the job's reason (missing image, broken archive, refused
- * credentials ...). progress may be NULL. */
+ * credentials ...). progress may be NULL.
+ *
+ * Local images (oci-archive:PATH, oci:DIR[:TAG]) are opened as user (NULL:
+ * as this process): the archive must be a regular file, the layout a
+ * folder, each one the user may read; skopeo gets /proc/self/fd/N, so root
+ * never resolves the user's path. Their manifest (read as the user) must
+ * hash to the digest their index names, before the cache is used or
+ * filled. Every copy into the cache is checked: the cache's own index must
+ * tag the digest with that digest, or the copy is removed and the job
+ * fails. */
 int image_prepare(const struct image_cache_cfg *cfg, const char *transport,
-                  image_progress_f progress, void *arg,
-                  struct image_bundle *out, char *why, size_t size);
+                  const struct user_creds *user, image_progress_f progress,
+                  void *arg, struct image_bundle *out, char *why, size_t size);
 
 /* Release the bundle's lock. */
 void image_bundle_release(struct image_bundle *b);
@@ -57,6 +68,14 @@ void image_bundle_release(struct image_bundle *b);
  * `time=... level=fatal msg="..."`): the msg text unquoted, else the last
  * non-empty line, trimmed, into buf. */
 void image_tool_error(const char *output, char *buf, size_t size);
+
+/* The digest an OCI index (text) gives the manifest tagged tag
+ * (org.opencontainers.image.ref.name), as a new string; NULL when none or
+ * more than one. */
+char *image_index_tag_digest(const char *index, const char *tag);
+
+/* Whether len bytes at data hash to digest ("sha256:HEX"). */
+bool image_sha256_is(const void *data, size_t len, const char *digest);
 
 /* Bytes under path (files and folders, links not followed). */
 uint64_t image_du(const char *path);

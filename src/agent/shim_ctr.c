@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <grp.h>
 #include <limits.h>
+#include <pwd.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -12,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
-#include <sys/socket.h>
 #include <linux/magic.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "agent/image.h"
+#include "agent/user_open.h"
 #include "lib/util/clock.h"
 #include "lib/util/file.h"
 
@@ -106,73 +107,6 @@ static void write_image_note(struct shim_ctr *c, const char *image, int64_t ms)
     json_decref(o);
 }
 
-/* Open src as the job's user (a child that becomes the user opens it with
- * O_PATH and hands the descriptor back over a socket): a container mount
- * reaches only what the user could reach, since crun binds as root and
- * would pass folders the user may not traverse. The descriptor pins the
- * object the user's lookup found, so swapping a folder for a link later
- * changes nothing. The fd, or -1 (errno of the user's lookup in *err). */
-static int open_as_user(const char *src, uid_t uid, gid_t gid,
-                        const gid_t *groups, int ngroups, int *err)
-{
-    int sv[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
-        return *err = errno, -1;
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(sv[0]);
-        int e = 0, fd = -1;
-        if (setgroups((size_t)ngroups, groups) < 0 || setgid(gid) < 0 ||
-            setuid(uid) < 0)
-            e = errno;
-        else if ((fd = open(src, O_PATH | O_CLOEXEC)) < 0)
-            e = errno;
-        char ctl[CMSG_SPACE(sizeof(int))];
-        memset(ctl, 0, sizeof(ctl));
-        struct iovec iov = {.iov_base = &e, .iov_len = sizeof(e)};
-        struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
-        if (fd >= 0) {
-            msg.msg_control = ctl;
-            msg.msg_controllen = sizeof(ctl);
-            struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
-            cm->cmsg_level = SOL_SOCKET;
-            cm->cmsg_type = SCM_RIGHTS;
-            cm->cmsg_len = CMSG_LEN(sizeof(int));
-            memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-        }
-        _exit(sendmsg(sv[1], &msg, 0) == (ssize_t)sizeof(e) ? 0 : 1);
-    }
-    close(sv[1]);
-    int e = EIO, fd = -1;
-    if (pid > 0) {
-        char ctl[CMSG_SPACE(sizeof(int))];
-        struct iovec iov = {.iov_base = &e, .iov_len = sizeof(e)};
-        struct msghdr msg = {.msg_iov = &iov,
-                             .msg_iovlen = 1,
-                             .msg_control = ctl,
-                             .msg_controllen = sizeof(ctl)};
-        ssize_t got;
-        while ((got = recvmsg(sv[0], &msg, MSG_CMSG_CLOEXEC)) < 0 &&
-               errno == EINTR)
-            ;
-        if (got != (ssize_t)sizeof(e))
-            e = EIO;
-        struct cmsghdr *cm = got > 0 ? CMSG_FIRSTHDR(&msg) : NULL;
-        if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
-            cm->cmsg_len == CMSG_LEN(sizeof(int)))
-            memcpy(&fd, CMSG_DATA(cm), sizeof(int));
-        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-            ;
-    }
-    close(sv[0]);
-    if (e == 0 && fd >= 0)
-        return fd;
-    if (fd >= 0)
-        close(fd);
-    *err = e ? e : EIO;
-    return -1;
-}
-
 /* Bind what fd names onto RUN/ctr/mnt-K (in the shim's own mount namespace,
  * a root-only tmpfs) and give crun that path: nothing of it is the user's
  * to change. 0, or -1 with errno. */
@@ -209,7 +143,11 @@ int shim_ctr_check_mounts(struct shim_ctr *c, uid_t uid, gid_t gid,
         const char *src = json_string_value(json_object_get(m, "src"));
         char staged[4400];
         int err = 0;
-        int fd = src ? open_as_user(src, uid, gid, groups, ngroups, &err) : -1;
+        /* As the job's user: a container mount reaches only what the user
+         * could reach (crun binds as root), and the descriptor pins what
+         * the user's lookup found. */
+        struct user_creds u = {uid, gid, groups, ngroups};
+        int fd = src ? user_open_path(src, &u, &err) : -1;
         if (fd < 0)
             return failf(why, size, "container mount %s: %s", src ? src : "?",
                          strerror(err ? err : EINVAL));
@@ -263,8 +201,22 @@ struct shim_ctr *shim_ctr_prepare(const json_t *launch, const char *run_dir,
                  image);
         goto fail;
     }
+    /* A local image is opened as the job's user (see image.h). */
+    const char *uname = json_string_value(json_object_get(launch, "user"));
+    struct passwd *pw = uname ? getpwnam(uname) : getpwuid(getuid());
+    if (!pw) {
+        snprintf(why, size, "user %s does not exist on this node",
+                 uname ? uname : "of the agent");
+        goto fail;
+    }
+    gid_t groups[256];
+    int ngroups = (int)(sizeof(groups) / sizeof(groups[0]));
+    if (getgrouplist(pw->pw_name, pw->pw_gid, groups, &ngroups) < 0)
+        ngroups = 0;
+    struct user_creds user = {pw->pw_uid, pw->pw_gid, groups, ngroups};
     int64_t t0 = clock_mono_ms();
-    if (image_prepare(&cfg, transport, progress, c, &c->bundle, why, size) < 0)
+    if (image_prepare(&cfg, transport, &user, progress, c, &c->bundle, why,
+                      size) < 0)
         goto fail;
     write_image_note(c, image, clock_mono_ms() - t0);
     char path[4300];

@@ -17,6 +17,10 @@
 #   ctr-009 a full cache evicts the least recently used image no run uses
 #   ctr-010 a container mount reaches only what its user can reach
 #   ctr-011 a device node inside an image cannot be opened by the job
+#   ctr-012 a local image is opened as the job's user: another user's
+#           private archive, a FIFO or a device is refused at once
+#   ctr-013 an image whose index names a digest its manifest does not hash
+#           to is refused, even when the cache holds that digest
 
 load lib/cluster
 
@@ -26,8 +30,10 @@ setup_file() {
     [ "$(id -u)" = 0 ] || return 0
     command -v crun >/dev/null && command -v umoci >/dev/null &&
         command -v skopeo >/dev/null && [ -x /bin/busybox ] || return 0
-    local d="$BATS_FILE_TMPDIR/img"
-    rm -rf "$d" && mkdir -p "$d"
+    # Readable by the job's user: the node opens a local image as the user.
+    local d
+    d=$(mktemp -d /tmp/shoal-ctr-img.XXXXXX) && chmod 0755 "$d" || return 0
+    export CTR_IMG_DIR="$d"
     (
         cd "$d"
         umoci init --layout L
@@ -52,6 +58,11 @@ setup_file() {
         umoci repack --image L:t3 B
         skopeo --insecure-policy copy --quiet oci:L:t3 "oci-archive:$d/busybox-dev.tar"
     ) >"$BATS_FILE_TMPDIR/img.log" 2>&1
+    chmod -R a+rX "$d"
+}
+
+teardown_file() {
+    case "${CTR_IMG_DIR:-}" in /tmp/shoal-ctr-img.*) rm -rf "$CTR_IMG_DIR" ;; esac
 }
 
 setup() {
@@ -59,9 +70,9 @@ setup() {
     for t in crun umoci skopeo; do
         command -v $t >/dev/null || skip "needs $t (scripts/install-deps.sh)"
     done
-    [ -f "$BATS_FILE_TMPDIR/img/busybox.tar" ] ||
+    [ -f "${CTR_IMG_DIR:-/nonexistent}/busybox.tar" ] ||
         skip "the test image could not be built: $(tail -3 "$BATS_FILE_TMPDIR/img.log")"
-    IMG="oci-archive:$BATS_FILE_TMPDIR/img/busybox.tar"
+    IMG="oci-archive:$CTR_IMG_DIR/busybox.tar"
     if ! id "$CUSER" >/dev/null 2>&1; then
         useradd -M -d /tmp -s /bin/sh -u 23457 "$CUSER" 2>/dev/null ||
             useradd -M -d /tmp -s /bin/sh "$CUSER"
@@ -229,18 +240,17 @@ echo x > /data/ro 2>/dev/null || echo data=ro; echo w > /tmp/w && echo tmp=rw'
 @test "ctr-008 shoal show tells what the node does before the job starts" {
     shoal_cluster_start 1 1
     open_test_dir
-    # An archive that arrives only when the test says: the node waits on
-    # it, and the job's reason says so meanwhile.
-    fifo="$SHOAL_TEST_DIR/slow.tar"
-    mkfifo "$fifo"
-    id=$(submit --user "$CUSER" --image "oci-archive:$fifo" -- echo arrived)
+    # The node's image cache is busy (its lock held here) until the test
+    # says: the node waits on it, and the job's reason says so meanwhile.
+    # (A FIFO as the archive would be refused: only a regular file is.)
+    cache="$SHOAL_TEST_DIR/node1/images"
+    mkdir -p "$cache"
+    exec 9>"$cache/lock"
+    flock -x 9
+    id=$(submit --user "$CUSER" --image "$IMG" -- echo arrived)
     wait_for 30 sh -c "$SHOAL_CLI show $id | grep -q 'resolving image on node1'"
     [ "$(job_state "$id")" = running ]
-    # skopeo reads it once per step (digest, manifest, copy).
-    # (Each writer gives up by itself when no reader comes.)
-    (for i in 1 2 3 4; do
-        timeout 20 sh -c 'cat "$1" >"$2"' sh "$BATS_FILE_TMPDIR/img/busybox.tar" "$fifo"
-    done) &
+    exec 9>&-
     wait_for 60 job_done "$id"
     [ "$(job_state "$id")" = completed ]
     shoal logs "$id" | grep -qx arrived
@@ -254,7 +264,7 @@ echo x > /data/ro 2>/dev/null || echo data=ro; echo w > /tmp/w && echo tmp=rw'
     agent_start node1 1 H100-80GB --image-cache-size 1K
     wait_for 20 nodes_up_is 1
     open_test_dir
-    img2="oci-archive:$BATS_FILE_TMPDIR/img/busybox2.tar"
+    img2="oci-archive:$CTR_IMG_DIR/busybox2.tar"
     bundles="$SHOAL_TEST_DIR/node1/images/bundles"
     a=$(submit --user "$CUSER" --image "$IMG" -- echo one)
     wait_for 60 job_done "$a"
@@ -302,15 +312,80 @@ echo x > /data/ro 2>/dev/null || echo data=ro; echo w > /tmp/w && echo tmp=rw'
 }
 
 @test "ctr-011 a device node inside an image cannot be opened by the job" {
-    [ -f "$BATS_FILE_TMPDIR/img/busybox-dev.tar" ] ||
+    [ -f "$CTR_IMG_DIR/busybox-dev.tar" ] ||
         skip "the image with a device node could not be built"
     shoal_cluster_start 1 1
     open_test_dir
-    id=$(submit --user "$CUSER" --image "oci-archive:$BATS_FILE_TMPDIR/img/busybox-dev.tar" \
+    id=$(submit --user "$CUSER" --image "oci-archive:$CTR_IMG_DIR/busybox-dev.tar" \
         -- sh -c 'echo x >/opt/null && echo opened; ls /opt; echo listed')
     wait_for 60 job_done "$id"
     run shoal logs "$id"
     [[ "$output" == *listed* ]]
     # The image's /opt/null (char 1:3) is not there to open.
     [[ "$output" != *opened* ]]
+}
+
+@test "ctr-012 a local image is opened as the job's user, and only a file or folder" {
+    shoal_cluster_start 1 1
+    open_test_dir
+    chmod 0755 "$SHOAL_TEST_DIR"
+    cp "$CTR_IMG_DIR/busybox.tar" "$SHOAL_TEST_DIR/private.tar"
+    chmod 0600 "$SHOAL_TEST_DIR/private.tar"
+    mkdir -p "$SHOAL_TEST_DIR/layout"
+    chmod 0700 "$SHOAL_TEST_DIR/layout"
+    mkfifo "$SHOAL_TEST_DIR/fifo.tar"
+    chmod 0666 "$SHOAL_TEST_DIR/fifo.tar"
+    a=$(submit --user "$CUSER" --image "oci-archive:$SHOAL_TEST_DIR/private.tar" -- echo never)
+    b=$(submit --user "$CUSER" --image "oci:$SHOAL_TEST_DIR/layout:t" -- echo never)
+    c=$(submit --user "$CUSER" --image "oci-archive:$SHOAL_TEST_DIR/fifo.tar" -- echo never)
+    d=$(submit --user "$CUSER" --image "oci-archive:/dev/zero" -- echo never)
+    for j in $a $b $c $d; do wait_for 60 job_done "$j"; done
+    for j in $a $b $c $d; do [ "$(job_state "$j")" = failed ]; done
+    job_field "$a" .reason | grep -q "^image oci-archive:$SHOAL_TEST_DIR/private.tar: cannot resolve: .*: permission denied on node1$"
+    job_field "$b" .reason | grep -q "^image oci:$SHOAL_TEST_DIR/layout:t: cannot resolve: .*: permission denied on node1$"
+    job_field "$c" .reason | grep -q "fifo.tar: not a regular file on node1$"
+    job_field "$d" .reason | grep -q "/dev/zero: not a regular file on node1$"
+    for j in $a $b $c $d; do
+        if shoal logs "$j" | grep -q never; then false; fi
+    done
+    # Nothing of the private archive reached the cache.
+    [ -z "$(ls "$SHOAL_TEST_DIR"/node1/images/bundles/ 2>/dev/null)" ]
+    # The same archive, readable by the user, runs.
+    chmod 0644 "$SHOAL_TEST_DIR/private.tar"
+    e=$(submit --user "$CUSER" --image "oci-archive:$SHOAL_TEST_DIR/private.tar" -- echo ran)
+    wait_for 60 job_done "$e"
+    [ "$(job_state "$e")" = completed ]
+    shoal logs "$e" | grep -qx ran
+}
+
+@test "ctr-013 an index naming a digest its manifest does not hash to is refused" {
+    shoal_cluster_start 1 1
+    open_test_dir
+    chmod 0755 "$SHOAL_TEST_DIR"
+    # The first image is in the node's cache.
+    a=$(submit --user "$CUSER" --image "$IMG" -- echo first)
+    wait_for 60 job_done "$a"
+    [ "$(job_state "$a")" = completed ]
+    d1=$(jq -r .digest "$(run_dir "$a")/image.json")
+    # A layout (and its archive) whose index names that digest while the
+    # blob so named is the second image's manifest.
+    x="$SHOAL_TEST_DIR/forged"
+    cp -r "$CTR_IMG_DIR/L" "$x"
+    d2=$(jq -r '.manifests[] | select(.annotations."org.opencontainers.image.ref.name" == "t2") | .digest' "$x/index.json")
+    [ "$d1" = "$(jq -r '.manifests[] | select(.annotations."org.opencontainers.image.ref.name" == "t") | .digest' "$x/index.json")" ]
+    cp "$x/blobs/sha256/${d2#sha256:}" "$x/blobs/sha256/${d1#sha256:}"
+    jq -c '.manifests |= map(select(.annotations."org.opencontainers.image.ref.name" == "t"))' \
+        "$CTR_IMG_DIR/L/index.json" >"$x/index.json"
+    tar -C "$x" -cf "$SHOAL_TEST_DIR/forged.tar" oci-layout index.json blobs
+    chmod -R a+rX "$x" "$SHOAL_TEST_DIR/forged.tar"
+    b=$(submit --user "$CUSER" --image "oci:$x:t" -- cat /etc/os-release)
+    c=$(submit --user "$CUSER" --image "oci-archive:$SHOAL_TEST_DIR/forged.tar" -- cat /etc/os-release)
+    wait_for 60 job_done "$b"
+    wait_for 60 job_done "$c"
+    [ "$(job_state "$b")" = failed ]
+    [ "$(job_state "$c")" = failed ]
+    job_field "$b" .reason | grep -q "^image oci:$x:t: its manifest does not match the digest its index names ($d1): refused"
+    job_field "$c" .reason | grep -q "forged.tar: its manifest does not match the digest its index names ($d1): refused"
+    if shoal logs "$b" | grep -q shoaltest; then false; fi
+    if shoal logs "$c" | grep -q shoaltest; then false; fi
 }

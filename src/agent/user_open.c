@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Opening a path as a job's user (see user_open.h). */
+#include "agent/user_open.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* The open itself (in the child, as the user): O_PATH, and with type the
+ * checked reopen for reading. The fd, or -1 with *err. */
+static int open_here(const char *path, mode_t type, int *err)
+{
+    int fd = open(path, O_PATH | O_CLOEXEC);
+    if (fd < 0)
+        return *err = errno, -1;
+    if (!type)
+        return fd;
+    struct stat st;
+    if (fstat(fd, &st) < 0) {
+        *err = errno;
+        close(fd);
+        return -1;
+    }
+    if ((st.st_mode & S_IFMT) != type) {
+        *err = EMEDIUMTYPE;
+        close(fd);
+        return -1;
+    }
+    char proc[64];
+    snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+    int rfd = open(proc, O_RDONLY | O_NONBLOCK | O_CLOEXEC |
+                             (type == S_IFDIR ? O_DIRECTORY : 0));
+    if (rfd < 0)
+        *err = errno;
+    close(fd);
+    return rfd;
+}
+
+static int open_as(const char *path, const struct user_creds *u, mode_t type,
+                   int *err)
+{
+    if (!u)
+        return open_here(path, type, err);
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+        return *err = errno, -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(sv[0]);
+        int e = 0, fd = -1;
+        if (setgroups((size_t)u->ngroups, u->groups) < 0 ||
+            setgid(u->gid) < 0 || setuid(u->uid) < 0)
+            e = errno;
+        else {
+            /* The reopen goes through our own /proc/self/fd. */
+            prctl(PR_SET_DUMPABLE, 1);
+            fd = open_here(path, type, &e);
+        }
+        char ctl[CMSG_SPACE(sizeof(int))];
+        memset(ctl, 0, sizeof(ctl));
+        struct iovec iov = {.iov_base = &e, .iov_len = sizeof(e)};
+        struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+        if (fd >= 0) {
+            msg.msg_control = ctl;
+            msg.msg_controllen = sizeof(ctl);
+            struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+            cm->cmsg_level = SOL_SOCKET;
+            cm->cmsg_type = SCM_RIGHTS;
+            cm->cmsg_len = CMSG_LEN(sizeof(int));
+            memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+        }
+        _exit(sendmsg(sv[1], &msg, 0) == (ssize_t)sizeof(e) ? 0 : 1);
+    }
+    close(sv[1]);
+    int e = EIO, fd = -1;
+    if (pid > 0) {
+        char ctl[CMSG_SPACE(sizeof(int))];
+        struct iovec iov = {.iov_base = &e, .iov_len = sizeof(e)};
+        struct msghdr msg = {.msg_iov = &iov,
+                             .msg_iovlen = 1,
+                             .msg_control = ctl,
+                             .msg_controllen = sizeof(ctl)};
+        ssize_t got;
+        while ((got = recvmsg(sv[0], &msg, MSG_CMSG_CLOEXEC)) < 0 &&
+               errno == EINTR)
+            ;
+        if (got != (ssize_t)sizeof(e))
+            e = EIO;
+        struct cmsghdr *cm = got > 0 ? CMSG_FIRSTHDR(&msg) : NULL;
+        if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
+            cm->cmsg_len == CMSG_LEN(sizeof(int)))
+            memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+    }
+    close(sv[0]);
+    if (e == 0 && fd >= 0)
+        return fd;
+    if (fd >= 0)
+        close(fd);
+    *err = e ? e : EIO;
+    return -1;
+}
+
+int user_open_path(const char *path, const struct user_creds *u, int *err)
+{
+    return open_as(path, u, 0, err);
+}
+
+int user_open_read(const char *path, const struct user_creds *u, mode_t type,
+                   int *err)
+{
+    return open_as(path, u, type, err);
+}

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Opening a path as a job's user: a child process that becomes the user
+ * (groups, gid, uid) opens it and hands the descriptor back over a socket
+ * (SCM_RIGHTS). The root-running shim then holds an object the user's own
+ * lookup and permissions reached, never one root's would. Used for
+ * container mounts (shim_ctr.c) and local images (image.c). */
+#ifndef SHOAL_AGENT_USER_OPEN_H
+#define SHOAL_AGENT_USER_OPEN_H
+
+#include <sys/types.h>
+
+struct user_creds {
+    uid_t uid;
+    gid_t gid;
+    const gid_t *groups;
+    int ngroups;
+};
+
+/* path opened O_PATH as the user: a descriptor that pins what the user's
+ * lookup found (for binding). The fd (close-on-exec), or -1 with the
+ * errno of the user's lookup in *err. */
+int user_open_path(const char *path, const struct user_creds *u, int *err);
+
+/* path opened for reading as the user, only when it is of type (S_IFREG or
+ * S_IFDIR): the type is checked on an O_PATH descriptor before the real
+ * open (O_RDONLY | O_NONBLOCK, through /proc/self/fd), so a FIFO or a
+ * device is never opened. The fd (close-on-exec), or -1 with *err: the
+ * user's errno, EMEDIUMTYPE for another type. u NULL: opened by this
+ * process, same checks. */
+int user_open_read(const char *path, const struct user_creds *u, mode_t type,
+                   int *err);
+
+#endif
