@@ -168,7 +168,8 @@ static int64_t tick(struct loop *loop, void *arg)
     return HA_TICK_MS;
 }
 
-int ha_start(struct shoald *d, int argc, char **argv, struct sh_error *err)
+int ha_start(struct shoald *d, int port, int argc, char **argv,
+             struct sh_error *err)
 {
     struct ha *ha = calloc(1, sizeof(*ha));
     if (!ha)
@@ -176,7 +177,7 @@ int ha_start(struct shoald *d, int argc, char **argv, struct sh_error *err)
     d->ha = ha;
     ha->argc = argc;
     ha->argv = argv;
-    ha->port = api_port(d->api);
+    ha->port = port;
     const char *url = d->cfg.advertise_url ? d->cfg.advertise_url : d->url;
     if (strlen(url) >= sizeof(ha->my_url))
         return sh_errorf(err, SH_EINVAL, "--advertise-url is too long");

@@ -31,8 +31,10 @@ struct api_req;
 #define HA_RESTART_ENV "SHOALD_HA_RESTART"
 
 /* Become leader (load the state, serve) or follower. Needs d->store,
- * d->loop and d->api; d->url is the default advertised URL. */
-int ha_start(struct shoald *d, int argc, char **argv, struct sh_error *err);
+ * d->loop and d->api; d->url is the default advertised URL and port the
+ * API's bound port (a deposed leader starts again on it). */
+int ha_start(struct shoald *d, int port, int argc, char **argv,
+             struct sh_error *err);
 
 /* True when this controller holds the state and serves the API. */
 bool ha_serving(const struct shoald *d);

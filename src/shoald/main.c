@@ -500,7 +500,8 @@ int main(int argc, char **argv)
         return 2;
     int rc = 1;
     if (setup(&d, store_url, sizeof(store_url), &err) < 0 ||
-        ha_start(&d, argc, argv, &err) < 0 || signals_setup(&d, &err) < 0) {
+        ha_start(&d, api_port(d.api), argc, argv, &err) < 0 ||
+        signals_setup(&d, &err) < 0) {
         sh_log(LOG_ERR, "main", "%s", err.msg);
         goto out;
     }
