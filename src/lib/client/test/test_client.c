@@ -871,24 +871,34 @@ Test(failover, unreachable_controller_is_skipped_and_the_next_remembered,
     cr_assert_eq(s.requests, 2);
 }
 
+/* A follower's answer naming leader as the leader:
+ * {"error":{...},"leader":"http://127.0.0.1:NNNNN"}. Written into buf. */
+static const char *follower_answer_naming(const struct srv *leader, char *buf,
+                                          size_t size)
+{
+    char body[256];
+    snprintf(body, sizeof(body),
+             "{\"error\":{\"code\":\"unavailable\",\"message\":\"follower\"},"
+             "\"leader\":\"%s\"}",
+             leader->url);
+    snprintf(buf, size,
+             "HTTP/1.1 503 Service Unavailable\r\nContent-Length: %zu\r\n\r\n"
+             "%s",
+             strlen(body), body);
+    return buf;
+}
+
 Test(failover, follower_answer_sends_the_call_to_the_leader_it_names,
      .timeout = 30)
 {
     static const char *const leader_answers[] = {OK_JSON(7) "{\"n\":1}", NULL};
     struct srv leader;
     srv_start(&leader, leader_answers);
-    /* {"error":{...},"leader":"http://127.0.0.1:NNNNN"} */
-    static char follower_answer[512];
-    char body[256];
-    snprintf(body, sizeof(body),
-             "{\"error\":{\"code\":\"unavailable\",\"message\":\"follower\"},"
-             "\"leader\":\"%s\"}",
-             leader.url);
-    snprintf(follower_answer, sizeof(follower_answer),
-             "HTTP/1.1 503 Service Unavailable\r\nContent-Length: %zu\r\n\r\n"
-             "%s",
-             strlen(body), body);
-    const char *const follower_answers[] = {follower_answer, NULL};
+    char follower_answer[512];
+    const char *const follower_answers[] = {
+        follower_answer_naming(&leader, follower_answer,
+                               sizeof(follower_answer)),
+        NULL};
     struct srv follower;
     srv_start(&follower, follower_answers);
     /* Both configured, the follower first. */
@@ -921,17 +931,11 @@ Test(failover, a_leader_outside_the_list_gets_no_request_and_is_named,
     static const char *const leader_answers[] = {OK_JSON(7) "{\"n\":1}", NULL};
     struct srv leader;
     srv_start(&leader, leader_answers);
-    static char follower_answer[512];
-    char body[256];
-    snprintf(body, sizeof(body),
-             "{\"error\":{\"code\":\"unavailable\",\"message\":\"follower\"},"
-             "\"leader\":\"%s\"}",
-             leader.url);
-    snprintf(follower_answer, sizeof(follower_answer),
-             "HTTP/1.1 503 Service Unavailable\r\nContent-Length: %zu\r\n\r\n"
-             "%s",
-             strlen(body), body);
-    const char *const follower_answers[] = {follower_answer, NULL};
+    char follower_answer[512];
+    const char *const follower_answers[] = {
+        follower_answer_naming(&leader, follower_answer,
+                               sizeof(follower_answer)),
+        NULL};
     struct srv follower;
     srv_start(&follower, follower_answers);
     struct client *c = client_for(&follower, NULL);
