@@ -53,6 +53,7 @@ static const char up_usage[] =
     "  --kill-grace DUR, --heartbeat-timeout DUR, --keep-finished DUR,\n"
     "  --idle-threshold PCT, --idle-after DUR, --idle-policy P,\n"
     "  --reslice-on-demand, --reslice-hold DUR, --debug LIST,\n"
+    "  --policy default|fifo|las, --las-levels LIST, --las-quantum DUR,\n"
     "  --store URL (e.g. postgresql://HOST/DB: the database is the\n"
     "  cluster's; more controllers on it make it highly available)\n";
 
@@ -68,6 +69,9 @@ static const struct option ctl_opts[] = {
     {"reslice-on-demand", no_argument, NULL, 0},
     {"reslice-hold", required_argument, NULL, 0},
     {"debug", required_argument, NULL, 0},
+    {"policy", required_argument, NULL, 0},
+    {"las-levels", required_argument, NULL, 0},
+    {"las-quantum", required_argument, NULL, 0},
     {"store", required_argument, NULL, 0},
 };
 #define UP_CTL_OPTS (int)(sizeof(ctl_opts) / sizeof(ctl_opts[0]))

@@ -74,12 +74,12 @@ up_stop() {
 @test "up-003 shoal up hands controller options to shoald, which checks them" {
     "$SHOAL_CLI" up --nodes 1 --gpus-per-node 1 --port 0 --state "$UP_STATE" \
         --simulate --kill-grace 3s --idle-policy cancel --reslice-on-demand \
-        >"$SHOAL_TEST_DIR/up.out" 2>"$SHOAL_TEST_DIR/up.err" &
+        --policy las >"$SHOAL_TEST_DIR/up.out" 2>"$SHOAL_TEST_DIR/up.err" &
     UP_PID=$!
     wait_for 30 grep -q '^http://' "$SHOAL_TEST_DIR/up.out"
     ctl=$(pgrep -f "shoald --state $UP_STATE/controller")
     args=$(tr '\0' ' ' <"/proc/$ctl/cmdline")
-    [[ "$args" == *"--kill-grace 3s --idle-policy cancel --reslice-on-demand"* ]]
+    [[ "$args" == *"--kill-grace 3s --idle-policy cancel --reslice-on-demand --policy las"* ]]
     up_stop
     # A bad value is shoald's to refuse; shoal up stops with its message.
     run "$SHOAL_CLI" up --nodes 0 --port 0 --state "$UP_STATE" \
