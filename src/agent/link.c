@@ -445,8 +445,11 @@ static void *poll_main(void *arg)
             pthread_mutex_lock(&l->mu);
             l->poll_lost_node = true;
             pthread_mutex_unlock(&l->mu);
-            generation = -1;
         }
+        /* The controller may have restarted (or another taken over): ask
+         * for the whole work at once rather than a held poll on a
+         * generation that one may not know. */
+        generation = -1;
         for (int waited = 0; waited < backoff; waited += 50) {
             pthread_mutex_lock(&l->mu);
             bool stop = l->quit;
