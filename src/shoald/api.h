@@ -18,25 +18,11 @@
 #include <stdint.h>
 
 #include "lib/util/error.h"
+#include "shoald/auth.h"
 #include "shoald/shoald.h"
 
 struct api;
 struct api_req;
-
-/* Who is calling, from the bearer token. */
-enum api_role {
-    API_ANON = 0, /* no token */
-    API_USER,     /* a user token */
-    API_AGENT,    /* a node agent's token */
-    API_JOIN,     /* the cluster join token (agents registering) */
-};
-
-struct api_caller {
-    enum api_role role;
-    const char *user; /* API_USER: the user name; borrowed from auth */
-    bool admin;       /* API_USER: cluster admin */
-    const char *node; /* API_AGENT: the node name; borrowed from auth */
-};
 
 /* Who may call a route. */
 enum api_access {

@@ -19,11 +19,25 @@
 #include <stdint.h>
 
 #include "lib/util/error.h"
-#include "shoald/api.h"
 
 struct auth;
 struct store;
 struct store_batch;
+
+/* Who is calling, from the bearer token. */
+enum api_role {
+    API_ANON = 0, /* no token */
+    API_USER,     /* a user token */
+    API_AGENT,    /* a node agent's token */
+    API_JOIN,     /* the cluster join token (agents registering) */
+};
+
+struct api_caller {
+    enum api_role role;
+    const char *user; /* API_USER: the user name; borrowed from auth */
+    bool admin;       /* API_USER: cluster admin */
+    const char *node; /* API_AGENT: the node name; borrowed from auth */
+};
 
 /* "shoal_" + 43 characters of URL-safe base64 (32 random bytes). */
 #define AUTH_TOKEN_LEN 49

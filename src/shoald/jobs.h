@@ -10,7 +10,7 @@
 #include <jansson.h>
 
 #include "lib/model/job.h"
-#include "shoald/api.h"
+#include "shoald/auth.h"
 #include "shoald/shoald.h"
 
 /* Load active jobs and recently finished ones from the store into a fresh

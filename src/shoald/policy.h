@@ -18,7 +18,7 @@
 #include <stdbool.h>
 
 #include "lib/model/job.h"
-#include "shoald/api.h"
+#include "shoald/auth.h"
 #include "shoald/shoald.h"
 #include "shoald/tenancy.h"
 
