@@ -8,7 +8,6 @@
 #include <string.h>
 #include <uthash.h>
 
-#include "lib/util/clock.h"
 #include "lib/util/log.h"
 #include "lib/util/parse.h"
 #include "sched/sched.h"
@@ -166,8 +165,6 @@ void acct_part_usage(struct shoald *d, struct job *job, uint64_t cpu_ns,
 
 /* ---- usage reports ---- */
 
-enum usage_by { BY_USER, BY_PROJECT, BY_TEAM, BY_MODEL };
-
 struct usage_row {
     char key[128];
     double gpu_s;      /* GPU-seconds in the window */
@@ -183,7 +180,7 @@ struct usage_row {
 struct usage_scan {
     struct shoald *d;
     const struct api_caller *caller;
-    enum usage_by by;
+    enum acct_usage_by by;
     int64_t from, until, now;
     struct usage_row *rows;
 };
@@ -193,11 +190,11 @@ static const char *row_key(struct usage_scan *u, const json_t *rec,
 {
     const char *project = json_string_value(json_object_get(spec, "project"));
     switch (u->by) {
-    case BY_USER:
+    case ACCT_BY_USER:
         return json_string_value(json_object_get(spec, "user"));
-    case BY_PROJECT:
+    case ACCT_BY_PROJECT:
         return project;
-    case BY_TEAM: {
+    case ACCT_BY_TEAM: {
         const struct tenancy_project *p =
             project && u->d->tenancy
                 ? tenancy_project_get(u->d->tenancy, project)
@@ -278,38 +275,16 @@ static int by_key(const struct usage_row *a, const struct usage_row *b)
     return strcmp(a->key, b->key);
 }
 
-void api_usage(struct shoald *d, struct api_req *req)
+json_t *acct_usage(struct shoald *d, const struct api_caller *caller,
+                   enum acct_usage_by by, int64_t from, int64_t until,
+                   int64_t now, struct sh_error *err)
 {
-    struct sh_error err;
-    struct usage_scan u = {.d = d, .caller = api_caller(req)};
-    u.now = shoald_now_ms(d);
-    const char *by = api_query(req, "by");
-    const char *since = api_query(req, "since");
-    const char *until = api_query(req, "until");
-    static const char *const bys[] = {"user", "project", "team", "gpu-model"};
-    int found = by ? -1 : BY_PROJECT;
-    for (int i = 0; by && i < 4; i++) {
-        if (strcmp(by, bys[i]) == 0)
-            found = i;
-    }
-    if (found < 0) {
-        api_errorf(req, SH_EINVAL,
-                   "by must be user, project, team or gpu-model");
-        return;
-    }
-    u.by = (enum usage_by)found;
-    u.from = u.now - INT64_C(30) * 24 * 3600 * 1000;
-    if ((since && clock_parse_when("since", since, u.now, &u.from, &err) < 0) ||
-        (until &&
-         clock_parse_when("until", until, u.now, &u.until, &err) < 0)) {
-        api_reply_error(req, &err);
-        return;
-    }
-    if (u.until && u.until <= u.from) {
-        api_errorf(req, SH_EINVAL, "until must be after since");
-        return;
-    }
-    int rc = store_scan_jobs(d->store, u.from, u.until, usage_job, &u, &err);
+    struct usage_scan u = {.d = d, .caller = caller};
+    u.now = now;
+    u.by = by;
+    u.from = from;
+    u.until = until;
+    int rc = store_scan_jobs(d->store, u.from, u.until, usage_job, &u, err);
     HASH_SORT(u.rows, by_key);
     json_t *rows = json_array();
     struct usage_row *r, *tmp;
@@ -332,14 +307,7 @@ void api_usage(struct shoald *d, struct api_req *req)
     }
     if (rc < 0) {
         json_decref(rows);
-        api_reply_error(req, &err);
-        return;
+        return NULL;
     }
-    char s_from[32], s_until[32];
-    clock_format_iso(u.from, s_from, sizeof(s_from));
-    clock_format_iso(u.until ? u.until : u.now, s_until, sizeof(s_until));
-    /* "o" steals rows */
-    api_reply_json(req, 200,
-                   json_pack("{s:s, s:s, s:s, s:o}", "by", bys[u.by], "since",
-                             s_from, "until", s_until, "rows", rows));
+    return rows;
 }

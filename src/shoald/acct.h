@@ -19,7 +19,7 @@
 
 #include "lib/model/job.h"
 #include "lib/model/node.h"
-#include "shoald/api.h"
+#include "shoald/auth.h"
 #include "shoald/shoald.h"
 
 enum acct_idle_policy {
@@ -41,7 +41,19 @@ void acct_node_samples(struct shoald *d, struct node *n, int64_t now_ms);
 void acct_part_usage(struct shoald *d, struct job *job, uint64_t cpu_ns,
                      uint64_t mem_peak);
 
-/* GET /v1/usage?by=user|project|team|gpu-model&since=&until= */
-void api_usage(struct shoald *d, struct api_req *req);
+/* What usage rows are keyed by. */
+enum acct_usage_by {
+    ACCT_BY_USER,
+    ACCT_BY_PROJECT,
+    ACCT_BY_TEAM,
+    ACCT_BY_GPU_MODEL,
+};
+
+/* The usage report (`shoal usage`, GET /v1/usage): one row per key, sorted,
+ * of the jobs caller may see that ran in [from, until) (until 0 = up to
+ * now_ms), from the store's job history. A JSON array, or NULL and err. */
+json_t *acct_usage(struct shoald *d, const struct api_caller *caller,
+                   enum acct_usage_by by, int64_t from, int64_t until,
+                   int64_t now_ms, struct sh_error *err);
 
 #endif

@@ -33,6 +33,9 @@ void api_jobs_logs(struct shoald *d, struct api_req *req);
 
 void api_history(struct shoald *d, struct api_req *req);
 
+/* api_usage.c: GET /v1/usage */
+void api_usage(struct shoald *d, struct api_req *req);
+
 void api_nodes_list(struct shoald *d, struct api_req *req);
 void api_nodes_show(struct shoald *d, struct api_req *req);
 void api_nodes_drain(struct shoald *d, struct api_req *req);

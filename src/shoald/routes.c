@@ -2,7 +2,6 @@
 /* The route table of the REST API: method, path pattern, handler, and who
  * may call it. Adding an endpoint is one line here plus its handler, and
  * its entry in doc/api/openapi.json (test_openapi fails without it). */
-#include "shoald/acct.h"
 #include "shoald/api_handlers.h"
 
 const struct api_route api_routes[] = {
