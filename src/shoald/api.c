@@ -383,6 +383,29 @@ static void keep_alive_longer(struct api *api, struct api_req *req)
                               (unsigned)want);
 }
 
+/* A follower's answer to a call it does not serve: 503
+ * {"error": {...}, "leader": URL or null}. */
+static void reply_follower(struct shoald *d, struct api_req *req)
+{
+    bool following = strcmp(ha_role(d), "follower") == 0;
+    const char *leader = following ? ha_leader_url(d) : "";
+    char msg[700];
+    if (d->stopping)
+        snprintf(msg, sizeof(msg),
+                 "this controller is stopping; try another controller");
+    else if (leader[0])
+        snprintf(msg, sizeof(msg),
+                 "this controller is a follower; the leader is at %s", leader);
+    else
+        snprintf(msg, sizeof(msg),
+                 "this controller is not the leader and knows no leader "
+                 "right now; try another controller or again in a moment");
+    api_reply_json(req, 503,
+                   json_pack("{s:{s:s, s:s}, s:s?}", "error", "code",
+                             "unavailable", "message", msg, "leader",
+                             leader[0] && !d->stopping ? leader : NULL));
+}
+
 static void dispatch(struct api *api, struct api_req *req)
 {
     if (req->too_large) {
@@ -412,7 +435,7 @@ static void dispatch(struct api *api, struct api_req *req)
         return;
     }
     if (!ha_serving(api->d) && (r->handler != api_health || api->d->stopping)) {
-        ha_reply_follower(api->d, req);
+        reply_follower(api->d, req);
         return;
     }
     authenticate(api, req);

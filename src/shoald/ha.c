@@ -12,7 +12,6 @@
 #include "lib/loop/loop.h"
 #include "lib/util/clock.h"
 #include "lib/util/log.h"
-#include "shoald/api.h"
 #include "shoald/cluster.h"
 #include "shoald/logs.h"
 #include "shoald/nodetab.h"
@@ -248,27 +247,6 @@ const char *ha_role(const struct shoald *d)
 const char *ha_leader_url(const struct shoald *d)
 {
     return d->ha ? d->ha->leader_url : "";
-}
-
-void ha_reply_follower(struct shoald *d, struct api_req *req)
-{
-    bool following = d->ha && d->ha->role == HA_FOLLOWER;
-    const char *leader = following ? d->ha->leader_url : "";
-    char msg[700];
-    if (d->stopping)
-        snprintf(msg, sizeof(msg),
-                 "this controller is stopping; try another controller");
-    else if (leader[0])
-        snprintf(msg, sizeof(msg),
-                 "this controller is a follower; the leader is at %s", leader);
-    else
-        snprintf(msg, sizeof(msg),
-                 "this controller is not the leader and knows no leader "
-                 "right now; try another controller or again in a moment");
-    api_reply_json(req, 503,
-                   json_pack("{s:{s:s, s:s}, s:s?}", "error", "code",
-                             "unavailable", "message", msg, "leader",
-                             leader[0] && !d->stopping ? leader : NULL));
 }
 
 void ha_fenced(struct shoald *d, const char *why)

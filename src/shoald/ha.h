@@ -20,8 +20,6 @@
 
 #include "shoald/shoald.h"
 
-struct api_req;
-
 /* Exit status of a leader that lost its leadership and could not start
  * again as a follower. */
 #define HA_EXIT_DEPOSED 3
@@ -48,10 +46,6 @@ bool ha_deposed(const struct shoald *d);
  * ("" when unknown). */
 const char *ha_role(const struct shoald *d);
 const char *ha_leader_url(const struct shoald *d);
-
-/* A follower's answer to a call it does not serve: 503
- * {"error": {...}, "leader": URL or null}. */
-void ha_reply_follower(struct shoald *d, struct api_req *req);
 
 /* A commit was refused as fenced: another controller leads. Stops the
  * loop; ha_finish then starts this process again as a follower. */
