@@ -397,13 +397,77 @@ void api_jobs_release(struct shoald *d, struct api_req *req)
     hold_or_release(d, req, false);
 }
 
+/* A held log read is answered (answer NULL: the job is gone). */
+static void logs_woken(uint64_t job_id, json_t *answer, void *arg)
+{
+    struct api_req *req = arg;
+    if (answer)
+        api_reply_json(req, 200, answer);
+    else
+        api_errorf(req, SH_ENOTFOUND, "job %llu is gone",
+                   (unsigned long long)job_id);
+    api_release(req);
+}
+
+/* GET /v1/jobs/{id}/logs: ?offset=N&stream=all|out|err&wait=S (or tail=N
+ * instead of offset). Holds the request up to S seconds when there is
+ * nothing new and the job may still write. */
+static void serve_logs(struct shoald *d, const struct job *job,
+                       struct api_req *req)
+{
+    struct sh_error err;
+    int64_t offset = 0, wait = 0, tail = 0;
+    const char *s_off = api_query(req, "offset");
+    const char *s_wait = api_query(req, "wait");
+    const char *s_tail = api_query(req, "tail");
+    const char *stream = api_query(req, "stream");
+    if (!stream)
+        stream = "all";
+    if ((s_off &&
+         parse_int64("offset", s_off, 0, INT64_MAX, &offset, &err) < 0) ||
+        (s_wait &&
+         parse_int64("wait", s_wait, 0, LOGS_WAIT_MAX_S, &wait, &err) < 0) ||
+        (s_tail &&
+         parse_int64("tail", s_tail, 1, LOGS_READ_MAX, &tail, &err) < 0)) {
+        api_reply_error(req, &err);
+        return;
+    }
+    if (s_off && s_tail) {
+        api_errorf(req, SH_EINVAL, "give offset or tail, not both");
+        return;
+    }
+    json_t *ans =
+        logs_read(d->logs, job, stream, (uint64_t)offset, (uint64_t)tail, &err);
+    if (!ans) {
+        api_reply_error(req, &err);
+        return;
+    }
+    /* Nothing new: the read's offset is where it started. */
+    const char *data = json_string_value(json_object_get(ans, "data"));
+    bool nothing = !data || !data[0];
+    bool eof = json_is_true(json_object_get(ans, "eof"));
+    if (wait == 0 || !nothing || eof) {
+        api_reply_json(req, 200, ans);
+        return;
+    }
+    uint64_t from =
+        (uint64_t)json_integer_value(json_object_get(ans, "offset"));
+    json_decref(ans);
+    if (logs_wait(d->logs, job, stream, from, shoald_now_ms(d) + wait * 1000,
+                  logs_woken, req, &err) < 0) {
+        api_reply_error(req, &err);
+        return;
+    }
+    api_hold(req);
+}
+
 void api_jobs_logs(struct shoald *d, struct api_req *req)
 {
     bool owned;
     struct job *job = path_job(d, req, &owned);
     if (!job)
         return;
-    logs_serve(d->logs, job, req);
+    serve_logs(d, job, req);
     if (owned)
         job_destroy(job);
 }

@@ -11,17 +11,18 @@
 #include <unistd.h>
 
 #include "lib/loop/loop.h"
-#include "lib/util/parse.h"
 #include "lib/util/utf8.h"
 #include "shoald/jobtab.h"
 
-#define LOGS_WAIT_MAX_S 60
 #define LOGS_TICK_MS 500
 
 struct log_waiter {
-    struct api_req *req;
     uint64_t job;
+    char stream[8];
+    uint64_t offset;
     int64_t deadline_ms;
+    logs_wake_f fn;
+    void *arg;
     struct log_waiter *next;
 };
 
@@ -215,23 +216,11 @@ static json_t *read_answer(struct logs *l, const struct job *job,
     return o;
 }
 
-struct read_args {
-    char stream[8];
-    uint64_t offset;
-};
-
 static void answer(struct logs *l, struct log_waiter *w)
 {
-    struct read_args *a = api_get_user_data(w->req);
     const struct job *job = jobtab_get(l->d->jobs, w->job);
-    if (job)
-        api_reply_json(w->req, 200, read_answer(l, job, a->stream, a->offset));
-    else
-        api_errorf(w->req, SH_ENOTFOUND, "job %llu is gone",
-                   (unsigned long long)w->job);
-    free(a);
-    api_set_user_data(w->req, NULL);
-    api_release(w->req);
+    w->fn(w->job, job ? read_answer(l, job, w->stream, w->offset) : NULL,
+          w->arg);
     free(w);
 }
 
@@ -251,63 +240,37 @@ void logs_job_changed(struct logs *l, uint64_t job_id)
     }
 }
 
-void logs_serve(struct logs *l, const struct job *job, struct api_req *req)
+json_t *logs_read(struct logs *l, const struct job *job, const char *stream,
+                  uint64_t offset, uint64_t tail, struct sh_error *err)
 {
-    struct sh_error err;
-    int64_t offset = 0, wait = 0, tail = 0;
-    const char *s_off = api_query(req, "offset");
-    const char *s_wait = api_query(req, "wait");
-    const char *s_tail = api_query(req, "tail");
-    const char *stream = api_query(req, "stream");
-    if (!stream)
-        stream = "all";
-    if ((s_off &&
-         parse_int64("offset", s_off, 0, INT64_MAX, &offset, &err) < 0) ||
-        (s_wait &&
-         parse_int64("wait", s_wait, 0, LOGS_WAIT_MAX_S, &wait, &err) < 0) ||
-        (s_tail &&
-         parse_int64("tail", s_tail, 1, LOGS_READ_MAX, &tail, &err) < 0)) {
-        api_reply_error(req, &err);
-        return;
-    }
-    if (s_off && s_tail) {
-        api_errorf(req, SH_EINVAL, "give offset or tail, not both");
-        return;
-    }
     if (strcmp(stream, "all") != 0 && !stream_valid(stream)) {
-        api_errorf(req, SH_EINVAL, "stream must be all, out or err");
-        return;
+        sh_errorf(err, SH_EINVAL, "stream must be all, out or err");
+        return NULL;
     }
     if (tail > 0) {
         /* The last tail bytes; the answer's offset continues from there. */
         char path[4400];
         stream_path(l, job, stream, path, sizeof(path));
         uint64_t size = file_size(path);
-        offset = size > (uint64_t)tail ? (int64_t)(size - (uint64_t)tail) : 0;
+        offset = size > tail ? size - tail : 0;
     }
-    json_t *ans = read_answer(l, job, stream, (uint64_t)offset);
-    bool nothing = json_integer_value(json_object_get(ans, "offset")) == offset;
-    bool eof = json_is_true(json_object_get(ans, "eof"));
-    if (wait == 0 || !nothing || eof) {
-        api_reply_json(req, 200, ans);
-        return;
-    }
-    json_decref(ans);
+    return read_answer(l, job, stream, offset);
+}
+
+int logs_wait(struct logs *l, const struct job *job, const char *stream,
+              uint64_t offset, int64_t deadline_ms, logs_wake_f fn, void *arg,
+              struct sh_error *err)
+{
     struct log_waiter *w = calloc(1, sizeof(*w));
-    struct read_args *a = calloc(1, sizeof(*a));
-    if (!w || !a) {
-        free(w);
-        free(a);
-        api_errorf(req, SH_EINTERNAL, "out of memory");
-        return;
-    }
-    snprintf(a->stream, sizeof(a->stream), "%s", stream);
-    a->offset = (uint64_t)offset;
-    w->req = req;
+    if (!w)
+        return sh_errorf(err, SH_EINTERNAL, "out of memory");
+    snprintf(w->stream, sizeof(w->stream), "%s", stream);
+    w->offset = offset;
     w->job = job->id;
-    w->deadline_ms = shoald_now_ms(l->d) + wait * 1000;
+    w->deadline_ms = deadline_ms;
+    w->fn = fn;
+    w->arg = arg;
     w->next = l->waiters;
     l->waiters = w;
-    api_set_user_data(req, a);
-    api_hold(req);
+    return 0;
 }

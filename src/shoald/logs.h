@@ -12,16 +12,17 @@
 #ifndef SHOAL_SHOALD_LOGS_H
 #define SHOAL_SHOALD_LOGS_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "lib/model/job.h"
-#include "shoald/api.h"
 #include "shoald/shoald.h"
 
 #define LOGS_JOB_MAX (256ull << 20)
 #define LOGS_READ_MAX (1u << 20)
+#define LOGS_WAIT_MAX_S 60 /* the longest wait for news a reader may ask */
 
 struct logs;
 
@@ -39,10 +40,24 @@ int logs_append(struct logs *l, const struct job *job, const char *node,
                 const char *stream, uint64_t offset, const char *data,
                 size_t len, uint64_t *stored, struct sh_error *err);
 
-/* Answer GET /v1/jobs/{id}/logs: ?offset=N&stream=all|out|err&wait=S.
- * Holds the request up to S seconds when there is nothing new and the job
- * may still write. */
-void logs_serve(struct logs *l, const struct job *job, struct api_req *req);
+/* Read stream ("all", "out" or "err") of the job's current attempt from
+ * offset, or its last tail bytes when tail > 0: {"data" (UTF-8, invalid
+ * bytes replaced), "offset" (where the next read starts), "more" (more is
+ * there already), "eof" (the job will write no more)}. NULL and err for a
+ * bad stream. */
+json_t *logs_read(struct logs *l, const struct job *job, const char *stream,
+                  uint64_t offset, uint64_t tail, struct sh_error *err);
+
+/* Called once by logs_wait with a fresh read (owned by fn), or NULL when
+ * the job is gone from memory. */
+typedef void (*logs_wake_f)(uint64_t job_id, json_t *answer, void *arg);
+
+/* Wait for news on the job: fn is called once with a read of stream at
+ * offset when the job writes or changes, at deadline_ms, or at the latest
+ * from logs_destroy. */
+int logs_wait(struct logs *l, const struct job *job, const char *stream,
+              uint64_t offset, int64_t deadline_ms, logs_wake_f fn, void *arg,
+              struct sh_error *err);
 
 /* The job ended or changed: wake readers waiting on it. */
 void logs_job_changed(struct logs *l, uint64_t job_id);
