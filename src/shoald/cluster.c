@@ -21,8 +21,6 @@
 #include "lib/util/log.h"
 #include "lib/util/parse.h"
 #include "sched/sched.h"
-#include "shoald/api.h"
-#include "shoald/api_handlers.h"
 #include "shoald/auth.h"
 #include "shoald/commit.h"
 #include "shoald/ha.h"
@@ -37,7 +35,6 @@
 
 #define MASTER_PORT_BASE 29500
 #define MASTER_PORT_SPAN 500
-#define LIVENESS_CHECK_MS 500
 #define FULL_PASS_MS SCHED_FULL_PASS_MS
 #define EVICT_EVERY_MS 60000
 
@@ -49,7 +46,6 @@ struct cluster {
     bool wake_registered;  /* a commit_after for agent polls is queued */
     int64_t last_pass_ms;
     int64_t last_evict_ms;
-    int64_t liveness_timer;
     uint64_t *cpu_queue; /* pending jobs without GPUs, in id order */
     int ncpu;
     int cpu_cap;
@@ -459,17 +455,10 @@ static int build(struct shoald *d, struct sh_error *err)
     return 0;
 }
 
-/* ---- liveness ---- */
+/* ---- periodic duties (shoald_cron in main.c calls them) ---- */
 
-static int64_t liveness_check(struct loop *loop, void *arg)
+void cluster_check_heartbeats(struct shoald *d, int64_t now)
 {
-    struct shoald *d = arg;
-    (void)loop;
-    /* A leader that lost its database session waits (ha.c): agents cannot
-     * reach it meanwhile, and nothing may be decided. */
-    if (!ha_serving(d))
-        return LIVENESS_CHECK_MS;
-    int64_t now = shoald_now_ms(d);
     int64_t limit = (int64_t)d->cfg.heartbeat_timeout_s * 1000;
     for (struct node *n = nodetab_next(d->nodes, NULL); n;
          n = nodetab_next(d->nodes, n)) {
@@ -480,8 +469,10 @@ static int64_t liveness_check(struct loop *loop, void *arg)
             cluster_node_down(d, n, why);
         }
     }
-    api_agent_expire_polls(d, false);
-    slices_reslice_tick(d);
+}
+
+void cluster_tick(struct shoald *d, int64_t now)
+{
     /* Finished jobs leave memory after --keep-finished (they stay in the
      * store: `shoal show` and history still find them). */
     if (now - d->cluster->last_evict_ms >= EVICT_EVERY_MS) {
@@ -498,7 +489,6 @@ static int64_t liveness_check(struct loop *loop, void *arg)
         d->cluster->gate_dirty = true;
         shoald_schedule_soon(d);
     }
-    return LIVENESS_CHECK_MS;
 }
 
 int cluster_create(struct shoald *d, struct sh_error *err)
@@ -519,8 +509,6 @@ int cluster_create(struct shoald *d, struct sh_error *err)
     }
     if (build(d, err) < 0)
         return -1;
-    d->cluster->liveness_timer =
-        loop_add_timer(d->loop, LIVENESS_CHECK_MS, liveness_check, d);
     return 0;
 }
 
@@ -529,8 +517,6 @@ void cluster_destroy(struct shoald *d)
     struct cluster *c = d->cluster;
     if (!c)
         return;
-    if (c->liveness_timer > 0)
-        loop_del_timer(d->loop, c->liveness_timer);
     sched_decisions_fini(&c->dec);
     sched_destroy(c->sched);
     free(c->cpu_queue);
@@ -627,6 +613,14 @@ int cluster_check_submit(struct shoald *d, const struct job_spec *spec,
 
 static void wake_polls(struct shoald *d, bool ok, void *arg);
 
+/* Answer node n's held work poll (d->wake_agent, from the HTTP layer). */
+static void wake_agent(struct shoald *d, const struct node *n,
+                       const struct sh_error *err)
+{
+    if (d->wake_agent)
+        d->wake_agent(d, n, err);
+}
+
 void cluster_node_touch(struct shoald *d, const char *node)
 {
     struct node_rt *rt = nodetab_rt(d->nodes, node);
@@ -650,7 +644,7 @@ static void wake_polls(struct shoald *d, bool ok, void *arg)
         if (!rt->wake)
             continue;
         rt->wake = false;
-        api_agent_answer_poll(d, n, NULL);
+        wake_agent(d, n, NULL);
     }
 }
 
@@ -1185,7 +1179,7 @@ void cluster_node_removed(struct shoald *d, const char *name)
         return;
     struct sh_error err;
     sh_errorf(&err, SH_ENOTFOUND, "node %s was removed", name);
-    api_agent_answer_poll(d, n, &err);
+    wake_agent(d, n, &err);
     sched_node_remove(d->cluster->sched, name, NULL);
     nodetab_remove(d->nodes, name);
     shoald_schedule_soon(d);

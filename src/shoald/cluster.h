@@ -21,7 +21,7 @@
 struct histogram;
 
 /* Create the cluster context (d->cluster) once d's tables are loaded: the
- * engine is built from them and the liveness timer starts. */
+ * engine is built from them. */
 int cluster_create(struct shoald *d, struct sh_error *err);
 void cluster_destroy(struct shoald *d);
 
@@ -101,6 +101,14 @@ const struct histogram *cluster_pass_histogram(const struct shoald *d);
 /* After cluster_job_reason(): "no estimate: ..." when the job has no
  * estimated start, else "". */
 const char *cluster_job_estimate_note(struct shoald *d, const struct job *job);
+
+/* Duties of shoald_cron (main.c). Nodes silent for --heartbeat-timeout go
+ * down (cluster_node_down). */
+void cluster_check_heartbeats(struct shoald *d, int64_t now);
+/* Finished jobs leave memory after --keep-finished (once a minute); a pass
+ * is asked for when the engine's full pass is due or a gated job's --begin
+ * came. */
+void cluster_tick(struct shoald *d, int64_t now);
 
 /* Run a scheduling pass when one was asked for; called before the loop
  * sleeps, before the group commit. */

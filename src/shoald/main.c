@@ -401,12 +401,43 @@ static int setup(struct shoald *d, char *store_url, size_t url_size,
     d->api = api_create(d, api_routes, err);
     if (!d->api)
         return -1;
+    api_agent_attach(d);
     snprintf(d->url, sizeof(d->url), "%s://%s:%d",
              d->cfg.tls_cert ? "https" : "http", d->cfg.listen_addr,
              api_port(d->api));
     char line[320];
     snprintf(line, sizeof(line), "%s\n", d->url);
     return state_write_file(d, "url", line, 0644, err);
+}
+
+/* shoald_cron: the controller's periodic duties, every SHOALD_CRON_MS while
+ * it leads and serves (a leader that lost its database session waits,
+ * ha.c: agents cannot reach it meanwhile, and nothing may be decided):
+ *   1. nodes without a heartbeat for --heartbeat-timeout go down, their
+ *      running jobs end as node_fail          (cluster_check_heartbeats)
+ *   2. held agent work polls whose wait is over are answered
+ *                                             (api_agent_expire_polls)
+ *   3. idle GPUs are re-sliced for waiting jobs (slices_reslice_tick)
+ *   4. finished jobs leave memory after --keep-finished, once a minute
+ *                                             (cluster_tick)
+ *   5. a scheduling pass is asked for when the engine's full pass is due
+ *      or a gated job's --begin came          (cluster_tick)
+ * Other timers are their modules' own: ha.c's leadership tick, logs.c's
+ * expiry of held log reads. */
+#define SHOALD_CRON_MS 500
+
+static int64_t shoald_cron(struct loop *loop, void *arg)
+{
+    struct shoald *d = arg;
+    (void)loop;
+    if (!d->cluster || !ha_serving(d))
+        return SHOALD_CRON_MS;
+    int64_t now = shoald_now_ms(d);
+    cluster_check_heartbeats(d, now);
+    api_agent_expire_polls(d, false);
+    slices_reslice_tick(d);
+    cluster_tick(d, now);
+    return SHOALD_CRON_MS;
 }
 
 static int signals_setup(struct shoald *d, struct sh_error *err)
@@ -506,6 +537,10 @@ int main(int argc, char **argv)
         goto out;
     }
     loop_set_before_sleep(d.loop, before_sleep, &d);
+    if (loop_add_timer(d.loop, SHOALD_CRON_MS, shoald_cron, &d) < 0) {
+        sh_log(LOG_ERR, "main", "cannot start the controller's cron");
+        goto out;
+    }
     sh_log(LOG_NOTICE, "main", "listening on %s state=%s", d.url,
            d.cfg.state_dir);
     if (loop_run(d.loop, &err) < 0) {

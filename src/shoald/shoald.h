@@ -34,6 +34,7 @@ struct slices;
 struct volumes;
 struct secrets;
 struct ha;
+struct node;
 
 struct shoald_config {
     const char *state_dir;     /* holds the database, tokens and the URL */
@@ -81,6 +82,11 @@ struct shoald {
     char url[300];           /* the URL clients use */
     char cluster_id[33];     /* random hex, made once (state.c) */
     bool stopping;
+    /* Answer node n's held work poll with its work, or with err when not
+     * NULL. Set by the HTTP layer (api_agent_attach), so that the cluster
+     * wakes agents without calling into it; NULL: nothing to wake. */
+    void (*wake_agent)(struct shoald *d, const struct node *n,
+                       const struct sh_error *err);
 };
 
 /* The open batch of the current loop iteration; every durable change is
