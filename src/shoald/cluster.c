@@ -23,7 +23,6 @@
 #include "sched/sched.h"
 #include "shoald/auth.h"
 #include "shoald/commit.h"
-#include "shoald/ha.h"
 #include "shoald/gate.h"
 #include "shoald/jobs.h"
 #include "shoald/jobtab.h"

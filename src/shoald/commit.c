@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Group commit (see commit.h). */
 #include "shoald/commit.h"
-#include "shoald/ha.h"
 
 #include <stdlib.h>
 
@@ -18,6 +17,7 @@ struct commit {
     struct shoald *d;
     struct store_batch *batch;
     commit_reload_f reload;
+    commit_fenced_f fenced;
     struct commit_waiter *waiters;
     int nwaiters;
     int cap;
@@ -40,6 +40,11 @@ oom:
     commit_destroy(c);
     sh_errorf(err, SH_EINTERNAL, "out of memory");
     return NULL;
+}
+
+void commit_on_fenced(struct commit *c, commit_fenced_f fn)
+{
+    c->fenced = fn;
 }
 
 void commit_destroy(struct commit *c)
@@ -122,7 +127,8 @@ int commit_flush(struct commit *c, struct sh_error *err)
         sh_log(LOG_ERR, "commit", "commit of %d changes refused: %s", ops,
                err->msg);
         store_batch_reset(c->batch);
-        ha_fenced(c->d, err->msg);
+        if (c->fenced)
+            c->fenced(c->d, err->msg);
         run_waiters(c, false);
         return -1;
     }

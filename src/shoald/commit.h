@@ -24,6 +24,11 @@ typedef int (*commit_reload_f)(struct shoald *d, struct sh_error *err);
 
 struct commit *commit_create(struct shoald *d, commit_reload_f reload,
                              struct sh_error *err);
+
+/* Called when a commit is refused as fenced: another controller leads. */
+typedef void (*commit_fenced_f)(struct shoald *d, const char *why);
+/* Who hears of a fenced commit (ha.c registers ha_fenced); none at first. */
+void commit_on_fenced(struct commit *c, commit_fenced_f fn);
 void commit_destroy(struct commit *c);
 
 /* The open batch. Borrowed. */

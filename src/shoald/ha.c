@@ -13,6 +13,7 @@
 #include "lib/util/clock.h"
 #include "lib/util/log.h"
 #include "shoald/cluster.h"
+#include "shoald/commit.h"
 #include "shoald/logs.h"
 #include "shoald/nodetab.h"
 #include "shoald/state.h"
@@ -174,6 +175,7 @@ int ha_start(struct shoald *d, int port, int argc, char **argv,
     if (!ha)
         return sh_errorf(err, SH_EINTERNAL, "out of memory");
     d->ha = ha;
+    commit_on_fenced(d->commit, ha_fenced);
     ha->argc = argc;
     ha->argv = argv;
     ha->port = port;
