@@ -16,3 +16,5 @@ if [ "$bad" = 1 ]; then
     exit 1
 fi
 echo "format-check: all C files formatted"
+# The module graph of the controller: HTTP a leaf, no import loop.
+python3 scripts/check-imports.py
