@@ -28,6 +28,7 @@
 #include "shoald/jobs.h"
 #include "shoald/jobtab.h"
 #include "shoald/logs.h"
+#include "shoald/nodes.h"
 #include "shoald/nodetab.h"
 #include "shoald/slices.h"
 #include "store/store.h"
@@ -36,91 +37,6 @@
 #define AGENT_RUNS_MAX 4096
 
 /* ---- helpers ---- */
-
-static int persist_node(struct shoald *d, const struct node *n,
-                        struct sh_error *err)
-{
-    json_t *rec = node_to_record(n);
-    int rc = rec ? store_batch_put(shoald_batch(d), "node", n->name, rec) : -1;
-    json_decref(rec);
-    return rc < 0 ? sh_errorf(err, SH_EINTERNAL, "out of memory") : 0;
-}
-
-/* Is (id, attempt) a run this node should have? */
-static bool run_wanted(struct shoald *d, const char *node, uint64_t id,
-                       int attempt)
-{
-    const struct job *job = jobtab_get(d->jobs, id);
-    if (!job || job_attempt(job) != attempt)
-        return false;
-    for (int a = 0; a < job->nalloc; a++) {
-        if (strcmp(job->alloc[a].node, node) == 0 && !job->alloc[a].done)
-            return true;
-    }
-    return false;
-}
-
-/* Count the reported runs we do not want; validate the list. */
-/* A reason that only says what a node does before the job starts (the
- * notes of runs_alive_json): shown while it lasts, never the end's. */
-static bool progress_reason(const char *reason)
-{
-    static const char *const notes[] = {"resolving image", "pulling image",
-                                        "unpacking image", NULL};
-    for (int i = 0; reason && notes[i]; i++) {
-        if (strncmp(reason, notes[i], strlen(notes[i])) == 0)
-            return true;
-    }
-    return false;
-}
-
-/* A running job's reason follows what its node says it is doing (in
- * memory only: it changes with every heartbeat until the job starts). */
-static void apply_note(struct shoald *d, const char *node, json_int_t id,
-                       json_int_t attempt, const char *note)
-{
-    struct job *job = jobtab_get(d->jobs, (uint64_t)id);
-    if (!job || job_attempt(job) != attempt || job->state != JOB_RUNNING)
-        return;
-    if (note && progress_reason(note) && strlen(note) < 100) {
-        char why[JOB_REASON_MAX];
-        snprintf(why, sizeof(why), "%s on %s", note, node);
-        if (!job->reason || strcmp(job->reason, why) != 0)
-            job_set_reason(job, why);
-    } else if (!note && progress_reason(job->reason)) {
-        char suffix[JOB_IDENT_MAX + 8];
-        snprintf(suffix, sizeof(suffix), " on %s", node);
-        size_t n = strlen(job->reason), k = strlen(suffix);
-        if (n > k && strcmp(job->reason + n - k, suffix) == 0)
-            job_set_reason(job, NULL);
-    }
-}
-
-static int count_stale(struct shoald *d, const char *node, const json_t *runs,
-                       int *stale, struct sh_error *err)
-{
-    *stale = 0;
-    if (!runs)
-        return 0;
-    if (!json_is_array(runs) || json_array_size(runs) > AGENT_RUNS_MAX)
-        return sh_errorf(err, SH_EINVAL, "running must be an array of runs");
-    size_t i;
-    json_t *r;
-    json_array_foreach (runs, i, r) {
-        json_int_t id, attempt;
-        const char *note = NULL;
-        if (json_unpack((json_t *)r, "{s:I, s:I, s?s}", "id", &id, "attempt",
-                        &attempt, "note", &note) < 0 ||
-            id < 1 || attempt < 0)
-            return sh_errorf(err, SH_EINVAL,
-                             "each run needs an id and an attempt");
-        if (!run_wanted(d, node, (uint64_t)id, (int)attempt))
-            (*stale)++;
-        else
-            apply_note(d, node, id, attempt, note);
-    }
-    return 0;
-}
 
 /* True when node runs a part of the job's current attempt. */
 static bool job_on_node(const struct job *job, const char *node)
@@ -134,19 +50,8 @@ static bool job_on_node(const struct job *job, const char *node)
 
 /* ---- register ---- */
 
-struct reg {
-    const char *name;
-    const char *address;
-    int cpus;
-    json_int_t mem;
-    json_t *labels;
-    json_t *gpus;
-    json_t *running;
-    const char *version;
-    int mps;
-};
-
-static int parse_register(json_t *body, struct reg *r, struct sh_error *err)
+static int parse_register(json_t *body, struct nodes_reg *r,
+                          struct sh_error *err)
 {
     json_error_t jerr;
     memset(r, 0, sizeof(*r));
@@ -170,56 +75,11 @@ static int parse_register(json_t *body, struct reg *r, struct sh_error *err)
     return 0;
 }
 
-/* Build the node as the agent describes it (keeping the drain flag). */
-static struct node *node_from_reg(struct shoald *d, const struct reg *r,
-                                  const char *peer, struct sh_error *err)
-{
-    struct node *n = node_create(r->name);
-    if (!n) {
-        sh_errorf(err, SH_EINTERNAL, "out of memory");
-        return NULL;
-    }
-    struct node *old = nodetab_get(d->nodes, r->name);
-    n->cpus = r->cpus;
-    n->mem = (uint64_t)r->mem;
-    n->mps = r->mps;
-    n->drain = old ? old->drain : false;
-    n->registered_ms = old ? old->registered_ms : shoald_now_ms(d);
-    if (node_set_address(n, r->address ? r->address : peer) < 0 ||
-        (r->labels &&
-         labels_from_json(r->labels, &n->labels, &n->nlabels, err) < 0) ||
-        gpus_from_json(r->gpus, &n->gpus, &n->ngpus, err) < 0) {
-        node_destroy(n);
-        return NULL;
-    }
-    return n;
-}
-
-/* Put n in the table in place of the node of the same name, keeping the
- * runtime record. */
-static int node_replace(struct shoald *d, struct node *n)
-{
-    struct node *old = nodetab_get(d->nodes, n->name);
-    if (!old)
-        return nodetab_add(d->nodes, n);
-    /* Swap contents so pointers to the table entry stay valid; the name
-     * stays (the table is keyed by that very string). */
-    struct node tmp = *old;
-    *old = *n;
-    *n = tmp;
-    char *name = old->name;
-    old->name = n->name;
-    n->name = name;
-    old->running = tmp.running;
-    node_destroy(n);
-    return 0;
-}
-
 void api_agent_register(struct shoald *d, struct api_req *req)
 {
     json_t *body = api_body(req);
     struct sh_error err;
-    struct reg r;
+    struct nodes_reg r;
     if (!body)
         return;
     if (parse_register(body, &r, &err) < 0)
@@ -230,40 +90,11 @@ void api_agent_register(struct shoald *d, struct api_req *req)
                    c->node, r.name);
         return;
     }
-    struct node *n = node_from_reg(d, &r, api_peer(req), &err);
-    if (!n)
-        goto fail;
-    int stale;
-    if (count_stale(d, r.name, r.running, &stale, &err) < 0) {
-        node_destroy(n);
-        goto fail;
-    }
     char token[AUTH_TOKEN_LEN + 1] = "";
-    int64_t now = shoald_now_ms(d);
-    if (c->role == API_JOIN) {
-        /* A (re)join: the node's old tokens stop working. */
-        auth_token_revoke_all(d->auth, shoald_batch(d), AUTH_TOKEN_AGENT,
-                              r.name);
-        if (auth_token_issue(d->auth, shoald_batch(d), AUTH_TOKEN_AGENT, r.name,
-                             now, 0, token, &err) < 0) {
-            node_destroy(n);
-            goto fail;
-        }
-    }
-    if (persist_node(d, n, &err) < 0 || node_replace(d, n) < 0) {
-        node_destroy(n);
+    struct node *n;
+    if (nodes_register(d, &r, api_peer(req), c->role == API_JOIN, token, &n,
+                       &err) < 0)
         goto fail;
-    }
-    n = nodetab_get(d->nodes, r.name);
-    n->alive = true;
-    n->last_heartbeat_ms = now;
-    struct node_rt *rt = nodetab_rt(d->nodes, r.name);
-    rt->stale = stale;
-    slices_node_reported(d, n);
-    cluster_node_changed(d, n);
-    cluster_node_touch(d, n->name);
-    sh_log(LOG_NOTICE, "agent", "node %s registered address=%s gpus=%d%s",
-           n->name, n->address, n->ngpus, token[0] ? " (joined)" : "");
     json_t *ans =
         json_pack("{s:s, s:o, s:i, s:s}", "node", n->name, "work",
                   cluster_node_work(d, n), "heartbeat_timeout_s",
@@ -352,7 +183,7 @@ static int apply_event(struct shoald *d, struct node *n, const json_t *ev,
         return sh_errorf(err, SH_EFORBIDDEN, "job %lld has no part on node %s",
                          (long long)id, n->name);
     acct_part_usage(d, job, (uint64_t)cpu_ns, (uint64_t)mem_peak);
-    if (progress_reason(job->reason))
+    if (nodes_progress_reason(job->reason))
         job_set_reason(job, NULL); /* the end says its own */
     if (cluster_part_done(d, job, n->name, code, sig, reason, err) < 0)
         return -1;
@@ -384,7 +215,7 @@ void api_agent_heartbeat(struct shoald *d, struct api_req *req)
         return;
     }
     int stale;
-    if (count_stale(d, n->name, running, &stale, &err) < 0 ||
+    if (nodes_count_stale(d, n->name, running, &stale, &err) < 0 ||
         apply_samples(n, gpus, &err) < 0)
         goto fail;
     if (events &&
@@ -407,14 +238,8 @@ void api_agent_heartbeat(struct shoald *d, struct api_req *req)
                         "error", &error) == 0)
             slices_failed(d, n->name, gpu, preset, error);
     }
-    n->last_heartbeat_ms = shoald_now_ms(d);
-    if (gpus)
-        acct_node_samples(d, n, n->last_heartbeat_ms);
+    nodes_heartbeat(d, n, gpus != NULL, stale);
     struct node_rt *rt = nodetab_rt(d->nodes, n->name);
-    if (stale != rt->stale) {
-        rt->stale = stale;
-        cluster_node_changed(d, n);
-    }
     api_reply_json(
         req, 200, json_pack("{s:I}", "generation", (json_int_t)rt->generation));
     return;

@@ -1,17 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* /v1/nodes: list and show nodes with their GPUs and what is busy; drain,
- * resume and forget a node (cluster admins). */
+ * resume and forget a node (cluster admins; nodes.c does it). */
 #include <string.h>
 
 #include "lib/model/node_json.h"
-#include "lib/util/log.h"
 #include "lib/util/utf8.h"
 #include "shoald/api_handlers.h"
-#include "shoald/auth.h"
 #include "shoald/cluster.h"
 #include "shoald/jobtab.h"
+#include "shoald/nodes.h"
 #include "shoald/nodetab.h"
-#include "store/store.h"
 
 struct node_view_ctx {
     json_t *gpus; /* the view's GPU array */
@@ -93,21 +91,10 @@ static void set_drain(struct shoald *d, struct api_req *req, bool drain)
             return;
         }
     }
-    if (n->drain != drain) {
-        n->drain = drain;
-        json_t *rec = node_to_record(n);
-        int rc =
-            rec ? store_batch_put(shoald_batch(d), "node", n->name, rec) : -1;
-        json_decref(rec);
-        if (rc < 0) {
-            n->drain = !drain;
-            api_errorf(req, SH_EINTERNAL, "out of memory");
-            return;
-        }
-        sh_log(LOG_NOTICE, "nodes", "node %s %s by %s", n->name,
-               drain ? "drained" : "resumed", api_caller(req)->user);
-        cluster_node_changed(d, n);
-        cluster_node_touch(d, n->name);
+    struct sh_error err;
+    if (nodes_set_drain(d, n, drain, api_caller(req)->user, &err) < 0) {
+        api_reply_error(req, &err);
+        return;
     }
     api_reply_json(req, 200, node_view(d, n));
 }
@@ -127,23 +114,12 @@ void api_nodes_delete(struct shoald *d, struct api_req *req)
     struct node *n = path_node(d, req);
     if (!n)
         return;
-    if (nodetab_rt(d->nodes, n->name)->njobs > 0 ||
-        node_state(n) != NODE_DOWN) {
-        api_errorf(req, SH_ECONFLICT,
-                   "node %s is %s with %d job(s); only a down node without "
-                   "jobs can be forgotten",
-                   n->name, node_state_name(node_state(n)), n->running);
-        return;
-    }
-    if (store_batch_del(shoald_batch(d), "node", n->name) < 0 ||
-        auth_token_revoke_all(d->auth, shoald_batch(d), AUTH_TOKEN_AGENT,
-                              n->name) < 0) {
-        api_errorf(req, SH_EINTERNAL, "out of memory");
-        return;
-    }
-    sh_log(LOG_NOTICE, "nodes", "node %s forgotten by %s", n->name,
-           api_caller(req)->user);
+    struct sh_error err;
     json_t *ans = json_pack("{s:s, s:s}", "name", n->name, "state", "removed");
-    cluster_node_removed(d, n->name);
+    if (nodes_forget(d, n, api_caller(req)->user, &err) < 0) {
+        json_decref(ans);
+        api_reply_error(req, &err);
+        return;
+    }
     api_reply_json(req, 200, ans);
 }

@@ -456,20 +456,6 @@ static int build(struct shoald *d, struct sh_error *err)
 
 /* ---- periodic duties (shoald_cron in main.c calls them) ---- */
 
-void cluster_check_heartbeats(struct shoald *d, int64_t now)
-{
-    int64_t limit = (int64_t)d->cfg.heartbeat_timeout_s * 1000;
-    for (struct node *n = nodetab_next(d->nodes, NULL); n;
-         n = nodetab_next(d->nodes, n)) {
-        if (n->alive && now - n->last_heartbeat_ms > limit) {
-            char why[96];
-            snprintf(why, sizeof(why), "no heartbeat for %ds",
-                     d->cfg.heartbeat_timeout_s);
-            cluster_node_down(d, n, why);
-        }
-    }
-}
-
 void cluster_tick(struct shoald *d, int64_t now)
 {
     /* Finished jobs leave memory after --keep-finished (they stay in the

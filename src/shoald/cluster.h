@@ -102,10 +102,7 @@ const struct histogram *cluster_pass_histogram(const struct shoald *d);
  * estimated start, else "". */
 const char *cluster_job_estimate_note(struct shoald *d, const struct job *job);
 
-/* Duties of shoald_cron (main.c). Nodes silent for --heartbeat-timeout go
- * down (cluster_node_down). */
-void cluster_check_heartbeats(struct shoald *d, int64_t now);
-/* Finished jobs leave memory after --keep-finished (once a minute); a pass
+/* A duty of shoald_cron (main.c): finished jobs leave memory after --keep-finished (once a minute); a pass
  * is asked for when the engine's full pass is due or a gated job's --begin
  * came. */
 void cluster_tick(struct shoald *d, int64_t now);

@@ -29,6 +29,7 @@
 #include "shoald/ha.h"
 #include "shoald/jobtab.h"
 #include "shoald/logs.h"
+#include "shoald/nodes.h"
 #include "shoald/nodetab.h"
 #include "shoald/slices.h"
 #include "shoald/state.h"
@@ -414,7 +415,7 @@ static int setup(struct shoald *d, char *store_url, size_t url_size,
  * it leads and serves (a leader that lost its database session waits,
  * ha.c: agents cannot reach it meanwhile, and nothing may be decided):
  *   1. nodes without a heartbeat for --heartbeat-timeout go down, their
- *      running jobs end as node_fail          (cluster_check_heartbeats)
+ *      running jobs end as node_fail          (nodes_check_heartbeats)
  *   2. held agent work polls whose wait is over are answered
  *                                             (api_agent_expire_polls)
  *   3. idle GPUs are re-sliced for waiting jobs (slices_reslice_tick)
@@ -433,7 +434,7 @@ static int64_t shoald_cron(struct loop *loop, void *arg)
     if (!d->cluster || !ha_serving(d))
         return SHOALD_CRON_MS;
     int64_t now = shoald_now_ms(d);
-    cluster_check_heartbeats(d, now);
+    nodes_check_heartbeats(d, now);
     api_agent_expire_polls(d, false);
     slices_reslice_tick(d);
     cluster_tick(d, now);

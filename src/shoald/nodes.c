@@ -1,0 +1,261 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The controller's nodes (see nodes.h). */
+#include "shoald/nodes.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/model/node_json.h"
+#include "lib/util/log.h"
+#include "shoald/acct.h"
+#include "shoald/cluster.h"
+#include "shoald/jobtab.h"
+#include "shoald/nodetab.h"
+#include "shoald/slices.h"
+#include "store/store.h"
+
+#define AGENT_RUNS_MAX 4096
+
+/* ---- records ---- */
+
+static int persist_node(struct shoald *d, const struct node *n,
+                        struct sh_error *err)
+{
+    json_t *rec = node_to_record(n);
+    int rc = rec ? store_batch_put(shoald_batch(d), "node", n->name, rec) : -1;
+    json_decref(rec);
+    return rc < 0 ? sh_errorf(err, SH_EINTERNAL, "out of memory") : 0;
+}
+
+/* Build the node as the agent describes it (keeping the drain flag). */
+static struct node *node_from_reg(struct shoald *d, const struct nodes_reg *r,
+                                  const char *peer, struct sh_error *err)
+{
+    struct node *n = node_create(r->name);
+    if (!n) {
+        sh_errorf(err, SH_EINTERNAL, "out of memory");
+        return NULL;
+    }
+    struct node *old = nodetab_get(d->nodes, r->name);
+    n->cpus = r->cpus;
+    n->mem = (uint64_t)r->mem;
+    n->mps = r->mps;
+    n->drain = old ? old->drain : false;
+    n->registered_ms = old ? old->registered_ms : shoald_now_ms(d);
+    if (node_set_address(n, r->address ? r->address : peer) < 0 ||
+        (r->labels &&
+         labels_from_json(r->labels, &n->labels, &n->nlabels, err) < 0) ||
+        gpus_from_json(r->gpus, &n->gpus, &n->ngpus, err) < 0) {
+        node_destroy(n);
+        return NULL;
+    }
+    return n;
+}
+
+/* Put n in the table in place of the node of the same name, keeping the
+ * runtime record. */
+static int node_replace(struct shoald *d, struct node *n)
+{
+    struct node *old = nodetab_get(d->nodes, n->name);
+    if (!old)
+        return nodetab_add(d->nodes, n);
+    /* Swap contents so pointers to the table entry stay valid; the name
+     * stays (the table is keyed by that very string). */
+    struct node tmp = *old;
+    *old = *n;
+    *n = tmp;
+    char *name = old->name;
+    old->name = n->name;
+    n->name = name;
+    old->running = tmp.running;
+    node_destroy(n);
+    return 0;
+}
+
+/* ---- runs the agent reports ---- */
+
+/* Is (id, attempt) a run this node should have? */
+static bool run_wanted(struct shoald *d, const char *node, uint64_t id,
+                       int attempt)
+{
+    const struct job *job = jobtab_get(d->jobs, id);
+    if (!job || job_attempt(job) != attempt)
+        return false;
+    for (int a = 0; a < job->nalloc; a++) {
+        if (strcmp(job->alloc[a].node, node) == 0 && !job->alloc[a].done)
+            return true;
+    }
+    return false;
+}
+
+/* Count the reported runs we do not want; validate the list. */
+/* A reason that only says what a node does before the job starts (the
+ * notes of runs_alive_json): shown while it lasts, never the end's. */
+bool nodes_progress_reason(const char *reason)
+{
+    static const char *const notes[] = {"resolving image", "pulling image",
+                                        "unpacking image", NULL};
+    for (int i = 0; reason && notes[i]; i++) {
+        if (strncmp(reason, notes[i], strlen(notes[i])) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* A running job's reason follows what its node says it is doing (in
+ * memory only: it changes with every heartbeat until the job starts). */
+static void apply_note(struct shoald *d, const char *node, json_int_t id,
+                       json_int_t attempt, const char *note)
+{
+    struct job *job = jobtab_get(d->jobs, (uint64_t)id);
+    if (!job || job_attempt(job) != attempt || job->state != JOB_RUNNING)
+        return;
+    if (note && nodes_progress_reason(note) && strlen(note) < 100) {
+        char why[JOB_REASON_MAX];
+        snprintf(why, sizeof(why), "%s on %s", note, node);
+        if (!job->reason || strcmp(job->reason, why) != 0)
+            job_set_reason(job, why);
+    } else if (!note && nodes_progress_reason(job->reason)) {
+        char suffix[JOB_IDENT_MAX + 8];
+        snprintf(suffix, sizeof(suffix), " on %s", node);
+        size_t n = strlen(job->reason), k = strlen(suffix);
+        if (n > k && strcmp(job->reason + n - k, suffix) == 0)
+            job_set_reason(job, NULL);
+    }
+}
+
+int nodes_count_stale(struct shoald *d, const char *node, const json_t *runs,
+                      int *stale, struct sh_error *err)
+{
+    *stale = 0;
+    if (!runs)
+        return 0;
+    if (!json_is_array(runs) || json_array_size(runs) > AGENT_RUNS_MAX)
+        return sh_errorf(err, SH_EINVAL, "running must be an array of runs");
+    size_t i;
+    json_t *r;
+    json_array_foreach (runs, i, r) {
+        json_int_t id, attempt;
+        const char *note = NULL;
+        if (json_unpack((json_t *)r, "{s:I, s:I, s?s}", "id", &id, "attempt",
+                        &attempt, "note", &note) < 0 ||
+            id < 1 || attempt < 0)
+            return sh_errorf(err, SH_EINVAL,
+                             "each run needs an id and an attempt");
+        if (!run_wanted(d, node, (uint64_t)id, (int)attempt))
+            (*stale)++;
+        else
+            apply_note(d, node, id, attempt, note);
+    }
+    return 0;
+}
+
+/* ---- register ---- */
+
+int nodes_register(struct shoald *d, const struct nodes_reg *reg,
+                   const char *peer, bool join, char token[AUTH_TOKEN_LEN + 1],
+                   struct node **out, struct sh_error *err)
+{
+    const struct nodes_reg r = *reg;
+    struct node *n = node_from_reg(d, &r, peer, err);
+    if (!n)
+        return -1;
+    int stale;
+    if (nodes_count_stale(d, r.name, r.running, &stale, err) < 0) {
+        node_destroy(n);
+        return -1;
+    }
+    token[0] = '\0';
+    int64_t now = shoald_now_ms(d);
+    if (join) {
+        /* A (re)join: the node's old tokens stop working. */
+        auth_token_revoke_all(d->auth, shoald_batch(d), AUTH_TOKEN_AGENT,
+                              r.name);
+        if (auth_token_issue(d->auth, shoald_batch(d), AUTH_TOKEN_AGENT, r.name,
+                             now, 0, token, err) < 0) {
+            node_destroy(n);
+            return -1;
+        }
+    }
+    if (persist_node(d, n, err) < 0 || node_replace(d, n) < 0) {
+        node_destroy(n);
+        return -1;
+    }
+    n = nodetab_get(d->nodes, r.name);
+    n->alive = true;
+    n->last_heartbeat_ms = now;
+    struct node_rt *rt = nodetab_rt(d->nodes, r.name);
+    rt->stale = stale;
+    slices_node_reported(d, n);
+    cluster_node_changed(d, n);
+    cluster_node_touch(d, n->name);
+    sh_log(LOG_NOTICE, "agent", "node %s registered address=%s gpus=%d%s",
+           n->name, n->address, n->ngpus, token[0] ? " (joined)" : "");
+    *out = n;
+    return 0;
+}
+
+/* ---- liveness ---- */
+
+void nodes_heartbeat(struct shoald *d, struct node *n, bool samples, int stale)
+{
+    n->last_heartbeat_ms = shoald_now_ms(d);
+    if (samples)
+        acct_node_samples(d, n, n->last_heartbeat_ms);
+    struct node_rt *rt = nodetab_rt(d->nodes, n->name);
+    if (stale != rt->stale) {
+        rt->stale = stale;
+        cluster_node_changed(d, n);
+    }
+}
+
+void nodes_check_heartbeats(struct shoald *d, int64_t now)
+{
+    int64_t limit = (int64_t)d->cfg.heartbeat_timeout_s * 1000;
+    for (struct node *n = nodetab_next(d->nodes, NULL); n;
+         n = nodetab_next(d->nodes, n)) {
+        if (n->alive && now - n->last_heartbeat_ms > limit) {
+            char why[96];
+            snprintf(why, sizeof(why), "no heartbeat for %ds",
+                     d->cfg.heartbeat_timeout_s);
+            cluster_node_down(d, n, why);
+        }
+    }
+}
+
+/* ---- drain, resume, forget ---- */
+
+int nodes_set_drain(struct shoald *d, struct node *n, bool drain,
+                    const char *who, struct sh_error *err)
+{
+    if (n->drain == drain)
+        return 0;
+    n->drain = drain;
+    if (persist_node(d, n, err) < 0) {
+        n->drain = !drain;
+        return -1;
+    }
+    sh_log(LOG_NOTICE, "nodes", "node %s %s by %s", n->name,
+           drain ? "drained" : "resumed", who);
+    cluster_node_changed(d, n);
+    cluster_node_touch(d, n->name);
+    return 0;
+}
+
+int nodes_forget(struct shoald *d, struct node *n, const char *who,
+                 struct sh_error *err)
+{
+    if (nodetab_rt(d->nodes, n->name)->njobs > 0 || node_state(n) != NODE_DOWN)
+        return sh_errorf(err, SH_ECONFLICT,
+                         "node %s is %s with %d job(s); only a down node "
+                         "without jobs can be forgotten",
+                         n->name, node_state_name(node_state(n)), n->running);
+    if (store_batch_del(shoald_batch(d), "node", n->name) < 0 ||
+        auth_token_revoke_all(d->auth, shoald_batch(d), AUTH_TOKEN_AGENT,
+                              n->name) < 0)
+        return sh_errorf(err, SH_EINTERNAL, "out of memory");
+    sh_log(LOG_NOTICE, "nodes", "node %s forgotten by %s", n->name, who);
+    cluster_node_removed(d, n->name);
+    return 0;
+}

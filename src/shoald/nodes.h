@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Nodes: the domain of the controller's node records. An agent registers
+ * its node (joining with the join token, or coming back with the node's own
+ * token), keeps it alive with heartbeats, and an admin drains, resumes or
+ * forgets it; a node silent for --heartbeat-timeout goes down (its running
+ * jobs end as node_fail, cluster_node_down). This module owns the records
+ * in d->nodes and their store writes ("node" records); the HTTP layer
+ * (api_agent.c, api_nodes.c) only parses requests and writes answers, and
+ * the cluster (cluster.c) keeps the engine and the nodes' work in step.
+ */
+#ifndef SHOAL_SHOALD_NODES_H
+#define SHOAL_SHOALD_NODES_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "lib/model/node.h"
+#include "shoald/auth.h"
+#include "shoald/shoald.h"
+
+/* What an agent reports when it registers (borrowed strings and JSON). */
+struct nodes_reg {
+    const char *name;
+    const char *address;
+    int cpus;
+    json_int_t mem;
+    json_t *labels;
+    json_t *gpus;
+    json_t *running;
+    const char *version;
+    int mps;
+};
+
+/* Register node r (peer: the caller's address when r names none): its
+ * record replaces the one of the same name (keeping the drain flag, the
+ * first registration time and the runtime record), is added to the open
+ * batch, and the node is alive as of now. join: it (re)joins with the join
+ * token, so its old agent tokens stop working and token gets a new one
+ * (else token is ""). *out is the table's node. Nothing changes on error
+ * (SH_EINVAL: bad labels, GPUs or runs). */
+int nodes_register(struct shoald *d, const struct nodes_reg *r,
+                   const char *peer, bool join, char token[AUTH_TOKEN_LEN + 1],
+                   struct node **out, struct sh_error *err);
+
+/* Validate the runs an agent reports (a JSON array of {id, attempt, note?};
+ * NULL is none) and count those the node should not have into *stale; the
+ * notes of wanted runs become their jobs' reasons ("pulling image on n1"). */
+int nodes_count_stale(struct shoald *d, const char *node, const json_t *runs,
+                      int *stale, struct sh_error *err);
+
+/* A reason that only says what a node does before the job starts (an agent
+ * note): shown while it lasts, never the end's. */
+bool nodes_progress_reason(const char *reason);
+
+/* Node n's heartbeat arrived (after its samples and events were applied):
+ * it is alive as of now, fresh GPU samples (samples) are accounted, and a
+ * change in its count of stale runs is told to the engine. */
+void nodes_heartbeat(struct shoald *d, struct node *n, bool samples, int stale);
+
+/* shoald_cron: nodes without a heartbeat for --heartbeat-timeout go down. */
+void nodes_check_heartbeats(struct shoald *d, int64_t now);
+
+/* Drain (no new jobs; running ones finish) or resume node n on behalf of
+ * who (for the log). Nothing to do when it already is. */
+int nodes_set_drain(struct shoald *d, struct node *n, bool drain,
+                    const char *who, struct sh_error *err);
+
+/* Forget node n (a down node without jobs; else SH_ECONFLICT): its record
+ * and agent tokens are deleted and n is freed. */
+int nodes_forget(struct shoald *d, struct node *n, const char *who,
+                 struct sh_error *err);
+
+#endif
