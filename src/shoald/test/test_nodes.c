@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Focus: the node records of shoald/nodes.c over a real SQLite store and a
+ * whole controller state (no HTTP): registering (with the join token) adds
+ * a durable, live node and issues its agent token; a bad registration
+ * changes nothing; drain is durable; a node silent past the heartbeat
+ * timeout goes down; only a down node without jobs can be forgotten, and
+ * then it is gone from the store too. "Durable" is checked by reloading
+ * memory from the store after the commit. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lib/loop/loop.h"
+#include "shoald/auth.h"
+#include "shoald/cluster.h"
+#include "shoald/commit.h"
+#include "shoald/jobtab.h"
+#include "shoald/nodes.h"
+#include "shoald/nodetab.h"
+#include "shoald/secrets.h"
+#include "shoald/slices.h"
+#include "shoald/state.h"
+#include "shoald/tenancy.h"
+#include "shoald/volumes.h"
+#include "store/store.h"
+
+static char dir[64];
+static struct shoald d;
+
+static void setup(void)
+{
+    struct sh_error err = {0};
+    char url[200];
+    memset(&d, 0, sizeof(d));
+    snprintf(dir, sizeof(dir), "/tmp/shoal-nodes-test-XXXXXX");
+    cr_assert_not_null(mkdtemp(dir));
+    d.cfg.state_dir = dir;
+    d.cfg.admin_user = "admin";
+    d.cfg.heartbeat_timeout_s = 30;
+    d.cfg.keep_finished_ms = 3600 * 1000;
+    d.cfg.las_quantum_ms = -1;
+    snprintf(url, sizeof(url), "sqlite:%s/shoal.db", dir);
+    d.loop = loop_create(&err);
+    d.store = store_open(url, &err);
+    cr_assert_not_null(d.store, "%s", err.msg);
+    d.auth = auth_create(&err);
+    d.slices = slices_create(&err);
+    d.tenancy = tenancy_create(&err);
+    d.volumes = volumes_create(&err);
+    d.secrets = secrets_create(dir, &err);
+    d.commit = commit_create(&d, state_reload, &err);
+    cr_assert(d.loop && d.auth && d.slices && d.tenancy && d.volumes &&
+              d.secrets && d.commit);
+    cr_assert_eq(state_load(&d, &err), 0, "%s", err.msg);
+    cr_assert_eq(cluster_create(&d, &err), 0, "%s", err.msg);
+    cr_assert_eq(state_init_cluster(&d, &err), 0, "%s", err.msg);
+    cr_assert_eq(commit_flush(d.commit, &err), 0, "%s", err.msg);
+}
+
+static void teardown(void)
+{
+    cluster_destroy(&d);
+    commit_destroy(d.commit);
+    jobtab_destroy(d.jobs);
+    nodetab_destroy(d.nodes);
+    auth_destroy(d.auth);
+    tenancy_destroy(d.tenancy);
+    volumes_destroy(d.volumes);
+    secrets_destroy(d.secrets);
+    slices_destroy(d.slices);
+    store_close(d.store);
+    loop_destroy(d.loop);
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+/* Commit the open batch, then rebuild memory from the store. */
+static void commit_and_reload(void)
+{
+    struct sh_error err = {0};
+    cr_assert_eq(commit_flush(d.commit, &err), 0, "%s", err.msg);
+    cr_assert_eq(state_reload(&d, &err), 0, "%s", err.msg);
+}
+
+static int reg(const char *name, json_t *gpus, bool join, char *token,
+               struct sh_error *err)
+{
+    struct nodes_reg r = {
+        .name = name, .cpus = 8, .mem = 1 << 30, .gpus = gpus};
+    struct node *n = NULL;
+    int rc = nodes_register(&d, &r, "127.0.0.9", join, token, &n, err);
+    if (rc == 0)
+        cr_assert_eq(n, nodetab_get(d.nodes, name));
+    return rc;
+}
+
+TestSuite(nodes, .init = setup, .fini = teardown);
+
+Test(nodes, register_joins_a_live_durable_node)
+{
+    struct sh_error err = {0};
+    char token[AUTH_TOKEN_LEN + 1];
+    json_t *gpus = json_array();
+    cr_assert_eq(reg("n1", gpus, true, token, &err), 0, "%s", err.msg);
+    cr_assert_eq(strlen(token), AUTH_TOKEN_LEN, "a join issues a token");
+    struct node *n = nodetab_get(d.nodes, "n1");
+    cr_assert(n->alive);
+    cr_assert_str_eq(n->address, "127.0.0.9", "the peer's address");
+    commit_and_reload();
+    n = nodetab_get(d.nodes, "n1");
+    cr_assert_not_null(n, "the record is in the store");
+    cr_assert_eq(n->cpus, 8);
+    /* The agent's token names the node. */
+    struct api_caller c;
+    auth_identify(d.auth, token, shoald_now_ms(&d), &c);
+    cr_assert_eq(c.role, API_AGENT);
+    cr_assert_str_eq(c.node, "n1");
+    /* Coming back with the node's own token issues none. */
+    cr_assert_eq(reg("n1", gpus, false, token, &err), 0, "%s", err.msg);
+    cr_assert_str_eq(token, "");
+    cr_assert_eq(nodetab_count(d.nodes), 1);
+    json_decref(gpus);
+}
+
+Test(nodes, bad_registration_changes_nothing)
+{
+    struct sh_error err = {0};
+    char token[AUTH_TOKEN_LEN + 1];
+    json_t *bad = json_string("two");
+    cr_assert_eq(reg("n2", bad, true, token, &err), -1);
+    cr_assert_eq(err.code, SH_EINVAL);
+    cr_assert_not_null(strstr(err.msg, "gpus"), "%s", err.msg);
+    cr_assert_null(nodetab_get(d.nodes, "n2"));
+    cr_assert_not(commit_dirty(d.commit), "nothing added to the batch");
+    json_decref(bad);
+}
+
+Test(nodes, drain_is_durable_and_kept_across_registration)
+{
+    struct sh_error err = {0};
+    char token[AUTH_TOKEN_LEN + 1];
+    json_t *gpus = json_array();
+    cr_assert_eq(reg("n1", gpus, true, token, &err), 0, "%s", err.msg);
+    struct node *n = nodetab_get(d.nodes, "n1");
+    cr_assert_eq(nodes_set_drain(&d, n, true, "admin", &err), 0);
+    commit_and_reload();
+    cr_assert(nodetab_get(d.nodes, "n1")->drain);
+    cr_assert_eq(reg("n1", gpus, false, token, &err), 0, "%s", err.msg);
+    cr_assert(nodetab_get(d.nodes, "n1")->drain, "registering keeps drain");
+    n = nodetab_get(d.nodes, "n1");
+    cr_assert_eq(nodes_set_drain(&d, n, false, "admin", &err), 0);
+    commit_and_reload();
+    cr_assert_not(nodetab_get(d.nodes, "n1")->drain);
+    json_decref(gpus);
+}
+
+Test(nodes, only_a_down_node_is_forgotten)
+{
+    struct sh_error err = {0};
+    char token[AUTH_TOKEN_LEN + 1];
+    json_t *gpus = json_array();
+    cr_assert_eq(reg("n1", gpus, true, token, &err), 0, "%s", err.msg);
+    commit_and_reload();
+    struct node *n = nodetab_get(d.nodes, "n1");
+    cr_assert_eq(nodes_forget(&d, n, "admin", &err), -1);
+    cr_assert_eq(err.code, SH_ECONFLICT);
+    cr_assert_not_null(strstr(err.msg, "only a down node"), "%s", err.msg);
+    /* A heartbeat keeps it alive; silence past the timeout takes it down. */
+    nodes_heartbeat(&d, n, false, 0);
+    nodes_check_heartbeats(&d, n->last_heartbeat_ms + 29 * 1000);
+    cr_assert(n->alive);
+    nodes_check_heartbeats(&d, n->last_heartbeat_ms + 31 * 1000);
+    cr_assert_not(n->alive);
+    cr_assert_eq(nodes_forget(&d, n, "admin", &err), 0, "%s", err.msg);
+    cr_assert_null(nodetab_get(d.nodes, "n1"));
+    commit_and_reload();
+    cr_assert_null(nodetab_get(d.nodes, "n1"), "gone from the store");
+    struct api_caller c;
+    auth_identify(d.auth, token, shoald_now_ms(&d), &c);
+    cr_assert_eq(c.role, API_ANON, "its agent token is revoked");
+    json_decref(gpus);
+}
