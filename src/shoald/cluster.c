@@ -1045,9 +1045,7 @@ static void job_released(struct shoald *d, struct job *job)
         job->attained_gpu_ms += (int64_t)(cluster_slice_share_sum(d, job) *
                                           (double)(end - job->start_ms));
     }
-    if (((job->state == JOB_PREEMPTED || job->state == JOB_NODE_FAIL) &&
-         job->spec.requeue) ||
-        job->requeue_asked) {
+    if (jobs_requeue_due(job)) {
         struct sh_error err;
         if (jobs_transition(d, job, JOB_PENDING, NULL, &err) < 0)
             sh_log(LOG_ERR, "cluster", "job %llu: requeue: %s",
@@ -1113,24 +1111,9 @@ int cluster_part_done(struct shoald *d, struct job *job, const char *node,
             n->running = rt->njobs;
     }
     if (job->state == JOB_RUNNING) {
-        enum job_state to = JOB_RUNNING;
-        char why[JOB_REASON_MAX] = "";
-        if (reason && strcmp(reason, "timeout") == 0) {
-            to = JOB_TIMEOUT;
-            snprintf(why, sizeof(why), "time limit reached on %s", node);
-        } else if (reason && strcmp(reason, "lost") == 0) {
-            to = JOB_NODE_FAIL;
-            snprintf(why, sizeof(why), "its processes on %s were lost", node);
-        } else if (exit_signal) {
-            to = JOB_FAILED;
-            snprintf(why, sizeof(why), "killed by signal %d on %s", exit_signal,
-                     node);
-        } else if (exit_code != 0) {
-            to = JOB_FAILED;
-            snprintf(why, sizeof(why), "exited with %d on %s", exit_code, node);
-        } else if (!job_parts_active(job)) {
-            to = JOB_COMPLETED;
-        }
+        char why[JOB_REASON_MAX];
+        enum job_state to = jobs_exit_state(job, node, exit_code, exit_signal,
+                                            reason, why, sizeof(why));
         if (to != JOB_RUNNING) {
             job->exit_code = exit_code;
             job->exit_signal = exit_signal;

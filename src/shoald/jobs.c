@@ -229,6 +229,37 @@ int jobs_transition(struct shoald *d, struct job *job, enum job_state to,
     return 0;
 }
 
+enum job_state jobs_exit_state(const struct job *job, const char *node,
+                               int exit_code, int exit_signal,
+                               const char *reason, char *why, size_t size)
+{
+    enum job_state to = JOB_RUNNING;
+    why[0] = '\0';
+    if (reason && strcmp(reason, "timeout") == 0) {
+        to = JOB_TIMEOUT;
+        snprintf(why, size, "time limit reached on %s", node);
+    } else if (reason && strcmp(reason, "lost") == 0) {
+        to = JOB_NODE_FAIL;
+        snprintf(why, size, "its processes on %s were lost", node);
+    } else if (exit_signal) {
+        to = JOB_FAILED;
+        snprintf(why, size, "killed by signal %d on %s", exit_signal, node);
+    } else if (exit_code != 0) {
+        to = JOB_FAILED;
+        snprintf(why, size, "exited with %d on %s", exit_code, node);
+    } else if (!job_parts_active(job)) {
+        to = JOB_COMPLETED;
+    }
+    return to;
+}
+
+bool jobs_requeue_due(const struct job *job)
+{
+    return ((job->state == JOB_PREEMPTED || job->state == JOB_NODE_FAIL) &&
+            job->spec.requeue) ||
+           job->requeue_asked;
+}
+
 int jobs_cancel(struct shoald *d, const struct api_caller *caller,
                 struct job *job, struct sh_error *err)
 {

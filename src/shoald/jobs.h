@@ -61,6 +61,20 @@ int jobs_update(struct shoald *d, const struct api_caller *caller,
 int jobs_transition(struct shoald *d, struct job *job, enum job_state to,
                     const char *reason, struct sh_error *err);
 
+/* The state a running job goes to when its part on node ended with
+ * exit_code/exit_signal (reason from the agent: "timeout", "lost", or
+ * NULL): TIMEOUT, NODE_FAIL, FAILED (a signal or a non-zero exit: the
+ * first failing part ends the job), COMPLETED once every part ended with
+ * 0, else RUNNING (other parts still run). why gets the reason to show,
+ * "" for none. The part must already be marked done. */
+enum job_state jobs_exit_state(const struct job *job, const char *node,
+                               int exit_code, int exit_signal,
+                               const char *reason, char *why, size_t size);
+
+/* Whether an ended job goes back to pending once its GPUs are released:
+ * preempted or lost with spec.requeue, or a user asked (`shoal requeue`). */
+bool jobs_requeue_due(const struct job *job);
+
 /* Add the job's current record to the open batch. */
 int jobs_persist(struct shoald *d, const struct job *job, struct sh_error *err);
 
