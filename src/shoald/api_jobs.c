@@ -436,24 +436,22 @@ static void serve_logs(struct shoald *d, const struct job *job,
         api_errorf(req, SH_EINVAL, "give offset or tail, not both");
         return;
     }
-    json_t *ans =
-        logs_read(d->logs, job, stream, (uint64_t)offset, (uint64_t)tail, &err);
+    uint64_t start;
+    json_t *ans = logs_read(d->logs, job, stream, (uint64_t)offset,
+                            (uint64_t)tail, &start, &err);
     if (!ans) {
         api_reply_error(req, &err);
         return;
     }
-    /* Nothing new: the read's offset is where it started. */
-    const char *data = json_string_value(json_object_get(ans, "data"));
-    bool nothing = !data || !data[0];
+    bool nothing =
+        (uint64_t)json_integer_value(json_object_get(ans, "offset")) == start;
     bool eof = json_is_true(json_object_get(ans, "eof"));
     if (wait == 0 || !nothing || eof) {
         api_reply_json(req, 200, ans);
         return;
     }
-    uint64_t from =
-        (uint64_t)json_integer_value(json_object_get(ans, "offset"));
     json_decref(ans);
-    if (logs_wait(d->logs, job, stream, from, shoald_now_ms(d) + wait * 1000,
+    if (logs_wait(d->logs, job, stream, start, shoald_now_ms(d) + wait * 1000,
                   logs_woken, req, &err) < 0) {
         api_reply_error(req, &err);
         return;

@@ -241,7 +241,8 @@ void logs_job_changed(struct logs *l, uint64_t job_id)
 }
 
 json_t *logs_read(struct logs *l, const struct job *job, const char *stream,
-                  uint64_t offset, uint64_t tail, struct sh_error *err)
+                  uint64_t offset, uint64_t tail, uint64_t *start,
+                  struct sh_error *err)
 {
     if (strcmp(stream, "all") != 0 && !stream_valid(stream)) {
         sh_errorf(err, SH_EINVAL, "stream must be all, out or err");
@@ -254,6 +255,7 @@ json_t *logs_read(struct logs *l, const struct job *job, const char *stream,
         uint64_t size = file_size(path);
         offset = size > tail ? size - tail : 0;
     }
+    *start = offset;
     return read_answer(l, job, stream, offset);
 }
 

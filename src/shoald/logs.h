@@ -41,12 +41,13 @@ int logs_append(struct logs *l, const struct job *job, const char *node,
                 size_t len, uint64_t *stored, struct sh_error *err);
 
 /* Read stream ("all", "out" or "err") of the job's current attempt from
- * offset, or its last tail bytes when tail > 0: {"data" (UTF-8, invalid
- * bytes replaced), "offset" (where the next read starts), "more" (more is
- * there already), "eof" (the job will write no more)}. NULL and err for a
- * bad stream. */
+ * offset, or its last tail bytes when tail > 0 (*start: where the read
+ * starts): {"data" (UTF-8, invalid bytes replaced), "offset" (where the
+ * next read starts), "more" (more is there already), "eof" (the job will
+ * write no more)}. NULL and err for a bad stream. */
 json_t *logs_read(struct logs *l, const struct job *job, const char *stream,
-                  uint64_t offset, uint64_t tail, struct sh_error *err);
+                  uint64_t offset, uint64_t tail, uint64_t *start,
+                  struct sh_error *err);
 
 /* Called once by logs_wait with a fresh read (owned by fn), or NULL when
  * the job is gone from memory. */
