@@ -8,6 +8,8 @@
 # bench-sched and bench-sim, then submit.sh and drain.sh, which start their
 # own throw-away local cluster (SHOAL_BENCH_NO_CLUSTER=1 skips those two).
 # Not part of make test: nothing in it passes or fails on time.
+# make format-check: clang-format on every C file, then
+# scripts/check-imports.py (shoald's HTTP layer a leaf, no import loop).
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
