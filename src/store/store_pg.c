@@ -8,7 +8,10 @@
  * rows travel as arrays and are spread out by unnest), then the Sync that
  * commits it. A batch of a thousand changes is one round trip, and the
  * answer comes after PostgreSQL has flushed the commit to disk
- * (synchronous_commit is set on for the session).
+ * (synchronous_commit is set on for the session). The controller does not
+ * wait for it (store_commit_start): it watches the socket and collects the
+ * results as they come (commit_read); a read in between waits for them
+ * first and keeps the outcome for store_commit_finish.
  *
  * Leadership: a session-level advisory lock held on a connection of its own,
  * and an epoch in shoal_leader that the new leader raises. Every commit
