@@ -1,9 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Group commit. Every durable change of one loop iteration goes into one
- * open batch; just before the loop sleeps, commit_flush() writes the batch
+ * open batch; just before the loop sleeps, commit_start() writes the batch
  * in one transaction and then runs the callbacks registered with
  * commit_after() (answering the waiting requests, waking agents). Nothing
  * that depends on a change leaves the process before the change is durable.
+ *
+ * On a database server (PostgreSQL) the commit does not block the loop: it
+ * is sent, and the loop goes on serving requests into the next open batch
+ * while the server writes it; the callbacks run when the server answers.
+ * One commit is under way at a time, so the batches land in order, and a
+ * batch that failed takes the open one (built on it) down with it. SQLite
+ * commits at once, as before.
  */
 #ifndef SHOAL_SHOALD_COMMIT_H
 #define SHOAL_SHOALD_COMMIT_H
@@ -34,19 +41,30 @@ void commit_destroy(struct commit *c);
 /* The open batch. Borrowed. */
 struct store_batch *commit_batch(struct commit *c);
 
-/* True when the open batch holds changes. */
+/* True when a change is not durable yet: the open batch holds changes, or
+ * a commit is under way. An answer must then wait (commit_after). */
 bool commit_dirty(const struct commit *c);
 
-/* True when changes or waiting callbacks are open: the loop must not
- * sleep before the next flush. */
+/* True when commit_start has work now (changes or waiting callbacks are
+ * open and no commit is under way, or the one under way has ended): the
+ * loop must not sleep before calling it. */
 bool commit_pending(const struct commit *c);
 
-/* Run cb after the open batch commits or fails. arg is kept until then.
- * When the batch is empty at flush time, cb runs with ok = true. */
+/* Run cb once every change made so far is durable (ok = true), or lost to a
+ * failed commit (ok = false). arg is kept until then. When nothing is
+ * waiting to be committed, cb runs at the next commit_start. */
 int commit_after(struct commit *c, commit_done_f cb, void *arg);
 
-/* Commit the open batch and run the callbacks. Returns 0, or -1 when the
- * commit failed (err says why; the callbacks have run with ok = false). */
+/* The loop's call before it sleeps: collect the commit under way if it has
+ * ended (running its callbacks), then, when none is under way, start
+ * committing the open batch (or run its callbacks when it is empty).
+ * Returns 0, or -1 when a commit failed (logged, the callbacks have run with
+ * ok = false, memory reloaded). */
+int commit_start(struct commit *c, struct sh_error *err);
+
+/* Commit everything now and wait: the commit under way, then the open
+ * batch, and run the callbacks. Returns 0, or -1 when a commit failed (err
+ * says why; the callbacks have run with ok = false). */
 int commit_flush(struct commit *c, struct sh_error *err);
 
 /* Counters for /metrics and the benchmark. */
@@ -55,7 +73,7 @@ struct commit_stats {
     uint64_t ops;
     uint64_t failures;
     uint64_t max_batch;
-    uint64_t total_us; /* time spent in store_commit */
+    uint64_t total_us; /* time from sending a batch to its end */
 };
 void commit_get_stats(const struct commit *c, struct commit_stats *out);
 

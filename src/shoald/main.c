@@ -326,7 +326,7 @@ static int before_sleep(struct loop *loop, void *arg)
     (void)loop;
     if (ha_serving(d))
         cluster_before_sleep(d);
-    commit_flush(d->commit, &err); /* failures are logged and answered */
+    commit_start(d->commit, &err); /* failures are logged and answered */
     int timeout = api_before_sleep(d->api);
     /* Running MHD may have accepted new changes (a kept-alive client sends
      * its next request at once): flush them before sleeping. */

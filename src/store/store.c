@@ -189,6 +189,31 @@ int store_commit(struct store *st, struct store_batch *b, struct sh_error *err)
     return 0;
 }
 
+int store_commit_start(struct store *st, struct store_batch *b,
+                       struct sh_error *err)
+{
+    if (b->n == 0)
+        return 0;
+    if (!st->ops->commit_start)
+        return store_commit(st, b, err);
+    if (st->ops->commit_start(st, b, err) < 0)
+        return -1;
+    store_batch_reset(b);
+    return 1;
+}
+
+int store_commit_finish(struct store *st, bool wait, struct sh_error *err)
+{
+    if (!st->ops->commit_finish)
+        return 0;
+    return st->ops->commit_finish(st, wait, err);
+}
+
+int store_commit_fd(const struct store *st)
+{
+    return st->ops->commit_fd ? st->ops->commit_fd(st) : -1;
+}
+
 int store_load_jobs(struct store *st, int64_t since_ms, store_job_f cb,
                     void *arg, struct sh_error *err)
 {

@@ -73,6 +73,32 @@ int store_batch_del(struct store_batch *b, const char *kind, const char *key);
  * err says why (SH_EUNAVAILABLE for I/O errors, disk full, busy). */
 int store_commit(struct store *st, struct store_batch *b, struct sh_error *err);
 
+/* ---- commits without waiting (PostgreSQL) ----
+ * A backend on a database server can send a batch and let the caller go on
+ * while the server writes it: the controller then collects the next batch
+ * during the round trip and the flush instead of sleeping through them. At
+ * most one commit is under way; it ends with store_commit_finish. Reads
+ * made meanwhile wait for it first, so they see its changes. A backend that
+ * cannot (SQLite) commits at once, as store_commit does. */
+
+/* Start committing b. Returns 1 when the commit is under way (b is reset and
+ * may collect the next batch at once; store_commit_finish tells how it
+ * ended), 0 when it is already durable (b reset), -1 when it failed (err;
+ * b left as it was). No other commit may be under way. */
+int store_commit_start(struct store *st, struct store_batch *b,
+                       struct sh_error *err);
+
+/* How the commit under way ended: 0 durable, -1 failed (err, as
+ * store_commit), 1 not known yet (only when wait is false). Returns 0 when
+ * none is under way. */
+int store_commit_finish(struct store *st, bool wait, struct sh_error *err);
+
+/* A file descriptor that turns readable when the commit under way may have
+ * ended, for the caller's poll loop; -1 when none is under way or its end
+ * is already known (call store_commit_finish). Owned by the store: watch a
+ * dup() of it, as the store may close it in any later call. */
+int store_commit_fd(const struct store *st);
+
 /* ---- reads ---- */
 
 /* Called once per row; rec is borrowed for the call. Return 0 to go on,

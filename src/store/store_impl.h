@@ -34,6 +34,12 @@ struct store_ops {
     void (*close)(struct store *st);
     int (*commit)(struct store *st, const struct store_batch *b,
                   struct sh_error *err);
+    /* Commits without waiting (store.h); NULL when the backend commits
+     * only synchronously. */
+    int (*commit_start)(struct store *st, const struct store_batch *b,
+                        struct sh_error *err);
+    int (*commit_finish)(struct store *st, bool wait, struct sh_error *err);
+    int (*commit_fd)(const struct store *st);
     int (*load_jobs)(struct store *st, int64_t since_ms, store_job_f cb,
                      void *arg, struct sh_error *err);
     int (*get_job)(struct store *st, uint64_t id, store_job_f cb, void *arg,

@@ -8,7 +8,10 @@
  * rows travel as arrays and are spread out by unnest), then the Sync that
  * commits it. A batch of a thousand changes is one round trip, and the
  * answer comes after PostgreSQL has flushed the commit to disk
- * (synchronous_commit is set on for the session).
+ * (synchronous_commit is set on for the session). The controller does not
+ * wait for it (store_commit_start): it watches the socket and collects the
+ * results as they come (commit_read); a read in between waits for them
+ * first and keeps the outcome for store_commit_finish.
  *
  * Leadership: a session-level advisory lock held on a connection of its own,
  * and an epoch in shoal_leader that the new leader raises. Every commit
@@ -52,6 +55,13 @@ struct store_pg {
     /* Array parameters of a commit, reused: 0-8 the jobs, 9-11 the objects
      * put, 12-13 the objects deleted. */
     struct strbuf arr[14];
+    /* The commit under way (store_commit_start): sent, its results read as
+     * they come; ended once the Sync's result came or the connection
+     * failed, until store_commit_finish hands the outcome over. */
+    enum { COMMIT_NONE, COMMIT_SENT, COMMIT_ENDED } commit;
+    int commit_left; /* statements whose results are to come */
+    int commit_rc;   /* 0, or -1 with commit_err */
+    struct sh_error commit_err;
 };
 
 static const char schema_sql[] =
@@ -285,6 +295,7 @@ static int ensure_conn(struct store_pg *s, struct sh_error *err)
 static void pg_close(struct store *st)
 {
     struct store_pg *s = (struct store_pg *)st;
+    /* A commit under way ends as the server decides; we wait for nothing. */
     drop_conn(&s->conn);
     drop_conn(&s->lock);
     for (size_t i = 0; i < sizeof(s->arr) / sizeof(s->arr[0]); i++)
@@ -437,40 +448,100 @@ static int build_arrays(struct store_pg *s, const struct store_batch *b,
     return rc ? -1 : 0;
 }
 
-/* Collect the results of a pipeline of nsent queries and its Sync. Returns
- * 0 when all succeeded and the Sync came: the transaction committed. */
-static int pipeline_results(struct store_pg *s, int nsent, struct sh_error *err)
+/* The commit under way failed (the first error is kept); a connection
+ * out of step with the server is dropped, to start afresh next time. */
+static void commit_failed(struct store_pg *s, const PGresult *r, bool drop)
 {
-    int rc = 0;
-    for (int i = 0; i < nsent; i++) {
-        PGresult *r;
-        while ((r = PQgetResult(s->conn)) != NULL) {
-            ExecStatusType st = PQresultStatus(r);
-            if (st == PGRES_FATAL_ERROR && rc == 0)
-                rc = pg_fail(s, &s->conn, r, err, "commit");
-            PQclear(r);
-        }
-        if (PQstatus(s->conn) != CONNECTION_OK)
-            break;
-    }
-    PGresult *r = PQgetResult(s->conn);
-    bool synced = r && PQresultStatus(r) == PGRES_PIPELINE_SYNC;
-    if (!synced && rc == 0)
-        rc = pg_fail(s, &s->conn, r, err, "commit");
-    PQclear(r);
-    if (!synced || !PQexitPipelineMode(s->conn)) {
-        /* Out of step with the server: start afresh next time. */
-        if (rc == 0)
-            rc = pg_fail(s, &s->conn, NULL, err, "commit");
+    if (s->commit_rc == 0)
+        s->commit_rc = pg_fail(s, &s->conn, r, &s->commit_err, "commit");
+    if (drop)
         drop_conn(&s->conn);
-    }
-    return rc;
 }
 
-static int pg_commit(struct store *st, const struct store_batch *b,
-                     struct sh_error *err)
+/* Read the results of the commit under way: one or more per statement, a
+ * NULL after each statement's, then the Sync's, which says the transaction
+ * ended (committed unless a statement failed). Returns 1 when more is to
+ * come (only when wait is false), else 0 and the commit has ended
+ * (s->commit_rc says how). */
+static int commit_read(struct store_pg *s, bool wait)
+{
+    while (s->commit == COMMIT_SENT) {
+        if (!s->conn) {
+            commit_failed(s, NULL, false);
+            break;
+        }
+        if (!wait) {
+            if (!PQconsumeInput(s->conn)) {
+                commit_failed(s, NULL, true);
+                break;
+            }
+            if (PQisBusy(s->conn))
+                return 1;
+        }
+        PGresult *r = PQgetResult(s->conn);
+        if (!r) {
+            if (s->commit_left > 0 && PQstatus(s->conn) == CONNECTION_OK) {
+                s->commit_left--;
+                continue;
+            }
+            commit_failed(s, NULL, true);
+            break;
+        }
+        ExecStatusType st = PQresultStatus(r);
+        if (st == PGRES_PIPELINE_SYNC) {
+            PQclear(r);
+            if (s->commit_left != 0 || !PQexitPipelineMode(s->conn))
+                commit_failed(s, NULL, true);
+            break;
+        }
+        if (st == PGRES_FATAL_ERROR)
+            commit_failed(s, r, false);
+        PQclear(r);
+    }
+    s->commit = COMMIT_ENDED;
+    return 0;
+}
+
+/* Wait for the end of the commit under way, keeping its outcome for
+ * store_commit_finish: before anything else uses the connection. */
+static void commit_settle(struct store_pg *s)
+{
+    if (s->commit == COMMIT_SENT)
+        commit_read(s, true);
+}
+
+static int pg_commit_finish(struct store *st, bool wait, struct sh_error *err)
 {
     struct store_pg *s = (struct store_pg *)st;
+    if (s->commit == COMMIT_NONE)
+        return 0;
+    if (commit_read(s, wait) == 1)
+        return 1;
+    s->commit = COMMIT_NONE;
+    if (s->commit_rc < 0) {
+        if (err)
+            *err = s->commit_err;
+        return -1;
+    }
+    return 0;
+}
+
+static int pg_commit_fd(const struct store *st)
+{
+    const struct store_pg *s = (const struct store_pg *)st;
+    return s->commit == COMMIT_SENT && s->conn ? PQsocket(s->conn) : -1;
+}
+
+/* Send the commit of b in one pipeline: the fencing check, a statement per
+ * kind of operation, and the Sync that commits. Its results are read by
+ * commit_read. */
+static int pg_commit_start(struct store *st, const struct store_batch *b,
+                           struct sh_error *err)
+{
+    struct store_pg *s = (struct store_pg *)st;
+    if (s->commit != COMMIT_NONE)
+        return sh_errorf(err, SH_EINTERNAL,
+                         "store: a commit is already under way");
     if (s->fenced && s->epoch == 0)
         return sh_errorf(err, SH_ECONFLICT,
                          "store: not the leader; commits are refused");
@@ -514,7 +585,18 @@ static int pg_commit(struct store *st, const struct store_batch *b,
         drop_conn(&s->conn);
         return -1;
     }
-    return pipeline_results(s, nsent, err);
+    s->commit = COMMIT_SENT;
+    s->commit_left = nsent;
+    s->commit_rc = 0;
+    return 0;
+}
+
+static int pg_commit(struct store *st, const struct store_batch *b,
+                     struct sh_error *err)
+{
+    if (pg_commit_start(st, b, err) < 0)
+        return -1;
+    return pg_commit_finish(st, true, err);
 }
 
 /* ---- reads ---- */
@@ -528,6 +610,7 @@ static int query_rows(struct store_pg *s, const char *sql, int nparams,
                       const char *const *params, row_f fn, void *arg,
                       int *count, struct sh_error *err)
 {
+    commit_settle(s);
     if (ensure_conn(s, err) < 0)
         return -1;
     if (!PQsendQueryParams(s->conn, sql, nparams, NULL, params, NULL, NULL,
@@ -804,6 +887,9 @@ static const struct store_ops pg_ops = {
     .name = "postgresql",
     .close = pg_close,
     .commit = pg_commit,
+    .commit_start = pg_commit_start,
+    .commit_finish = pg_commit_finish,
+    .commit_fd = pg_commit_fd,
     .load_jobs = pg_load_jobs,
     .get_job = pg_get_job,
     .scan_jobs = pg_scan_jobs,

@@ -2,13 +2,17 @@
 /* Focus: the PostgreSQL backend keeps the store's contract (the shared cases
  * of store_cases.h), and its leadership: one leader per database, a new
  * leader fences the old one's commits, a lost connection fails a commit
- * with SH_EUNAVAILABLE and the store reconnects by itself.
+ * with SH_EUNAVAILABLE and the store reconnects by itself. And commits that
+ * do not wait (store_commit_start): they land, a read made meanwhile waits
+ * for them and sees them, and a fenced or broken one fails as store_commit
+ * would.
  * Runs when SHOAL_TEST_PG_URL names a server (scripts/pg-test.sh starts
  * one); each test gets a database of its own. Skipped otherwise. */
 #define STORE_SUITE store_pg
 #include "store_cases.h"
 
 #include <libpq-fe.h>
+#include <poll.h>
 #include <unistd.h>
 
 static char url[512];
@@ -265,4 +269,129 @@ Test(store_pg, an_unreachable_server_is_unavailable)
     /* Port 1 on loopback: nothing listens there. */
     cr_assert_null(store_open("postgresql://shoal@127.0.0.1:1/x", &err));
     cr_assert_eq(err.code, SH_EUNAVAILABLE);
+}
+
+/* Start committing job id without waiting; the batch is handed over. */
+static int start_one(struct store *st, uint64_t id, struct sh_error *err)
+{
+    struct store_batch *b = store_batch_create();
+    put_job(b, id, "pending", 0);
+    int rc = store_commit_start(st, b, err);
+    if (rc == 1)
+        cr_assert_eq(store_batch_count(b), 0, "the batch is free at once");
+    store_batch_destroy(b);
+    return rc;
+}
+
+/* Wait for the commit under way the way the controller's loop does: poll
+ * its descriptor, then ask without waiting. */
+static int land_polling(struct store *st, struct sh_error *err)
+{
+    for (int i = 0; i < 500; i++) {
+        int fd = store_commit_fd(st);
+        if (fd >= 0) {
+            struct pollfd p = {.fd = fd, .events = POLLIN};
+            poll(&p, 1, 20);
+        }
+        int rc = store_commit_finish(st, false, err);
+        if (rc != 1)
+            return rc;
+    }
+    cr_assert_fail("the commit did not end within 10 s");
+    return -1;
+}
+
+Test(store_pg, a_commit_under_way_lands_and_reads_wait_for_it)
+{
+    struct sh_error err;
+    struct store *st = open_store();
+    cr_assert_eq(store_commit_fd(st), -1, "nothing under way");
+    cr_assert_eq(store_commit_finish(st, false, &err), 0);
+    cr_assert_eq(start_one(st, 1, &err), 1, "%s", err.msg);
+    cr_assert_geq(store_commit_fd(st), 0);
+    cr_assert_eq(start_one(st, 2, &err), -1, "one commit at a time");
+    cr_assert_eq(land_polling(st, &err), 0, "%s", err.msg);
+    cr_assert_eq(store_commit_fd(st), -1);
+
+    /* A read while a commit is under way sees it; its end is kept. */
+    cr_assert_eq(start_one(st, 3, &err), 1, "%s", err.msg);
+    char out[256] = "";
+    cr_assert_eq(store_load_jobs(st, 0, collect_job, out, &err), 0, "%s",
+                 err.msg);
+    cr_assert_str_eq(out, "1:pending,3:pending,");
+    cr_assert_eq(store_commit_fd(st), -1, "its end is known");
+    cr_assert_eq(store_commit_finish(st, false, &err), 0, "%s", err.msg);
+    cr_assert_eq(store_commit_finish(st, false, &err), 0, "none any more");
+
+    /* A synchronous commit works between them, and on reopening all is
+     * there. */
+    cr_assert_eq(commit_one(st, 4, &err), 0, "%s", err.msg);
+    store_close(st);
+    st = open_store();
+    out[0] = '\0';
+    cr_assert_eq(store_load_jobs(st, 0, collect_job, out, &err), 0);
+    cr_assert_str_eq(out, "1:pending,3:pending,4:pending,");
+    store_close(st);
+}
+
+Test(store_pg, a_fenced_commit_under_way_fails_and_stores_nothing)
+{
+    struct sh_error err;
+    struct store *a = open_store();
+    struct store *b = open_store();
+    uint64_t ea, eb;
+    char leader[64];
+    cr_assert_eq(
+        store_leader_try(a, "http://a", &ea, leader, sizeof(leader), &err), 1);
+    kill_lock_sessions();
+    cr_assert_eq(
+        store_leader_try(b, "http://b", &eb, leader, sizeof(leader), &err), 1,
+        "%s", err.msg);
+    /* a does not know yet: it sends, and the database refuses. */
+    cr_assert_eq(start_one(a, 1, &err), 1, "%s", err.msg);
+    cr_assert_eq(land_polling(a, &err), -1);
+    cr_assert_eq(err.code, SH_ECONFLICT, "%s", err.msg);
+    cr_assert(strstr(err.msg, "fenced"), "%s", err.msg);
+    int n = 0;
+    cr_assert_eq(store_load_jobs(b, 0, count_job, &n, &err), 0);
+    cr_assert_eq(n, 0);
+    /* The connection stays usable: the next commit is refused at once. */
+    cr_assert_eq(start_one(a, 2, &err), -1);
+    cr_assert_eq(err.code, SH_ECONFLICT);
+    store_close(a);
+    store_close(b);
+}
+
+Test(store_pg,
+     a_commit_under_way_whose_connection_ends_fails_then_the_next_lands)
+{
+    struct sh_error err;
+    struct store *st = open_store();
+    cr_assert_eq(commit_one(st, 1, &err), 0, "%s", err.msg);
+    /* Another session holds the jobs table, so the commit waits on the
+     * server until its session is ended. */
+    PGconn *locker = PQconnectdb(url);
+    cr_assert_eq(PQstatus(locker), CONNECTION_OK);
+    PQclear(PQexec(locker, "BEGIN; LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE"));
+    cr_assert_eq(start_one(st, 2, &err), 1, "%s", err.msg);
+    cr_assert_eq(store_commit_finish(st, false, &err), 1, "still waiting");
+    kill_all_sessions();
+    PQfinish(locker);
+    cr_assert_eq(land_polling(st, &err), -1);
+    cr_assert_eq(err.code, SH_EUNAVAILABLE, "%s", err.msg);
+    /* Reconnects by itself (after a short backoff). */
+    int rc = -1;
+    for (int i = 0; i < 100 && rc < 0; i++) {
+        rc = start_one(st, 3, &err);
+        if (rc < 0) {
+            cr_assert_eq(err.code, SH_EUNAVAILABLE, "%s", err.msg);
+            usleep(50000);
+        }
+    }
+    cr_assert_eq(rc, 1, "%s", err.msg);
+    cr_assert_eq(land_polling(st, &err), 0, "%s", err.msg);
+    char out[256] = "";
+    cr_assert_eq(store_load_jobs(st, 0, collect_job, out, &err), 0);
+    cr_assert_str_eq(out, "1:pending,3:pending,");
+    store_close(st);
 }
