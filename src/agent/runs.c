@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -633,33 +634,51 @@ static int prepare(struct run *r, const json_t *work, struct sh_error *err)
     return 0;
 }
 
+/* posix_spawn (a vfork, so the agent's memory is not copied for each job:
+ * fork copied its page tables and the child then threw them away at exec),
+ * with what the fork's child did before execv: a session of its own (no
+ * terminal signal of the agent reaches it and it outlives the agent),
+ * stdin and stdout on /dev/null, stderr appended to the run's shim.log,
+ * no signal blocked. */
 static int spawn_shim(struct run *r, struct sh_error *err)
 {
     struct agent *a = r->runs->a;
-    pid_t pid = fork();
-    if (pid < 0)
-        return sh_errorf(err, SH_EUNAVAILABLE, "fork: %s", strerror(errno));
-    if (pid == 0) {
-        /* A session of its own: no terminal signal of the agent reaches it
-         * and it outlives the agent. */
-        setsid();
-        int null = open("/dev/null", O_RDWR);
-        if (null >= 0) {
-            dup2(null, 0);
-            dup2(null, 1);
-        }
-        char log[PATH_MAX + 16];
-        snprintf(log, sizeof(log), "%s/shim.log", r->dir);
-        int lfd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0600);
-        if (lfd >= 0)
-            dup2(lfd, 2);
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        char *argv[] = {a->cfg.self_exe, "--shim", r->dir, NULL};
-        execv(a->cfg.self_exe, argv);
-        _exit(127);
+    char log[PATH_MAX + 16];
+    snprintf(log, sizeof(log), "%s/shim.log", r->dir);
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t attr;
+    sigset_t none;
+    sigemptyset(&none);
+    int rc = posix_spawn_file_actions_init(&fa);
+    if (rc != 0)
+        return sh_errorf(err, SH_EUNAVAILABLE, "posix_spawn: %s",
+                         strerror(rc));
+    if ((rc = posix_spawnattr_init(&attr)) != 0) {
+        posix_spawn_file_actions_destroy(&fa);
+        return sh_errorf(err, SH_EUNAVAILABLE, "posix_spawn: %s",
+                         strerror(rc));
     }
+    if (rc == 0)
+        rc = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDWR, 0);
+    if (rc == 0)
+        rc = posix_spawn_file_actions_adddup2(&fa, 0, 1);
+    if (rc == 0)
+        rc = posix_spawn_file_actions_addopen(
+            &fa, 2, log, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0600);
+    if (rc == 0)
+        rc = posix_spawnattr_setsigmask(&attr, &none);
+    if (rc == 0)
+        rc = posix_spawnattr_setflags(&attr,
+                                      POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK);
+    pid_t pid = -1;
+    char *argv[] = {a->cfg.self_exe, "--shim", r->dir, NULL};
+    if (rc == 0)
+        rc = posix_spawn(&pid, a->cfg.self_exe, &fa, &attr, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&attr);
+    if (rc != 0)
+        return sh_errorf(err, SH_EUNAVAILABLE, "cannot start the shim: %s",
+                         strerror(rc));
     r->shim_pid = pid;
     r->shim_start = proc_start(pid);
     return 0;
