@@ -651,12 +651,10 @@ static int spawn_shim(struct run *r, struct sh_error *err)
     sigemptyset(&none);
     int rc = posix_spawn_file_actions_init(&fa);
     if (rc != 0)
-        return sh_errorf(err, SH_EUNAVAILABLE, "posix_spawn: %s",
-                         strerror(rc));
+        return sh_errorf(err, SH_EUNAVAILABLE, "posix_spawn: %s", strerror(rc));
     if ((rc = posix_spawnattr_init(&attr)) != 0) {
         posix_spawn_file_actions_destroy(&fa);
-        return sh_errorf(err, SH_EUNAVAILABLE, "posix_spawn: %s",
-                         strerror(rc));
+        return sh_errorf(err, SH_EUNAVAILABLE, "posix_spawn: %s", strerror(rc));
     }
     if (rc == 0)
         rc = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDWR, 0);
@@ -668,8 +666,8 @@ static int spawn_shim(struct run *r, struct sh_error *err)
     if (rc == 0)
         rc = posix_spawnattr_setsigmask(&attr, &none);
     if (rc == 0)
-        rc = posix_spawnattr_setflags(&attr,
-                                      POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK);
+        rc = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID |
+                                                 POSIX_SPAWN_SETSIGMASK);
     pid_t pid = -1;
     char *argv[] = {a->cfg.self_exe, "--shim", r->dir, NULL};
     if (rc == 0)
