@@ -8,10 +8,15 @@
 # the CLI's own cost per `shoal submit`, and the agent's system calls per
 # job, most frequent first.
 #   bench/job-path.sh [BUILD_DIR] [JOBS]
+# STRACE=0 leaves the agent untraced (true CPU figures, no system calls);
+# AGENT=PATH runs another shoal-agent binary (an older build, for a
+# before/after in one sitting).
 set -euo pipefail
 BUILD=${1:-build}
 JOBS=${2:-400}
 BIN=$(cd "$BUILD" && pwd)
+AGENT=${AGENT:-$BIN/src/agent/shoal-agent}
+STRACE=${STRACE:-1}
 DIR=$(mktemp -d /tmp/shoal-bench-path.XXXXXX)
 PIDS=()
 cleanup() {
@@ -38,7 +43,7 @@ AGENTS=()
 for i in 1 2 3 4; do
     mkdir -p "$DIR/n$i"
     echo "{\"count\": 8, \"model\": \"H100-80GB\", \"uuid_prefix\": \"n$i\"}" >"$DIR/n$i/simgpu.json"
-    SIMGPU_CONFIG="$DIR/n$i/simgpu.json" "$BIN/src/agent/shoal-agent" \
+    SIMGPU_CONFIG="$DIR/n$i/simgpu.json" "$AGENT" \
         --controller "$URL" --join-token-file "$DIR/c/join.token" \
         --name "n$i" --state "$DIR/n$i" --nvml-lib "$BIN/src/simgpu/libsimgpu.so" \
         --stop-jobs-on-exit --allow-job-user "$(id -un)" 2>"$DIR/n$i.log" &
@@ -68,24 +73,28 @@ wait_for 60 empty
 "$BIN/bench/bench-submit-load" "$URL" "$TOKEN" "$JOBS" 4 \
     '{"command":["true"],"gpus":1,"time_limit":"1m","hold":true}' >/dev/null
 ids=$(curl -sf -H "Authorization: Bearer $TOKEN" "$URL/v1/jobs?state=pending" | jq -r '.jobs[].id')
-strace -c -f -o "$DIR/strace.txt" -p "${AGENTS[0]}" 2>/dev/null &
-ST=$!
-sleep 0.5
+ST=
+if [ "$STRACE" = 1 ]; then
+    strace -c -f -o "$DIR/strace.txt" -p "${AGENTS[0]}" 2>/dev/null &
+    ST=$!
+    sleep 0.5
+fi
 c0=$(own "$CTRL"); a0=$(sum own); k0=$(sum kids); t0=$EPOCHREALTIME
 # shellcheck disable=SC2086
 "$BIN/src/cmd/shoal" release $ids >/dev/null
 wait_for 600 empty
 t1=$EPOCHREALTIME; c1=$(own "$CTRL"); a1=$(sum own); k1=$(sum kids)
-kill -INT "$ST"; wait "$ST" 2>/dev/null || true
+[ -z "$ST" ] || { kill -INT "$ST"; wait "$ST" 2>/dev/null || true; }
 traced=$(curl -sf -H "Authorization: Bearer $TOKEN" "$URL/v1/jobs?state=completed" |
     jq '[.jobs[] | select(.placement[0].node == "n1")] | length')
-awk -v n="$JOBS" -v t0="$t0" -v t1="$t1" -v c="$(echo "$c1 - $c0" | bc)" \
+awk -v strace="$STRACE" -v n="$JOBS" -v t0="$t0" -v t1="$t1" -v c="$(echo "$c1 - $c0" | bc)" \
     -v a="$(echo "$a1 - $a0" | bc)" -v k="$(echo "$k1 - $k0" | bc)" 'BEGIN{
     printf "drain: %d jobs in %.2f s = %.1f jobs/s\n", n, t1 - t0, n / (t1 - t0)
     printf "cpu_ms_per_job controller: %.2f\n", c / n
     printf "cpu_ms_per_job agents (own): %.2f\n", a / n
     printf "cpu_ms_per_job agents children (shim + job): %.2f\n", k / n
-    printf "(run under strace on n1: its figures are inflated)\n" }'
+    if (strace) printf "(run under strace on n1: its figures are inflated)\n" }'
+[ "$STRACE" = 1 ] || exit 0
 echo "agent n1 system calls per job ($traced jobs ran there; strace -c -f):"
 awk -v n="$traced" '$1 ~ /^[0-9.]+$/ && NF >= 5 {
     name = $NF; calls = $4; if (n > 0) printf "  %-20s %8.1f\n", name, calls / n }' \

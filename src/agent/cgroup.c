@@ -1052,6 +1052,50 @@ error:
     return -1;
 }
 
+int cgroup_nhier(const struct cgroup_ctx *ctx)
+{
+    return ctx->nhier;
+}
+
+int cgroup_job_procs_path(const struct cgroup_ctx *ctx, int h, const char *key,
+                          char *buf, size_t size)
+{
+    if (h < 0 || h >= ctx->nhier || cgroup_key_check(key, NULL) < 0)
+        return -1;
+    return cg_join(buf, size, ctx->hier[h].dir, key, "cgroup.procs", NULL);
+}
+
+int cgroup_attach_paths(struct cgroup_attach *att, const char *const *paths,
+                        int n, struct sh_error *err)
+{
+    att->nfd = 0;
+    for (int i = 0; i < CGROUP_HIER_MAX; i++)
+        att->fd[i] = -1;
+    if (n < 1 || n > CGROUP_HIER_MAX)
+        return sh_errorf(err, SH_EINVAL, "%d cgroup.procs files", n);
+    for (int i = 0; i < n; i++) {
+        size_t len = paths[i] ? strlen(paths[i]) : 0;
+        static const char tail[] = "/cgroup.procs";
+        if (len < sizeof(tail) || paths[i][0] != '/' ||
+            strcmp(paths[i] + len - (sizeof(tail) - 1), tail) != 0) {
+            sh_errorf(err, SH_EINVAL, "not a cgroup.procs file: %s",
+                      paths[i] ? paths[i] : "(none)");
+            goto error;
+        }
+        int fd = open(paths[i], O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0) {
+            sh_errorf(err, errno == ENOENT ? SH_ENOTFOUND : SH_EINTERNAL,
+                      "open %s: %s", paths[i], strerror(errno));
+            goto error;
+        }
+        att->fd[att->nfd++] = fd;
+    }
+    return 0;
+error:
+    cgroup_attach_fini(att);
+    return -1;
+}
+
 int cgroup_attach_move(const struct cgroup_attach *att, pid_t pid)
 {
     char buf[24];

@@ -171,6 +171,20 @@ int cgroup_attach_init(struct cgroup_attach *att, struct cgroup_ctx *ctx,
  * may then be in some hierarchies and not others, so the child should exit. */
 int cgroup_attach_move(const struct cgroup_attach *att, pid_t pid);
 
+/* The hierarchies in use (1 on v2). */
+int cgroup_nhier(const struct cgroup_ctx *ctx);
+
+/* The path of job `key`'s cgroup.procs in hierarchy h (0 .. nhier-1):
+ * what the agent hands the shim. 0, or -1 when it does not fit. */
+int cgroup_job_procs_path(const struct cgroup_ctx *ctx, int h, const char *key,
+                          char *buf, size_t size);
+
+/* cgroup_attach_init from the job's cgroup.procs paths (absolute, ending in
+ * "/cgroup.procs"), as cgroup_job_procs_path gave them: no mount scan and
+ * no parent walk, for the shim of each job. */
+int cgroup_attach_paths(struct cgroup_attach *att, const char *const *paths,
+                        int n, struct sh_error *err);
+
 /* Close the files. Caller-allocated: att may be initialised again. NULL-safe;
  * preserves errno. */
 void cgroup_attach_fini(struct cgroup_attach *att);

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +66,10 @@ struct run {
     int64_t reported_ms;
     uint64_t sent[2]; /* stdout, stderr bytes the controller has */
     bool wanted;
+    bool cg_gone; /* its job cgroup is removed: no retry per tick */
+    /* The work entry (work.json) while the run is live, so that no
+     * per-job pass reads every live run's file again; NULL once exited. */
+    json_t *work;
     struct runs *runs;
     UT_hash_handle hh;
 };
@@ -110,25 +115,64 @@ static int write_json(const char *dir, const char *name, const json_t *o)
     return rc;
 }
 
+/* The whole file in one read where it fits (json_loadfd reads one byte
+ * per system call: 2,000 calls for a job's work.json). */
 static json_t *read_json(const char *dir, const char *name)
 {
     int dfd = run_dirfd(dir);
     int fd = dfd >= 0 ? file_open_regular_at(dfd, name) : -1;
-    json_t *o = fd >= 0 ? json_loadfd(fd, 0, NULL) : NULL;
-    if (fd >= 0)
-        close(fd);
     if (dfd >= 0)
         close(dfd);
+    if (fd < 0)
+        return NULL;
+    struct stat st;
+    json_t *o = NULL;
+    size_t cap =
+        fstat(fd, &st) == 0 && st.st_size > 0 && st.st_size < (off_t)(64 << 20)
+            ? (size_t)st.st_size + 1
+            : 4096;
+    char *buf = malloc(cap);
+    size_t len = 0;
+    for (;;) {
+        if (!buf)
+            break;
+        if (len == cap) {
+            char *nb = cap < (64u << 20) ? realloc(buf, cap * 2) : NULL;
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        ssize_t n = read(fd, buf + len, cap - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        if (n == 0)
+            break;
+        len += (size_t)n;
+    }
+    if (buf)
+        o = json_loadb(buf, len, 0, NULL);
+    free(buf);
+    close(fd);
     return o;
 }
 
+/* The run folder is the agent's (runs/ is 0711, root's): a path is as good
+ * as a pinned folder for a size, and costs one system call, not three. */
 static uint64_t file_size(const char *dir, const char *name)
 {
-    int dfd = run_dirfd(dir);
-    uint64_t size = dfd >= 0 ? file_size_at(dfd, name) : 0;
-    if (dfd >= 0)
-        close(dfd);
-    return size;
+    char path[PATH_MAX + 16];
+    if (snprintf(path, sizeof(path), "%s/%s", dir, name) >= (int)sizeof(path))
+        return 0;
+    return file_size_at(AT_FDCWD, path);
 }
 
 /* Make sure the run folder is a real folder that belongs to the agent and
@@ -278,6 +322,7 @@ static struct run *run_new(struct runs *rs, uint64_t id, int attempt)
 
 static void run_free(struct runs *rs, struct run *r)
 {
+    json_decref(r->work);
     if (r->pidfd >= 0) {
         loop_del_fd(rs->a->loop, r->pidfd);
         close(r->pidfd);
@@ -403,15 +448,13 @@ static void release_stages(struct runs *rs)
     HASH_ITER (hh, rs->by_key, r, tmp) {
         if (r->phase == RUN_EXITED)
             continue;
-        json_t *work = read_json(r->dir, "work.json");
         size_t i;
         json_t *m;
-        json_array_foreach (json_object_get(work, "mounts"), i, m) {
+        json_array_foreach (json_object_get(r->work, "mounts"), i, m) {
             json_t *stage = json_object_get(m, "stage");
             if (json_is_string(stage))
                 json_array_append(in_use, stage);
         }
-        json_decref(work);
     }
     int n = stage_release_unused(rs->stages, in_use);
     if (n > 0)
@@ -457,15 +500,21 @@ static void run_exited(struct run *r)
     }
     if (a->cg && cgroup_job_destroy(a->cg, r->cg_key, NULL) < 0)
         run_signal(r, SIGKILL); /* stragglers; tick retries the removal */
+    else
+        r->cg_gone = true;
     sh_log(LOG_INFO, "runs", "run %s exited code=%d signal=%d%s%s", r->key,
            r->exit_code, r->exit_signal, r->stop_reason[0] ? " reason=" : "",
            r->stop_reason);
     run_save(r);
-    json_t *work = read_json(r->dir, "work.json");
-    stage_csi_unpublish_run(r->runs->stages, json_object_get(work, "mounts"),
-                            r->key);
+    /* A run adopted as already gone has no work in memory yet. */
+    json_t *work = r->work ? r->work : read_json(r->dir, "work.json");
+    r->work = NULL;
+    const json_t *mounts = json_object_get(work, "mounts");
+    stage_csi_unpublish_run(r->runs->stages, mounts, r->key);
+    /* Only a run that had volumes can leave a stage unused. */
+    if (json_array_size(mounts) > 0)
+        release_stages(r->runs);
     json_decref(work);
-    release_stages(r->runs);
     link_heartbeat_soon(a->link);
 }
 
@@ -562,6 +611,21 @@ static int prepare(struct run *r, const json_t *work, struct sh_error *err)
     json_decref(cdevs);
     if (!launch)
         return -1;
+    /* The job cgroup's cgroup.procs files, so the shim opens them without
+     * scanning the mounts and walking the parents again. */
+    json_t *procs = cg ? json_array() : NULL;
+    for (int h = 0; procs && h < cgroup_nhier(a->cg); h++) {
+        char path[PATH_MAX];
+        if (cgroup_job_procs_path(a->cg, h, r->cg_key, path, sizeof(path)) <
+            0) {
+            json_decref(procs);
+            procs = NULL;
+            break;
+        }
+        json_array_append_new(procs, json_string(path));
+    }
+    if (procs)
+        json_object_set_new(launch, "cgroup_procs", procs);
     int rc = write_json(r->dir, "launch.json", launch);
     json_decref(launch);
     if (rc < 0)
@@ -570,33 +634,49 @@ static int prepare(struct run *r, const json_t *work, struct sh_error *err)
     return 0;
 }
 
+/* posix_spawn (a vfork, so the agent's memory is not copied for each job:
+ * fork copied its page tables and the child then threw them away at exec),
+ * with what the fork's child did before execv: a session of its own (no
+ * terminal signal of the agent reaches it and it outlives the agent),
+ * stdin and stdout on /dev/null, stderr appended to the run's shim.log,
+ * no signal blocked. */
 static int spawn_shim(struct run *r, struct sh_error *err)
 {
     struct agent *a = r->runs->a;
-    pid_t pid = fork();
-    if (pid < 0)
-        return sh_errorf(err, SH_EUNAVAILABLE, "fork: %s", strerror(errno));
-    if (pid == 0) {
-        /* A session of its own: no terminal signal of the agent reaches it
-         * and it outlives the agent. */
-        setsid();
-        int null = open("/dev/null", O_RDWR);
-        if (null >= 0) {
-            dup2(null, 0);
-            dup2(null, 1);
-        }
-        char log[PATH_MAX + 16];
-        snprintf(log, sizeof(log), "%s/shim.log", r->dir);
-        int lfd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0600);
-        if (lfd >= 0)
-            dup2(lfd, 2);
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        char *argv[] = {a->cfg.self_exe, "--shim", r->dir, NULL};
-        execv(a->cfg.self_exe, argv);
-        _exit(127);
+    char log[PATH_MAX + 16];
+    snprintf(log, sizeof(log), "%s/shim.log", r->dir);
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t attr;
+    sigset_t none;
+    sigemptyset(&none);
+    int rc = posix_spawn_file_actions_init(&fa);
+    if (rc != 0)
+        return sh_errorf(err, SH_EUNAVAILABLE, "posix_spawn: %s", strerror(rc));
+    if ((rc = posix_spawnattr_init(&attr)) != 0) {
+        posix_spawn_file_actions_destroy(&fa);
+        return sh_errorf(err, SH_EUNAVAILABLE, "posix_spawn: %s", strerror(rc));
     }
+    if (rc == 0)
+        rc = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDWR, 0);
+    if (rc == 0)
+        rc = posix_spawn_file_actions_adddup2(&fa, 0, 1);
+    if (rc == 0)
+        rc = posix_spawn_file_actions_addopen(
+            &fa, 2, log, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0600);
+    if (rc == 0)
+        rc = posix_spawnattr_setsigmask(&attr, &none);
+    if (rc == 0)
+        rc = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID |
+                                                 POSIX_SPAWN_SETSIGMASK);
+    pid_t pid = -1;
+    char *argv[] = {a->cfg.self_exe, "--shim", r->dir, NULL};
+    if (rc == 0)
+        rc = posix_spawn(&pid, a->cfg.self_exe, &fa, &attr, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&attr);
+    if (rc != 0)
+        return sh_errorf(err, SH_EUNAVAILABLE, "cannot start the shim: %s",
+                         strerror(rc));
     r->shim_pid = pid;
     r->shim_start = proc_start(pid);
     return 0;
@@ -616,8 +696,11 @@ static void run_start(struct runs *rs, const json_t *work)
     json_int_t limit = json_integer_value(
         json_object_get(json_object_get(work, "spec"), "time_limit"));
     r->deadline_ms = limit > 0 ? r->started_ms + limit * 1000 : 0;
+    r->work = json_deep_copy(work);
     if (prepare(r, work, &err) < 0 || spawn_shim(r, &err) < 0) {
         sh_log(LOG_ERR, "runs", "run %s cannot start: %s", r->key, err.msg);
+        json_decref(r->work);
+        r->work = NULL;
         r->phase = RUN_EXITED;
         r->exit_code = 127;
         r->exited_ms = clock_wall_ms();
@@ -825,17 +908,15 @@ bool runs_gpu_in_use(const struct runs *rs, const struct gpu_info *g)
     for (struct run *r = rs->by_key; r; r = r->hh.next) {
         if (r->phase == RUN_EXITED)
             continue;
-        json_t *work = read_json(r->dir, "work.json");
         size_t i;
         json_t *u;
         bool uses = false;
-        json_array_foreach (json_object_get(work, "gpus"), i, u) {
+        json_array_foreach (json_object_get(r->work, "gpus"), i, u) {
             const char *uuid = json_string_value(u);
             uses |= uuid && strcmp(uuid, g->uuid) == 0;
             for (int s = 0; uuid && s < g->nslices; s++)
                 uses |= strcmp(uuid, g->slices[s].uuid) == 0;
         }
-        json_decref(work);
         if (uses)
             return true;
     }
@@ -916,8 +997,9 @@ void runs_tick(struct runs *rs)
             run_stop(r, "timeout", r->grace_s);
         if (r->phase == RUN_STOPPING && now >= r->kill_at_ms)
             run_signal(r, SIGKILL);
-        if (r->phase == RUN_EXITED && rs->a->cg)
-            cgroup_job_destroy(rs->a->cg, r->cg_key, NULL);
+        if (r->phase == RUN_EXITED && rs->a->cg && !r->cg_gone &&
+            cgroup_job_destroy(rs->a->cg, r->cg_key, NULL) == 0)
+            r->cg_gone = true;
         if (link_ok && budget > 0 && !(r->reported && logs_sent(r))) {
             long n = push_output(r, budget);
             if (n < 0)
@@ -989,6 +1071,7 @@ static void adopt(struct runs *rs, const char *name)
         return;
     if (r->shim_pid > 0 && proc_start(r->shim_pid) == r->shim_start &&
         r->shim_start != 0) {
+        r->work = read_json(r->dir, "work.json");
         sh_log(LOG_INFO, "runs", "adopted run %s shim=%d", r->key,
                (int)r->shim_pid);
         watch(r);

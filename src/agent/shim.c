@@ -311,6 +311,22 @@ static void setup_cgroup(struct shim *s)
     const char *key =
         json_string_value(json_object_get(s->launch, "cgroup_key"));
     struct sh_error err;
+    const json_t *procs = json_object_get(s->launch, "cgroup_procs");
+    if (json_is_array(procs)) {
+        /* The agent's paths: the cgroups are made, nothing to scan. */
+        const char *paths[CGROUP_HIER_MAX];
+        size_t n = json_array_size(procs);
+        for (size_t i = 0; i < n && i < CGROUP_HIER_MAX; i++)
+            paths[i] = json_string_value(json_array_get(procs, i));
+        if (n <= CGROUP_HIER_MAX &&
+            cgroup_attach_paths(&s->att, paths, (int)n, &err) == 0) {
+            s->attach = true;
+            return;
+        }
+        dprintf(s->err_fd, "shoal: running without CPU and memory limits: %s\n",
+                err.msg);
+        return;
+    }
     if (!parent || !key)
         return;
     s->cg = cgroup_ctx_create(parent, &err);

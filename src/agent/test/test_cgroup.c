@@ -417,6 +417,46 @@ Test(cgroup_fake, v2_attach_writes_the_pid_to_cgroup_procs)
     cr_assert_eq(err.code, SH_EINVAL);
 }
 
+/* The shim's way in: the agent's paths, no mount scan. */
+Test(cgroup_fake, v2_attach_by_the_agents_paths)
+{
+    struct sh_error err = {0};
+    struct cgroup_attach att;
+    char path[4096], want[32];
+    const char *paths[1] = {path};
+
+    fake_v2("job-1", false);
+    fake_ctx();
+    cr_assert_eq(cgroup_nhier(T.ctx), 1);
+    cr_assert_eq(cgroup_job_procs_path(T.ctx, 0, "job-1", path, sizeof(path)),
+                 0);
+    cr_assert_eq(cgroup_job_procs_path(T.ctx, 1, "job-1", path, sizeof(path)),
+                 -1);
+    cr_assert_eq(cgroup_job_procs_path(T.ctx, 0, "../x", path, sizeof(path)),
+                 -1);
+    cr_assert_eq(cgroup_job_procs_path(T.ctx, 0, "job-1", path, sizeof(path)),
+                 0);
+    cr_assert_eq(cgroup_attach_paths(&att, paths, 1, &err), 0, "%s", err.msg);
+    cr_assert_eq(cgroup_attach_move(&att, 0), 0);
+    cgroup_attach_fini(&att);
+    snprintf(want, sizeof(want), "%d\n", (int)getpid());
+    cr_assert_str_eq(get(job_dir("memory", "job-1"), "cgroup.procs"), want);
+
+    /* Only absolute cgroup.procs paths. */
+    const char *bad[] = {"cgroup.procs", "/etc/passwd", NULL};
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(cgroup_attach_paths(&att, &bad[i], 1, &err), -1);
+        cr_assert_eq(err.code, SH_EINVAL);
+        cr_assert_eq(att.nfd, 0);
+    }
+    cr_assert_eq(cgroup_attach_paths(&att, paths, 0, &err), -1);
+    /* A job cgroup that is gone. */
+    cr_assert_eq(cgroup_job_procs_path(T.ctx, 0, "job-2", path, sizeof(path)),
+                 0);
+    cr_assert_eq(cgroup_attach_paths(&att, paths, 1, &err), -1);
+    cr_assert_eq(err.code, SH_ENOTFOUND);
+}
+
 Test(cgroup_fake, v2_stats_parsed)
 {
     struct sh_error err = {0};
