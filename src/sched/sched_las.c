@@ -15,6 +15,14 @@
  * first 1/factor of the time it waited (so a starving job makes
  * progress). Guarantees: the LAS rule never takes GPUs a project holds
  * within its guarantee for another project's job.
+ *
+ * Hold (aging for the jobs that waited longest): a job that has waited at
+ * least las_hold_ms in all (since its submit time, its earlier runs not
+ * counted) when it starts keeps that run: the LAS rule never preempts it.
+ * The guard's protected run is a fraction of the wait since the job was
+ * last queued; a big job preempted again and again accumulates wait
+ * across its runs, and without the hold the tail of big jobs' waits is
+ * twice FIFO's on Philly (doc/design/sim.md).
  */
 #include "sched/sched_int.h"
 
@@ -63,6 +71,17 @@ void las_job_added(struct sched *s, struct sjob *j)
         if (t < s->las_next_promote)
             s->las_next_promote = t;
     }
+}
+
+void las_job_started(const struct sched *s, struct sjob *j, int64_t now)
+{
+    if (!sched_las(s) || s->cfg.las_hold_ms <= 0 || j->units == 0)
+        return;
+    /* Its run time so far: GPU-ms over the GPUs (a slice at its share). */
+    int64_t run = j->attained / j->units * SCHED_UNITS_PER_GPU +
+                  j->attained % j->units * SCHED_UNITS_PER_GPU / j->units;
+    if (now - j->submit - run >= s->cfg.las_hold_ms)
+        j->las_guard_ms = INT64_MAX;
 }
 
 /* Promote the pending jobs the guard says are due; find the next. */
