@@ -143,8 +143,9 @@ struct sched_config {
     int64_t las_starve_max_ms;
     /* Aging for the jobs that waited longest: a job that has waited
      * (since its submit time, its run time so far not counted) at least
-     * this long when it starts is never preempted by the LAS rule in that
-     * run. Default 14 days; 0 = off. At most 365 days. */
+     * this long when it starts is not preempted by the LAS rule for the
+     * first half of that wait. Default 14 days; 0 = off. At most 365
+     * days. */
     int64_t las_hold_ms;
     /* A running job is preempted for a lower level only after running
      * this long in its current run (and only when checkpointable).
