@@ -54,9 +54,11 @@ static const char usage[] =
     "                        las: a waiting job is back at level 0 after\n"
     "                        N x its run time so far or DUR, whichever is\n"
     "                        less (default 4 and 2d; N 0: DUR alone)\n"
-    "  --las-hold DUR        las: a job that has waited DUR in all when it\n"
-    "                        starts is not preempted for half of its wait\n"
-    "                        (default 14d; 0s = off)\n"
+    "  --las-hold DUR, --las-hold-gpus N\n"
+    "                        las: a job of N GPUs or more that has waited\n"
+    "                        DUR in all when it starts is not preempted\n"
+    "                        for half of its wait (default 14d and 8;\n"
+    "                        0s = off)\n"
     "  --resume WHO:DUR      jobs of project WHO (or all) checkpoint when\n"
     "                        preempted and resume after DUR of restore\n"
     "                        (others rerun from the start); repeatable\n"
@@ -141,6 +143,7 @@ static const struct option longs[] = {
     {"las-levels", required_argument, NULL, 'L'},
     {"las-quantum", required_argument, NULL, 'Q'},
     {"las-hold", required_argument, NULL, 'O'},
+    {"las-hold-gpus", required_argument, NULL, 'G'},
     {"las-starve-factor", required_argument, NULL, 'A'},
     {"las-starve-max", required_argument, NULL, 'M'},
     {"convert", no_argument, NULL, 'C'},
@@ -217,6 +220,12 @@ static int apply_opt(int c, const char *arg, struct opts *o)
         if (sc->las_hold_ms > 365 * 24 * 3600 * INT64_C(1000))
             return fail(2, "--las-hold must be at most 365d");
         return 0;
+    case 'G':
+        o->las_set = true;
+        if (parse_int64("--las-hold-gpus", arg, 1, 65536, &v, &err) < 0)
+            return fail(2, "%s", err.msg);
+        sc->las_hold_gpus = v;
+        return 0;
     case 'A':
         o->las_set = true;
         if (parse_int64("--las-starve-factor", arg, 0, 1000, &v, &err) < 0)
@@ -271,7 +280,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
     if (optind < argc)
         return fail(2, "sim: unexpected argument '%s'", argv[optind]);
     if (o->las_set && o->sim.sched.policy != SCHED_POLICY_LAS)
-        return fail(2, "sim: --las-levels, --las-quantum, --las-hold and "
+        return fail(2, "sim: --las-levels, --las-quantum, --las-hold* and "
                        "--las-starve-* need --policy las");
     if (!o->trace)
         return fail(2, "sim: --trace FILE is required (see shoal sim "

@@ -41,6 +41,7 @@ void sched_config_init(struct sched_config *cfg)
     cfg->las_starve_factor = 4;
     cfg->las_starve_max_ms = 2 * DAY_MS;
     cfg->las_hold_ms = 14 * DAY_MS;
+    cfg->las_hold_gpus = 8;
     cfg->las_quantum_ms = 10 * 60 * 1000;
 }
 
@@ -89,6 +90,8 @@ static int config_validate(const struct sched_config *c, struct sh_error *err)
         return sh_errorf(err, SH_EINVAL, "las_starve_max must be <= 365 days");
     if (c->las_hold_ms < 0 || c->las_hold_ms > 365 * DAY_MS)
         return sh_errorf(err, SH_EINVAL, "las_hold must be 0..365 days");
+    if (c->las_hold_gpus < 1 || c->las_hold_gpus > 65536)
+        return sh_errorf(err, SH_EINVAL, "las_hold_gpus must be 1..65536");
     if (c->fair_weight < 0 || c->fair_weight > 1000000)
         return sh_errorf(err, SH_EINVAL, "fair_weight must be 0..1000000");
     if (c->age_weight < 0 || c->age_weight > 1000000)

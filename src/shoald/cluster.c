@@ -422,6 +422,8 @@ static int build(struct shoald *d, struct sh_error *err)
         cfg.las_starve_factor = d->cfg.las_starve_factor;
     if (d->cfg.las_starve_max_ms >= 0)
         cfg.las_starve_max_ms = d->cfg.las_starve_max_ms;
+    if (d->cfg.las_hold_gpus >= 0)
+        cfg.las_hold_gpus = d->cfg.las_hold_gpus;
     c->sched = sched_create(&cfg, err);
     if (!c->sched)
         return -1;

@@ -94,9 +94,10 @@ static const char usage[] =
     "                         las: a waiting job is back at level 0 after N\n"
     "                         x its run time so far or DUR, whichever is\n"
     "                         less (default 4 and 2d; N 0: DUR alone)\n"
-    "  --las-hold DUR         las: a job that has waited DUR when it starts\n"
-    "                         is not preempted for half of its wait\n"
-    "                         (default 14d; 0s = off)\n"
+    "  --las-hold DUR, --las-hold-gpus N\n"
+    "                         las: a job of N GPUs or more that has waited\n"
+    "                         DUR when it starts is not preempted for half\n"
+    "                         of its wait (default 14d and 8; 0s = off)\n"
     "  --debug LIST           debug logs for components (api,jobs,...|all)\n"
     "  -h, --help             show this help\n"
     "\n"
@@ -145,6 +146,7 @@ static int parse_args(int argc, char **argv, struct shoald_config *cfg)
         {"las-hold", required_argument, NULL, 1001},
         {"las-starve-factor", required_argument, NULL, 1002},
         {"las-starve-max", required_argument, NULL, 1003},
+        {"las-hold-gpus", required_argument, NULL, 1004},
         {"debug", required_argument, NULL, 'd'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -308,6 +310,11 @@ static int parse_args(int argc, char **argv, struct shoald_config *cfg)
                 goto bad;
             cfg->las_starve_factor = v;
             break;
+        case 1004:
+            if (parse_int64("--las-hold-gpus", optarg, 1, 65536, &v, &err) < 0)
+                goto bad;
+            cfg->las_hold_gpus = v;
+            break;
         case 'h':
             fputs(usage, stdout);
             exit(0);
@@ -325,9 +332,10 @@ static int parse_args(int argc, char **argv, struct shoald_config *cfg)
         return -1;
     }
     if ((cfg->las_levels || cfg->las_quantum_ms >= 0 || cfg->las_hold_ms >= 0 ||
-         cfg->las_starve_factor >= 0 || cfg->las_starve_max_ms >= 0) &&
+         cfg->las_starve_factor >= 0 || cfg->las_starve_max_ms >= 0 ||
+         cfg->las_hold_gpus >= 0) &&
         cfg->policy != SCHED_POLICY_LAS) {
-        fprintf(stderr, "shoald: --las-levels, --las-quantum, --las-hold "
+        fprintf(stderr, "shoald: --las-levels, --las-quantum, --las-hold* "
                         "and --las-starve-* need --policy las\n");
         return -1;
     }
@@ -525,6 +533,7 @@ int main(int argc, char **argv)
     d.cfg.las_hold_ms = -1;
     d.cfg.las_starve_factor = -1;
     d.cfg.las_starve_max_ms = -1;
+    d.cfg.las_hold_gpus = -1;
     d.cfg.keep_finished_ms = 7LL * 24 * 3600 * 1000;
     d.cfg.idle_threshold_pct = 5;
     d.cfg.idle_after_ms = 30LL * 60 * 1000;

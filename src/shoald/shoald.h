@@ -63,6 +63,7 @@ struct shoald_config {
     int64_t las_hold_ms;       /* -1 = the engine's default */
     int64_t las_starve_factor; /* -1 = the engine's default */
     int64_t las_starve_max_ms; /* -1 = the engine's default */
+    int64_t las_hold_gpus;     /* -1 = the engine's default */
 };
 
 struct shoald {

@@ -55,6 +55,9 @@ health_policy() { curl -sf "$SHOAL_URL/v1/health" | jq -r .policy; }
     run "$SHOALD" --state "$SHOAL_TEST_DIR/bad" --port 0 --policy las --las-hold 400d
     [ "$status" -ne 0 ]
     echo "$output" | grep -q -- "--las-hold"
+    run "$SHOALD" --state "$SHOAL_TEST_DIR/bad" --port 0 --policy las --las-hold-gpus 0
+    [ "$status" -ne 0 ]
+    echo "$output" | grep -q -- "--las-hold-gpus"
     run "$SHOALD" --state "$SHOAL_TEST_DIR/bad" --port 0 --policy las --las-levels 2h,1h
     [ "$status" -ne 0 ]
     echo "$output" | grep -q -- "--las-levels: LAS levels must be ascending"
