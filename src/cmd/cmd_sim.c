@@ -50,6 +50,15 @@ static const char usage[] =
     "                        (default 1h,10h)\n"
     "  --las-quantum DUR     las: run time before a job may be preempted\n"
     "                        for a lower level (default 10m)\n"
+    "  --las-starve-factor N, --las-starve-max DUR\n"
+    "                        las: a waiting job is back at level 0 after\n"
+    "                        N x its run time so far or DUR, whichever is\n"
+    "                        less (default 4 and 2d; N 0: DUR alone)\n"
+    "  --las-hold DUR, --las-hold-gpus N\n"
+    "                        las: a job of N GPUs or more that has waited\n"
+    "                        DUR in all when it starts is not preempted\n"
+    "                        for half of its wait (default 14d and 8;\n"
+    "                        0s = off)\n"
     "  --resume WHO:DUR      jobs of project WHO (or all) checkpoint when\n"
     "                        preempted and resume after DUR of restore\n"
     "                        (others rerun from the start); repeatable\n"
@@ -81,7 +90,7 @@ struct opts {
     bool json;
     bool convert;
     const char *tenants;
-    bool las_set; /* --las-levels or --las-quantum given */
+    bool las_set; /* an --las-* option given */
     struct sim_options sim;
 };
 
@@ -133,6 +142,10 @@ static const struct option longs[] = {
     {"resume", required_argument, NULL, 'R'},
     {"las-levels", required_argument, NULL, 'L'},
     {"las-quantum", required_argument, NULL, 'Q'},
+    {"las-hold", required_argument, NULL, 'O'},
+    {"las-hold-gpus", required_argument, NULL, 'G'},
+    {"las-starve-factor", required_argument, NULL, 'A'},
+    {"las-starve-max", required_argument, NULL, 'M'},
     {"convert", no_argument, NULL, 'C'},
     {"tenants", required_argument, NULL, 'T'},
     {"help", no_argument, NULL, 'h'},
@@ -196,6 +209,36 @@ static int apply_opt(int c, const char *arg, struct opts *o)
     case 'Q':
         o->las_set = true;
         return duration_ms("--las-quantum", arg, &sc->las_quantum_ms) ? 2 : 0;
+    case 'O':
+        o->las_set = true;
+        if (strcmp(arg, "0") == 0 || strcmp(arg, "0s") == 0) {
+            sc->las_hold_ms = 0;
+            return 0;
+        }
+        if (duration_ms("--las-hold", arg, &sc->las_hold_ms))
+            return 2;
+        if (sc->las_hold_ms > 365 * 24 * 3600 * INT64_C(1000))
+            return fail(2, "--las-hold must be at most 365d");
+        return 0;
+    case 'G':
+        o->las_set = true;
+        if (parse_int64("--las-hold-gpus", arg, 1, 65536, &v, &err) < 0)
+            return fail(2, "%s", err.msg);
+        sc->las_hold_gpus = v;
+        return 0;
+    case 'A':
+        o->las_set = true;
+        if (parse_int64("--las-starve-factor", arg, 0, 1000, &v, &err) < 0)
+            return fail(2, "%s", err.msg);
+        sc->las_starve_factor = v;
+        return 0;
+    case 'M':
+        o->las_set = true;
+        if (duration_ms("--las-starve-max", arg, &sc->las_starve_max_ms))
+            return 2;
+        if (sc->las_starve_max_ms > 365 * 24 * 3600 * INT64_C(1000))
+            return fail(2, "--las-starve-max must be at most 365d");
+        return 0;
     case 'S':
         if (strcmp(arg, "0") == 0 || strcmp(arg, "0s") == 0) {
             sc->short_credit_ms = 0;
@@ -237,8 +280,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
     if (optind < argc)
         return fail(2, "sim: unexpected argument '%s'", argv[optind]);
     if (o->las_set && o->sim.sched.policy != SCHED_POLICY_LAS)
-        return fail(2, "sim: --las-levels and --las-quantum need --policy "
-                       "las");
+        return fail(2, "sim: --las-levels, --las-quantum, --las-hold* and "
+                       "--las-starve-* need --policy las");
     if (!o->trace)
         return fail(2, "sim: --trace FILE is required (see shoal sim "
                        "--help)");

@@ -54,6 +54,8 @@ static const char up_usage[] =
     "  --idle-threshold PCT, --idle-after DUR, --idle-policy P,\n"
     "  --reslice-on-demand, --reslice-hold DUR, --debug LIST,\n"
     "  --policy default|fifo|las, --las-levels LIST, --las-quantum DUR,\n"
+    "  --las-hold DUR, --las-hold-gpus N, --las-starve-factor N,\n"
+    "  --las-starve-max DUR,\n"
     "  --store URL (e.g. postgresql://HOST/DB: the database is the\n"
     "  cluster's; more controllers on it make it highly available)\n";
 
@@ -72,6 +74,10 @@ static const struct option ctl_opts[] = {
     {"policy", required_argument, NULL, 0},
     {"las-levels", required_argument, NULL, 0},
     {"las-quantum", required_argument, NULL, 0},
+    {"las-hold", required_argument, NULL, 0},
+    {"las-hold-gpus", required_argument, NULL, 0},
+    {"las-starve-factor", required_argument, NULL, 0},
+    {"las-starve-max", required_argument, NULL, 0},
     {"store", required_argument, NULL, 0},
 };
 #define UP_CTL_OPTS (int)(sizeof(ctl_opts) / sizeof(ctl_opts[0]))

@@ -40,6 +40,8 @@ void sched_config_init(struct sched_config *cfg)
     cfg->las_thresholds[1] = 10 * HOUR_MS;
     cfg->las_starve_factor = 4;
     cfg->las_starve_max_ms = 2 * DAY_MS;
+    cfg->las_hold_ms = 14 * DAY_MS;
+    cfg->las_hold_gpus = 8;
     cfg->las_quantum_ms = 10 * 60 * 1000;
 }
 
@@ -84,6 +86,12 @@ static int config_validate(const struct sched_config *c, struct sh_error *err)
         return sh_errorf(err, SH_EINVAL,
                          "las_starve_factor must be 0..1000, las_starve_max "
                          "> 0 and las_quantum >= 0");
+    if (c->las_starve_max_ms > 365 * DAY_MS)
+        return sh_errorf(err, SH_EINVAL, "las_starve_max must be <= 365 days");
+    if (c->las_hold_ms < 0 || c->las_hold_ms > 365 * DAY_MS)
+        return sh_errorf(err, SH_EINVAL, "las_hold must be 0..365 days");
+    if (c->las_hold_gpus < 1 || c->las_hold_gpus > 65536)
+        return sh_errorf(err, SH_EINVAL, "las_hold_gpus must be 1..65536");
     if (c->fair_weight < 0 || c->fair_weight > 1000000)
         return sh_errorf(err, SH_EINVAL, "fair_weight must be 0..1000000");
     if (c->age_weight < 0 || c->age_weight > 1000000)
@@ -1168,6 +1176,7 @@ int sched_job_recover(struct sched *s, const struct sched_job_desc *d,
     struct sjob *job = &s->jobs[j];
     job->state = SCHED_JOB_RUNNING;
     job->start = start_ms;
+    las_job_started(s, job, start_ms);
     job->est = start_ms + sched_job_duration(s, job);
     sched_running_add(s, j);
     if (start_ms > s->projects[job->project].usage_t)

@@ -141,6 +141,14 @@ struct sched_config {
      * factor 0 = only the bound. */
     int64_t las_starve_factor;
     int64_t las_starve_max_ms;
+    /* Aging for the jobs that waited longest: a job that has waited
+     * (since its submit time, its run time so far not counted) at least
+     * this long when it starts is not preempted by the LAS rule for the
+     * first half of that wait, if it has at least las_hold_gpus GPUs.
+     * Default 14 days and 8 GPUs; 0 days = off. At most 365 days and
+     * 1..65536 GPUs. */
+    int64_t las_hold_ms;
+    int64_t las_hold_gpus;
     /* A running job is preempted for a lower level only after running
      * this long in its current run (and only when checkpointable).
      * Default 10 minutes. */

@@ -615,6 +615,8 @@ bool las_victim_ok(const struct sched *s, const struct sjob *j,
                    const struct sjob *v, uint16_t m);
 /* Record a new pending job's LAS state (level, next promotion). */
 void las_job_added(struct sched *s, struct sjob *j);
+/* A job starts at now (its units held): the hold (las_hold_ms). */
+void las_job_started(const struct sched *s, struct sjob *j, int64_t now);
 
 /* sched_preempt.c */
 int preempt_plan(struct sched *s, uint32_t j, const struct sopt *o,

@@ -554,6 +554,7 @@ static int start_apply(struct sched *s, struct pass *ps, uint32_t ji,
     j->victims = 0;
     j->state = SCHED_JOB_RUNNING;
     j->start = ps->now;
+    las_job_started(s, j, ps->now);
     j->est = ps->now + sched_job_duration(s, j);
     j->other = 0;
     sched_running_add(s, ji);

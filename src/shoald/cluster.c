@@ -411,6 +411,14 @@ static int build(struct shoald *d, struct sh_error *err)
         sched_las_levels_parse(d->cfg.las_levels, &cfg, NULL);
     if (d->cfg.las_quantum_ms >= 0)
         cfg.las_quantum_ms = d->cfg.las_quantum_ms;
+    if (d->cfg.las_hold_ms >= 0)
+        cfg.las_hold_ms = d->cfg.las_hold_ms;
+    if (d->cfg.las_starve_factor >= 0)
+        cfg.las_starve_factor = d->cfg.las_starve_factor;
+    if (d->cfg.las_starve_max_ms >= 0)
+        cfg.las_starve_max_ms = d->cfg.las_starve_max_ms;
+    if (d->cfg.las_hold_gpus >= 0)
+        cfg.las_hold_gpus = d->cfg.las_hold_gpus;
     c->sched = sched_create(&cfg, err);
     if (!c->sched)
         return -1;

@@ -91,6 +91,14 @@ static const char usage[] =
     "                         (default 1h,10h)\n"
     "  --las-quantum DUR      las: a job runs this long before it may be\n"
     "                         preempted for a lower level (default 10m)\n"
+    "  --las-starve-factor N, --las-starve-max DUR\n"
+    "                         las: a waiting job is back at level 0 after N\n"
+    "                         x its run time so far or DUR, whichever is\n"
+    "                         less (default 4 and 2d; N 0: DUR alone)\n"
+    "  --las-hold DUR, --las-hold-gpus N\n"
+    "                         las: a job of N GPUs or more that has waited\n"
+    "                         DUR when it starts is not preempted for half\n"
+    "                         of its wait (default 14d and 8; 0s = off)\n"
     "  --debug LIST           debug logs for components (api,jobs,...|all)\n"
     "  -h, --help             show this help\n"
     "\n"
@@ -136,6 +144,10 @@ static int parse_args(int argc, char **argv, struct shoald_config *cfg)
         {"policy", required_argument, NULL, 'Y'},
         {"las-levels", required_argument, NULL, 'L'},
         {"las-quantum", required_argument, NULL, 'Q'},
+        {"las-hold", required_argument, NULL, 1001},
+        {"las-starve-factor", required_argument, NULL, 1002},
+        {"las-starve-max", required_argument, NULL, 1003},
+        {"las-hold-gpus", required_argument, NULL, 1004},
         {"debug", required_argument, NULL, 'd'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -279,6 +291,31 @@ static int parse_args(int argc, char **argv, struct shoald_config *cfg)
                 goto bad;
             cfg->las_quantum_ms = v * 1000;
             break;
+        case 1001: /* --las-hold */
+        case 1003: /* --las-starve-max */
+            if (parse_duration(c == 1001 ? "--las-hold" : "--las-starve-max",
+                               optarg, &v, &err) < 0)
+                goto bad;
+            if (v > 365 * 86400 || (c == 1003 && v == 0)) {
+                fprintf(stderr, "shoald: %s must be %s365d\n",
+                        c == 1001 ? "--las-hold" : "--las-starve-max",
+                        c == 1001 ? "0s.." : "1s..");
+                return -1;
+            }
+            *(c == 1001 ? &cfg->las_hold_ms : &cfg->las_starve_max_ms) =
+                v * 1000;
+            break;
+        case 1002:
+            if (parse_int64("--las-starve-factor", optarg, 0, 1000, &v, &err) <
+                0)
+                goto bad;
+            cfg->las_starve_factor = v;
+            break;
+        case 1004:
+            if (parse_int64("--las-hold-gpus", optarg, 1, 65536, &v, &err) < 0)
+                goto bad;
+            cfg->las_hold_gpus = v;
+            break;
         case 'h':
             fputs(usage, stdout);
             exit(0);
@@ -295,10 +332,12 @@ static int parse_args(int argc, char **argv, struct shoald_config *cfg)
         fprintf(stderr, "shoald: --state DIR is required\n%s", usage);
         return -1;
     }
-    if ((cfg->las_levels || cfg->las_quantum_ms >= 0) &&
+    if ((cfg->las_levels || cfg->las_quantum_ms >= 0 || cfg->las_hold_ms >= 0 ||
+         cfg->las_starve_factor >= 0 || cfg->las_starve_max_ms >= 0 ||
+         cfg->las_hold_gpus >= 0) &&
         cfg->policy != SCHED_POLICY_LAS) {
-        fprintf(stderr, "shoald: --las-levels and --las-quantum need "
-                        "--policy las\n");
+        fprintf(stderr, "shoald: --las-levels, --las-quantum, --las-hold* "
+                        "and --las-starve-* need --policy las\n");
         return -1;
     }
     return 0;
@@ -523,6 +562,10 @@ int main(int argc, char **argv)
     d.cfg.heartbeat_timeout_s = 30;
     d.cfg.kill_grace_s = 10;
     d.cfg.las_quantum_ms = -1;
+    d.cfg.las_hold_ms = -1;
+    d.cfg.las_starve_factor = -1;
+    d.cfg.las_starve_max_ms = -1;
+    d.cfg.las_hold_gpus = -1;
     d.cfg.keep_finished_ms = 7LL * 24 * 3600 * 1000;
     d.cfg.idle_threshold_pct = 5;
     d.cfg.idle_after_ms = 30LL * 60 * 1000;

@@ -61,6 +61,10 @@ struct shoald_config {
     int policy;                /* enum sched_policy: the queue order */
     const char *las_levels;    /* --las-levels as given; NULL = default */
     int64_t las_quantum_ms;    /* -1 = the engine's default */
+    int64_t las_hold_ms;       /* -1 = the engine's default */
+    int64_t las_starve_factor; /* -1 = the engine's default */
+    int64_t las_starve_max_ms; /* -1 = the engine's default */
+    int64_t las_hold_gpus;     /* -1 = the engine's default */
 };
 
 struct shoald {

@@ -40,12 +40,24 @@ health_policy() { curl -sf "$SHOAL_URL/v1/health" | jq -r .policy; }
     [ ! -e "$SHOAL_TEST_DIR/bad/url" ]
 }
 
-@test "pol-003b LAS settings need --policy las; bad levels are refused" {
+@test "pol-003b LAS settings need --policy las; bad levels, hold and guard are refused" {
     shoal_tmp_init
     mkdir -p "$SHOAL_TEST_DIR/bad"
     run "$SHOALD" --state "$SHOAL_TEST_DIR/bad" --port 0 --las-quantum 1m
     [ "$status" -ne 0 ]
     echo "$output" | grep -q -- "need --policy las"
+    run "$SHOALD" --state "$SHOAL_TEST_DIR/bad" --port 0 --las-hold 7d
+    [ "$status" -ne 0 ]
+    echo "$output" | grep -q -- "need --policy las"
+    run "$SHOALD" --state "$SHOAL_TEST_DIR/bad" --port 0 --policy las --las-starve-factor 1001
+    [ "$status" -ne 0 ]
+    echo "$output" | grep -q -- "--las-starve-factor"
+    run "$SHOALD" --state "$SHOAL_TEST_DIR/bad" --port 0 --policy las --las-hold 400d
+    [ "$status" -ne 0 ]
+    echo "$output" | grep -q -- "--las-hold"
+    run "$SHOALD" --state "$SHOAL_TEST_DIR/bad" --port 0 --policy las --las-hold-gpus 0
+    [ "$status" -ne 0 ]
+    echo "$output" | grep -q -- "--las-hold-gpus"
     run "$SHOALD" --state "$SHOAL_TEST_DIR/bad" --port 0 --policy las --las-levels 2h,1h
     [ "$status" -ne 0 ]
     echo "$output" | grep -q -- "--las-levels: LAS levels must be ascending"

@@ -1012,6 +1012,10 @@ static int do_config(struct scn *c, char **w, int n)
             c->cfg.las_starve_factor = v;
         else if (strcmp(k, "las_starve_max") == 0)
             c->cfg.las_starve_max_ms = v * 1000;
+        else if (strcmp(k, "las_hold") == 0)
+            c->cfg.las_hold_ms = v * 1000;
+        else if (strcmp(k, "las_hold_gpus") == 0)
+            c->cfg.las_hold_gpus = v;
         else if (strcmp(k, "las_quantum") == 0)
             c->cfg.las_quantum_ms = v * 1000;
         else

@@ -166,3 +166,8 @@ Test(sched_scenario, las_guard_gives_a_promoted_job_a_safe_run)
 {
     run("las_guard.scn");
 }
+
+Test(sched_scenario, las_hold_keeps_the_run_of_a_job_that_waited_long)
+{
+    run("las_hold.scn");
+}

@@ -128,8 +128,9 @@ struct replay {
     struct seen seen;
 };
 
-/* las: the LAS policy (LAS_CKPT: every job checkpointing, free restore). */
-enum { LAS_OFF = 0, LAS_CKPT, LAS_PLAIN };
+/* las: the LAS policy (LAS_CKPT: every job checkpointing, free restore;
+ * LAS_HOLD: the same with a 20-minute hold, LAS_CKPT without one). */
+enum { LAS_OFF = 0, LAS_CKPT, LAS_PLAIN, LAS_HOLD };
 static void replay_run_policy(struct replay *rp, const char *cluster,
                               const char *trace, const char *tenants,
                               bool all_reasons, bool controller_settings,
@@ -144,10 +145,11 @@ static void replay_run_policy(struct replay *rp, const char *cluster,
         o.sched.policy = SCHED_POLICY_LAS;
         o.sched.las_quantum_ms = 60 * 1000;
     }
-    if (las == LAS_CKPT) {
+    if (las == LAS_CKPT || las == LAS_HOLD) {
         cr_assert(sim_resume_parse("all:0s", &o.resume[0], &err) == 0, "%s",
                   err.msg);
         o.nresume = 1;
+        o.sched.las_hold_ms = las == LAS_HOLD ? 20 * 60 * 1000 : 0;
     }
     if (controller_settings) {
         o.sched.full_pass_interval_ms = CTL_FULL_PASS_MS;
@@ -267,24 +269,37 @@ Test(sim_decisions, all_reasons_does_not_change_a_replay_with_quotas)
 }
 
 /* LAS, jobs checkpointing: preemptions by level, and the same decisions
- * whether or not reasons are given. */
+ * whether or not reasons are given, with and without the hold (which
+ * changes them). */
 Test(sim_decisions, all_reasons_does_not_change_a_las_replay)
 {
     for (uint64_t seed = 31; seed <= 32; seed++) {
         char *trace = overloaded_trace(seed * 7777, 300);
-        struct replay with, without;
-        char what[64];
-        snprintf(what, sizeof(what), "seed %llu, las",
-                 (unsigned long long)seed);
-        replay_run_policy(&with, "4x8xH100-80GB@2", trace, NULL, true, true,
+        struct replay nohold;
+        replay_run_policy(&nohold, "4x8xH100-80GB@2", trace, NULL, false, true,
                           LAS_CKPT);
-        replay_run_policy(&without, "4x8xH100-80GB@2", trace, NULL, false, true,
-                          LAS_CKPT);
-        cr_assert(with.r.preemptions > 0, "%s: nothing preempted", what);
-        cr_assert(with.r.resumes > 0, "%s: nothing resumed", what);
-        assert_same_decisions(&with, &without, what);
-        replay_fini(&with);
-        replay_fini(&without);
+        static const int modes[] = {LAS_CKPT, LAS_HOLD};
+        for (int k = 0; k < 2; k++) {
+            int las = modes[k];
+            struct replay with, without;
+            char what[64];
+            snprintf(what, sizeof(what), "seed %llu, las%s",
+                     (unsigned long long)seed, las == LAS_HOLD ? ", hold" : "");
+            replay_run_policy(&with, "4x8xH100-80GB@2", trace, NULL, true, true,
+                              las);
+            replay_run_policy(&without, "4x8xH100-80GB@2", trace, NULL, false,
+                              true, las);
+            cr_assert(with.r.preemptions > 0, "%s: nothing preempted", what);
+            cr_assert(with.r.resumes > 0, "%s: nothing resumed", what);
+            assert_same_decisions(&with, &without, what);
+            if (las == LAS_HOLD)
+                cr_assert(strcmp(strbuf_str(&with.seen.log),
+                                 strbuf_str(&nohold.seen.log)) != 0,
+                          "%s: the hold changed nothing", what);
+            replay_fini(&with);
+            replay_fini(&without);
+        }
+        replay_fini(&nohold);
         free(trace);
     }
 }
