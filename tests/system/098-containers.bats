@@ -21,6 +21,9 @@
 #           private archive, a FIFO or a device is refused at once
 #   ctr-013 an image whose index names a digest its manifest does not hash
 #           to is refused, even when the cache holds that digest
+#   ctr-014 a local image is copied as the job's user: a link in it to a
+#           file only root reads fails the job and nothing of the file
+#           reaches the job or the cache
 
 load lib/cluster
 
@@ -388,4 +391,52 @@ echo x > /data/ro 2>/dev/null || echo data=ro; echo w > /tmp/w && echo tmp=rw'
     job_field "$c" .reason | grep -q "forged.tar: its manifest does not match the digest its index names ($d1): refused"
     if shoal logs "$b" | grep -q shoaltest; then false; fi
     if shoal logs "$c" | grep -q shoaltest; then false; fi
+}
+
+@test "ctr-014 a link in a user's image to a file only root reads fails the job" {
+    shoal_cluster_start 1 1
+    open_test_dir
+    chmod 0755 "$SHOAL_TEST_DIR"
+    x="$SHOAL_TEST_DIR/linked"
+    cp -r "$CTR_IMG_DIR/L" "$x"
+    m=$(jq -r '.manifests[] | select(.annotations."org.opencontainers.image.ref.name" == "t") | .digest' "$x/index.json")
+    layer=$(jq -r '.layers[0].digest' "$x/blobs/sha256/${m#sha256:}")
+    # The image's layer moved where only root reads it, a link in its place.
+    secret="$SHOAL_TEST_DIR/rootonly"
+    mkdir -m 0700 "$secret"
+    mv "$x/blobs/sha256/${layer#sha256:}" "$secret/layer"
+    chmod 0600 "$secret/layer"
+    ln -s "$secret/layer" "$x/blobs/sha256/${layer#sha256:}"
+    chmod -R a+rX "$x"
+    jq -c '.manifests |= map(select(.annotations."org.opencontainers.image.ref.name" == "t"))' \
+        "$CTR_IMG_DIR/L/index.json" >"$x/index.json"
+    tar -C "$x" -cf "$SHOAL_TEST_DIR/linked.tar" oci-layout index.json blobs
+    chmod 0644 "$SHOAL_TEST_DIR/linked.tar"
+    a=$(submit --user "$CUSER" --image "oci:$x:t" -- cat /etc/os-release)
+    b=$(submit --user "$CUSER" --image "oci-archive:$SHOAL_TEST_DIR/linked.tar" -- cat /etc/os-release)
+    wait_for 60 job_done "$a"
+    wait_for 60 job_done "$b"
+    [ "$(job_state "$a")" = failed ]
+    [ "$(job_state "$b")" = failed ]
+    job_field "$a" .reason
+    job_field "$b" .reason
+    job_field "$a" .reason | grep -q "^image oci:$x:t: cannot copy it as the job's user: permission denied ("
+    job_field "$b" .reason | grep -q "linked.tar: cannot copy it as the job's user: permission denied ("
+    for j in $a $b; do
+        if shoal logs "$j" | grep -q shoaltest; then false; fi
+    done
+    # Nothing of it in the node's cache; the user's copy is gone.
+    c="$SHOAL_TEST_DIR/node1/images"
+    [ ! -e "$c/bundles/${m#sha256:}" ]
+    [ ! -e "$c/oci/blobs/sha256/${layer#sha256:}" ]
+    [ -z "$(ls -A "$c/incoming")" ]
+    [ "$(stat -c %a "$c/incoming")" = 711 ]
+    # A link the user may follow is followed (as the user): the job runs.
+    chmod 0755 "$secret"
+    chmod 0644 "$secret/layer"
+    d=$(submit --user "$CUSER" --image "oci:$x:t" -- cat /etc/os-release)
+    wait_for 60 job_done "$d"
+    [ "$(job_state "$d")" = completed ]
+    shoal logs "$d" | grep -qx ID=shoaltest
+    [ -z "$(ls -A "$c/incoming")" ]
 }
