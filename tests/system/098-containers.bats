@@ -24,6 +24,8 @@
 #   ctr-014 a local image is copied as the job's user: a link in it to a
 #           file only root reads fails the job and nothing of the file
 #           reaches the job or the cache
+#   ctr-015 a job runs from an image in a registry (Debian's docker-registry
+#           on loopback, plain HTTP), pulled by the digest its tag names
 
 load lib/cluster
 
@@ -439,4 +441,50 @@ echo x > /data/ro 2>/dev/null || echo data=ro; echo w > /tmp/w && echo tmp=rw'
     [ "$(job_state "$d")" = completed ]
     shoal logs "$d" | grep -qx ID=shoaltest
     [ -z "$(ls -A "$c/incoming")" ]
+}
+
+# Start Debian's docker-registry on a free loopback port (REG_PORT), its
+# data under the test's folder; extra YAML (an auth: block) from $1.
+reg_start() {
+    command -v docker-registry >/dev/null ||
+        skip "needs docker-registry (scripts/install-deps.sh)"
+    local d="$SHOAL_TEST_DIR/registry"
+    mkdir -p "$d"
+    {
+        printf 'version: 0.1\nlog:\n  level: info\nstorage:\n'
+        printf '  filesystem:\n    rootdirectory: %s/data\n' "$d"
+        printf 'http:\n  addr: 127.0.0.1:0\n'
+        printf '%s' "${1:-}"
+    } >"$d/config.yml"
+    docker-registry serve "$d/config.yml" >"$d/registry.log" 2>&1 &
+    record_pid $!
+    wait_for 20 grep -q "listening on 127.0.0.1:" "$d/registry.log"
+    REG_PORT=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$d/registry.log" | head -1)
+    [ -n "$REG_PORT" ]
+}
+
+@test "ctr-015 a job runs from an image in a registry, pulled by its digest" {
+    shoald_start
+    reg_start
+    agent_start node1 1 H100-80GB --image-tls-insecure
+    wait_for 20 nodes_up_is 1
+    open_test_dir
+    skopeo --insecure-policy copy --quiet --dest-tls-verify=false \
+        "oci-archive:$CTR_IMG_DIR/busybox.tar" "docker://127.0.0.1:$REG_PORT/test/busybox:1"
+    ref="127.0.0.1:$REG_PORT/test/busybox:1"
+    a=$(submit --user "$CUSER" --image "$ref" -- sh -c '. /etc/os-release; echo "os=$ID uid=$(id -u)"')
+    wait_for 90 job_done "$a"
+    job_field "$a" .reason
+    [ "$(job_state "$a")" = completed ]
+    shoal logs "$a" | grep -qx "os=shoaltest uid=$(id -u "$CUSER")"
+    # The digest the tag named is the one run and cached.
+    want=$(skopeo inspect --tls-verify=false --format '{{.Digest}}' "docker://$ref")
+    [ "$(jq -r .digest "$(run_dir "$a")/image.json")" = "$want" ]
+    [ -d "$SHOAL_TEST_DIR/node1/images/bundles/${want#sha256:}" ]
+    # A tag the registry does not hold fails the job with the reason.
+    b=$(submit --user "$CUSER" --image "127.0.0.1:$REG_PORT/test/busybox:nope" -- echo never)
+    wait_for 90 job_done "$b"
+    [ "$(job_state "$b")" = failed ]
+    job_field "$b" .reason
+    job_field "$b" .reason | grep -qi "image docker://127.0.0.1:$REG_PORT/test/busybox:nope: cannot resolve: .*manifest unknown"
 }
