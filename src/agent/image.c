@@ -254,6 +254,8 @@ struct pull {
     char tag[256];                 /* the layout's tag, "" for none */
     int src_fd;                    /* the local image, opened as the user; -1 */
     char src[96 + 4200];           /* what skopeo reads (/proc/self/fd/N) */
+    char authdir[4300];            /* a registry's auth file's folder */
+    char authfile[4400];           /* that file ("" for none) */
 };
 
 static void fail(char *why, size_t size, const char *transport,
@@ -584,19 +586,16 @@ static int resolve(struct pull *p, const char *transport, char *digest,
     /* A local image is read by skopeo run as the job's user, from the
      * path the user gave: root never looks it up. */
     const struct tool_as *as = is_local(transport) ? &p->as : NULL;
-    char *argv[] = {"skopeo",
-                    "--insecure-policy",
-                    "inspect",
-                    "--format",
-                    "{{.Digest}}",
-                    "--no-tags",
-                    as ? (char *)transport : p->src,
-                    NULL,
-                    NULL};
+    char *argv[12] = {"skopeo",   "--insecure-policy", "inspect",
+                      "--format", "{{.Digest}}",       "--no-tags"};
+    int n = 6;
     if (docker) {
-        argv[6] = (char *)tls;
-        argv[7] = p->src;
+        argv[n++] = (char *)tls;
+        argv[n++] = "--authfile";
+        argv[n++] = p->authfile;
     }
+    argv[n++] = as ? (char *)transport : p->src;
+    argv[n] = NULL;
     struct tool_run r;
     if (tool_run(argv, &r, NULL, NULL, as) < 0) {
         snprintf(why, size, "image %s: cannot run skopeo: %s", transport,
@@ -605,7 +604,15 @@ static int resolve(struct pull *p, const char *transport, char *digest,
         return -1;
     }
     if (!tool_ok(&r)) {
-        fail(why, size, transport, "cannot resolve", &r);
+        char what[200] = "cannot resolve";
+        if (docker && p->cfg->auth_secret)
+            snprintf(what, sizeof(what),
+                     "cannot resolve with the credentials of secret %s",
+                     p->cfg->auth_secret);
+        if (docker)
+            fail_cause(why, size, transport, what, &r);
+        else
+            fail(why, size, transport, what, &r);
         free(r.out);
         return -1;
     }
@@ -620,12 +627,15 @@ static int resolve(struct pull *p, const char *transport, char *digest,
     if (is_local(transport))
         return verify_local(p, transport, digest, why, size);
     /* The layers' size, for the progress (best effort). */
-    char *raw[] = {
-        "skopeo", "--insecure-policy", "inspect", "--raw", p->src, NULL, NULL};
+    char *raw[10] = {"skopeo", "--insecure-policy", "inspect", "--raw"};
+    n = 4;
     if (docker) {
-        raw[4] = (char *)tls;
-        raw[5] = p->src;
+        raw[n++] = (char *)tls;
+        raw[n++] = "--authfile";
+        raw[n++] = p->authfile;
     }
+    raw[n++] = p->src;
+    raw[n] = NULL;
     if (tool_run(raw, &r, NULL, NULL, NULL) == 0 && tool_ok(&r))
         p->total = manifest_bytes(r.out);
     free(r.out);
@@ -1224,16 +1234,19 @@ static int pull_and_unpack(struct pull *p, const char *transport,
     }
     const char *tls =
         cfg->tls_verify ? "--src-tls-verify=true" : "--src-tls-verify=false";
-    char *copy[] = {
-        "skopeo", "--insecure-policy", "copy", "--quiet", src, dst, NULL, NULL};
+    char *copy[10] = {"skopeo", "--insecure-policy", "copy", "--quiet"};
+    int n = 4;
     if (strncmp(transport, "docker://", 9) == 0) {
-        copy[4] = (char *)tls;
-        copy[5] = src;
-        copy[6] = dst;
+        copy[n++] = (char *)tls;
+        copy[n++] = "--src-authfile";
+        copy[n++] = p->authfile;
     }
+    copy[n++] = src;
+    copy[n++] = dst;
+    copy[n] = NULL;
     struct tool_run r;
     if (tool_run(copy, &r, pull_tick, p, NULL) < 0 || !tool_ok(&r)) {
-        fail(why, size, transport, "cannot pull", &r);
+        fail_cause(why, size, transport, "cannot pull", &r);
         free(r.out);
         return -1;
     }
@@ -1286,6 +1299,62 @@ copied:
 static int prepare(struct pull *p, const char *transport,
                    struct image_bundle *out, char *why, size_t size);
 
+/* skopeo's auth file for a registry pull: the project's credentials for
+ * the registry, or none (so root's own never serve a job), in a 0600 file
+ * of a 0700 folder of root's, removed after the pull (image_prepare).
+ * 0, or -1 with why. */
+static int auth_file(struct pull *p, const char *transport, char *why,
+                     size_t size)
+{
+    const struct image_cache_cfg *cfg = p->cfg;
+    snprintf(p->authdir, sizeof(p->authdir), "%s/auth-XXXXXX", cfg->dir);
+    if (!mkdtemp(p->authdir)) {
+        snprintf(why, size, "image %s: cannot make an auth file: %s", transport,
+                 strerror(errno));
+        p->authdir[0] = '\0';
+        return -1;
+    }
+    snprintf(p->authfile, sizeof(p->authfile), "%s/auth.json", p->authdir);
+    json_t *auths = json_object();
+    if (cfg->auth_registry && cfg->auth_user && cfg->auth_pass) {
+        size_t n = strlen(cfg->auth_user) + 1 + strlen(cfg->auth_pass);
+        char *plain = malloc(n + 1);
+        size_t bn =
+            sodium_base64_encoded_len(n, sodium_base64_VARIANT_ORIGINAL);
+        char *b64 = malloc(bn);
+        if (plain && b64) {
+            snprintf(plain, n + 1, "%s:%s", cfg->auth_user, cfg->auth_pass);
+            sodium_bin2base64(b64, bn, (const unsigned char *)plain, n,
+                              sodium_base64_VARIANT_ORIGINAL);
+            json_object_set_new(auths, cfg->auth_registry,
+                                json_pack("{s:s}", "auth", b64));
+            sodium_memzero(plain, n);
+            sodium_memzero(b64, bn);
+        }
+        free(plain);
+        free(b64);
+    }
+    json_t *o = json_pack("{s:o}", "auths", auths);
+    char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    int fd = open(p->authfile,
+                  O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    size_t len = text ? strlen(text) : 0;
+    bool ok = text && fd >= 0 && write(fd, text, len) == (ssize_t)len;
+    if (fd >= 0 && close(fd) < 0)
+        ok = false;
+    if (text) {
+        sodium_memzero(text, len);
+        free(text);
+    }
+    if (!ok) {
+        snprintf(why, size, "image %s: cannot write an auth file: %s",
+                 transport, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
 int image_prepare(const struct image_cache_cfg *cfg, const char *transport,
                   const struct user_creds *user, image_progress_f progress,
                   void *arg, struct image_bundle *out, char *why, size_t size)
@@ -1309,6 +1378,10 @@ int image_prepare(const struct image_cache_cfg *cfg, const char *transport,
     if (p->src_fd >= 0)
         close(p->src_fd);
     user_dir_remove(p);
+    if (p->authfile[0])
+        unlink(p->authfile);
+    if (p->authdir[0])
+        rmdir(p->authdir);
     free(p);
     return rc;
 }
@@ -1327,6 +1400,9 @@ static int prepare(struct pull *p, const char *transport,
         return -1;
     }
     if (is_local(transport) && user_dir(p, transport, why, size) < 0)
+        return -1;
+    if (strncmp(transport, "docker://", 9) == 0 &&
+        auth_file(p, transport, why, size) < 0)
         return -1;
     note(p, "resolving image");
     if (resolve(p, transport, out->digest, sizeof(out->digest), why, size) < 0)

@@ -33,6 +33,13 @@ struct image_cache_cfg {
     const char *dir;    /* the cache folder (made when missing) */
     uint64_t max_bytes; /* evict beyond this; 0 = no limit */
     bool tls_verify;    /* verify registries' certificates */
+    /* Registry credentials (the job's project's secret, all NULL: none):
+     * skopeo gets them in a 0600 file of a private folder, removed after;
+     * without them, an empty one, so root's own are never used. */
+    const char *auth_registry; /* host[:port] */
+    const char *auth_user;
+    const char *auth_pass;
+    const char *auth_secret; /* the secret's name, for the reason */
 };
 
 /* Told what the pull is doing ("pulling image (12 MB / 40 MB)",

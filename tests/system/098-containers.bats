@@ -26,6 +26,9 @@
 #           reaches the job or the cache
 #   ctr-015 a job runs from an image in a registry (Debian's docker-registry
 #           on loopback, plain HTTP), pulled by the digest its tag names
+#   ctr-016 a registry that asks for credentials: the job's project's
+#           secret gives them; none, another project's or a wrong one
+#           fails the job with the reason; root's own are never used
 
 load lib/cluster
 
@@ -487,4 +490,54 @@ reg_start() {
     [ "$(job_state "$b")" = failed ]
     job_field "$b" .reason
     job_field "$b" .reason | grep -qi "image docker://127.0.0.1:$REG_PORT/test/busybox:nope: cannot resolve: .*manifest unknown"
+}
+
+@test "ctr-016 registry credentials come from a secret of the job's project" {
+    command -v htpasswd >/dev/null || skip "needs htpasswd (apache2-utils)"
+    shoald_start
+    htpasswd -Bbn tuser tpass >"$SHOAL_TEST_DIR/htpasswd"
+    reg_start "$(printf 'auth:\n  htpasswd:\n    realm: shoal-test\n    path: %s\n' "$SHOAL_TEST_DIR/htpasswd")"
+    # Root's own credentials on the node (in the agent's environment) are
+    # not the job's.
+    mkdir -p "$SHOAL_TEST_DIR/rootauth"
+    printf '{"auths":{"127.0.0.1:%s":{"auth":"%s"}}}' "$REG_PORT" "$(printf tuser:tpass | base64)" \
+        >"$SHOAL_TEST_DIR/rootauth/auth.json"
+    AGENT_PREFIX="env REGISTRY_AUTH_FILE=$SHOAL_TEST_DIR/rootauth/auth.json" \
+        agent_start node1 1 H100-80GB --image-tls-insecure
+    wait_for 20 nodes_up_is 1
+    open_test_dir
+    api POST /v1/projects '{"name":"other","team":"default"}'
+    skopeo --insecure-policy copy --quiet --dest-tls-verify=false --dest-creds tuser:tpass \
+        "oci-archive:$CTR_IMG_DIR/busybox.tar" "docker://127.0.0.1:$REG_PORT/test/busybox:1"
+    ref="127.0.0.1:$REG_PORT/test/busybox:1"
+    # No secret (root's auth file in the agent's environment): refused.
+    a=$(submit --user "$CUSER" --image "$ref" -- echo ran)
+    wait_for 90 job_done "$a"
+    [ "$(job_state "$a")" = failed ]
+    job_field "$a" .reason
+    job_field "$a" .reason | grep -q "^image docker://$ref: cannot resolve: .*\(unauthorized\|authentication required\)"
+    # Another project's secret is not the job's.
+    echo tpass | shoal secret create other-reg --project other registry="127.0.0.1:$REG_PORT" username=tuser password=-
+    b=$(submit --user "$CUSER" --image "$ref" -- echo ran)
+    wait_for 90 job_done "$b"
+    [ "$(job_state "$b")" = failed ]
+    # A wrong password: the reason names the secret.
+    echo wrong | shoal secret create bad-reg --project default registry="127.0.0.1:$REG_PORT" username=tuser password=-
+    c=$(submit --user "$CUSER" --image "$ref" -- echo ran)
+    wait_for 90 job_done "$c"
+    [ "$(job_state "$c")" = failed ]
+    job_field "$c" .reason
+    job_field "$c" .reason | grep -q "^image docker://$ref: cannot resolve with the credentials of secret bad-reg: .*\(unauthorized\|authentication required\)"
+    # The right one: the job runs; no auth file is left on the node.
+    shoal secret delete bad-reg
+    echo tpass | shoal secret create good-reg --project default registry="127.0.0.1:$REG_PORT" username=tuser password=-
+    d=$(submit --user "$CUSER" --image "$ref" -- sh -c '. /etc/os-release; echo "os=$ID"; env')
+    wait_for 90 job_done "$d"
+    job_field "$d" .reason
+    [ "$(job_state "$d")" = completed ]
+    run shoal logs "$d"
+    echo "$output" | grep -qx os=shoaltest
+    # Nothing of the credentials in the job's environment.
+    if echo "$output" | grep -q tpass; then false; fi
+    [ -z "$(ls -d "$SHOAL_TEST_DIR"/node1/images/auth-* 2>/dev/null)" ]
 }
