@@ -1399,6 +1399,9 @@ static int prepare(struct pull *p, const char *transport,
         snprintf(why, size, "image cache %s: %s", cfg->dir, strerror(errno));
         return -1;
     }
+    /* oci/ is root's alone (the cache folder is 0711 for incoming/). */
+    if (cache_layout(cfg, why, size) < 0)
+        return -1;
     if (is_local(transport) && user_dir(p, transport, why, size) < 0)
         return -1;
     if (strncmp(transport, "docker://", 9) == 0 &&
@@ -1421,6 +1424,7 @@ static int prepare(struct pull *p, const char *transport,
             return -1;
         char lpath[4200];
         snprintf(lpath, sizeof(lpath), "%s/lock", cfg->dir);
+        note(p, "pulling image (waiting for the node's cache)");
         int cache_fd = lock_file(lpath, LOCK_EX);
         if (cache_fd < 0) {
             snprintf(why, size, "image cache %s: %s", cfg->dir,

@@ -256,7 +256,7 @@ echo x > /data/ro 2>/dev/null || echo data=ro; echo w > /tmp/w && echo tmp=rw'
     exec 9>"$cache/lock"
     flock -x 9
     id=$(submit --user "$CUSER" --image "$IMG" -- echo arrived)
-    wait_for 30 sh -c "$SHOAL_CLI show $id | grep -q 'resolving image on node1'"
+    wait_for 30 sh -c "$SHOAL_CLI show $id | grep -q 'pulling image (waiting for the node.s cache) on node1'"
     [ "$(job_state "$id")" = running ]
     exec 9>&-
     wait_for 60 job_done "$id"
