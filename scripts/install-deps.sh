@@ -17,7 +17,8 @@ set -eu
 # s3rver from the npm registry (tests/system/s3/package.json), installed
 # below with the machine's node and npm. Jobs in OCI images: skopeo copies
 # images into the node's cache, umoci unpacks them, crun runs them;
-# busybox-static builds the test image. prometheus holds promtool, which checks /metrics
+# busybox-static builds the test image; docker-registry (on loopback) and
+# apache2-utils (htpasswd) serve it to the registry tests. prometheus holds promtool, which checks /metrics
 # (tests/system/099-metrics.bats); its server is not used. chromium,
 # chromium-driver and python3-selenium run the dashboard's browser test
 # (tests/system/098-dashboard.bats) through WebDriver: Debian packages of
@@ -60,6 +61,8 @@ crun
 umoci
 skopeo
 busybox-static
+docker-registry
+apache2-utils
 prometheus
 chromium
 chromium-driver

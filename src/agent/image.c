@@ -7,12 +7,14 @@
 #include <fcntl.h>
 #include <ctype.h>
 #include <ftw.h>
+#include <grp.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <poll.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -36,6 +38,31 @@ struct tool_run {
 
 typedef void (*tool_tick_f)(void *arg);
 
+/* A tool run as a job's user (in a fresh private folder, see user_dir). */
+struct tool_as {
+    const struct user_creds *user;
+    const char *home; /* its HOME and TMPDIR */
+};
+
+/* In a child about to act for user: no descriptor of ours beyond stdio,
+ * none of root's groups or ids. 0, or -1 with errno. */
+static int become_user(const struct user_creds *u)
+{
+    if (close_range(3, UINT_MAX, 0) < 0) {
+        for (int fd = 3; fd < 1024; fd++)
+            close(fd);
+    }
+    if (!u)
+        return 0; /* tests: as this process */
+    if (setgroups((size_t)u->ngroups, u->groups) < 0 ||
+        setresgid(u->gid, u->gid, u->gid) < 0 ||
+        setresuid(u->uid, u->uid, u->uid) < 0)
+        return -1;
+    if (getuid() != u->uid || geteuid() != u->uid)
+        return errno = EPERM, -1;
+    return 0;
+}
+
 static void keep_tail(char *buf, size_t *n, size_t cap, const char *add,
                       size_t len)
 {
@@ -54,10 +81,11 @@ static void keep_tail(char *buf, size_t *n, size_t cap, const char *add,
 }
 
 /* Run argv (found in PATH), collecting stdout and the tail of stderr;
- * tick (may be NULL) every TICK_MS while it runs. 0 when it ran (its exit
+ * tick (may be NULL) every TICK_MS while it runs; as (may be NULL): as
+ * that user, with only stdio open. 0 when it ran (its exit
  * status in r->status), -1 when it could not be started. */
 static int tool_run(char *const argv[], struct tool_run *r, tool_tick_f tick,
-                    void *arg)
+                    void *arg, const struct tool_as *as)
 {
     int po[2], pe[2];
     memset(r, 0, sizeof(*r));
@@ -76,6 +104,20 @@ static int tool_run(char *const argv[], struct tool_run *r, tool_tick_f tick,
             dup2(devnull, 0);
         dup2(po[1], 1);
         dup2(pe[1], 2);
+        if (as) {
+            /* Nothing of root's: its configuration, credentials, files. */
+            setenv("HOME", as->home, 1);
+            setenv("TMPDIR", as->home, 1);
+            unsetenv("XDG_RUNTIME_DIR");
+            unsetenv("XDG_CONFIG_HOME");
+            unsetenv("REGISTRY_AUTH_FILE");
+            unsetenv("DOCKER_CONFIG");
+            if (become_user(as->user) < 0) {
+                dprintf(2, "cannot become the job's user: %s\n",
+                        strerror(errno));
+                _exit(126);
+            }
+        }
         execvp(argv[0], argv);
         dprintf(2, "cannot run %s: %s\n", argv[0], strerror(errno));
         _exit(127);
@@ -202,11 +244,18 @@ struct pull {
     uint64_t before;  /* its size before the copy */
     uint64_t total;   /* bytes the image's layers hold; 0 unknown */
     const struct user_creds *user; /* who opens a local image */
+    struct tool_as as;             /* skopeo as that user */
+    char udir[4300];               /* its private folder (see user_dir) */
+    int udir_fd;                   /* that folder, pinned; -1 */
+    char uname[80];                /* its name under incoming/ */
+    bool copied;                   /* the user's copy is in udir/layout */
     bool archive;                  /* oci-archive: (else oci: layout) */
     char dir[4200];                /* the archive or layout, as given */
     char tag[256];                 /* the layout's tag, "" for none */
     int src_fd;                    /* the local image, opened as the user; -1 */
     char src[96 + 4200];           /* what skopeo reads (/proc/self/fd/N) */
+    char authdir[4300];            /* a registry's auth file's folder */
+    char authfile[4400];           /* that file ("" for none) */
 };
 
 static void fail(char *why, size_t size, const char *transport,
@@ -215,6 +264,25 @@ static void fail(char *why, size_t size, const char *transport,
     char msg[600];
     image_tool_error(r ? r->err : "", msg, sizeof(msg));
     snprintf(why, size, "image %s: %s: %s", transport, what, msg);
+}
+
+/* As fail, the cause (the message's last part, as "permission denied")
+ * first: a job's reason is short, and a path in the message is long. */
+static void fail_cause(char *why, size_t size, const char *transport,
+                       const char *what, const struct tool_run *r)
+{
+    char msg[600];
+    image_tool_error(r ? r->err : "", msg, sizeof(msg));
+    char *last = strstr(msg, ": ");
+    for (char *c = last; c; c = strstr(c + 2, ": "))
+        last = c;
+    if (last) {
+        *last = '\0';
+        snprintf(why, size, "image %s: %s: %s (%s)", transport, what, last + 2,
+                 msg);
+    } else {
+        snprintf(why, size, "image %s: %s: %s", transport, what, msg);
+    }
 }
 
 static void note(struct pull *p, const char *text)
@@ -515,22 +583,36 @@ static int resolve(struct pull *p, const char *transport, char *digest,
     const char *tls =
         p->cfg->tls_verify ? "--tls-verify=true" : "--tls-verify=false";
     bool docker = strncmp(transport, "docker://", 9) == 0;
-    char *argv[] = {"skopeo",      "--insecure-policy", "inspect", "--format",
-                    "{{.Digest}}", "--no-tags",         p->src,    NULL,
-                    NULL};
+    /* A local image is read by skopeo run as the job's user, from the
+     * path the user gave: root never looks it up. */
+    const struct tool_as *as = is_local(transport) ? &p->as : NULL;
+    char *argv[12] = {"skopeo",   "--insecure-policy", "inspect",
+                      "--format", "{{.Digest}}",       "--no-tags"};
+    int n = 6;
     if (docker) {
-        argv[6] = (char *)tls;
-        argv[7] = p->src;
+        argv[n++] = (char *)tls;
+        argv[n++] = "--authfile";
+        argv[n++] = p->authfile;
     }
+    argv[n++] = as ? (char *)transport : p->src;
+    argv[n] = NULL;
     struct tool_run r;
-    if (tool_run(argv, &r, NULL, NULL) < 0) {
+    if (tool_run(argv, &r, NULL, NULL, as) < 0) {
         snprintf(why, size, "image %s: cannot run skopeo: %s", transport,
                  strerror(errno));
         free(r.out);
         return -1;
     }
     if (!tool_ok(&r)) {
-        fail(why, size, transport, "cannot resolve", &r);
+        char what[200] = "cannot resolve";
+        if (docker && p->cfg->auth_secret)
+            snprintf(what, sizeof(what),
+                     "cannot resolve with the credentials of secret %s",
+                     p->cfg->auth_secret);
+        if (docker)
+            fail_cause(why, size, transport, what, &r);
+        else
+            fail(why, size, transport, what, &r);
         free(r.out);
         return -1;
     }
@@ -545,13 +627,16 @@ static int resolve(struct pull *p, const char *transport, char *digest,
     if (is_local(transport))
         return verify_local(p, transport, digest, why, size);
     /* The layers' size, for the progress (best effort). */
-    char *raw[] = {
-        "skopeo", "--insecure-policy", "inspect", "--raw", p->src, NULL, NULL};
+    char *raw[10] = {"skopeo", "--insecure-policy", "inspect", "--raw"};
+    n = 4;
     if (docker) {
-        raw[4] = (char *)tls;
-        raw[5] = p->src;
+        raw[n++] = (char *)tls;
+        raw[n++] = "--authfile";
+        raw[n++] = p->authfile;
     }
-    if (tool_run(raw, &r, NULL, NULL) == 0 && tool_ok(&r))
+    raw[n++] = p->src;
+    raw[n] = NULL;
+    if (tool_run(raw, &r, NULL, NULL, NULL) == 0 && tool_ok(&r))
         p->total = manifest_bytes(r.out);
     free(r.out);
     return 0;
@@ -657,10 +742,10 @@ static void evict(const struct image_cache_cfg *cfg, const char *keep)
         snprintf(layout, sizeof(layout), "%s/oci", cfg->dir);
         struct tool_run r;
         char *rm[] = {"umoci", "rm", "--image", ref, NULL};
-        if (tool_run(rm, &r, NULL, NULL) == 0) {
+        if (tool_run(rm, &r, NULL, NULL, NULL) == 0) {
             free(r.out);
             char *gc[] = {"umoci", "gc", "--layout", layout, NULL};
-            tool_run(gc, &r, NULL, NULL);
+            tool_run(gc, &r, NULL, NULL, NULL);
         }
         free(r.out);
     }
@@ -711,15 +796,403 @@ static int check_copy(struct pull *p, const char *transport, const char *digest,
         snprintf(ref, sizeof(ref), "%s:%s", layout, digest + 7);
         struct tool_run r;
         char *rm[] = {"umoci", "rm", "--image", ref, NULL};
-        if (tool_run(rm, &r, NULL, NULL) == 0) {
+        if (tool_run(rm, &r, NULL, NULL, NULL) == 0) {
             free(r.out);
             char *gc[] = {"umoci", "gc", "--layout", layout, NULL};
-            tool_run(gc, &r, NULL, NULL);
+            tool_run(gc, &r, NULL, NULL, NULL);
         }
         free(r.out);
     }
     free(got);
     return ok ? 0 : -1;
+}
+
+/* ---- local images: copied by the user, checked and imported by root ----
+ *
+ * skopeo reads a user's archive or layout as that user (links in it lead
+ * only where the user may go) and writes an OCI layout into a folder of
+ * the cache that only the user reaches: incoming/NAME (incoming is root's,
+ * 0711, not listable; NAME is the user's, 0700). Root then takes from that
+ * copy only what the digest names: the manifest, hashed, and each blob it
+ * lists, read once through descriptors pinned from root's own open (no
+ * link followed, regular files the user owns, of the listed size), hashed
+ * while copied into the cache. What the user may change in the folder
+ * meanwhile changes nothing that enters the cache. */
+
+/* The user's private folder for the copy (skopeo's HOME and TMPDIR).
+ * 0, or -1 with why. */
+static int user_dir(struct pull *p, const char *transport, char *why,
+                    size_t size)
+{
+    char inc[4300];
+    struct stat st;
+    /* The cache is reached by the user only down to its incoming/. */
+    chmod(p->cfg->dir, 0711);
+    snprintf(inc, sizeof(inc), "%s/incoming", p->cfg->dir);
+    if ((mkdir(inc, 0711) < 0 && errno != EEXIST) || lstat(inc, &st) < 0 ||
+        !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+        chmod(inc, 0711) < 0) {
+        snprintf(why, size, "image cache %s: %s", inc, strerror(errno));
+        return -1;
+    }
+    snprintf(p->udir, sizeof(p->udir), "%s/XXXXXX", inc);
+    if (!mkdtemp(p->udir)) {
+        snprintf(why, size, "image cache %s: %s", inc, strerror(errno));
+        p->udir[0] = '\0';
+        return -1;
+    }
+    snprintf(p->uname, sizeof(p->uname), "%s", strrchr(p->udir, '/') + 1);
+    p->udir_fd = open(p->udir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    uid_t uid = p->user ? p->user->uid : geteuid();
+    gid_t gid = p->user ? p->user->gid : getegid();
+    if (p->udir_fd < 0 || fchown(p->udir_fd, uid, gid) < 0 ||
+        fchmod(p->udir_fd, 0700) < 0) {
+        snprintf(why, size, "image %s: cannot make a folder for the copy: %s",
+                 transport, strerror(errno));
+        return -1;
+    }
+    p->as.user = p->user;
+    p->as.home = p->udir;
+    return 0;
+}
+
+/* Remove the user's folder: its contents as the user (root never walks a
+ * tree the user can change), then the folder itself. */
+static void user_dir_remove(struct pull *p)
+{
+    if (!p->udir[0])
+        return;
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (become_user(p->user) == 0) {
+            DIR *d = opendir(p->udir);
+            struct dirent *e;
+            char path[4600];
+            while (d && (e = readdir(d))) {
+                if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+                    snprintf(path, sizeof(path), "%s/%s", p->udir, e->d_name);
+                    rm_tree(path);
+                }
+            }
+            if (d)
+                closedir(d);
+        }
+        _exit(0);
+    }
+    if (pid > 0)
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+    char inc[4300];
+    snprintf(inc, sizeof(inc), "%s/incoming", p->cfg->dir);
+    int ifd = open(inc, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (ifd < 0 || unlinkat(ifd, p->uname, AT_REMOVEDIR) < 0)
+        sh_log(LOG_WARNING, "image", "cannot remove %s: %s", p->udir,
+               strerror(errno));
+    if (ifd >= 0)
+        close(ifd);
+    if (p->udir_fd >= 0)
+        close(p->udir_fd);
+    p->udir_fd = -1;
+    p->udir[0] = '\0';
+}
+
+/* skopeo, as the user, copies the image into the user's folder (outside
+ * the cache lock: a slow or stuck source holds up no other pull). */
+static int user_copy(struct pull *p, const char *transport, const char *digest,
+                     char *why, size_t size)
+{
+    char dst[4400];
+    snprintf(dst, sizeof(dst), "oci:%s/layout:%s", p->udir, digest + 7);
+    snprintf(p->blobs, sizeof(p->blobs), "%s/layout/blobs/sha256", p->udir);
+    p->before = 0;
+    note(p, "pulling image");
+    char *copy[] = {"skopeo",  "--insecure-policy", "copy",
+                    "--quiet", (char *)transport,   dst,
+                    NULL};
+    struct tool_run r;
+    if (tool_run(copy, &r, pull_tick, p, &p->as) < 0 || !tool_ok(&r)) {
+        fail_cause(why, size, transport, "cannot copy it as the job's user",
+                   &r);
+        free(r.out);
+        return -1;
+    }
+    free(r.out);
+    p->copied = true;
+    return 0;
+}
+
+static bool digest_ok(const char *d)
+{
+    if (!d || strncmp(d, "sha256:", 7) != 0 || strlen(d) != 71)
+        return false;
+    for (const char *c = d + 7; *c; c++)
+        if (!((*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'f')))
+            return false;
+    return true;
+}
+
+/* A blob of the user's copy (in the folder sfd), opened by root without
+ * following a link: a regular file the user owns. The fd or -1 (errno). */
+static int user_blob(struct pull *p, int sfd, const char *hex, struct stat *st)
+{
+    int fd = openat(sfd, hex, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode) ||
+        st->st_uid != (p->user ? p->user->uid : geteuid())) {
+        close(fd);
+        return errno = EPERM, -1;
+    }
+    return fd;
+}
+
+/* Write len bytes of data, or those read from in (len of them), into the
+ * cache's blobs (cfd) as hex, when they hash to it. 0, or -1 with why. */
+static int put_blob(int cfd, const char *digest, int in, const void *data,
+                    uint64_t len, char *why, size_t size)
+{
+    const char *hex = digest + 7;
+    char tmp[96];
+    snprintf(tmp, sizeof(tmp), ".in-%s", hex);
+    unlinkat(cfd, tmp, 0);
+    int out = openat(
+        cfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (out < 0) {
+        snprintf(why, size, "cannot store %s: %s", digest, strerror(errno));
+        return -1;
+    }
+    crypto_hash_sha256_state h;
+    crypto_hash_sha256_init(&h);
+    static char buf[1 << 16];
+    uint64_t done = 0;
+    int rc = 0;
+    while (rc == 0 && done < len) {
+        size_t want =
+            len - done < sizeof(buf) ? (size_t)(len - done) : sizeof(buf);
+        ssize_t got = data ? (ssize_t)want : read(in, buf, want);
+        if (got <= 0) {
+            snprintf(why, size, "%s: %s", digest,
+                     got == 0 ? "shorter than its size" : strerror(errno));
+            rc = -1;
+            break;
+        }
+        const unsigned char *b =
+            data ? (const unsigned char *)data + done : (unsigned char *)buf;
+        crypto_hash_sha256_update(&h, b, (size_t)got);
+        for (ssize_t w = 0; w < got;) {
+            ssize_t n = write(out, b + w, (size_t)(got - w));
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0) {
+                snprintf(why, size, "cannot store %s: %s", digest,
+                         strerror(errno));
+                rc = -1;
+                break;
+            }
+            w += n;
+        }
+        done += (uint64_t)got;
+    }
+    unsigned char sum[crypto_hash_sha256_BYTES];
+    char got_hex[2 * crypto_hash_sha256_BYTES + 1];
+    crypto_hash_sha256_final(&h, sum);
+    sodium_bin2hex(got_hex, sizeof(got_hex), sum, sizeof(sum));
+    if (rc == 0 && strcmp(got_hex, hex) != 0) {
+        snprintf(why, size, "%s: its content does not hash to it", digest);
+        rc = -1;
+    }
+    if (close(out) < 0 && rc == 0) {
+        snprintf(why, size, "cannot store %s: %s", digest, strerror(errno));
+        rc = -1;
+    }
+    if (rc == 0 && renameat(cfd, tmp, cfd, hex) < 0) {
+        snprintf(why, size, "cannot store %s: %s", digest, strerror(errno));
+        rc = -1;
+    }
+    if (rc < 0)
+        unlinkat(cfd, tmp, 0);
+    return rc;
+}
+
+/* The cache's layout (oci/, root's alone), made when missing. */
+static int cache_layout(const struct image_cache_cfg *cfg, char *why,
+                        size_t size)
+{
+    char path[4300];
+    snprintf(path, sizeof(path), "%s/oci", cfg->dir);
+    struct stat st;
+    if ((mkdir(path, 0700) < 0 && errno != EEXIST) || lstat(path, &st) < 0 ||
+        !S_ISDIR(st.st_mode) || chmod(path, 0700) < 0)
+        goto fail;
+    snprintf(path, sizeof(path), "%s/oci/blobs", cfg->dir);
+    if (mkdir(path, 0755) < 0 && errno != EEXIST)
+        goto fail;
+    snprintf(path, sizeof(path), "%s/oci/blobs/sha256", cfg->dir);
+    if (mkdir(path, 0755) < 0 && errno != EEXIST)
+        goto fail;
+    static const char *const files[][2] = {
+        {"oci-layout", "{\"imageLayoutVersion\":\"1.0.0\"}\n"},
+        {"index.json", "{\"schemaVersion\":2,\"manifests\":[]}\n"}};
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(path, sizeof(path), "%s/oci/%s", cfg->dir, files[i][0]);
+        int fd = open(
+            path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd < 0 && errno == EEXIST)
+            continue;
+        size_t n = strlen(files[i][1]);
+        if (fd < 0 || write(fd, files[i][1], n) != (ssize_t)n) {
+            if (fd >= 0)
+                close(fd);
+            goto fail;
+        }
+        close(fd);
+    }
+    return 0;
+fail:
+    snprintf(why, size, "image cache %s: %s", path, strerror(errno));
+    return -1;
+}
+
+/* Tag manifest digest (len bytes, of type) as its hex in the cache's
+ * index. 0, or -1 with why. */
+static int cache_tag(const struct image_cache_cfg *cfg, const char *digest,
+                     uint64_t len, const char *type, char *why, size_t size)
+{
+    char path[4300], tmp[4400];
+    snprintf(path, sizeof(path), "%s/oci/index.json", cfg->dir);
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    char *text = read_small(path, INDEX_MAX);
+    json_error_t jerr;
+    json_t *index = text ? json_loads(text, 0, &jerr) : NULL;
+    free(text);
+    if (!json_is_object(index)) {
+        json_decref(index);
+        index = json_pack("{si}", "schemaVersion", 2);
+    }
+    json_t *old = json_object_get(index, "manifests");
+    json_t *ms = json_array();
+    size_t i;
+    json_t *m;
+    json_array_foreach (old, i, m) {
+        const char *ref = json_string_value(
+            json_object_get(json_object_get(m, "annotations"),
+                            "org.opencontainers.image.ref.name"));
+        if (!ref || strcmp(ref, digest + 7) != 0)
+            json_array_append(ms, m);
+    }
+    json_array_append_new(
+        ms, json_pack("{ss ss sI s{ss}}", "mediaType", type, "digest", digest,
+                      "size", (json_int_t)len, "annotations",
+                      "org.opencontainers.image.ref.name", digest + 7));
+    json_object_set_new(index, "manifests", ms);
+    unlink(tmp);
+    int rc = json_dump_file(index, tmp, JSON_COMPACT);
+    json_decref(index);
+    if (rc < 0 || rename(tmp, path) < 0) {
+        snprintf(why, size, "image cache %s: cannot write", path);
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+/* Take digest and its blobs from the user's copy into the cache (under
+ * the cache lock). 0, or -1 with why. */
+static int import_copy(struct pull *p, const char *transport,
+                       const char *digest, char *why, size_t size)
+{
+    char e[700] = "", path[4300];
+    int lfd = -1, bfd = -1, sfd = -1, cfd = -1, mfd = -1;
+    char *raw = NULL;
+    json_t *man = NULL;
+    int rc = -1;
+    if (cache_layout(p->cfg, why, size) < 0)
+        return -1;
+    lfd = openat(p->udir_fd, "layout",
+                 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    bfd = lfd < 0 ? -1
+                  : openat(lfd, "blobs",
+                           O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    sfd = bfd < 0 ? -1
+                  : openat(bfd, "sha256",
+                           O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (sfd < 0) {
+        snprintf(e, sizeof(e), "its blobs: %s", strerror(errno));
+        goto out;
+    }
+    snprintf(path, sizeof(path), "%s/oci/blobs/sha256", p->cfg->dir);
+    cfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (cfd < 0) {
+        snprintf(e, sizeof(e), "%s: %s", path, strerror(errno));
+        goto out;
+    }
+    struct stat st;
+    size_t len = 0;
+    mfd = user_blob(p, sfd, digest + 7, &st);
+    raw = mfd < 0 ? NULL : read_fd(mfd, INDEX_MAX, &len);
+    if (!raw) {
+        snprintf(e, sizeof(e), "its manifest %s: %s", digest,
+                 mfd < 0 ? strerror(errno) : "unreadable");
+        goto out;
+    }
+    if (!image_sha256_is(raw, len, digest)) {
+        snprintf(e, sizeof(e), "its manifest does not hash to %s: refused",
+                 digest);
+        goto out;
+    }
+    json_error_t jerr;
+    man = json_loads(raw, 0, &jerr);
+    const char *type = json_string_value(json_object_get(man, "mediaType"));
+    if (!type)
+        type = "application/vnd.oci.image.manifest.v1+json";
+    json_t *blobs = json_array();
+    json_array_append(blobs, json_object_get(man, "config"));
+    size_t i;
+    json_t *l;
+    json_array_foreach (json_object_get(man, "layers"), i, l)
+        json_array_append(blobs, l);
+    json_object_set_new(man, "shoal.blobs", blobs);
+    json_array_foreach (blobs, i, l) {
+        const char *d = json_string_value(json_object_get(l, "digest"));
+        json_int_t n = json_integer_value(json_object_get(l, "size"));
+        if (!digest_ok(d) || n < 0) {
+            snprintf(e, sizeof(e), "its manifest lists a bad blob");
+            goto out;
+        }
+        if (faccessat(cfd, d + 7, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+            continue; /* in the cache: checked when it was stored */
+        int in = user_blob(p, sfd, d + 7, &st);
+        if (in < 0) {
+            snprintf(e, sizeof(e), "%s: %s", d,
+                     errno == EPERM ? "not a file of the copy"
+                                    : strerror(errno));
+            goto out;
+        }
+        if ((uint64_t)st.st_size != (uint64_t)n) {
+            close(in);
+            snprintf(e, sizeof(e), "%s: not of its listed size", d);
+            goto out;
+        }
+        int r = put_blob(cfd, d, in, NULL, (uint64_t)n, e, sizeof(e));
+        close(in);
+        if (r < 0)
+            goto out;
+    }
+    if (put_blob(cfd, digest, -1, raw, len, e, sizeof(e)) < 0 ||
+        cache_tag(p->cfg, digest, len, type, e, sizeof(e)) < 0)
+        goto out;
+    rc = 0;
+out:
+    if (rc < 0) {
+        snprintf(why, size, "image %s: the copy refused: %s", transport, e);
+        sh_log(LOG_WARNING, "image", "%s", why);
+    }
+    json_decref(man);
+    free(raw);
+    for (int *fd = (int[]){lfd, bfd, sfd, cfd, mfd}, k = 0; k < 5; k++)
+        if (fd[k] >= 0)
+            close(fd[k]);
+    return rc;
 }
 
 /* Copy and unpack digest hex into bundles/HEX. Under the cache lock. */
@@ -748,22 +1221,37 @@ static int pull_and_unpack(struct pull *p, const char *transport,
     } else {
         snprintf(src, sizeof(src), "%s", p->src);
     }
+    if (is_local(transport) && !p->copied) {
+        snprintf(why, size, "image %s: not copied as the job's user",
+                 transport);
+        return -1;
+    }
+    if (p->copied) {
+        /* A local image, copied by its user: checked and taken in. */
+        if (import_copy(p, transport, digest, why, size) < 0)
+            return -1;
+        goto copied;
+    }
     const char *tls =
         cfg->tls_verify ? "--src-tls-verify=true" : "--src-tls-verify=false";
-    char *copy[] = {
-        "skopeo", "--insecure-policy", "copy", "--quiet", src, dst, NULL, NULL};
+    char *copy[10] = {"skopeo", "--insecure-policy", "copy", "--quiet"};
+    int n = 4;
     if (strncmp(transport, "docker://", 9) == 0) {
-        copy[4] = (char *)tls;
-        copy[5] = src;
-        copy[6] = dst;
+        copy[n++] = (char *)tls;
+        copy[n++] = "--src-authfile";
+        copy[n++] = p->authfile;
     }
+    copy[n++] = src;
+    copy[n++] = dst;
+    copy[n] = NULL;
     struct tool_run r;
-    if (tool_run(copy, &r, pull_tick, p) < 0 || !tool_ok(&r)) {
-        fail(why, size, transport, "cannot pull", &r);
+    if (tool_run(copy, &r, pull_tick, p, NULL) < 0 || !tool_ok(&r)) {
+        fail_cause(why, size, transport, "cannot pull", &r);
         free(r.out);
         return -1;
     }
     free(r.out);
+copied:
     if (check_copy(p, transport, digest, why, size) < 0)
         return -1;
     note(p, "unpacking image");
@@ -779,7 +1267,7 @@ static int pull_and_unpack(struct pull *p, const char *transport,
         unpack[4] = img;
         unpack[5] = tmp;
     }
-    if (tool_run(unpack, &r, NULL, NULL) < 0 || !tool_ok(&r)) {
+    if (tool_run(unpack, &r, NULL, NULL, NULL) < 0 || !tool_ok(&r)) {
         fail(why, size, transport, "cannot unpack", &r);
         free(r.out);
         rm_tree(tmp);
@@ -811,6 +1299,62 @@ static int pull_and_unpack(struct pull *p, const char *transport,
 static int prepare(struct pull *p, const char *transport,
                    struct image_bundle *out, char *why, size_t size);
 
+/* skopeo's auth file for a registry pull: the project's credentials for
+ * the registry, or none (so root's own never serve a job), in a 0600 file
+ * of a 0700 folder of root's, removed after the pull (image_prepare).
+ * 0, or -1 with why. */
+static int auth_file(struct pull *p, const char *transport, char *why,
+                     size_t size)
+{
+    const struct image_cache_cfg *cfg = p->cfg;
+    snprintf(p->authdir, sizeof(p->authdir), "%s/auth-XXXXXX", cfg->dir);
+    if (!mkdtemp(p->authdir)) {
+        snprintf(why, size, "image %s: cannot make an auth file: %s", transport,
+                 strerror(errno));
+        p->authdir[0] = '\0';
+        return -1;
+    }
+    snprintf(p->authfile, sizeof(p->authfile), "%s/auth.json", p->authdir);
+    json_t *auths = json_object();
+    if (cfg->auth_registry && cfg->auth_user && cfg->auth_pass) {
+        size_t n = strlen(cfg->auth_user) + 1 + strlen(cfg->auth_pass);
+        char *plain = malloc(n + 1);
+        size_t bn =
+            sodium_base64_encoded_len(n, sodium_base64_VARIANT_ORIGINAL);
+        char *b64 = malloc(bn);
+        if (plain && b64) {
+            snprintf(plain, n + 1, "%s:%s", cfg->auth_user, cfg->auth_pass);
+            sodium_bin2base64(b64, bn, (const unsigned char *)plain, n,
+                              sodium_base64_VARIANT_ORIGINAL);
+            json_object_set_new(auths, cfg->auth_registry,
+                                json_pack("{s:s}", "auth", b64));
+            sodium_memzero(plain, n);
+            sodium_memzero(b64, bn);
+        }
+        free(plain);
+        free(b64);
+    }
+    json_t *o = json_pack("{s:o}", "auths", auths);
+    char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    int fd = open(p->authfile,
+                  O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    size_t len = text ? strlen(text) : 0;
+    bool ok = text && fd >= 0 && write(fd, text, len) == (ssize_t)len;
+    if (fd >= 0 && close(fd) < 0)
+        ok = false;
+    if (text) {
+        sodium_memzero(text, len);
+        free(text);
+    }
+    if (!ok) {
+        snprintf(why, size, "image %s: cannot write an auth file: %s",
+                 transport, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
 int image_prepare(const struct image_cache_cfg *cfg, const char *transport,
                   const struct user_creds *user, image_progress_f progress,
                   void *arg, struct image_bundle *out, char *why, size_t size)
@@ -827,11 +1371,17 @@ int image_prepare(const struct image_cache_cfg *cfg, const char *transport,
     p->arg = arg;
     p->user = user;
     p->src_fd = -1;
+    p->udir_fd = -1;
     int rc = open_local(p, transport, why, size);
     if (rc == 0)
         rc = prepare(p, transport, out, why, size);
     if (p->src_fd >= 0)
         close(p->src_fd);
+    user_dir_remove(p);
+    if (p->authfile[0])
+        unlink(p->authfile);
+    if (p->authdir[0])
+        rmdir(p->authdir);
     free(p);
     return rc;
 }
@@ -849,6 +1399,14 @@ static int prepare(struct pull *p, const char *transport,
         snprintf(why, size, "image cache %s: %s", cfg->dir, strerror(errno));
         return -1;
     }
+    /* oci/ is root's alone (the cache folder is 0711 for incoming/). */
+    if (cache_layout(cfg, why, size) < 0)
+        return -1;
+    if (is_local(transport) && user_dir(p, transport, why, size) < 0)
+        return -1;
+    if (strncmp(transport, "docker://", 9) == 0 &&
+        auth_file(p, transport, why, size) < 0)
+        return -1;
     note(p, "resolving image");
     if (resolve(p, transport, out->digest, sizeof(out->digest), why, size) < 0)
         return -1;
@@ -861,8 +1419,12 @@ static int prepare(struct pull *p, const char *transport,
          * the same digest: then it is there once we hold the lock). */
         close(out->lock_fd);
         out->lock_fd = -1;
+        if (is_local(transport) &&
+            user_copy(p, transport, out->digest, why, size) < 0)
+            return -1;
         char lpath[4200];
         snprintf(lpath, sizeof(lpath), "%s/lock", cfg->dir);
+        note(p, "pulling image (waiting for the node's cache)");
         int cache_fd = lock_file(lpath, LOCK_EX);
         if (cache_fd < 0) {
             snprintf(why, size, "image cache %s: %s", cfg->dir,

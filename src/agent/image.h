@@ -8,6 +8,8 @@
  *
  * Cache folder:
  *   lock              held exclusively while pulling, unpacking, evicting
+ *   incoming/NAME     a local image copied by its user (0700, theirs;
+ *                     incoming/ is 0711, the cache folder 0711)
  *   oci/              the OCI layout, one tag per digest (hex)
  *   bundles/HEX/      an unpacked bundle; never written to (runs put an
  *                     overlay on top of its rootfs)
@@ -31,6 +33,13 @@ struct image_cache_cfg {
     const char *dir;    /* the cache folder (made when missing) */
     uint64_t max_bytes; /* evict beyond this; 0 = no limit */
     bool tls_verify;    /* verify registries' certificates */
+    /* Registry credentials (the job's project's secret, all NULL: none):
+     * skopeo gets them in a 0600 file of a private folder, removed after;
+     * without them, an empty one, so root's own are never used. */
+    const char *auth_registry; /* host[:port] */
+    const char *auth_user;
+    const char *auth_pass;
+    const char *auth_secret; /* the secret's name, for the reason */
 };
 
 /* Told what the pull is doing ("pulling image (12 MB / 40 MB)",
@@ -51,12 +60,15 @@ struct image_bundle {
  *
  * Local images (oci-archive:PATH, oci:DIR[:TAG]) are opened as user (NULL:
  * as this process): the archive must be a regular file, the layout a
- * folder, each one the user may read; skopeo gets /proc/self/fd/N, so root
- * never resolves the user's path. Their manifest (read as the user) must
- * hash to the digest their index names, before the cache is used or
- * filled. Every copy into the cache is checked: the cache's own index must
- * tag the digest with that digest, or the copy is removed and the job
- * fails. */
+ * folder, each one the user may read. Their manifest (read as the user)
+ * must hash to the digest their index names, before the cache is used or
+ * filled. skopeo reads them only as the user (inspect, and copy into
+ * incoming/NAME, a folder of the cache only the user reaches); root takes
+ * from that copy the manifest and the blobs it lists, through descriptors
+ * it opened without following links, hashing each while it copies it into
+ * oci/ (see import_copy). Every copy into the cache is checked: the
+ * cache's own index must tag the digest with that digest, or the copy is
+ * removed and the job fails. */
 int image_prepare(const struct image_cache_cfg *cfg, const char *transport,
                   const struct user_creds *user, image_progress_f progress,
                   void *arg, struct image_bundle *out, char *why, size_t size);

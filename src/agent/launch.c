@@ -393,6 +393,10 @@ json_t *launch_from_work(const json_t *work, const struct launch_ctx *ctx,
             sh_errorf(err, SH_EINVAL, "output or error pattern does not fit");
             return NULL;
         }
+        /* The project's registry credentials, for the shim's skopeo. */
+        const json_t *auth = json_object_get(work, "registry_auth");
+        if (auth)
+            json_object_set(out, "registry_auth", (json_t *)auth);
         const json_t *mounts = json_object_get(work, "mounts");
         if (json_array_size(mounts) > 0) {
             json_object_set(out, "mounts", (json_t *)mounts);

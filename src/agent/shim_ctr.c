@@ -188,6 +188,11 @@ struct shim_ctr *shim_ctr_prepare(const json_t *launch, const char *run_dir,
             (uint64_t)json_integer_value(json_object_get(cj, "cache_size")),
         .tls_verify = !json_is_false(json_object_get(cj, "tls_verify")),
     };
+    const json_t *auth = json_object_get(launch, "registry_auth");
+    cfg.auth_registry = json_string_value(json_object_get(auth, "registry"));
+    cfg.auth_user = json_string_value(json_object_get(auth, "username"));
+    cfg.auth_pass = json_string_value(json_object_get(auth, "password"));
+    cfg.auth_secret = json_string_value(json_object_get(auth, "secret"));
     const char *transport = json_string_value(json_object_get(cj, "transport"));
     if (!cfg.dir || !transport || !image) {
         snprintf(why, size, "the run's container description is incomplete");

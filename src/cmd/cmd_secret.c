@@ -19,7 +19,10 @@ static const char secret_usage[] =
     "them back: listings give the names of the keys only. KEY=- reads the\n"
     "value from standard input (one line), so it stays out of your shell\n"
     "history. A secret belongs to one project (--project; its admins\n"
-    "manage it) or to the whole cluster (cluster admins).\n";
+    "manage it) or to the whole cluster (cluster admins).\n"
+    "A secret with registry=HOST[:PORT], username and password holds the\n"
+    "credentials the project's jobs pull images from that registry with\n"
+    "(a project's own before the cluster's).\n";
 
 static const char *str(const json_t *o, const char *k)
 {

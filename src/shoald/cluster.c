@@ -13,6 +13,7 @@
 #include <uthash.h>
 
 #include "lib/loop/loop.h"
+#include "lib/model/job_container.h"
 #include "lib/model/job_json.h"
 #include "lib/model/job_place.h"
 #include "lib/model/preset.h"
@@ -28,6 +29,7 @@
 #include "shoald/jobtab.h"
 #include "shoald/logs.h"
 #include "shoald/nodetab.h"
+#include "shoald/secrets.h"
 #include "shoald/slices.h"
 #include "shoald/tenancy.h"
 #include "shoald/volumes.h"
@@ -657,6 +659,26 @@ static const char *stop_reason(const struct job *job)
     }
 }
 
+/* A job pulling from a registry gets its project's credentials for that
+ * registry, if a secret holds some (secrets_registry_auth): the agent
+ * hands them to skopeo in a file of its own, never to the job. */
+static void add_registry_auth(struct shoald *d, const struct job *job,
+                              json_t *e)
+{
+    char t[4200];
+    if (job_image_transport(job->spec.container.image, t, sizeof(t)) < 0 ||
+        strncmp(t, "docker://", 9) != 0)
+        return;
+    const char *host = t + 9;
+    size_t n = strcspn(host, "/");
+    if (!host[n])
+        return;
+    t[9 + n] = '\0';
+    json_t *auth = secrets_registry_auth(d->secrets, job->spec.project, host);
+    if (auth)
+        json_object_set_new(e, "registry_auth", auth);
+}
+
 static json_t *work_entry(struct shoald *d, const struct job *job, int part)
 {
     const struct job_alloc *al = &job->alloc[part];
@@ -682,6 +704,8 @@ static json_t *work_entry(struct shoald *d, const struct job *job, int part)
     if (e && run && job->spec.nvolumes > 0)
         json_object_set_new(e, "mounts",
                             volumes_mounts(d->volumes, d->secrets, &job->spec));
+    if (e && run && job->spec.container.image)
+        add_registry_auth(d, job, e);
     if (e && job->array_id) {
         json_object_set_new(e, "array_id",
                             json_integer((json_int_t)job->array_id));

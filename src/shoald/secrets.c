@@ -318,3 +318,44 @@ json_t *secrets_open(const struct secrets *s, const char *name,
                   name);
     return out;
 }
+
+/* Whether a record's keys name key. */
+static bool rec_has_key(const json_t *rec, const char *key)
+{
+    size_t i;
+    json_t *k;
+    json_array_foreach (json_object_get(rec, "keys"), i, k) {
+        if (json_is_string(k) && strcmp(json_string_value(k), key) == 0)
+            return true;
+    }
+    return false;
+}
+
+json_t *secrets_registry_auth(const struct secrets *s, const char *project,
+                              const char *host)
+{
+    json_t *found = NULL;
+    bool found_project = false;
+    const char *name;
+    json_t *rec;
+    json_object_foreach (s->table, name, rec) {
+        const char *p = json_string_value(json_object_get(rec, "project"));
+        bool mine = p && project && strcmp(p, project) == 0;
+        if ((p && !mine) || (found && (found_project || !mine)) ||
+            !rec_has_key(rec, "registry"))
+            continue;
+        json_t *v = secrets_open(s, name, NULL);
+        const char *reg = json_string_value(json_object_get(v, "registry"));
+        const char *user = json_string_value(json_object_get(v, "username"));
+        const char *pass = json_string_value(json_object_get(v, "password"));
+        if (reg && user && pass && strcmp(reg, host) == 0) {
+            json_decref(found);
+            found =
+                json_pack("{s:s, s:s, s:s, s:s}", "secret", name, "registry",
+                          reg, "username", user, "password", pass);
+            found_project = mine;
+        }
+        json_decref(v);
+    }
+    return found;
+}

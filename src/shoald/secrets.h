@@ -54,4 +54,11 @@ int secrets_delete(struct secrets *s, struct store_batch *batch,
 json_t *secrets_open(const struct secrets *s, const char *name,
                      struct sh_error *err);
 
+/* The credentials for registry host (host[:port]) a job of project pulls
+ * with: a secret of the project, else of the whole cluster, whose values
+ * are registry=HOST, username and password. A new object {secret,
+ * registry, username, password}, NULL when none. */
+json_t *secrets_registry_auth(const struct secrets *s, const char *project,
+                              const char *host);
+
 #endif

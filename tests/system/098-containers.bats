@@ -21,6 +21,14 @@
 #           private archive, a FIFO or a device is refused at once
 #   ctr-013 an image whose index names a digest its manifest does not hash
 #           to is refused, even when the cache holds that digest
+#   ctr-014 a local image is copied as the job's user: a link in it to a
+#           file only root reads fails the job and nothing of the file
+#           reaches the job or the cache
+#   ctr-015 a job runs from an image in a registry (Debian's docker-registry
+#           on loopback, plain HTTP), pulled by the digest its tag names
+#   ctr-016 a registry that asks for credentials: the job's project's
+#           secret gives them; none, another project's or a wrong one
+#           fails the job with the reason; root's own are never used
 
 load lib/cluster
 
@@ -248,7 +256,7 @@ echo x > /data/ro 2>/dev/null || echo data=ro; echo w > /tmp/w && echo tmp=rw'
     exec 9>"$cache/lock"
     flock -x 9
     id=$(submit --user "$CUSER" --image "$IMG" -- echo arrived)
-    wait_for 30 sh -c "$SHOAL_CLI show $id | grep -q 'resolving image on node1'"
+    wait_for 30 sh -c "$SHOAL_CLI show $id | grep -q 'pulling image (waiting for the node.s cache) on node1'"
     [ "$(job_state "$id")" = running ]
     exec 9>&-
     wait_for 60 job_done "$id"
@@ -388,4 +396,148 @@ echo x > /data/ro 2>/dev/null || echo data=ro; echo w > /tmp/w && echo tmp=rw'
     job_field "$c" .reason | grep -q "forged.tar: its manifest does not match the digest its index names ($d1): refused"
     if shoal logs "$b" | grep -q shoaltest; then false; fi
     if shoal logs "$c" | grep -q shoaltest; then false; fi
+}
+
+@test "ctr-014 a link in a user's image to a file only root reads fails the job" {
+    shoal_cluster_start 1 1
+    open_test_dir
+    chmod 0755 "$SHOAL_TEST_DIR"
+    x="$SHOAL_TEST_DIR/linked"
+    cp -r "$CTR_IMG_DIR/L" "$x"
+    m=$(jq -r '.manifests[] | select(.annotations."org.opencontainers.image.ref.name" == "t") | .digest' "$x/index.json")
+    layer=$(jq -r '.layers[0].digest' "$x/blobs/sha256/${m#sha256:}")
+    # The image's layer moved where only root reads it, a link in its place.
+    secret="$SHOAL_TEST_DIR/rootonly"
+    mkdir -m 0700 "$secret"
+    mv "$x/blobs/sha256/${layer#sha256:}" "$secret/layer"
+    chmod 0600 "$secret/layer"
+    ln -s "$secret/layer" "$x/blobs/sha256/${layer#sha256:}"
+    chmod -R a+rX "$x"
+    jq -c '.manifests |= map(select(.annotations."org.opencontainers.image.ref.name" == "t"))' \
+        "$CTR_IMG_DIR/L/index.json" >"$x/index.json"
+    tar -C "$x" -cf "$SHOAL_TEST_DIR/linked.tar" oci-layout index.json blobs
+    chmod 0644 "$SHOAL_TEST_DIR/linked.tar"
+    a=$(submit --user "$CUSER" --image "oci:$x:t" -- cat /etc/os-release)
+    b=$(submit --user "$CUSER" --image "oci-archive:$SHOAL_TEST_DIR/linked.tar" -- cat /etc/os-release)
+    wait_for 60 job_done "$a"
+    wait_for 60 job_done "$b"
+    [ "$(job_state "$a")" = failed ]
+    [ "$(job_state "$b")" = failed ]
+    job_field "$a" .reason
+    job_field "$b" .reason
+    job_field "$a" .reason | grep -q "^image oci:$x:t: cannot copy it as the job's user: permission denied ("
+    job_field "$b" .reason | grep -q "linked.tar: cannot copy it as the job's user: permission denied ("
+    for j in $a $b; do
+        if shoal logs "$j" | grep -q shoaltest; then false; fi
+    done
+    # Nothing of it in the node's cache; the user's copy is gone.
+    c="$SHOAL_TEST_DIR/node1/images"
+    [ ! -e "$c/bundles/${m#sha256:}" ]
+    [ ! -e "$c/oci/blobs/sha256/${layer#sha256:}" ]
+    [ -z "$(ls -A "$c/incoming")" ]
+    [ "$(stat -c %a "$c/incoming")" = 711 ]
+    # A link the user may follow is followed (as the user): the job runs.
+    chmod 0755 "$secret"
+    chmod 0644 "$secret/layer"
+    d=$(submit --user "$CUSER" --image "oci:$x:t" -- cat /etc/os-release)
+    wait_for 60 job_done "$d"
+    [ "$(job_state "$d")" = completed ]
+    shoal logs "$d" | grep -qx ID=shoaltest
+    [ -z "$(ls -A "$c/incoming")" ]
+}
+
+# Start Debian's docker-registry on a free loopback port (REG_PORT), its
+# data under the test's folder; extra YAML (an auth: block) from $1.
+reg_start() {
+    command -v docker-registry >/dev/null ||
+        skip "needs docker-registry (scripts/install-deps.sh)"
+    local d="$SHOAL_TEST_DIR/registry"
+    mkdir -p "$d"
+    {
+        printf 'version: 0.1\nlog:\n  level: info\nstorage:\n'
+        printf '  filesystem:\n    rootdirectory: %s/data\n' "$d"
+        printf 'http:\n  addr: 127.0.0.1:0\n'
+        printf '%s' "${1:-}"
+    } >"$d/config.yml"
+    docker-registry serve "$d/config.yml" >"$d/registry.log" 2>&1 &
+    record_pid $!
+    wait_for 20 grep -q "listening on 127.0.0.1:" "$d/registry.log"
+    REG_PORT=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$d/registry.log" | head -1)
+    [ -n "$REG_PORT" ]
+}
+
+@test "ctr-015 a job runs from an image in a registry, pulled by its digest" {
+    shoald_start
+    reg_start
+    agent_start node1 1 H100-80GB --image-tls-insecure
+    wait_for 20 nodes_up_is 1
+    open_test_dir
+    skopeo --insecure-policy copy --quiet --dest-tls-verify=false \
+        "oci-archive:$CTR_IMG_DIR/busybox.tar" "docker://127.0.0.1:$REG_PORT/test/busybox:1"
+    ref="127.0.0.1:$REG_PORT/test/busybox:1"
+    a=$(submit --user "$CUSER" --image "$ref" -- sh -c '. /etc/os-release; echo "os=$ID uid=$(id -u)"')
+    wait_for 90 job_done "$a"
+    job_field "$a" .reason
+    [ "$(job_state "$a")" = completed ]
+    shoal logs "$a" | grep -qx "os=shoaltest uid=$(id -u "$CUSER")"
+    # The digest the tag named is the one run and cached.
+    want=$(skopeo inspect --tls-verify=false --format '{{.Digest}}' "docker://$ref")
+    [ "$(jq -r .digest "$(run_dir "$a")/image.json")" = "$want" ]
+    [ -d "$SHOAL_TEST_DIR/node1/images/bundles/${want#sha256:}" ]
+    # A tag the registry does not hold fails the job with the reason.
+    b=$(submit --user "$CUSER" --image "127.0.0.1:$REG_PORT/test/busybox:nope" -- echo never)
+    wait_for 90 job_done "$b"
+    [ "$(job_state "$b")" = failed ]
+    job_field "$b" .reason
+    job_field "$b" .reason | grep -qi "image docker://127.0.0.1:$REG_PORT/test/busybox:nope: cannot resolve: .*manifest unknown"
+}
+
+@test "ctr-016 registry credentials come from a secret of the job's project" {
+    command -v htpasswd >/dev/null || skip "needs htpasswd (apache2-utils)"
+    shoald_start
+    htpasswd -Bbn tuser tpass >"$SHOAL_TEST_DIR/htpasswd"
+    reg_start "$(printf 'auth:\n  htpasswd:\n    realm: shoal-test\n    path: %s\n' "$SHOAL_TEST_DIR/htpasswd")"
+    # Root's own credentials on the node (in the agent's environment) are
+    # not the job's.
+    mkdir -p "$SHOAL_TEST_DIR/rootauth"
+    printf '{"auths":{"127.0.0.1:%s":{"auth":"%s"}}}' "$REG_PORT" "$(printf tuser:tpass | base64)" \
+        >"$SHOAL_TEST_DIR/rootauth/auth.json"
+    AGENT_PREFIX="env REGISTRY_AUTH_FILE=$SHOAL_TEST_DIR/rootauth/auth.json" \
+        agent_start node1 1 H100-80GB --image-tls-insecure
+    wait_for 20 nodes_up_is 1
+    open_test_dir
+    api POST /v1/projects '{"name":"other","team":"default"}'
+    skopeo --insecure-policy copy --quiet --dest-tls-verify=false --dest-creds tuser:tpass \
+        "oci-archive:$CTR_IMG_DIR/busybox.tar" "docker://127.0.0.1:$REG_PORT/test/busybox:1"
+    ref="127.0.0.1:$REG_PORT/test/busybox:1"
+    # No secret (root's auth file in the agent's environment): refused.
+    a=$(submit --user "$CUSER" --image "$ref" -- echo ran)
+    wait_for 90 job_done "$a"
+    [ "$(job_state "$a")" = failed ]
+    job_field "$a" .reason
+    job_field "$a" .reason | grep -q "^image docker://$ref: cannot resolve: .*\(unauthorized\|authentication required\)"
+    # Another project's secret is not the job's.
+    echo tpass | shoal secret create other-reg --project other registry="127.0.0.1:$REG_PORT" username=tuser password=-
+    b=$(submit --user "$CUSER" --image "$ref" -- echo ran)
+    wait_for 90 job_done "$b"
+    [ "$(job_state "$b")" = failed ]
+    # A wrong password: the reason names the secret.
+    echo wrong | shoal secret create bad-reg --project default registry="127.0.0.1:$REG_PORT" username=tuser password=-
+    c=$(submit --user "$CUSER" --image "$ref" -- echo ran)
+    wait_for 90 job_done "$c"
+    [ "$(job_state "$c")" = failed ]
+    job_field "$c" .reason
+    job_field "$c" .reason | grep -q "^image docker://$ref: cannot resolve with the credentials of secret bad-reg: .*\(unauthorized\|authentication required\)"
+    # The right one: the job runs; no auth file is left on the node.
+    shoal secret delete bad-reg
+    echo tpass | shoal secret create good-reg --project default registry="127.0.0.1:$REG_PORT" username=tuser password=-
+    d=$(submit --user "$CUSER" --image "$ref" -- sh -c '. /etc/os-release; echo "os=$ID"; env')
+    wait_for 90 job_done "$d"
+    job_field "$d" .reason
+    [ "$(job_state "$d")" = completed ]
+    run shoal logs "$d"
+    echo "$output" | grep -qx os=shoaltest
+    # Nothing of the credentials in the job's environment.
+    if echo "$output" | grep -q tpass; then false; fi
+    [ -z "$(ls -d "$SHOAL_TEST_DIR"/node1/images/auth-* 2>/dev/null)" ]
 }

@@ -126,3 +126,37 @@ Test(secrets, bad_input_is_refused_and_changes_nothing)
     store_batch_destroy(b);
     secrets_destroy(s);
 }
+
+Test(secrets, registry_credentials_are_the_projects_then_the_clusters)
+{
+    struct secrets *s = secrets_create(dir, &err);
+    struct store_batch *b = store_batch_create();
+    json_t *reg = json_pack("{s:s, s:s, s:s}", "registry", "r.example:5000",
+                            "username", "u", "password", "p1");
+    json_t *cl = json_pack("{s:s, s:s, s:s}", "registry", "r.example:5000",
+                           "username", "c", "password", "pc");
+    json_t *other = json_pack("{s:s, s:s, s:s}", "registry", "r.example:5000",
+                              "username", "o", "password", "po");
+    cr_assert_eq(secrets_add(s, b, "a-other", "other", other, "u", 1, &err), 0);
+    cr_assert_eq(secrets_add(s, b, "b-cluster", NULL, cl, "u", 1, &err), 0);
+    cr_assert_eq(secrets_add(s, b, "c-vision", "vision", reg, "u", 1, &err), 0);
+    /* The project's own first. */
+    json_t *a = secrets_registry_auth(s, "vision", "r.example:5000");
+    cr_assert_not_null(a);
+    cr_assert_str_eq(json_string_value(json_object_get(a, "secret")),
+                     "c-vision");
+    cr_assert_str_eq(json_string_value(json_object_get(a, "password")), "p1");
+    json_decref(a);
+    /* A project without one gets the cluster's, never another project's. */
+    a = secrets_registry_auth(s, "nlp", "r.example:5000");
+    cr_assert_not_null(a);
+    cr_assert_str_eq(json_string_value(json_object_get(a, "username")), "c");
+    json_decref(a);
+    /* Another registry: none. */
+    cr_assert_null(secrets_registry_auth(s, "vision", "r.example"));
+    json_decref(reg);
+    json_decref(cl);
+    json_decref(other);
+    store_batch_destroy(b);
+    secrets_destroy(s);
+}
