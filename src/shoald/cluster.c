@@ -1058,7 +1058,6 @@ static void job_released(struct shoald *d, struct job *job)
     if (uses_gpus(job))
         sched_job_end(c->sched, job->id, shoald_now_ms(d), NULL);
     job->releasing = false;
-    logs_job_changed(d->logs, job->id); /* followers see the end */
     if (job->start_ms > 0 && uses_gpus(job)) {
         /* Its service so far, for the LAS policy's level when requeued. */
         int64_t end =
@@ -1073,8 +1072,11 @@ static void job_released(struct shoald *d, struct job *job)
         if (jobs_transition(d, job, JOB_PENDING, NULL, &err) < 0)
             sh_log(LOG_ERR, "cluster", "job %llu: requeue: %s",
                    (unsigned long long)job->id, err.msg);
+        /* After the requeue: followers go on with the next attempt. */
+        logs_job_changed(d->logs, job->id);
         return; /* jobs_transition persisted and re-added it */
     }
+    logs_job_changed(d->logs, job->id); /* followers see the end */
     jobs_persist(d, job, NULL);
     shoald_schedule_soon(d);
 }

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -164,27 +165,50 @@ int logs_append(struct logs *l, const struct job *job, const char *node,
     return 0;
 }
 
-/* The file of one stream of the job's current attempt. */
-static void stream_path(struct logs *l, const struct job *job,
+/* The file of one stream of one attempt. The current attempt's out/err is
+ * its first node's; an earlier attempt ran elsewhere, so its first node's
+ * file is found by name (the smallest "<attempt>.<node>.<stream>"). */
+static void stream_path(struct logs *l, const struct job *job, int attempt,
                         const char *stream, char *path, size_t size)
 {
     char dir[4200];
     job_dir(l, job->id, dir, sizeof(dir));
-    if (strcmp(stream, "all") == 0)
-        snprintf(path, size, "%s/%d.all", dir, job_attempt(job));
-    else
-        snprintf(path, size, "%s/%d.%s.%s", dir, job_attempt(job),
-                 job->nalloc ? job->alloc[0].node : "-", stream);
+    if (strcmp(stream, "all") == 0) {
+        snprintf(path, size, "%s/%d.all", dir, attempt);
+        return;
+    }
+    if (attempt == job_attempt(job) && job->nalloc) {
+        snprintf(path, size, "%s/%d.%s.%s", dir, attempt, job->alloc[0].node,
+                 stream);
+        return;
+    }
+    char prefix[32], best[256] = "";
+    int plen = snprintf(prefix, sizeof(prefix), "%d.", attempt);
+    DIR *dp = opendir(dir);
+    struct dirent *e;
+    while (dp && (e = readdir(dp)) != NULL) {
+        size_t n = strlen(e->d_name), sl = strlen(stream);
+        if (strncmp(e->d_name, prefix, (size_t)plen) != 0 ||
+            n <= (size_t)plen + sl + 1 || n >= sizeof(best) ||
+            e->d_name[n - sl - 1] != '.' ||
+            strcmp(e->d_name + n - sl, stream) != 0)
+            continue;
+        if (!best[0] || strcmp(e->d_name, best) < 0)
+            snprintf(best, sizeof(best), "%s", e->d_name);
+    }
+    if (dp)
+        closedir(dp);
+    snprintf(path, size, "%s/%s", dir, best[0] ? best : "-");
 }
 
-/* Fill the answer for a read at offset: data (UTF-8, invalid bytes
- * replaced), next offset, whether more is there and whether the job will
- * write no more. */
-static json_t *read_answer(struct logs *l, const struct job *job,
+/* Fill the answer for a read of one attempt at offset: data (UTF-8,
+ * invalid bytes replaced), next offset, whether more is there and whether
+ * the attempt will write no more (an earlier attempt never does). */
+static json_t *read_answer(struct logs *l, const struct job *job, int attempt,
                            const char *stream, uint64_t offset)
 {
     char path[4400];
-    stream_path(l, job, stream, path, sizeof(path));
+    stream_path(l, job, attempt, stream, path, sizeof(path));
     uint64_t size = file_size(path);
     char *buf = NULL;
     size_t n = 0;
@@ -206,17 +230,20 @@ static json_t *read_answer(struct logs *l, const struct job *job,
     size_t keep = utf8_complete_prefix(buf, n, offset + n < size);
     char *text = utf8_sanitize(buf ? buf : "", keep);
     free(buf);
-    bool finished = job_state_is_terminal(job->state) && !job->releasing;
-    json_t *o =
-        json_pack("{s:s, s:I, s:b, s:b}", "data", text ? text : "", "offset",
-                  (json_int_t)(offset + keep), "more", offset + keep < size,
-                  "eof", finished && offset + keep >= size);
+    bool finished = attempt < job_attempt(job) ||
+                    (job_state_is_terminal(job->state) && !job->releasing);
+    json_t *o = json_pack(
+        "{s:s, s:I, s:b, s:b, s:i, s:i}", "data", text ? text : "", "offset",
+        (json_int_t)(offset + keep), "more", offset + keep < size, "eof",
+        finished && offset + keep >= size, "attempt", attempt, "attempts",
+        job_attempt(job) + 1);
     free(text);
     return o;
 }
 
 struct read_args {
     char stream[8];
+    int attempt;
     uint64_t offset;
 };
 
@@ -225,7 +252,8 @@ static void answer(struct logs *l, struct log_waiter *w)
     struct read_args *a = api_get_user_data(w->req);
     const struct job *job = jobtab_get(l->d->jobs, w->job);
     if (job)
-        api_reply_json(w->req, 200, read_answer(l, job, a->stream, a->offset));
+        api_reply_json(w->req, 200,
+                       read_answer(l, job, a->attempt, a->stream, a->offset));
     else
         api_errorf(w->req, SH_ENOTFOUND, "job %llu is gone",
                    (unsigned long long)w->job);
@@ -259,6 +287,8 @@ void logs_serve(struct logs *l, const struct job *job, struct api_req *req)
     const char *s_wait = api_query(req, "wait");
     const char *s_tail = api_query(req, "tail");
     const char *stream = api_query(req, "stream");
+    const char *s_att = api_query(req, "attempt");
+    int64_t attempt = job_attempt(job);
     if (!stream)
         stream = "all";
     if ((s_off &&
@@ -268,6 +298,31 @@ void logs_serve(struct logs *l, const struct job *job, struct api_req *req)
         (s_tail &&
          parse_int64("tail", s_tail, 1, LOGS_READ_MAX, &tail, &err) < 0)) {
         api_reply_error(req, &err);
+        return;
+    }
+    if (s_att &&
+        parse_int64("attempt", s_att, 0, INT32_MAX, &attempt, &err) < 0) {
+        api_reply_error(req, &err);
+        return;
+    }
+    if (s_att && job->spec.output) {
+        api_errorf(req, SH_EINVAL,
+                   "job %llu wrote its output to its --output file, where "
+                   "every attempt appends: no output is kept per attempt",
+                   (unsigned long long)job->id);
+        return;
+    }
+    if (attempt > job_attempt(job)) {
+        if (job_attempt(job) == 0)
+            api_errorf(req, SH_ENOTFOUND,
+                       "job %llu has no attempt %lld: it has one, attempt 0",
+                       (unsigned long long)job->id, (long long)attempt);
+        else
+            api_errorf(req, SH_ENOTFOUND,
+                       "job %llu has no attempt %lld: its attempts are 0 to "
+                       "%d",
+                       (unsigned long long)job->id, (long long)attempt,
+                       job_attempt(job));
         return;
     }
     if (s_off && s_tail) {
@@ -281,11 +336,11 @@ void logs_serve(struct logs *l, const struct job *job, struct api_req *req)
     if (tail > 0) {
         /* The last tail bytes; the answer's offset continues from there. */
         char path[4400];
-        stream_path(l, job, stream, path, sizeof(path));
+        stream_path(l, job, (int)attempt, stream, path, sizeof(path));
         uint64_t size = file_size(path);
         offset = size > (uint64_t)tail ? (int64_t)(size - (uint64_t)tail) : 0;
     }
-    json_t *ans = read_answer(l, job, stream, (uint64_t)offset);
+    json_t *ans = read_answer(l, job, (int)attempt, stream, (uint64_t)offset);
     bool nothing = json_integer_value(json_object_get(ans, "offset")) == offset;
     bool eof = json_is_true(json_object_get(ans, "eof"));
     if (wait == 0 || !nothing || eof) {
@@ -303,6 +358,7 @@ void logs_serve(struct logs *l, const struct job *job, struct api_req *req)
     }
     snprintf(a->stream, sizeof(a->stream), "%s", stream);
     a->offset = (uint64_t)offset;
+    a->attempt = (int)attempt;
     w->req = req;
     w->job = job->id;
     w->deadline_ms = shoald_now_ms(l->d) + wait * 1000;

@@ -5,7 +5,7 @@
  *   <attempt>.<node>.out|err  one node's stream, byte for byte; its size is
  *                             the offset the agent resumes from
  *   <attempt>.all             everything of the attempt in arrival order
- * A job's output is capped (LOGS_JOB_MAX); past it, output is dropped with
+ * An attempt's output is capped (LOGS_JOB_MAX); past it, output is dropped with
  * one marker line. Appends are small writes without fsync: output is not
  * worth a disk flush per chunk.
  */
@@ -39,9 +39,12 @@ int logs_append(struct logs *l, const struct job *job, const char *node,
                 const char *stream, uint64_t offset, const char *data,
                 size_t len, uint64_t *stored, struct sh_error *err);
 
-/* Answer GET /v1/jobs/{id}/logs: ?offset=N&stream=all|out|err&wait=S.
- * Holds the request up to S seconds when there is nothing new and the job
- * may still write. */
+/* Answer GET /v1/jobs/{id}/logs: ?offset=N&stream=all|out|err&wait=S
+ * &attempt=A (default: the current attempt; each attempt keeps its files,
+ * also after the job ended). Holds the request up to S seconds when there
+ * is nothing new and the attempt may still write. An attempt the job never
+ * had is SH_ENOTFOUND; asking a job with an output file (--output) for an
+ * attempt is SH_EINVAL, since it keeps none here. */
 void logs_serve(struct logs *l, const struct job *job, struct api_req *req);
 
 /* The job ended or changed: wake readers waiting on it. */
