@@ -138,6 +138,10 @@ static void job_desc(const struct job *job, struct sched_job_desc *desc)
     desc->priority = s->priority;
     desc->nodes = s->nodes;
     desc->gpus = s->gpus_per_node;
+    if (s->gpus_total) { /* nodes 0: the engine picks the fewest */
+        desc->nodes = 0;
+        desc->gpus = s->gpus_total;
+    }
     desc->gpu_type = s->gpu_type;
     desc->slice = s->slice;
     desc->gpu_mem = s->gpu_mem;
@@ -155,7 +159,7 @@ static void job_desc(const struct job *job, struct sched_job_desc *desc)
 
 static bool uses_gpus(const struct job *job)
 {
-    return job->spec.gpus_per_node > 0;
+    return job_spec_uses_gpus(&job->spec);
 }
 
 static int cpu_queue_add(struct cluster *c, uint64_t id)
@@ -594,7 +598,7 @@ int cluster_check_submit(struct shoald *d, const struct job_spec *spec,
                              "limit: user %s may run jobs for at most %s",
                              spec->user, lim);
     }
-    if (spec->gpus_per_node == 0) {
+    if (!job_spec_uses_gpus(spec)) {
         int up = 0;
         for (struct node *n = nodetab_next(d->nodes, NULL); n;
              n = nodetab_next(d->nodes, n))
