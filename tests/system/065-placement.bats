@@ -183,6 +183,7 @@ SCRIPT
     [ "$(stat -c %U "$wd/mine.txt")" = "$u" ]
 }
 
+attempt_is() { [ "$(job_field "$1" .attempt)" = "$2" ]; }
 shape_of() { job_field "$1" '[.placement[] | (.gpus | length)] | map(tostring) | join(",")'; }
 
 @test "pl-009 --gpus-total: the engine picks the fewest nodes, the same count on each; the job sees it" {
@@ -243,4 +244,24 @@ SCRIPT
     [ "$status" -ne 0 ]
     [[ "$output" == *"keep one"* ]]
     [ "$(shoal queue --all --json | jq length)" = 0 ]
+}
+
+@test "pl-011 a --gpus-total job keeps its shape across a controller restart, and is requeued into a new one" {
+    shoal_cluster_start 2 4
+    j=$(submit --gpus-total 6 --requeue -- sleep 300)
+    wait_job_state "$j" running 30
+    [ "$(shape_of "$j")" = 3,3 ]
+    before=$(job_field "$j" .placement)
+    shoald_stop
+    shoald_start
+    wait_for 20 nodes_up_is 2
+    wait_job_state "$j" running 20
+    [ "$(job_field "$j" .placement)" = "$before" ]
+    [ "$(job_field "$j" .gpus_total)" = 6 ]
+    # The next attempt gets a shape of its own, with the same rule.
+    shoal requeue "$j" >/dev/null
+    wait_for 30 attempt_is "$j" 1
+    wait_job_state "$j" running 30
+    [ "$(shape_of "$j")" = 3,3 ]
+    shoal cancel "$j" >/dev/null
 }
