@@ -481,6 +481,11 @@ static void print_job(const json_t *j)
     if (num(j, "requeues")) {
         snprintf(buf, sizeof(buf), "%lld", num(j, "requeues"));
         show_line("requeues:", buf);
+        snprintf(buf, sizeof(buf),
+                 "%lld, 0 to %lld, each with its own output (shoal logs "
+                 "--attempt N)",
+                 num(j, "attempt") + 1, num(j, "attempt"));
+        show_line("attempts:", buf);
     }
 }
 

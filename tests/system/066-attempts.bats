@@ -57,6 +57,8 @@ logs_have() { shoal logs "${@:3}" "$1" | grep -q "$2"; }
     run shoal logs --attempt 1 --stream out "$j"
     [ "$status" -eq 0 ]
     [ "$output" = "out of attempt 1" ]
+    run shoal show "$j"
+    [[ "$output" == *"attempts:"*"2, 0 to 1, each with its own output"* ]]
     # The API says which attempt it read and how many there were.
     api GET "/v1/jobs/$j/logs?attempt=0"
     [ "$status_code" = 200 ]
