@@ -97,10 +97,15 @@ static const char *cell(const json_t *j, int c, char *buf, size_t size)
             (long long)json_integer_value(json_object_get(j, "exit_code")));
         return buf;
     case 6:
-        snprintf(
-            buf, size, "%lld",
-            (long long)(json_integer_value(json_object_get(spec, "nodes")) *
-                        json_integer_value(json_object_get(spec, "gpus"))));
+        if (json_integer_value(json_object_get(spec, "gpus_total")))
+            snprintf(buf, size, "%lld",
+                     (long long)json_integer_value(
+                         json_object_get(spec, "gpus_total")));
+        else
+            snprintf(
+                buf, size, "%lld",
+                (long long)(json_integer_value(json_object_get(spec, "nodes")) *
+                            json_integer_value(json_object_get(spec, "gpus"))));
         return buf;
     case 7:
         snprintf(buf, size, "%lld",

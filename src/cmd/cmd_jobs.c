@@ -67,11 +67,22 @@ static long long num(const json_t *o, const char *key)
     return (long long)json_integer_value(json_object_get(o, key));
 }
 
-/* "8", "2x8", "1g.10gb", "-" */
+/* "8", "2x8", "1g.10gb", "-"; --gpus-total: "16 any" until placed, then
+ * the shape picked ("2x8"). */
 static void format_shape(const json_t *j, char *buf, size_t size)
 {
     const char *slice = str(j, "slice");
     long long nodes = num(j, "nodes"), gpus = num(j, "gpus");
+    const json_t *place = json_object_get(j, "placement");
+    if (num(j, "gpus_total") && json_array_size(place) == 0) {
+        snprintf(buf, size, "%lld any", num(j, "gpus_total"));
+        return;
+    }
+    if (num(j, "gpus_total")) {
+        nodes = (long long)json_array_size(place);
+        gpus = (long long)json_array_size(
+            json_object_get(json_array_get(place, 0), "gpus"));
+    }
     if (slice)
         snprintf(buf, size, "%s%s", nodes > 1 ? "n x " : "", slice);
     else if (gpus == 0)
@@ -428,9 +439,25 @@ static void print_job(const json_t *j)
     show_line("state:", str(j, "state"));
     show_line("reason:", str(j, "reason"));
     show_line("priority:", str(j, "priority"));
-    format_shape(j, buf, sizeof(buf));
-    snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf),
-             " GPU(s) on %lld node(s)", num(j, "nodes"));
+    if (num(j, "gpus_total") &&
+        json_array_size(json_object_get(j, "placement")))
+        snprintf(buf, sizeof(buf), "%lld GPU(s) in all (--gpus-total), ",
+                 num(j, "gpus_total"));
+    else
+        buf[0] = '\0';
+    size_t b = strlen(buf);
+    format_shape(j, buf + b, sizeof(buf) - b);
+    if (num(j, "gpus_total") &&
+        !json_array_size(json_object_get(j, "placement")))
+        snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf),
+                 " GPU(s) in all (--gpus-total): the fewest nodes that "
+                 "hold them");
+    else
+        snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf),
+                 " GPU(s) on %lld node(s)",
+                 num(j, "gpus_total") ? (long long)json_array_size(
+                                            json_object_get(j, "placement"))
+                                      : num(j, "nodes"));
     show_line("shape:", buf);
     show_line("gpu type:", str(j, "gpu_type"));
     if (str(j, "nodelist"))
@@ -509,6 +536,11 @@ static void print_job(const json_t *j)
     if (num(j, "requeues")) {
         snprintf(buf, sizeof(buf), "%lld", num(j, "requeues"));
         show_line("requeues:", buf);
+        snprintf(buf, sizeof(buf),
+                 "%lld, 0 to %lld, each with its own output (shoal logs "
+                 "--attempt N)",
+                 num(j, "attempt") + 1, num(j, "attempt"));
+        show_line("attempts:", buf);
     }
 }
 

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "lib/model/job.h"
 #include "lib/util/clock.h"
 #include "lib/util/parse.h"
 
@@ -163,7 +164,8 @@ static int gpu_spec(json_t *job, const char *opt, const char *v, bool gres,
         json_object_set_new(job, "gpu_type", json_string(p));
     }
     long n;
-    if (count(opt, num, 64, &n, err) < 0)
+    if (count(opt, num, total ? JOB_GPUS_TOTAL_MAX : JOB_GPUS_PER_NODE_MAX, &n,
+              err) < 0)
         return -1;
     if (total)
         *total = n;
@@ -451,7 +453,14 @@ int sbatch_finish(json_t *job, const struct sbatch *sb, struct sh_error *err)
     long nodes = l->nodes ? l->nodes : 1;
     if (l->nodes)
         json_object_set_new(job, "nodes", json_integer(l->nodes));
-    if (l->gpus_total) {
+    if (l->gpus_total && json_object_get(job, "gpus"))
+        return bad(err, "--gpus",
+                   "gives the GPUs in all, and --gres or --gpus-per-node "
+                   "gives them per node: keep one");
+    if (l->gpus_total && !l->nodes) {
+        /* Slurm's meaning: that many GPUs, on nodes Shoal picks. */
+        json_object_set_new(job, "gpus_total", json_integer(l->gpus_total));
+    } else if (l->gpus_total) {
         if (l->gpus_total % nodes)
             return bad(err, "--gpus",
                        "%ld GPUs do not split evenly over %ld nodes: use "

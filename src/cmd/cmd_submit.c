@@ -26,6 +26,9 @@ static const char usage[] =
     "\n"
     "  -g, --gpus N           GPUs per node (default 0)\n"
     "  -N, --nodes N          nodes, all started together (default 1)\n"
+    "      --gpus-total N     N GPUs in all: Shoal picks the shape, the\n"
+    "                         fewest nodes that hold them with the same\n"
+    "                         count on each (not with --gpus, --nodes)\n"
     "      --gpu-type MODEL   GPU model, e.g. H100-80GB\n"
     "      --slice PROFILE    a GPU slice: a MIG profile (1g.10gb) or shared\n"
     "      --gpu-mem SIZE     the smallest GPU or slice with this memory\n"
@@ -98,11 +101,13 @@ enum {
     OPT_CWORKDIR,
     OPT_CENV,
     OPT_ERROR,
+    OPT_GPUS_TOTAL,
 };
 
 static const struct option opts[] = {
     {"gpus", required_argument, NULL, 'g'},
     {"nodes", required_argument, NULL, 'N'},
+    {"gpus-total", required_argument, NULL, OPT_GPUS_TOTAL},
     {"gpu-type", required_argument, NULL, OPT_GPU_TYPE},
     {"slice", required_argument, NULL, OPT_SLICE},
     {"gpu-mem", required_argument, NULL, OPT_GPU_MEM},
@@ -266,6 +271,14 @@ static int apply(struct submit *s, int c, const char *arg)
         return set_int(s, "gpus", "--gpus", arg, JOB_GPUS_PER_NODE_MAX);
     case 'N':
         return set_int(s, "nodes", "--nodes", arg, JOB_NODES_MAX);
+    case OPT_GPUS_TOTAL: {
+        int64_t n;
+        if (parse_int64("--gpus-total", arg, 1, JOB_GPUS_TOTAL_MAX, &n, &err) <
+            0)
+            return fail(s, "%s", err.msg);
+        json_object_set_new(s->job, "gpus_total", json_integer(n));
+        return 0;
+    }
     case 'c':
         return set_int(s, "cpus", "--cpus", arg, JOB_CPUS_MAX);
     case OPT_TASKS:
@@ -567,6 +580,14 @@ static void merge_cli(json_t *job, json_t *cli)
         if (d && c)
             merged[2 + i] = json_array_extend(d, c) == 0;
     }
+    /* A shape on the command line replaces the script's other kind:
+     * --gpus-total there drops the script's --gpus/--nodes, and back. */
+    if (json_object_get(cli, "gpus_total")) {
+        json_object_del(job, "gpus");
+        json_object_del(job, "nodes");
+    } else if (json_object_get(cli, "gpus") || json_object_get(cli, "nodes")) {
+        json_object_del(job, "gpus_total");
+    }
     const char *key;
     json_t *v;
     json_object_foreach (cli, key, v) {
@@ -622,6 +643,18 @@ int cmd_submit(int argc, char **argv)
         die("nothing to run: give a script or '-- CMD ARGS' (see shoal submit "
             "--help)");
     set_command(&s, argc, argv, first, dashdash);
+    if (json_object_get(s.job, "gpus_total")) {
+        static const char *const fixed[][2] = {{"gpus", "--gpus"},
+                                               {"nodes", "--nodes"},
+                                               {"nodelist", "--nodelist"},
+                                               {"slice", "--slice"}};
+        for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
+            if (json_object_get(s.job, fixed[i][0]))
+                die("--gpus-total lets Shoal pick the nodes and the GPUs per "
+                    "node: not with %s (give --gpus per node and --nodes "
+                    "instead)",
+                    fixed[i][1]);
+    }
     /* In an image, the working directory is the image's own (or
      * --container-workdir): the node's current folder means nothing there. */
     if (!json_object_get(s.job, "workdir") &&

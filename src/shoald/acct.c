@@ -74,7 +74,7 @@ static bool others_wait(struct shoald *d)
 {
     for (struct job *j = jobtab_next(d->jobs, NULL); j;
          j = jobtab_next(d->jobs, j)) {
-        if (j->state == JOB_PENDING && j->spec.gpus_per_node > 0)
+        if (j->state == JOB_PENDING && job_spec_uses_gpus(&j->spec))
             return true;
     }
     return false;
@@ -130,7 +130,8 @@ void acct_node_samples(struct shoald *d, struct node *n, int64_t now_ms)
         memcpy(ids, rt->jobs, (size_t)count * sizeof(uint64_t));
     for (int i = 0; i < count; i++) {
         struct job *job = jobtab_get(d->jobs, ids[i]);
-        if (!job || job->state != JOB_RUNNING || job->spec.gpus_per_node == 0)
+        if (!job || job->state != JOB_RUNNING ||
+            !job_spec_uses_gpus(&job->spec))
             continue;
         int util = job_max_util(job, n);
         if (util < 0)

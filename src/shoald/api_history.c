@@ -72,18 +72,23 @@ static int history_job(const struct store_job_row *row, const json_t *rec,
     }
     int64_t nodes = json_integer_value(json_object_get(spec, "nodes"));
     int64_t gpus = json_integer_value(json_object_get(spec, "gpus"));
+    int64_t total = json_integer_value(json_object_get(spec, "gpus_total"));
+    /* gpus_total: the trace's empty nodes, the engine picks them. */
+    char nodes_s[24] = "";
+    if (!total)
+        snprintf(nodes_s, sizeof(nodes_s), "%lld", (long long)nodes);
     const char *gpu_type = json_string_value(json_object_get(spec, "gpu_type"));
     const char *slice = json_string_value(json_object_get(spec, "slice"));
     int64_t limit = json_integer_value(json_object_get(spec, "time_limit"));
     char lim[32] = "";
     if (limit > 0)
         snprintf(lim, sizeof(lim), "%lld", (long long)limit);
-    if (strbuf_appendf(&h->csv, "%llu,%.3f,%.3f,%lld,%lld,%s,%s,%s,%s,%s,%s\n",
+    if (strbuf_appendf(&h->csv, "%llu,%.3f,%.3f,%lld,%s,%s,%s,%s,%s,%s,%s\n",
                        (unsigned long long)row->id,
                        (double)row->submit_ms / 1000.0,
                        (double)(row->end_ms - row->start_ms) / 1000.0,
-                       (long long)(nodes * gpus), (long long)nodes, row->user,
-                       row->project, gpu_type ? gpu_type : "",
+                       (long long)(total ? total : nodes * gpus), nodes_s,
+                       row->user, row->project, gpu_type ? gpu_type : "",
                        json_string_value(json_object_get(spec, "priority")),
                        lim, slice ? slice : "") < 0)
         h->too_big = true;

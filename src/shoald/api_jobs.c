@@ -410,8 +410,9 @@ static void logs_woken(uint64_t job_id, json_t *answer, void *arg)
 }
 
 /* GET /v1/jobs/{id}/logs: ?offset=N&stream=all|out|err&wait=S (or tail=N
- * instead of offset). Holds the request up to S seconds when there is
- * nothing new and the job may still write. */
+ * instead of offset)&attempt=A (default: the current attempt). Holds the
+ * request up to S seconds when there is nothing new and the attempt may
+ * still write. */
 static void serve_logs(struct shoald *d, const struct job *job,
                        struct api_req *req)
 {
@@ -421,9 +422,13 @@ static void serve_logs(struct shoald *d, const struct job *job,
     const char *s_wait = api_query(req, "wait");
     const char *s_tail = api_query(req, "tail");
     const char *stream = api_query(req, "stream");
+    const char *s_att = api_query(req, "attempt");
+    int64_t attempt = -1;
     if (!stream)
         stream = "all";
-    if ((s_off &&
+    if ((s_att &&
+         parse_int64("attempt", s_att, 0, INT32_MAX, &attempt, &err) < 0) ||
+        (s_off &&
          parse_int64("offset", s_off, 0, INT64_MAX, &offset, &err) < 0) ||
         (s_wait &&
          parse_int64("wait", s_wait, 0, LOGS_WAIT_MAX_S, &wait, &err) < 0) ||
@@ -437,8 +442,8 @@ static void serve_logs(struct shoald *d, const struct job *job,
         return;
     }
     uint64_t start;
-    json_t *ans = logs_read(d->logs, job, stream, (uint64_t)offset,
-                            (uint64_t)tail, &start, &err);
+    json_t *ans = logs_read(d->logs, job, (int)attempt, stream,
+                            (uint64_t)offset, (uint64_t)tail, &start, &err);
     if (!ans) {
         api_reply_error(req, &err);
         return;
@@ -451,8 +456,8 @@ static void serve_logs(struct shoald *d, const struct job *job,
         return;
     }
     json_decref(ans);
-    if (logs_wait(d->logs, job, stream, start, shoald_now_ms(d) + wait * 1000,
-                  logs_woken, req, &err) < 0) {
+    if (logs_wait(d->logs, job, (int)attempt, stream, start,
+                  shoald_now_ms(d) + wait * 1000, logs_woken, req, &err) < 0) {
         api_reply_error(req, &err);
         return;
     }

@@ -135,6 +135,10 @@ static void job_desc(const struct job *job, struct sched_job_desc *desc)
     desc->priority = s->priority;
     desc->nodes = s->nodes;
     desc->gpus = s->gpus_per_node;
+    if (s->gpus_total) { /* nodes 0: the engine picks the fewest */
+        desc->nodes = 0;
+        desc->gpus = s->gpus_total;
+    }
     desc->gpu_type = s->gpu_type;
     desc->slice = s->slice;
     desc->gpu_mem = s->gpu_mem;
@@ -152,7 +156,7 @@ static void job_desc(const struct job *job, struct sched_job_desc *desc)
 
 static bool uses_gpus(const struct job *job)
 {
-    return job->spec.gpus_per_node > 0;
+    return job_spec_uses_gpus(&job->spec);
 }
 
 static int cpu_queue_add(struct cluster *c, uint64_t id)
@@ -575,7 +579,7 @@ int cluster_check_submit(struct shoald *d, const struct job_spec *spec,
                              "limit: user %s may run jobs for at most %s",
                              spec->user, lim);
     }
-    if (spec->gpus_per_node == 0) {
+    if (!job_spec_uses_gpus(spec)) {
         int up = 0;
         for (struct node *n = nodetab_next(d->nodes, NULL); n;
              n = nodetab_next(d->nodes, n))
@@ -1069,7 +1073,6 @@ static void job_released(struct shoald *d, struct job *job)
     if (uses_gpus(job))
         sched_job_end(c->sched, job->id, shoald_now_ms(d), NULL);
     job->releasing = false;
-    logs_job_changed(d->logs, job->id); /* followers see the end */
     if (job->start_ms > 0 && uses_gpus(job)) {
         /* Its service so far, for the LAS policy's level when requeued. */
         int64_t end =
@@ -1082,8 +1085,11 @@ static void job_released(struct shoald *d, struct job *job)
         if (jobs_transition(d, job, JOB_PENDING, NULL, &err) < 0)
             sh_log(LOG_ERR, "cluster", "job %llu: requeue: %s",
                    (unsigned long long)job->id, err.msg);
+        /* After the requeue: followers go on with the next attempt. */
+        logs_job_changed(d->logs, job->id);
         return; /* jobs_transition persisted and re-added it */
     }
+    logs_job_changed(d->logs, job->id); /* followers see the end */
     jobs_persist(d, job, NULL);
     shoald_schedule_soon(d);
 }

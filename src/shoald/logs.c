@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -19,6 +20,7 @@
 struct log_waiter {
     uint64_t job;
     char stream[8];
+    int attempt;
     uint64_t offset;
     int64_t deadline_ms;
     logs_wake_f fn;
@@ -165,27 +167,50 @@ int logs_append(struct logs *l, const struct job *job, const char *node,
     return 0;
 }
 
-/* The file of one stream of the job's current attempt. */
-static void stream_path(struct logs *l, const struct job *job,
+/* The file of one stream of one attempt. The current attempt's out/err is
+ * its first node's; an earlier attempt ran elsewhere, so its first node's
+ * file is found by name (the smallest "<attempt>.<node>.<stream>"). */
+static void stream_path(struct logs *l, const struct job *job, int attempt,
                         const char *stream, char *path, size_t size)
 {
     char dir[4200];
     job_dir(l, job->id, dir, sizeof(dir));
-    if (strcmp(stream, "all") == 0)
-        snprintf(path, size, "%s/%d.all", dir, job_attempt(job));
-    else
-        snprintf(path, size, "%s/%d.%s.%s", dir, job_attempt(job),
-                 job->nalloc ? job->alloc[0].node : "-", stream);
+    if (strcmp(stream, "all") == 0) {
+        snprintf(path, size, "%s/%d.all", dir, attempt);
+        return;
+    }
+    if (attempt == job_attempt(job) && job->nalloc) {
+        snprintf(path, size, "%s/%d.%s.%s", dir, attempt, job->alloc[0].node,
+                 stream);
+        return;
+    }
+    char prefix[32], best[256] = "";
+    int plen = snprintf(prefix, sizeof(prefix), "%d.", attempt);
+    DIR *dp = opendir(dir);
+    struct dirent *e;
+    while (dp && (e = readdir(dp)) != NULL) {
+        size_t n = strlen(e->d_name), sl = strlen(stream);
+        if (strncmp(e->d_name, prefix, (size_t)plen) != 0 ||
+            n <= (size_t)plen + sl + 1 || n >= sizeof(best) ||
+            e->d_name[n - sl - 1] != '.' ||
+            strcmp(e->d_name + n - sl, stream) != 0)
+            continue;
+        if (!best[0] || strcmp(e->d_name, best) < 0)
+            snprintf(best, sizeof(best), "%s", e->d_name);
+    }
+    if (dp)
+        closedir(dp);
+    snprintf(path, size, "%s/%s", dir, best[0] ? best : "-");
 }
 
-/* Fill the answer for a read at offset: data (UTF-8, invalid bytes
- * replaced), next offset, whether more is there and whether the job will
- * write no more. */
-static json_t *read_answer(struct logs *l, const struct job *job,
+/* Fill the answer for a read of one attempt at offset: data (UTF-8,
+ * invalid bytes replaced), next offset, whether more is there and whether
+ * the attempt will write no more (an earlier attempt never does). */
+static json_t *read_answer(struct logs *l, const struct job *job, int attempt,
                            const char *stream, uint64_t offset)
 {
     char path[4400];
-    stream_path(l, job, stream, path, sizeof(path));
+    stream_path(l, job, attempt, stream, path, sizeof(path));
     uint64_t size = file_size(path);
     char *buf = NULL;
     size_t n = 0;
@@ -207,11 +232,13 @@ static json_t *read_answer(struct logs *l, const struct job *job,
     size_t keep = utf8_complete_prefix(buf, n, offset + n < size);
     char *text = utf8_sanitize(buf ? buf : "", keep);
     free(buf);
-    bool finished = job_state_is_terminal(job->state) && !job->releasing;
-    json_t *o =
-        json_pack("{s:s, s:I, s:b, s:b}", "data", text ? text : "", "offset",
-                  (json_int_t)(offset + keep), "more", offset + keep < size,
-                  "eof", finished && offset + keep >= size);
+    bool finished = attempt < job_attempt(job) ||
+                    (job_state_is_terminal(job->state) && !job->releasing);
+    json_t *o = json_pack(
+        "{s:s, s:I, s:b, s:b, s:i, s:i}", "data", text ? text : "", "offset",
+        (json_int_t)(offset + keep), "more", offset + keep < size, "eof",
+        finished && offset + keep >= size, "attempt", attempt, "attempts",
+        job_attempt(job) + 1);
     free(text);
     return o;
 }
@@ -219,7 +246,8 @@ static json_t *read_answer(struct logs *l, const struct job *job,
 static void answer(struct logs *l, struct log_waiter *w)
 {
     const struct job *job = jobtab_get(l->d->jobs, w->job);
-    w->fn(w->job, job ? read_answer(l, job, w->stream, w->offset) : NULL,
+    w->fn(w->job,
+          job ? read_answer(l, job, w->attempt, w->stream, w->offset) : NULL,
           w->arg);
     free(w);
 }
@@ -240,33 +268,54 @@ void logs_job_changed(struct logs *l, uint64_t job_id)
     }
 }
 
-json_t *logs_read(struct logs *l, const struct job *job, const char *stream,
-                  uint64_t offset, uint64_t tail, uint64_t *start,
-                  struct sh_error *err)
+json_t *logs_read(struct logs *l, const struct job *job, int attempt,
+                  const char *stream, uint64_t offset, uint64_t tail,
+                  uint64_t *start, struct sh_error *err)
 {
     if (strcmp(stream, "all") != 0 && !stream_valid(stream)) {
         sh_errorf(err, SH_EINVAL, "stream must be all, out or err");
         return NULL;
     }
+    if (attempt >= 0 && job->spec.output) {
+        sh_errorf(err, SH_EINVAL,
+                  "job %llu wrote its output to its --output file, where "
+                  "every attempt appends: no output is kept per attempt",
+                  (unsigned long long)job->id);
+        return NULL;
+    }
+    if (attempt > job_attempt(job)) {
+        if (job_attempt(job) == 0)
+            sh_errorf(err, SH_ENOTFOUND,
+                      "job %llu has no attempt %d: it has one, attempt 0",
+                      (unsigned long long)job->id, attempt);
+        else
+            sh_errorf(err, SH_ENOTFOUND,
+                      "job %llu has no attempt %d: its attempts are 0 to %d",
+                      (unsigned long long)job->id, attempt, job_attempt(job));
+        return NULL;
+    }
+    if (attempt < 0)
+        attempt = job_attempt(job);
     if (tail > 0) {
         /* The last tail bytes; the answer's offset continues from there. */
         char path[4400];
-        stream_path(l, job, stream, path, sizeof(path));
+        stream_path(l, job, attempt, stream, path, sizeof(path));
         uint64_t size = file_size(path);
         offset = size > tail ? size - tail : 0;
     }
     *start = offset;
-    return read_answer(l, job, stream, offset);
+    return read_answer(l, job, attempt, stream, offset);
 }
 
-int logs_wait(struct logs *l, const struct job *job, const char *stream,
-              uint64_t offset, int64_t deadline_ms, logs_wake_f fn, void *arg,
-              struct sh_error *err)
+int logs_wait(struct logs *l, const struct job *job, int attempt,
+              const char *stream, uint64_t offset, int64_t deadline_ms,
+              logs_wake_f fn, void *arg, struct sh_error *err)
 {
     struct log_waiter *w = calloc(1, sizeof(*w));
     if (!w)
         return sh_errorf(err, SH_EINTERNAL, "out of memory");
     snprintf(w->stream, sizeof(w->stream), "%s", stream);
+    w->attempt = attempt < 0 ? job_attempt(job) : attempt;
     w->offset = offset;
     w->job = job->id;
     w->deadline_ms = deadline_ms;

@@ -40,14 +40,18 @@ int logs_append(struct logs *l, const struct job *job, const char *node,
                 const char *stream, uint64_t offset, const char *data,
                 size_t len, uint64_t *stored, struct sh_error *err);
 
-/* Read stream ("all", "out" or "err") of the job's current attempt from
- * offset, or its last tail bytes when tail > 0 (*start: where the read
- * starts): {"data" (UTF-8, invalid bytes replaced), "offset" (where the
- * next read starts), "more" (more is there already), "eof" (the job will
- * write no more)}. NULL and err for a bad stream. */
-json_t *logs_read(struct logs *l, const struct job *job, const char *stream,
-                  uint64_t offset, uint64_t tail, uint64_t *start,
-                  struct sh_error *err);
+/* Read stream ("all", "out" or "err") of one attempt of the job (attempt
+ * < 0: the current one; each attempt keeps its files, also after the job
+ * ended) from offset, or its last tail bytes when tail > 0 (*start: where
+ * the read starts): {"data" (UTF-8, invalid bytes replaced), "offset"
+ * (where the next read starts), "more" (more is there already), "eof" (the
+ * attempt will write no more), "attempt", "attempts"}. NULL and err for a
+ * bad stream, an attempt the job never had (SH_ENOTFOUND), or an attempt
+ * asked of a job with an output file (--output: every attempt appends
+ * there, SH_EINVAL). */
+json_t *logs_read(struct logs *l, const struct job *job, int attempt,
+                  const char *stream, uint64_t offset, uint64_t tail,
+                  uint64_t *start, struct sh_error *err);
 
 /* Called once by logs_wait with a fresh read (owned by fn), or NULL when
  * the job is gone from memory. */
@@ -56,9 +60,9 @@ typedef void (*logs_wake_f)(uint64_t job_id, json_t *answer, void *arg);
 /* Wait for news on the job: fn is called once with a read of stream at
  * offset when the job writes or changes, at deadline_ms, or at the latest
  * from logs_destroy. */
-int logs_wait(struct logs *l, const struct job *job, const char *stream,
-              uint64_t offset, int64_t deadline_ms, logs_wake_f fn, void *arg,
-              struct sh_error *err);
+int logs_wait(struct logs *l, const struct job *job, int attempt,
+              const char *stream, uint64_t offset, int64_t deadline_ms,
+              logs_wake_f fn, void *arg, struct sh_error *err);
 
 /* The job ended or changed: wake readers waiting on it. */
 void logs_job_changed(struct logs *l, uint64_t job_id);

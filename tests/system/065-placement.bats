@@ -4,6 +4,8 @@
 # those nodes), --exclude, --constraint on agent labels (--label a100 or
 # --label rack=r1; A&B, A|B) and --exclusive (whole nodes). A wish no node
 # meets leaves the job pending with the reason; a bad one is refused.
+# --gpus-total N (and #SBATCH --gpus without -N): the engine picks the
+# shape, the fewest nodes with the same GPU count on each.
 
 load lib/cluster
 
@@ -179,4 +181,87 @@ SCRIPT
     wait_job_state "$k" completed 30
     [ "$(cat "$wd/mine.txt")" = hello ]
     [ "$(stat -c %U "$wd/mine.txt")" = "$u" ]
+}
+
+attempt_is() { [ "$(job_field "$1" .attempt)" = "$2" ]; }
+shape_of() { job_field "$1" '[.placement[] | (.gpus | length)] | map(tostring) | join(",")'; }
+
+@test "pl-009 --gpus-total: the engine picks the fewest nodes, the same count on each; the job sees it" {
+    shoal_cluster_start 2 4
+    env_line='echo "n=$SHOAL_NNODES g=$SHOAL_GPUS_PER_NODE s=$SLURM_NNODES w=$WORLD_SIZE"'
+    one=$(submit --gpus-total 3 -- sh -c "$env_line")
+    wait_job_state "$one" completed 30
+    [ "$(shape_of "$one")" = 3 ]
+    [ "$(shoal logs "$one")" = "n=1 g=3 s=1 w=1" ]
+    [ "$(job_field "$one" .gpus_total)" = 3 ]
+    two=$(submit --gpus-total 6 -- sh -c "$env_line")
+    wait_job_state "$two" completed 30
+    [ "$(shape_of "$two")" = 3,3 ]
+    [ "$(shoal logs "$two" | sort -u)" = "n=2 g=3 s=2 w=2" ]
+    run shoal show "$two"
+    [[ "$output" == *"6 GPU(s) in all (--gpus-total), 2x3 GPU(s) on 2 node(s)"* ]]
+    # Pending, the shape is not picked yet; queue and show say so.
+    big=$(submit --gpus-total 8 --hold -- true)
+    run shoal show "$big"
+    [[ "$output" == *"8 any GPU(s) in all (--gpus-total)"* ]]
+    shoal release "$big" >/dev/null
+    wait_job_state "$big" completed 30
+    [ "$(shape_of "$big")" = 4,4 ]
+    # Slurm's --gpus without -N is the same total.
+    cat >"$SHOAL_TEST_DIR/job.sh" <<'SCRIPT'
+#!/bin/sh
+#SBATCH --gpus=4
+#SBATCH -t 10
+echo "nodes $SLURM_NNODES gpus $SLURM_GPUS_ON_NODE"
+SCRIPT
+    j=$(submit "$SHOAL_TEST_DIR/job.sh")
+    wait_job_state "$j" completed 30
+    [ "$(shoal logs "$j")" = "nodes 1 gpus 4" ]
+}
+
+@test "pl-010 --gpus-total with a fixed shape, or more than the cluster holds, is a clear error" {
+    shoal_cluster_start 2 4
+    run shoal submit --gpus-total 4 --gpus 2 -- true
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"--gpus-total lets Shoal pick the nodes and the GPUs per node: not with --gpus"* ]]
+    run shoal submit --gpus-total 4 --nodes 2 -- true
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"not with --nodes"* ]]
+    run shoal submit --gpus-total 0 -- true
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"--gpus-total"* ]]
+    api POST /v1/jobs '{"command":["true"],"gpus_total":4,"nodes":2}'
+    [ "$status_code" = 400 ]
+    [[ "$body" == *"gpus_total lets the engine pick the nodes"* ]]
+    run shoal submit --gpus-total 9 -- true
+    [ "$status" -ne 0 ]
+    cat >"$SHOAL_TEST_DIR/job.sh" <<'SCRIPT'
+#!/bin/sh
+#SBATCH --gpus=4 --gpus-per-node=2
+true
+SCRIPT
+    run shoal submit "$SHOAL_TEST_DIR/job.sh"
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"keep one"* ]]
+    [ "$(shoal queue --all --json | jq length)" = 0 ]
+}
+
+@test "pl-011 a --gpus-total job keeps its shape across a controller restart, and is requeued into a new one" {
+    shoal_cluster_start 2 4
+    j=$(submit --gpus-total 6 --requeue -- sleep 300)
+    wait_job_state "$j" running 30
+    [ "$(shape_of "$j")" = 3,3 ]
+    before=$(job_field "$j" .placement)
+    shoald_stop
+    shoald_start
+    wait_for 20 nodes_up_is 2
+    wait_job_state "$j" running 20
+    [ "$(job_field "$j" .placement)" = "$before" ]
+    [ "$(job_field "$j" .gpus_total)" = 6 ]
+    # The next attempt gets a shape of its own, with the same rule.
+    shoal requeue "$j" >/dev/null
+    wait_for 30 attempt_is "$j" 1
+    wait_job_state "$j" running 30
+    [ "$(shape_of "$j")" = 3,3 ]
+    shoal cancel "$j" >/dev/null
 }

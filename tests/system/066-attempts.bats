@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
 # SPDX-License-Identifier: Apache-2.0
 # Focus: shoal logs -f ends with the job's status, as a script waiting on
-# a job needs: 0 when it completed, non-zero with how it ended otherwise.
+# a job needs: 0 when it completed, non-zero with how it ended otherwise;
+# and each attempt of a requeued job keeps its own output (logs --attempt).
 
 load lib/cluster
 
@@ -31,4 +32,77 @@ teardown() { shoal_cluster_stop; }
     # Without -f, logs of a failed job still exit 0 (it printed them).
     run shoal logs "$bad"
     [ "$status" -eq 0 ]
+}
+
+job_attempt_is() { [ "$(job_field "$1" .attempt)" = "$2" ]; }
+logs_have() { shoal logs "${@:3}" "$1" | grep -q "$2"; }
+
+@test "att-002 each attempt keeps its own output, also after the job ended" {
+    shoal_cluster_start 1 1
+    j=$(submit --gpus 1 -- bash -c 'echo "out of attempt $SHOAL_ATTEMPT"; sleep 300')
+    wait_for 20 logs_have "$j" "out of attempt 0"
+    shoal requeue "$j" >/dev/null
+    wait_for 20 job_attempt_is "$j" 1
+    wait_for 20 logs_have "$j" "out of attempt 1"
+    # Default: the latest attempt, and only its output.
+    run shoal logs "$j"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"out of attempt 1"* ]]
+    [[ "$output" != *"out of attempt 0"* ]]
+    shoal cancel "$j" >/dev/null
+    wait_job_state "$j" cancelled 20
+    run shoal logs --attempt 0 "$j"
+    [ "$status" -eq 0 ]
+    [ "$output" = "out of attempt 0" ]
+    run shoal logs --attempt 1 --stream out "$j"
+    [ "$status" -eq 0 ]
+    [ "$output" = "out of attempt 1" ]
+    run shoal show "$j"
+    [[ "$output" == *"attempts:"*"2, 0 to 1, each with its own output"* ]]
+    # The API says which attempt it read and how many there were.
+    api GET "/v1/jobs/$j/logs?attempt=0"
+    [ "$status_code" = 200 ]
+    [ "$(echo "$body" | jq -r '.attempt, .attempts, .eof' | tr '\n' ' ')" = "0 2 true " ]
+    # An attempt the job never had is a clear error.
+    run shoal logs --attempt 2 "$j"
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"job $j has no attempt 2: its attempts are 0 to 1"* ]]
+    run shoal logs --attempt x "$j"
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"--attempt"* ]]
+}
+
+@test "att-003 logs -f follows a requeued job into its next attempt" {
+    shoal_cluster_start 1 1
+    j=$(submit --gpus 1 -- bash -c 'echo "run $SHOAL_ATTEMPT"; [ "$SHOAL_ATTEMPT" = 1 ] && exit 0; sleep 300')
+    wait_for 20 logs_have "$j" "run 0"
+    "$SHOAL_CLI" logs -f "$j" >"$SHOAL_TEST_DIR/f.out" 2>"$SHOAL_TEST_DIR/f.err" &
+    follower=$!
+    record_pid "$follower"
+    shoal requeue "$j" >/dev/null
+    rc=0
+    wait "$follower" || rc=$?
+    [ "$rc" -eq 0 ]
+    [ "$(cat "$SHOAL_TEST_DIR/f.out")" = "$(printf 'run 0\nrun 1')" ]
+    grep -q "job $j was requeued: attempt 1" "$SHOAL_TEST_DIR/f.err"
+}
+
+@test "att-004 a job with --output appends every attempt there; --attempt is refused" {
+    shoal_cluster_start 1 1
+    wd="$SHOAL_TEST_DIR/wd"
+    mkdir -p "$wd"
+    j=$(submit --gpus 1 -D "$wd" -o 'att_%j.txt' -- bash -c 'echo "file attempt $SHOAL_ATTEMPT"; sleep 300')
+    f="$wd/att_$j.txt"
+    wait_for 20 grep -q "file attempt 0" "$f"
+    shoal requeue "$j" >/dev/null
+    wait_for 20 grep -q "file attempt 1" "$f"
+    grep -q "file attempt 0" "$f"
+    run shoal logs --attempt 0 "$j"
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"wrote its output to its --output file, where every attempt appends"* ]]
+    # Without --attempt, logs says where the output went.
+    run shoal logs "$j"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"att_$j.txt"* ]]
+    shoal cancel "$j" >/dev/null
 }

@@ -169,3 +169,25 @@ Test(sbatch, begin_becomes_an_absolute_time)
     static const char *const x[] = {"-b", "someday", NULL};
     refused(x, "#SBATCH -b: 'someday' is not a start time");
 }
+
+/* --gpus (-G) is Slurm's total: without -N, Shoal picks the nodes. */
+Test(sbatch, gpus_without_nodes_is_a_total_the_engine_shapes)
+{
+    static const char *const a[] = {"-G", "16", NULL};
+    static const char *const *la[] = {a, NULL};
+    json_t *job = json_object();
+    struct sh_error err = {0};
+    cr_assert_eq(apply(job, la, &err), 0, "%s", err.msg);
+    cr_assert_eq(num(job, "gpus_total"), 16);
+    cr_assert_null(json_object_get(job, "gpus"));
+    cr_assert_null(json_object_get(job, "nodes"));
+    json_decref(job);
+    static const char *const big[] = {"--gpus=128", NULL};
+    job = json_object();
+    const char *const *lbig[] = {big, NULL};
+    cr_assert_eq(apply(job, lbig, &err), 0, "%s", err.msg);
+    cr_assert_eq(num(job, "gpus_total"), 128);
+    json_decref(job);
+    static const char *const both[] = {"--gpus=4", "--gres=gpu:2", NULL};
+    refused(both, "keep one");
+}

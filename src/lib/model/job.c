@@ -139,9 +139,33 @@ static bool env_key_valid(const char *k)
     return strlen(k) <= 256;
 }
 
+/* gpus_total: the engine picks the shape, so nothing else may fix it. */
+static int validate_total(const struct job_spec *s, struct sh_error *err)
+{
+    if (s->gpus_total < 0 || s->gpus_total > JOB_GPUS_TOTAL_MAX)
+        return sh_errorf(err, SH_EINVAL, "gpus_total must be 1..%d, got %d",
+                         JOB_GPUS_TOTAL_MAX, s->gpus_total);
+    if (s->nodelist)
+        return sh_errorf(err, SH_EINVAL,
+                         "gpus_total lets the engine pick the nodes: not "
+                         "with nodelist (give nodes and gpus per node)");
+    if (s->slice)
+        return sh_errorf(err, SH_EINVAL,
+                         "gpus_total is whole GPUs: not with slice");
+    if (s->nodes || s->gpus_per_node)
+        return sh_errorf(err, SH_EINVAL,
+                         "gpus_total lets the engine pick the nodes and the "
+                         "GPUs per node: give it without nodes and gpus "
+                         "(per node)");
+    return 0;
+}
+
 static int validate_shape(const struct job_spec *s, struct sh_error *err)
 {
-    if (s->nodes < 1 || s->nodes > JOB_NODES_MAX)
+    if (s->gpus_total) {
+        if (validate_total(s, err) < 0)
+            return -1;
+    } else if (s->nodes < 1 || s->nodes > JOB_NODES_MAX)
         return sh_errorf(err, SH_EINVAL, "nodes must be 1..%d, got %d",
                          JOB_NODES_MAX, s->nodes);
     if (s->gpus_per_node < 0 || s->gpus_per_node > JOB_GPUS_PER_NODE_MAX)
@@ -170,7 +194,7 @@ static int validate_shape(const struct job_spec *s, struct sh_error *err)
                              "a slice job takes exactly one slice per node "
                              "(gpus must be 1 with slice)");
     }
-    if (s->gpu_mem && s->gpus_per_node == 0)
+    if (s->gpu_mem && s->gpus_per_node == 0 && !s->gpus_total)
         return sh_errorf(err, SH_EINVAL, "gpu_mem needs gpus >= 1");
     if (s->gpu_type && !job_ident_valid(s->gpu_type))
         return sh_errorf(
@@ -178,7 +202,7 @@ static int validate_shape(const struct job_spec *s, struct sh_error *err)
             "gpu_type must be 1..%d characters of letters, digits, "
             "'.', '_' or '-'",
             JOB_IDENT_MAX);
-    if (s->gpu_type && s->gpus_per_node == 0)
+    if (s->gpu_type && s->gpus_per_node == 0 && !s->gpus_total)
         return sh_errorf(err, SH_EINVAL, "gpu_type needs gpus >= 1");
     return 0;
 }
@@ -308,7 +332,7 @@ static int validate_where(const struct job_spec *s, struct sh_error *err)
         return sh_errorf(err, SH_EINVAL,
                          "output and error files are not supported with an "
                          "image yet: its output is kept for shoal logs");
-    if (s->exclusive && s->gpus_per_node == 0)
+    if (s->exclusive && s->gpus_per_node == 0 && !s->gpus_total)
         return sh_errorf(err, SH_EINVAL,
                          "exclusive needs gpus >= 1 (jobs without GPUs "
                          "share nodes)");
@@ -430,8 +454,15 @@ error:
     return -1;
 }
 
+bool job_spec_uses_gpus(const struct job_spec *spec)
+{
+    return spec->gpus_per_node > 0 || spec->gpus_total > 0;
+}
+
 int job_spec_total_gpus(const struct job_spec *spec)
 {
+    if (spec->gpus_total)
+        return spec->gpus_total;
     return spec->nodes * spec->gpus_per_node;
 }
 
@@ -608,8 +639,9 @@ int job_check_invariants(const struct job *job, struct sh_error *err)
                              (unsigned long long)job->id);
         break;
     case JOB_RUNNING:
-        if (job->nalloc != job->spec.nodes || job->start_ms < job->submit_ms ||
-            job->end_ms != 0)
+        if ((job->spec.gpus_total ? job->nalloc < 1
+                                  : job->nalloc != job->spec.nodes) ||
+            job->start_ms < job->submit_ms || job->end_ms != 0)
             return sh_errorf(err, SH_EINTERNAL,
                              "job %llu: running without a full placement",
                              (unsigned long long)job->id);

@@ -21,7 +21,7 @@
  *
  * Invariants (checked by job_check_invariants):
  *  PENDING   no placement, start_ms == 0 (or from a previous run: requeues > 0)
- *  RUNNING   placement of spec.nodes nodes, start_ms >= submit_ms, end_ms == 0
+ *  RUNNING   placement of spec.nodes nodes (>= 1 with gpus_total), start_ms >= submit_ms, end_ms == 0
  *  terminal  end_ms >= start_ms; COMPLETED/FAILED carry an exit status.
  * A job in a terminal state may still hold its GPUs (job.releasing) until
  * the agent confirms its processes are gone; the scheduler counts them busy.
@@ -42,6 +42,7 @@
 #define JOB_SLICE_MAX 32 /* slice profile name */
 #define JOB_NODES_MAX 1024
 #define JOB_GPUS_PER_NODE_MAX 64
+#define JOB_GPUS_TOTAL_MAX (JOB_NODES_MAX * JOB_GPUS_PER_NODE_MAX)
 #define JOB_CPUS_MAX 4096
 #define JOB_TASKS_PER_NODE_MAX 256
 #define JOB_ARGC_MAX 1024
@@ -92,8 +93,14 @@ struct job_spec {
     char *user;    /* set by the controller from the caller's identity */
     char *project; /* NULL until the controller fills the default */
     enum job_priority priority;
-    int nodes;           /* >= 1 */
-    int gpus_per_node;   /* 0..JOB_GPUS_PER_NODE_MAX; 1 for a slice job */
+    int nodes;           /* >= 1; 0 with gpus_total */
+    int gpus_per_node;   /* 0..JOB_GPUS_PER_NODE_MAX; 1 for a slice job;
+                            0 with gpus_total */
+    int gpus_total;      /* > 0: this many GPUs in all, and the engine picks
+                            nodes x GPUs per node (the fewest nodes that
+                            hold them, the same count on each); nodes and
+                            gpus_per_node are then 0, and the shape it ran
+                            with is its placement's. 0 = not given */
     char *gpu_type;      /* model constraint, e.g. "H100-80GB"; NULL = any */
     char *slice;         /* slice profile ("1g.10gb", "shared"); NULL = whole */
     uint64_t gpu_mem;    /* bytes of GPU memory wanted per GPU; 0 = any */
@@ -208,7 +215,10 @@ int job_spec_validate(const struct job_spec *spec, struct sh_error *err);
 /* Deep copy of src into dst (which is overwritten). -1 on out of memory. */
 int job_spec_copy(struct job_spec *dst, const struct job_spec *src);
 
-/* Total GPUs the job asks for (nodes x GPUs per node). */
+/* Whether the job asks for GPUs (whole, slices or a total). */
+bool job_spec_uses_gpus(const struct job_spec *spec);
+
+/* Total GPUs the job asks for (nodes x GPUs per node, or gpus_total). */
 int job_spec_total_gpus(const struct job_spec *spec);
 
 /* Heap-allocate a job; takes ownership of *spec's contents (spec is left

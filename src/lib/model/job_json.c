@@ -266,7 +266,10 @@ static int spec_field(const char *key, const json_t *v, struct job_spec *s,
         return 0;
     }
     if (strcmp(key, "nodes") == 0)
-        return get_int(v, "nodes", 1, JOB_NODES_MAX, &s->nodes, err);
+        return get_int(v, "nodes", 0, JOB_NODES_MAX, &s->nodes, err);
+    if (strcmp(key, "gpus_total") == 0)
+        return get_int(v, "gpus_total", 0, JOB_GPUS_TOTAL_MAX, &s->gpus_total,
+                       err);
     if (strcmp(key, "gpus") == 0)
         return get_int(v, "gpus", 0, JOB_GPUS_PER_NODE_MAX, &s->gpus_per_node,
                        err);
@@ -373,15 +376,21 @@ int job_spec_from_json(const json_t *obj, struct job_spec *spec,
         sh_errorf(err, SH_EINVAL, "command (or script) is required");
         goto error;
     }
+    /* gpus_total: no shape until the engine picks one (a stored job says
+     * nodes 0 and gpus 0; any other value is a conflict, which
+     * job_spec_validate names). */
+    if (spec->gpus_total > 0 && !json_object_get(obj, "nodes"))
+        spec->nodes = 0;
     /* A node list names the nodes, so it gives their count. */
-    if (spec->nodelist && !json_object_get(obj, "nodes")) {
+    if (spec->nodelist && !json_object_get(obj, "nodes") && !spec->gpus_total) {
         int n = 0;
         if (job_nodelist_check("nodelist", spec->nodelist, &n, err) < 0)
             goto error;
         spec->nodes = n;
     }
     /* A slice or a GPU memory wish means one GPU unless told otherwise. */
-    if ((spec->slice || spec->gpu_mem) && !json_object_get(obj, "gpus"))
+    if ((spec->slice || spec->gpu_mem) && !json_object_get(obj, "gpus") &&
+        !spec->gpus_total)
         spec->gpus_per_node = 1;
     if (!spec->argv) {
         spec->argv = calloc(1, sizeof(char *));
@@ -436,6 +445,8 @@ json_t *job_spec_to_json(const struct job_spec *s)
     set_str(o, "priority", job_priority_name(s->priority));
     json_object_set_new(o, "nodes", json_integer(s->nodes));
     json_object_set_new(o, "gpus", json_integer(s->gpus_per_node));
+    if (s->gpus_total)
+        json_object_set_new(o, "gpus_total", json_integer(s->gpus_total));
     set_str(o, "gpu_type", s->gpu_type);
     set_str(o, "slice", s->slice);
     json_object_set_new(o, "gpu_mem", json_integer((json_int_t)s->gpu_mem));

@@ -189,6 +189,10 @@ static void spec(struct out *o, const struct job_spec *s)
     integer(o, s->nodes);
     key(o, "gpus");
     integer(o, s->gpus_per_node);
+    if (s->gpus_total) {
+        key(o, "gpus_total");
+        integer(o, s->gpus_total);
+    }
     key(o, "gpu_type");
     str_or_null(o, s->gpu_type);
     key(o, "slice");

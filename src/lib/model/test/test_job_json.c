@@ -266,3 +266,77 @@ Test(job_json, output_files_with_an_image_are_refused)
                        &s, &err),
                  0);
 }
+
+/* --gpus-total: a total with no shape; the engine picks nodes x GPUs. */
+Test(job_json, gpus_total_has_no_shape_and_round_trips)
+{
+    struct job_spec s;
+    struct sh_error err;
+    cr_assert_eq(parse("{\"command\":[\"x\"],\"gpus_total\":16,"
+                       "\"gpu_type\":\"H100-80GB\",\"exclusive\":true}",
+                       &s, &err),
+                 0, "%s", err.msg);
+    cr_assert_eq(s.gpus_total, 16);
+    cr_assert_eq(s.nodes, 0);
+    cr_assert_eq(s.gpus_per_node, 0);
+    cr_assert_eq(job_spec_total_gpus(&s), 16);
+    cr_assert(job_spec_uses_gpus(&s));
+    s.user = strdup("u");
+    s.project = strdup("p");
+    struct job *job = job_create(3, &s, 1);
+    json_t *rec = job_to_record(job);
+    struct job *back = job_from_record(rec, &err);
+    cr_assert_not_null(back, "%s", err.msg);
+    cr_assert_eq(back->spec.gpus_total, 16);
+    cr_assert_eq(back->spec.nodes, 0);
+    json_decref(rec);
+    job_destroy(job);
+    job_destroy(back);
+    /* A job without it says nothing of it. */
+    cr_assert_eq(parse("{\"command\":[\"x\"],\"gpus\":2}", &s, &err), 0);
+    json_t *v = job_spec_to_json(&s);
+    cr_assert_null(json_object_get(v, "gpus_total"));
+    json_decref(v);
+    job_spec_fini(&s);
+}
+
+Test(job_json, gpus_total_refuses_a_fixed_shape)
+{
+    static const struct {
+        const char *json;
+        const char *words;
+    } cases[] = {
+        {"{\"command\":[\"x\"],\"gpus_total\":16,\"nodes\":2}",
+         "give it without nodes and gpus"},
+        {"{\"command\":[\"x\"],\"gpus_total\":16,\"gpus\":8}",
+         "give it without nodes and gpus"},
+        {"{\"command\":[\"x\"],\"gpus_total\":2,\"slice\":\"1g.10gb\"}",
+         "not with slice"},
+        {"{\"command\":[\"x\"],\"gpus_total\":2,\"nodelist\":\"a,b\"}",
+         "not with nodelist"},
+        {"{\"command\":[\"x\"],\"gpus_total\":-1}", "gpus_total"},
+        {"{\"command\":[\"x\"],\"gpus_total\":99999999}", "gpus_total"},
+        {"{\"command\":[\"x\"],\"nodes\":0}", "nodes must be 1.."},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct job_spec s;
+        struct sh_error err = {0};
+        cr_assert_eq(parse(cases[i].json, &s, &err), -1, "%s", cases[i].json);
+        cr_assert_not_null(strstr(err.msg, cases[i].words), "%s: %s",
+                           cases[i].json, err.msg);
+    }
+}
+
+Test(job_json, listing_writer_knows_gpus_total)
+{
+    assert_writer_matches(
+        "{\"id\":11,\"spec\":{\"command\":[\"x\"],\"gpus_total\":12,"
+        "\"nodes\":0,\"gpus\":0,\"user\":\"u\",\"project\":\"p\"},"
+        "\"state\":\"running\",\"submit_ms\":1,\"start_ms\":2,\"end_ms\":0,"
+        "\"exit_code\":-1,\"exit_signal\":0,\"requeues\":0,"
+        "\"releasing\":false,\"est_start_ms\":0,\"placement\":[{\"node\":"
+        "\"n1\",\"gpus\":[\"a\",\"b\",\"c\",\"d\",\"e\",\"f\"],\"share\":6},"
+        "{\"node\":\"n2\",\"gpus\":[\"g\",\"h\",\"i\",\"j\",\"k\",\"l\"],"
+        "\"share\":6}]}",
+        NULL, 0, NULL);
+}
