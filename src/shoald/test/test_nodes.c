@@ -40,7 +40,11 @@ static void setup(void)
     d.cfg.admin_user = "admin";
     d.cfg.heartbeat_timeout_s = 30;
     d.cfg.keep_finished_ms = 3600 * 1000;
-    d.cfg.las_quantum_ms = -1;
+    d.cfg.las_quantum_ms = -1; /* the engine defaults, as main.c */
+    d.cfg.las_hold_ms = -1;
+    d.cfg.las_starve_factor = -1;
+    d.cfg.las_starve_max_ms = -1;
+    d.cfg.las_hold_gpus = -1;
     snprintf(url, sizeof(url), "sqlite:%s/shoal.db", dir);
     d.loop = loop_create(&err);
     d.store = store_open(url, &err);

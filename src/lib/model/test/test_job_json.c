@@ -327,13 +327,15 @@ Test(job_json, gpus_total_refuses_a_fixed_shape)
     }
 }
 
+/* An ended job: a running one's GPU-seconds grow with the clock, which the
+ * two writers read at different moments. */
 Test(job_json, listing_writer_knows_gpus_total)
 {
     assert_writer_matches(
         "{\"id\":11,\"spec\":{\"command\":[\"x\"],\"gpus_total\":12,"
         "\"nodes\":0,\"gpus\":0,\"user\":\"u\",\"project\":\"p\"},"
-        "\"state\":\"running\",\"submit_ms\":1,\"start_ms\":2,\"end_ms\":0,"
-        "\"exit_code\":-1,\"exit_signal\":0,\"requeues\":0,"
+        "\"state\":\"completed\",\"submit_ms\":1,\"start_ms\":2,"
+        "\"end_ms\":5002,\"exit_code\":0,\"exit_signal\":0,\"requeues\":0,"
         "\"releasing\":false,\"est_start_ms\":0,\"placement\":[{\"node\":"
         "\"n1\",\"gpus\":[\"a\",\"b\",\"c\",\"d\",\"e\",\"f\"],\"share\":6},"
         "{\"node\":\"n2\",\"gpus\":[\"g\",\"h\",\"i\",\"j\",\"k\",\"l\"],"
