@@ -99,18 +99,30 @@ static int tool_run(char *const argv[], struct tool_run *r, tool_tick_f tick,
     }
     pid_t pid = fork();
     if (pid == 0) {
-        int devnull = open("/dev/null", O_RDONLY);
+        int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
         if (devnull >= 0)
             dup2(devnull, 0);
         dup2(po[1], 1);
         dup2(pe[1], 2);
-        if (as) {
-            /* Nothing of root's: its configuration, credentials, files. */
+        /* Nothing of root's own registry credentials, in any place skopeo
+         * looks for them (REGISTRY_AUTH_FILE, $XDG_RUNTIME_DIR or
+         * /run/containers/0/auth.json, $XDG_CONFIG_HOME, ~/.docker and
+         * $DOCKER_CONFIG): --authfile does not stop it from falling back
+         * to them. A registry's credentials come only from the job's
+         * project (the --authfile the caller gives). */
+        const char *none = "/nonexistent/shoal";
+        unsetenv("REGISTRY_AUTH_FILE");
+        if (!as) {
+            setenv("HOME", none, 1);
+            setenv("XDG_RUNTIME_DIR", none, 1);
+            setenv("XDG_CONFIG_HOME", none, 1);
+            setenv("DOCKER_CONFIG", none, 1);
+        } else {
+            /* Its own private folder, and nothing of root's. */
             setenv("HOME", as->home, 1);
             setenv("TMPDIR", as->home, 1);
             unsetenv("XDG_RUNTIME_DIR");
             unsetenv("XDG_CONFIG_HOME");
-            unsetenv("REGISTRY_AUTH_FILE");
             unsetenv("DOCKER_CONFIG");
             if (become_user(as->user) < 0) {
                 dprintf(2, "cannot become the job's user: %s\n",
@@ -504,8 +516,9 @@ static int open_local(struct pull *p, const char *transport, char *why,
                  p->dir, e);
         return -1;
     }
-    /* Inherited by skopeo (not close-on-exec), above stdin/out/err. */
-    p->src_fd = fcntl(fd, F_DUPFD, 3);
+    /* Root reads only index.json and the manifest through it (an archive's
+     * members, a folder by its path as the user); no tool inherits it. */
+    p->src_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
     close(fd);
     if (p->src_fd < 0) {
         snprintf(why, size, "image %s: %s", transport, strerror(errno));
@@ -1104,7 +1117,7 @@ static int import_copy(struct pull *p, const char *transport,
     char e[700] = "", path[4300];
     int lfd = -1, bfd = -1, sfd = -1, cfd = -1, mfd = -1;
     char *raw = NULL;
-    json_t *man = NULL;
+    json_t *man = NULL, *blobs = NULL;
     int rc = -1;
     if (cache_layout(p->cfg, why, size) < 0)
         return -1;
@@ -1140,18 +1153,36 @@ static int import_copy(struct pull *p, const char *transport,
                  digest);
         goto out;
     }
+    /* Only an OCI image manifest (what skopeo writes into an oci: layout),
+     * with its config and layers: an index or another type would let the
+     * cache's tag name what this copy does not hold. */
+    static const char oci_manifest[] =
+        "application/vnd.oci.image.manifest.v1+json";
     json_error_t jerr;
     man = json_loads(raw, 0, &jerr);
     const char *type = json_string_value(json_object_get(man, "mediaType"));
-    if (!type)
-        type = "application/vnd.oci.image.manifest.v1+json";
-    json_t *blobs = json_array();
-    json_array_append(blobs, json_object_get(man, "config"));
+    json_t *config = json_object_get(man, "config");
+    json_t *layers = json_object_get(man, "layers");
+    if (!json_is_object(man) || (type && strcmp(type, oci_manifest) != 0) ||
+        !json_is_object(config) || !json_is_array(layers)) {
+        snprintf(e, sizeof(e),
+                 "its manifest is not an OCI image manifest with a config "
+                 "and layers");
+        goto out;
+    }
+    blobs = json_array();
+    if (!blobs || json_array_append(blobs, config) < 0) {
+        snprintf(e, sizeof(e), "out of memory");
+        goto out;
+    }
     size_t i;
     json_t *l;
-    json_array_foreach (json_object_get(man, "layers"), i, l)
-        json_array_append(blobs, l);
-    json_object_set_new(man, "shoal.blobs", blobs);
+    json_array_foreach (layers, i, l) {
+        if (json_array_append(blobs, l) < 0) {
+            snprintf(e, sizeof(e), "out of memory");
+            goto out;
+        }
+    }
     json_array_foreach (blobs, i, l) {
         const char *d = json_string_value(json_object_get(l, "digest"));
         json_int_t n = json_integer_value(json_object_get(l, "size"));
@@ -1159,8 +1190,9 @@ static int import_copy(struct pull *p, const char *transport,
             snprintf(e, sizeof(e), "its manifest lists a bad blob");
             goto out;
         }
-        if (faccessat(cfd, d + 7, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
-            continue; /* in the cache: checked when it was stored */
+        /* Every blob is read from the user's copy and hashed, also one the
+         * cache holds already: knowing another user's digests must not be
+         * enough to get their image. */
         int in = user_blob(p, sfd, d + 7, &st);
         if (in < 0) {
             snprintf(e, sizeof(e), "%s: %s", d,
@@ -1179,7 +1211,7 @@ static int import_copy(struct pull *p, const char *transport,
             goto out;
     }
     if (put_blob(cfd, digest, -1, raw, len, e, sizeof(e)) < 0 ||
-        cache_tag(p->cfg, digest, len, type, e, sizeof(e)) < 0)
+        cache_tag(p->cfg, digest, len, oci_manifest, e, sizeof(e)) < 0)
         goto out;
     rc = 0;
 out:
@@ -1187,6 +1219,7 @@ out:
         snprintf(why, size, "image %s: the copy refused: %s", transport, e);
         sh_log(LOG_WARNING, "image", "%s", why);
     }
+    json_decref(blobs);
     json_decref(man);
     free(raw);
     for (int *fd = (int[]){lfd, bfd, sfd, cfd, mfd}, k = 0; k < 5; k++)

@@ -3,6 +3,7 @@
  * the agent, so forking here is safe. */
 #include "agent/shim.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -310,7 +311,7 @@ static void setup_cgroup(struct shim *s)
         json_string_value(json_object_get(s->launch, "cgroup_parent"));
     const char *key =
         json_string_value(json_object_get(s->launch, "cgroup_key"));
-    struct sh_error err;
+    struct sh_error err = {0};
     const json_t *procs = json_object_get(s->launch, "cgroup_procs");
     if (json_is_array(procs)) {
         /* The agent's paths: the cgroups are made, nothing to scan. */
@@ -318,8 +319,10 @@ static void setup_cgroup(struct shim *s)
         size_t n = json_array_size(procs);
         for (size_t i = 0; i < n && i < CGROUP_HIER_MAX; i++)
             paths[i] = json_string_value(json_array_get(procs, i));
-        if (n <= CGROUP_HIER_MAX &&
-            cgroup_attach_paths(&s->att, paths, (int)n, &err) == 0) {
+        if (n > CGROUP_HIER_MAX)
+            sh_errorf(&err, SH_EINVAL, "%zu cgroup paths, at most %d", n,
+                      CGROUP_HIER_MAX);
+        else if (cgroup_attach_paths(&s->att, paths, (int)n, &err) == 0) {
             s->attach = true;
             return;
         }
@@ -376,7 +379,7 @@ static void exec_task(struct shim *s, pid_t pgid, int errfd, char **envp)
     setpgid(0, pgid);
     if (s->attach && cgroup_attach_move(&s->att, 0) < 0)
         goto fail;
-    int devnull = open("/dev/null", O_RDONLY);
+    int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(s->out_fd, 1) < 0 ||
         dup2(s->err_fd, 2) < 0)
         goto fail;
@@ -552,9 +555,28 @@ static int run_tasks(struct shim *s)
     return 0;
 }
 
+/* Whatever the agent held open without close-on-exec (a connection to the
+ * controller, say) must not reach the job: every descriptor above stderr
+ * closes at exec. */
+static void cloexec_inherited(void)
+{
+    if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) == 0)
+        return;
+    DIR *dir = opendir("/proc/self/fd"); /* kernels before 5.11 */
+    struct dirent *e;
+    while (dir && (e = readdir(dir)) != NULL) {
+        int fd = atoi(e->d_name);
+        if (fd > 2 && fd != dirfd(dir))
+            fcntl(fd, F_SETFD, FD_CLOEXEC);
+    }
+    if (dir)
+        closedir(dir);
+}
+
 int shim_main(const char *run_dir)
 {
     struct shim s;
+    cloexec_inherited();
     memset(&s, 0, sizeof(s));
     s.dir = run_dir;
     s.out_fd = -1;

@@ -319,7 +319,7 @@ void shim_ctr_destroy(struct shim_ctr *c)
     for (int t = 0; t < c->ntasks; t++) {
         pid_t pid = fork();
         if (pid == 0) {
-            int devnull = open("/dev/null", O_WRONLY);
+            int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
             if (devnull >= 0) {
                 dup2(devnull, 1);
                 dup2(devnull, 2);

@@ -130,8 +130,9 @@ static int run_mount_daemon(const char *dir, const char *what,
     }
     if (pid == 0) {
         setsid();
-        int in = open("/dev/null", O_RDONLY);
-        int out = open(logp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
+        int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        int out = open(
+            logp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (in < 0 || out < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 ||
             dup2(out, 2) < 0)
             _exit(126);

@@ -287,3 +287,13 @@ EOF
     health_ok
     nodes_up_is 1
 }
+
+@test "sec-008 a job holds no descriptor of the agent or the shim" {
+    shoal_cluster_start 1 1
+    open_test_dir
+    # ls lists its own descriptors: stdin, stdout, stderr and the one it
+    # reads /proc/self/fd with. Anything more came from the agent.
+    id=$(submit --user "$ATTACKER" -D /tmp -- ls /proc/self/fd)
+    wait_job_state "$id" completed
+    [ "$(shoal logs "$id" | tr '\n' ' ')" = "0 1 2 3 " ]
+}

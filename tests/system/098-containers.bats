@@ -497,12 +497,17 @@ reg_start() {
     shoald_start
     htpasswd -Bbn tuser tpass >"$SHOAL_TEST_DIR/htpasswd"
     reg_start "$(printf 'auth:\n  htpasswd:\n    realm: shoal-test\n    path: %s\n' "$SHOAL_TEST_DIR/htpasswd")"
-    # Root's own credentials on the node (in the agent's environment) are
-    # not the job's.
-    mkdir -p "$SHOAL_TEST_DIR/rootauth"
+    # Root's own credentials on the node are not the job's: in every place
+    # skopeo looks for them (REGISTRY_AUTH_FILE, $XDG_RUNTIME_DIR's
+    # containers/auth.json, $HOME/.docker/config.json, $DOCKER_CONFIG).
+    mkdir -p "$SHOAL_TEST_DIR/rootauth/containers" "$SHOAL_TEST_DIR/roothome/.docker" \
+        "$SHOAL_TEST_DIR/rootdocker"
     printf '{"auths":{"127.0.0.1:%s":{"auth":"%s"}}}' "$REG_PORT" "$(printf tuser:tpass | base64)" \
         >"$SHOAL_TEST_DIR/rootauth/auth.json"
-    AGENT_PREFIX="env REGISTRY_AUTH_FILE=$SHOAL_TEST_DIR/rootauth/auth.json" \
+    for f in rootauth/containers/auth.json roothome/.docker/config.json rootdocker/config.json; do
+        cp "$SHOAL_TEST_DIR/rootauth/auth.json" "$SHOAL_TEST_DIR/$f"
+    done
+    AGENT_PREFIX="env REGISTRY_AUTH_FILE=$SHOAL_TEST_DIR/rootauth/auth.json XDG_RUNTIME_DIR=$SHOAL_TEST_DIR/rootauth HOME=$SHOAL_TEST_DIR/roothome DOCKER_CONFIG=$SHOAL_TEST_DIR/rootdocker" \
         agent_start node1 1 H100-80GB --image-tls-insecure
     wait_for 20 nodes_up_is 1
     open_test_dir
