@@ -261,6 +261,7 @@ struct pull {
     int udir_fd;                   /* that folder, pinned; -1 */
     char uname[80];                /* its name under incoming/ */
     bool copied;                   /* the user's copy is in udir/layout */
+    bool user_copying;             /* skopeo copies into udir as the user */
     bool archive;                  /* oci-archive: (else oci: layout) */
     char dir[4200];                /* the archive or layout, as given */
     char tag[256];                 /* the layout's tag, "" for none */
@@ -313,12 +314,45 @@ static void human(uint64_t b, char *buf, size_t size)
         snprintf(buf, size, "%.1f kB", (double)b / 1e3);
 }
 
+/* The bytes of the regular files right in the user's copy's
+ * layout/blobs/sha256, each folder opened from the pinned udir without
+ * following links: root never walks the user's tree by path (a folder
+ * swapped for a link mid-walk would lead it elsewhere). */
+static uint64_t user_blobs_bytes(const struct pull *p)
+{
+    static const char *const names[] = {"layout", "blobs", "sha256"};
+    int fd = p->udir_fd;
+    for (size_t i = 0; fd >= 0 && i < sizeof(names) / sizeof(names[0]); i++) {
+        int next = openat(fd, names[i],
+                          O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd != p->udir_fd)
+            close(fd);
+        fd = next;
+    }
+    if (fd < 0)
+        return 0;
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return 0;
+    }
+    uint64_t sum = 0;
+    struct dirent *e;
+    struct stat st;
+    while ((e = readdir(d)) != NULL)
+        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+            S_ISREG(st.st_mode))
+            sum += (uint64_t)st.st_blocks * 512;
+    closedir(d);
+    return sum;
+}
+
 static void pull_tick(void *arg)
 {
     struct pull *p = arg;
     if (!p->total)
         return;
-    uint64_t now = image_du(p->blobs);
+    uint64_t now = p->user_copying ? user_blobs_bytes(p) : image_du(p->blobs);
     uint64_t done = now > p->before ? now - p->before : 0;
     if (done > p->total)
         done = p->total;
@@ -916,14 +950,16 @@ static int user_copy(struct pull *p, const char *transport, const char *digest,
 {
     char dst[4400];
     snprintf(dst, sizeof(dst), "oci:%s/layout:%s", p->udir, digest + 7);
-    snprintf(p->blobs, sizeof(p->blobs), "%s/layout/blobs/sha256", p->udir);
     p->before = 0;
     note(p, "pulling image");
     char *copy[] = {"skopeo",  "--insecure-policy", "copy",
                     "--quiet", (char *)transport,   dst,
                     NULL};
     struct tool_run r;
-    if (tool_run(copy, &r, pull_tick, p, &p->as) < 0 || !tool_ok(&r)) {
+    p->user_copying = true;
+    int rc = tool_run(copy, &r, pull_tick, p, &p->as);
+    p->user_copying = false;
+    if (rc < 0 || !tool_ok(&r)) {
         fail_cause(why, size, transport, "cannot copy it as the job's user",
                    &r);
         free(r.out);
