@@ -7,14 +7,16 @@
 #include <grp.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 /* The open itself (in the child, as the user): O_PATH, and with type the
- * checked reopen for reading. The fd, or -1 with *err. */
+ * checked open for reading. The type is checked on the O_PATH descriptor
+ * first, so a FIFO or a device is not opened; the open for reading (non-
+ * blocking) must then reach that same file, else the path changed in
+ * between and nothing is returned. The fd, or -1 with *err. */
 static int open_here(const char *path, mode_t type, int *err)
 {
     int fd = open(path, O_PATH | O_CLOEXEC);
@@ -22,23 +24,21 @@ static int open_here(const char *path, mode_t type, int *err)
         return *err = errno, -1;
     if (!type)
         return fd;
-    struct stat st;
-    if (fstat(fd, &st) < 0) {
+    struct stat st, rst;
+    int rfd = -1;
+    if (fstat(fd, &st) < 0)
         *err = errno;
-        close(fd);
-        return -1;
-    }
-    if ((st.st_mode & S_IFMT) != type) {
+    else if ((st.st_mode & S_IFMT) != type)
         *err = EMEDIUMTYPE;
-        close(fd);
-        return -1;
-    }
-    char proc[64];
-    snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-    int rfd = open(proc, O_RDONLY | O_NONBLOCK | O_CLOEXEC |
-                             (type == S_IFDIR ? O_DIRECTORY : 0));
-    if (rfd < 0)
+    else if ((rfd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)) <
+             0)
         *err = errno;
+    else if (fstat(rfd, &rst) < 0 || rst.st_dev != st.st_dev ||
+             rst.st_ino != st.st_ino) {
+        *err = ESTALE;
+        close(rfd);
+        rfd = -1;
+    }
     close(fd);
     return rfd;
 }
@@ -54,15 +54,17 @@ static int open_as(const char *path, const struct user_creds *u, mode_t type,
     pid_t pid = fork();
     if (pid == 0) {
         close(sv[0]);
+        /* Nothing of root's stays open in a process the user owns (it
+         * stays non-dumpable too: the user cannot attach to it). */
+        if (sv[1] > 3)
+            close_range(3, (unsigned)sv[1] - 1, 0);
+        close_range((unsigned)sv[1] + 1, ~0U, 0);
         int e = 0, fd = -1;
         if (setgroups((size_t)u->ngroups, u->groups) < 0 ||
             setgid(u->gid) < 0 || setuid(u->uid) < 0)
             e = errno;
-        else {
-            /* The reopen goes through our own /proc/self/fd. */
-            prctl(PR_SET_DUMPABLE, 1);
+        else
             fd = open_here(path, type, &e);
-        }
         char ctl[CMSG_SPACE(sizeof(int))];
         memset(ctl, 0, sizeof(ctl));
         struct iovec iov = {.iov_base = &e, .iov_len = sizeof(e)};

@@ -23,10 +23,12 @@ int user_open_path(const char *path, const struct user_creds *u, int *err);
 
 /* path opened for reading as the user, only when it is of type (S_IFREG or
  * S_IFDIR): the type is checked on an O_PATH descriptor before the real
- * open (O_RDONLY | O_NONBLOCK, through /proc/self/fd), so a FIFO or a
- * device is never opened. The fd (close-on-exec), or -1 with *err: the
- * user's errno, EMEDIUMTYPE for another type. u NULL: opened by this
- * process, same checks. */
+ * open (O_RDONLY | O_NONBLOCK), so a FIFO or a device is not opened, and
+ * the real open must reach the same file (ESTALE when the path changed in
+ * between). The child that opens it holds no descriptor of the shim and
+ * stays non-dumpable, so the user cannot attach to it. The fd
+ * (close-on-exec), or -1 with *err: the user's errno, EMEDIUMTYPE for
+ * another type. u NULL: opened by this process, same checks. */
 int user_open_read(const char *path, const struct user_creds *u, mode_t type,
                    int *err);
 
