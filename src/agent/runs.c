@@ -24,6 +24,7 @@
 #include "agent/shim.h"
 #include "agent/stage.h"
 #include "lib/loop/loop.h"
+#include "lib/model/job_container.h"
 #include "lib/util/clock.h"
 #include "lib/util/file.h"
 #include "lib/util/log.h"
@@ -886,6 +887,27 @@ static void run_progress(const struct run *r, char *buf, size_t size)
     }
 }
 
+/* The digest the run's shim resolved its image to (RUN/digest, written
+ * by the shim as root; checked all the same), or "". */
+static void run_digest(const struct run *r, char *buf, size_t size)
+{
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/digest", r->dir);
+    buf[0] = '\0';
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return;
+    struct stat st;
+    ssize_t n = 0;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+        n = read(fd, buf, size - 1);
+    close(fd);
+    buf[n > 0 ? n : 0] = '\0';
+    buf[strcspn(buf, "\n")] = '\0';
+    if (!job_image_digest_valid(buf))
+        buf[0] = '\0';
+}
+
 json_t *runs_alive_json(struct runs *rs)
 {
     json_t *arr = json_array();
@@ -898,6 +920,10 @@ json_t *runs_alive_json(struct runs *rs)
         run_progress(r, note, sizeof(note));
         if (o && note[0])
             json_object_set_new(o, "note", json_string(note));
+        char digest[JOB_IMAGE_DIGEST_LEN + 2];
+        run_digest(r, digest, sizeof(digest));
+        if (o && digest[0])
+            json_object_set_new(o, "digest", json_string(digest));
         json_array_append_new(arr, o);
     }
     return arr;
