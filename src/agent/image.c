@@ -672,8 +672,9 @@ static int resolve_given(struct pull *p, const char *transport, char *why,
     by_digest(transport, digest, src, sizeof(src));
     const char *tls =
         p->cfg->tls_verify ? "--tls-verify=true" : "--tls-verify=false";
-    char *raw[10] = {"skopeo", "--insecure-policy", "inspect", "--raw",
-                     (char *)tls, "--authfile", p->authfile, src, NULL};
+    char *raw[10] = {"skopeo",    "--insecure-policy", "inspect",   "--raw",
+                     (char *)tls, "--authfile",        p->authfile, src,
+                     NULL};
     struct tool_run r;
     if (tool_run(raw, &r, NULL, NULL, NULL) < 0) {
         snprintf(why, size, "image %s: cannot run skopeo: %s", transport,

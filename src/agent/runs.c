@@ -813,6 +813,8 @@ bool runs_have_events(const struct runs *rs)
     return false;
 }
 
+static void run_digest(const struct run *r, char *buf, size_t size);
+
 json_t *runs_events_json(struct runs *rs, int *count)
 {
     json_t *arr = json_array();
@@ -839,6 +841,12 @@ json_t *runs_events_json(struct runs *rs, int *count)
         if (ev && r->mem_peak)
             json_object_set_new(ev, "mem_peak",
                                 json_integer((json_int_t)r->mem_peak));
+        /* A run that ended before a heartbeat told its digest tells it
+         * now: the job's other nodes wait for it. */
+        char digest[JOB_IMAGE_DIGEST_LEN + 2];
+        run_digest(r, digest, sizeof(digest));
+        if (ev && digest[0])
+            json_object_set_new(ev, "digest", json_string(digest));
         json_array_append_new(arr, ev);
         (*count)++;
     }

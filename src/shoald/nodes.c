@@ -130,8 +130,8 @@ static void apply_note(struct shoald *d, const char *node, json_int_t id,
  * (stored, so a restarted controller sends the same) and its other nodes
  * get their work, naming it. A digest from any other node, or one that is
  * not sha256:HEX, is ignored. */
-static void apply_digest(struct shoald *d, const char *node, json_int_t id,
-                         json_int_t attempt, const char *digest)
+void nodes_job_digest(struct shoald *d, const char *node, json_int_t id,
+                      json_int_t attempt, const char *digest)
 {
     struct job *job = jobtab_get(d->jobs, (uint64_t)id);
     if (!digest || !job || job_attempt(job) != attempt ||
@@ -183,7 +183,7 @@ int nodes_count_stale(struct shoald *d, const char *node, const json_t *runs,
             (*stale)++;
         else {
             apply_note(d, node, id, attempt, note);
-            apply_digest(d, node, id, attempt, digest);
+            nodes_job_digest(d, node, id, attempt, digest);
         }
     }
     return 0;
