@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "lib/model/job_container.h"
 #include "lib/util/log.h"
 
 #define TOOL_OUT_MAX (1 << 20)
@@ -251,6 +252,7 @@ static void rm_tree(const char *path)
 struct pull {
     const struct image_cache_cfg *cfg;
     image_progress_f progress;
+    image_resolved_f resolved;
     void *arg;
     char blobs[4200]; /* the layout's blobs folder */
     uint64_t before;  /* its size before the copy */
@@ -685,6 +687,59 @@ static int resolve(struct pull *p, const char *transport, char *digest,
     raw[n] = NULL;
     if (tool_run(raw, &r, NULL, NULL, NULL) == 0 && tool_ok(&r))
         p->total = manifest_bytes(r.out);
+    free(r.out);
+    return 0;
+}
+
+/* A registry image's transport naming digest instead of its tag
+ * (docker://host/name@sha256:HEX) into buf. */
+static void by_digest(const char *transport, const char *digest, char *buf,
+                      size_t size)
+{
+    const char *at = strchr(transport, '@');
+    const char *name = transport + 9;
+    const char *slash = strrchr(name, '/');
+    const char *colon = strrchr(slash ? slash : name, ':');
+    size_t n = at      ? (size_t)(at - transport)
+               : colon ? (size_t)(colon - transport)
+                       : strlen(transport);
+    snprintf(buf, size, "%.*s@%s", (int)n, transport, digest);
+}
+
+/* The digest is given (cfg->digest, resolved on the job's first node):
+ * a local image must hold its manifest; a registry must still have it
+ * (its manifest gives the progress's total). 0, or -1 with why. */
+static int resolve_given(struct pull *p, const char *transport, char *why,
+                         size_t size)
+{
+    const char *digest = p->cfg->digest;
+    if (is_local(transport))
+        return verify_local(p, transport, digest, why, size);
+    char src[4400];
+    by_digest(transport, digest, src, sizeof(src));
+    const char *tls =
+        p->cfg->tls_verify ? "--tls-verify=true" : "--tls-verify=false";
+    char *raw[10] = {"skopeo",    "--insecure-policy", "inspect",   "--raw",
+                     (char *)tls, "--authfile",        p->authfile, src,
+                     NULL};
+    struct tool_run r;
+    if (tool_run(raw, &r, NULL, NULL, NULL) < 0) {
+        snprintf(why, size, "image %s: cannot run skopeo: %s", transport,
+                 strerror(errno));
+        free(r.out);
+        return -1;
+    }
+    if (!tool_ok(&r)) {
+        char what[200];
+        snprintf(what, sizeof(what),
+                 "cannot get %s (the digest the job's first node resolved it "
+                 "to)",
+                 digest);
+        fail_cause(why, size, transport, what, &r);
+        free(r.out);
+        return -1;
+    }
+    p->total = manifest_bytes(r.out);
     free(r.out);
     return 0;
 }
@@ -1279,14 +1334,7 @@ static int pull_and_unpack(struct pull *p, const char *transport,
     /* Copy what the digest names, not what a tag names now. */
     char src[4400];
     if (strncmp(transport, "docker://", 9) == 0) {
-        const char *at = strchr(transport, '@');
-        const char *name = transport + 9;
-        const char *slash = strrchr(name, '/');
-        const char *colon = strrchr(slash ? slash : name, ':');
-        size_t n = at      ? (size_t)(at - transport)
-                   : colon ? (size_t)(colon - transport)
-                           : strlen(transport);
-        snprintf(src, sizeof(src), "%.*s@%s", (int)n, transport, digest);
+        by_digest(transport, digest, src, sizeof(src));
     } else {
         snprintf(src, sizeof(src), "%s", p->src);
     }
@@ -1426,7 +1474,8 @@ static int auth_file(struct pull *p, const char *transport, char *why,
 
 int image_prepare(const struct image_cache_cfg *cfg, const char *transport,
                   const struct user_creds *user, image_progress_f progress,
-                  void *arg, struct image_bundle *out, char *why, size_t size)
+                  image_resolved_f resolved, void *arg,
+                  struct image_bundle *out, char *why, size_t size)
 {
     struct pull *p = calloc(1, sizeof(*p));
     memset(out, 0, sizeof(*out));
@@ -1437,6 +1486,7 @@ int image_prepare(const struct image_cache_cfg *cfg, const char *transport,
     }
     p->cfg = cfg;
     p->progress = progress;
+    p->resolved = resolved;
     p->arg = arg;
     p->user = user;
     p->src_fd = -1;
@@ -1477,8 +1527,21 @@ static int prepare(struct pull *p, const char *transport,
         auth_file(p, transport, why, size) < 0)
         return -1;
     note(p, "resolving image");
-    if (resolve(p, transport, out->digest, sizeof(out->digest), why, size) < 0)
+    if (cfg->digest) {
+        if (!job_image_digest_valid(cfg->digest)) {
+            snprintf(why, size, "image %s: the digest to run is not sha256:HEX",
+                     transport);
+            return -1;
+        }
+        snprintf(out->digest, sizeof(out->digest), "%s", cfg->digest);
+        if (resolve_given(p, transport, why, size) < 0)
+            return -1;
+    } else if (resolve(p, transport, out->digest, sizeof(out->digest), why,
+                       size) < 0) {
         return -1;
+    }
+    if (p->resolved)
+        p->resolved(p->arg, out->digest);
     const char *hex = out->digest + 7;
     snprintf(out->dir, sizeof(out->dir), "%s/bundles/%s", cfg->dir, hex);
     snprintf(path, sizeof(path), "%s/bundles/%s.lock", cfg->dir, hex);

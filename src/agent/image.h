@@ -40,11 +40,16 @@ struct image_cache_cfg {
     const char *auth_user;
     const char *auth_pass;
     const char *auth_secret; /* the secret's name, for the reason */
+    /* The digest to run ("sha256:HEX": what the job's first node resolved
+     * the reference to), or NULL to resolve the reference here. */
+    const char *digest;
 };
 
 /* Told what the pull is doing ("pulling image (12 MB / 40 MB)",
  * "unpacking image"). */
 typedef void (*image_progress_f)(void *arg, const char *note);
+/* Told the digest once the reference is resolved (before the pull). */
+typedef void (*image_resolved_f)(void *arg, const char *digest);
 
 struct image_bundle {
     char dir[4096];  /* bundles/HEX */
@@ -68,10 +73,17 @@ struct image_bundle {
  * it opened without following links, hashing each while it copies it into
  * oci/ (see import_copy). Every copy into the cache is checked: the
  * cache's own index must tag the digest with that digest, or the copy is
- * removed and the job fails. */
+ * removed and the job fails.
+ *
+ * With cfg->digest, nothing is resolved: that digest is pulled (a
+ * registry image as NAME@DIGEST) or must be the manifest the local
+ * image holds; a registry that no longer has it, or a local image that
+ * changed, fails the job with that reason. resolved (may be NULL) is told
+ * the digest either way. */
 int image_prepare(const struct image_cache_cfg *cfg, const char *transport,
                   const struct user_creds *user, image_progress_f progress,
-                  void *arg, struct image_bundle *out, char *why, size_t size);
+                  image_resolved_f resolved, void *arg,
+                  struct image_bundle *out, char *why, size_t size);
 
 /* Release the bundle's lock. */
 void image_bundle_release(struct image_bundle *b);

@@ -254,7 +254,7 @@ static int mps_env(json_t *env, const json_t *work,
 }
 
 /* The "container" object of a job with an image (container.h). */
-static int add_container(json_t *out, const json_t *spec,
+static int add_container(json_t *out, const json_t *work, const json_t *spec,
                          const struct launch_ctx *ctx)
 {
     const char *image = json_string_value(json_object_get(spec, "image"));
@@ -282,6 +282,13 @@ static int add_container(json_t *out, const json_t *spec,
         "libs", libs);
     if (!c)
         return -1;
+    /* The digest the job's first node resolved the reference to: this
+     * node pulls that, resolving nothing (checked: it came over the
+     * network). */
+    const char *digest =
+        json_string_value(json_object_get(work, "image_digest"));
+    if (digest && job_image_digest_valid(digest))
+        json_object_set_new(c, "digest", json_string(digest));
     return json_object_set_new(out, "container", c);
 }
 
@@ -405,7 +412,7 @@ json_t *launch_from_work(const json_t *work, const struct launch_ctx *ctx,
                                     json_string(ctx->stages_dir));
         }
     }
-    if (out && image && add_container(out, spec, ctx) < 0) {
+    if (out && image && add_container(out, work, spec, ctx) < 0) {
         json_decref(out);
         out = NULL;
     }

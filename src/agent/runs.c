@@ -24,6 +24,7 @@
 #include "agent/shim.h"
 #include "agent/stage.h"
 #include "lib/loop/loop.h"
+#include "lib/model/job_container.h"
 #include "lib/util/clock.h"
 #include "lib/util/file.h"
 #include "lib/util/log.h"
@@ -812,6 +813,8 @@ bool runs_have_events(const struct runs *rs)
     return false;
 }
 
+static void run_digest(const struct run *r, char *buf, size_t size);
+
 json_t *runs_events_json(struct runs *rs, int *count)
 {
     json_t *arr = json_array();
@@ -838,6 +841,12 @@ json_t *runs_events_json(struct runs *rs, int *count)
         if (ev && r->mem_peak)
             json_object_set_new(ev, "mem_peak",
                                 json_integer((json_int_t)r->mem_peak));
+        /* A run that ended before a heartbeat told its digest tells it
+         * now: the job's other nodes wait for it. */
+        char digest[JOB_IMAGE_DIGEST_LEN + 2];
+        run_digest(r, digest, sizeof(digest));
+        if (ev && digest[0])
+            json_object_set_new(ev, "digest", json_string(digest));
         json_array_append_new(arr, ev);
         (*count)++;
     }
@@ -886,6 +895,27 @@ static void run_progress(const struct run *r, char *buf, size_t size)
     }
 }
 
+/* The digest the run's shim resolved its image to (RUN/digest, written
+ * by the shim as root; checked all the same), or "". */
+static void run_digest(const struct run *r, char *buf, size_t size)
+{
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/digest", r->dir);
+    buf[0] = '\0';
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return;
+    struct stat st;
+    ssize_t n = 0;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+        n = read(fd, buf, size - 1);
+    close(fd);
+    buf[n > 0 ? n : 0] = '\0';
+    buf[strcspn(buf, "\n")] = '\0';
+    if (!job_image_digest_valid(buf))
+        buf[0] = '\0';
+}
+
 json_t *runs_alive_json(struct runs *rs)
 {
     json_t *arr = json_array();
@@ -898,6 +928,10 @@ json_t *runs_alive_json(struct runs *rs)
         run_progress(r, note, sizeof(note));
         if (o && note[0])
             json_object_set_new(o, "note", json_string(note));
+        char digest[JOB_IMAGE_DIGEST_LEN + 2];
+        run_digest(r, digest, sizeof(digest));
+        if (o && digest[0])
+            json_object_set_new(o, "digest", json_string(digest));
         json_array_append_new(arr, o);
     }
     return arr;

@@ -49,6 +49,18 @@ static void progress(void *arg, const char *note)
                          NULL);
 }
 
+/* RUN/digest: what the reference resolved to, as soon as it is known (the
+ * agent reports it; the job's other nodes pull that). */
+static void resolved(void *arg, const char *digest)
+{
+    struct shim_ctr *c = arg;
+    char line[96];
+    int n = snprintf(line, sizeof(line), "%s\n", digest);
+    if (n > 0 && (size_t)n < sizeof(line))
+        file_write_atomic_at(c->dirfd, "digest", line, (size_t)n, 0644, false,
+                             NULL);
+}
+
 static int failf(char *why, size_t size, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
@@ -193,6 +205,7 @@ struct shim_ctr *shim_ctr_prepare(const json_t *launch, const char *run_dir,
     cfg.auth_user = json_string_value(json_object_get(auth, "username"));
     cfg.auth_pass = json_string_value(json_object_get(auth, "password"));
     cfg.auth_secret = json_string_value(json_object_get(auth, "secret"));
+    cfg.digest = json_string_value(json_object_get(cj, "digest"));
     const char *transport = json_string_value(json_object_get(cj, "transport"));
     if (!cfg.dir || !transport || !image) {
         snprintf(why, size, "the run's container description is incomplete");
@@ -220,8 +233,8 @@ struct shim_ctr *shim_ctr_prepare(const json_t *launch, const char *run_dir,
         ngroups = 0;
     struct user_creds user = {pw->pw_uid, pw->pw_gid, groups, ngroups};
     int64_t t0 = clock_mono_ms();
-    if (image_prepare(&cfg, transport, &user, progress, c, &c->bundle, why,
-                      size) < 0)
+    if (image_prepare(&cfg, transport, &user, progress, resolved, c, &c->bundle,
+                      why, size) < 0)
         goto fail;
     write_image_note(c, image, clock_mono_ms() - t0);
     char path[4300];

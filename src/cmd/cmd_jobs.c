@@ -509,6 +509,10 @@ static void print_job(const json_t *j)
                               "%s%s", i ? " " : "", json_string_value(v));
     show_line("command:", json_object_get(j, "script") ? "(script)" : buf);
     show_line("workdir:", str(j, "workdir"));
+    if (str(j, "image")) {
+        show_line("image:", str(j, "image"));
+        show_line("image digest:", str(j, "image_digest"));
+    }
     /* A run starts its tasks only once every volume is mounted (else it
      * fails with the reason), so the state follows from the job's. */
     const char *st = str(j, "state");

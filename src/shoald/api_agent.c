@@ -158,13 +158,13 @@ static int apply_event(struct shoald *d, struct node *n, const json_t *ev,
                        struct sh_error *err)
 {
     json_int_t id, attempt, cpu_ns = 0, mem_peak = 0;
-    const char *what, *reason = NULL, *error = NULL;
+    const char *what, *reason = NULL, *error = NULL, *digest = NULL;
     int code = -1, sig = 0;
-    if (json_unpack((json_t *)ev,
-                    "{s:I, s:I, s:s, s?i, s?i, s?s, s?s, s?I, s?I}", "id", &id,
-                    "attempt", &attempt, "event", &what, "exit_code", &code,
-                    "signal", &sig, "reason", &reason, "error", &error,
-                    "cpu_ns", &cpu_ns, "mem_peak", &mem_peak) < 0 ||
+    if (json_unpack(
+            (json_t *)ev, "{s:I, s:I, s:s, s?i, s?i, s?s, s?s, s?I, s?I, s?s}",
+            "id", &id, "attempt", &attempt, "event", &what, "exit_code", &code,
+            "signal", &sig, "reason", &reason, "error", &error, "cpu_ns",
+            &cpu_ns, "mem_peak", &mem_peak, "digest", &digest) < 0 ||
         cpu_ns < 0 || mem_peak < 0)
         return sh_errorf(err, SH_EINVAL,
                          "an event needs id, attempt and event");
@@ -183,6 +183,7 @@ static int apply_event(struct shoald *d, struct node *n, const json_t *ev,
         return sh_errorf(err, SH_EFORBIDDEN, "job %lld has no part on node %s",
                          (long long)id, n->name);
     acct_part_usage(d, job, (uint64_t)cpu_ns, (uint64_t)mem_peak);
+    nodes_job_digest(d, n->name, id, attempt, digest);
     if (nodes_progress_reason(job->reason))
         job_set_reason(job, NULL); /* the end says its own */
     if (cluster_part_done(d, job, n->name, code, sig, reason, err) < 0)

@@ -710,12 +710,25 @@ static json_t *work_entry(struct shoald *d, const struct job *job, int part)
                             volumes_mounts(d->volumes, d->secrets, &job->spec));
     if (e && run && job->spec.container.image)
         add_registry_auth(d, job, e);
+    if (e && run && job->image_digest)
+        json_object_set_new(e, "image_digest", json_string(job->image_digest));
     if (e && job->array_id) {
         json_object_set_new(e, "array_id",
                             json_integer((json_int_t)job->array_id));
         json_object_set_new(e, "array_task", json_integer(job->array_task));
     }
     return e;
+}
+
+/* A part other than the first of a job in an image waits (its work is not
+ * sent) until the first node reported the digest its reference resolved
+ * to: then every node pulls that digest (nodes_count_stale takes it). A
+ * reference that names its digest needs nobody's resolution. */
+static bool part_held(const struct job *job, int part)
+{
+    return part > 0 && job->state == JOB_RUNNING && job->spec.container.image &&
+           !job->image_digest &&
+           !job_image_ref_pinned(job->spec.container.image);
 }
 
 json_t *cluster_node_work(struct shoald *d, const struct node *n)
@@ -727,7 +740,8 @@ json_t *cluster_node_work(struct shoald *d, const struct node *n)
         if (!job)
             continue;
         for (int a = 0; a < job->nalloc; a++) {
-            if (strcmp(job->alloc[a].node, n->name) == 0 && !job->alloc[a].done)
+            if (strcmp(job->alloc[a].node, n->name) == 0 &&
+                !job->alloc[a].done && !part_held(job, a))
                 json_array_append_new(jobs, work_entry(d, job, a));
         }
     }
@@ -797,6 +811,8 @@ static void start_job(struct shoald *d, struct job *job,
     struct sh_error err;
     job_set_alloc(job, alloc, nalloc);
     job->master_port = pick_master_port(d, alloc[0].node);
+    free(job->image_digest); /* each attempt resolves its reference anew */
+    job->image_digest = NULL;
     /* The model the job's GPU-hours count for in usage reports. */
     free(job->gpu_model);
     job->gpu_model = NULL;

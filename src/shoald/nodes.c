@@ -10,6 +10,7 @@
 #include "lib/util/log.h"
 #include "shoald/acct.h"
 #include "shoald/cluster.h"
+#include "shoald/jobs.h"
 #include "shoald/jobtab.h"
 #include "shoald/nodetab.h"
 #include "shoald/slices.h"
@@ -89,7 +90,6 @@ static bool run_wanted(struct shoald *d, const char *node, uint64_t id,
     return false;
 }
 
-/* Count the reported runs we do not want; validate the list. */
 /* A reason that only says what a node does before the job starts (the
  * notes of runs_alive_json): shown while it lasts, never the end's. */
 bool nodes_progress_reason(const char *reason)
@@ -125,6 +125,41 @@ static void apply_note(struct shoald *d, const char *node, json_int_t id,
     }
 }
 
+/* The digest the first node of a job in an image resolved its reference to
+ * (runs_alive_json): the job keeps the first one it hears for this attempt
+ * (stored, so a restarted controller sends the same) and its other nodes
+ * get their work, naming it. A digest from any other node, or one that is
+ * not sha256:HEX, is ignored. */
+void nodes_job_digest(struct shoald *d, const char *node, json_int_t id,
+                      json_int_t attempt, const char *digest)
+{
+    struct job *job = jobtab_get(d->jobs, (uint64_t)id);
+    if (!digest || !job || job_attempt(job) != attempt ||
+        job->state != JOB_RUNNING || !job->spec.container.image ||
+        job->image_digest || job->nalloc < 1 ||
+        strcmp(job->alloc[0].node, node) != 0)
+        return;
+    if (!job_image_digest_valid(digest)) {
+        sh_log(LOG_WARNING, "agent",
+               "node %s: job %lld: an image digest that is not sha256:HEX "
+               "ignored",
+               node, (long long)id);
+        return;
+    }
+    job->image_digest = strdup(digest);
+    if (!job->image_digest)
+        return;
+    struct sh_error err;
+    if (jobs_persist(d, job, &err) < 0)
+        sh_log(LOG_ERR, "agent", "job %lld: cannot store its image digest: %s",
+               (long long)id, err.msg);
+    sh_log(LOG_INFO, "agent", "job %lld runs image %s on every node",
+           (long long)id, digest);
+    for (int a = 1; a < job->nalloc; a++)
+        cluster_node_touch(d, job->alloc[a].node);
+}
+
+/* Count the reported runs we do not want; validate the list. */
 int nodes_count_stale(struct shoald *d, const char *node, const json_t *runs,
                       int *stale, struct sh_error *err)
 {
@@ -137,16 +172,19 @@ int nodes_count_stale(struct shoald *d, const char *node, const json_t *runs,
     json_t *r;
     json_array_foreach (runs, i, r) {
         json_int_t id, attempt;
-        const char *note = NULL;
-        if (json_unpack((json_t *)r, "{s:I, s:I, s?s}", "id", &id, "attempt",
-                        &attempt, "note", &note) < 0 ||
+        const char *note = NULL, *digest = NULL;
+        if (json_unpack((json_t *)r, "{s:I, s:I, s?s, s?s}", "id", &id,
+                        "attempt", &attempt, "note", &note, "digest",
+                        &digest) < 0 ||
             id < 1 || attempt < 0)
             return sh_errorf(err, SH_EINVAL,
                              "each run needs an id and an attempt");
         if (!run_wanted(d, node, (uint64_t)id, (int)attempt))
             (*stale)++;
-        else
+        else {
             apply_note(d, node, id, attempt, note);
+            nodes_job_digest(d, node, id, attempt, digest);
+        }
     }
     return 0;
 }

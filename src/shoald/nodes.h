@@ -53,6 +53,12 @@ int nodes_count_stale(struct shoald *d, const char *node, const json_t *runs,
  * note): shown while it lasts, never the end's. */
 bool nodes_progress_reason(const char *reason);
 
+/* Node reported the digest (unchecked, may be NULL) the image of run (id,
+ * attempt) resolved to: the job keeps the first one its first node
+ * reports, when valid (stored), and its other nodes get their work. */
+void nodes_job_digest(struct shoald *d, const char *node, json_int_t id,
+                      json_int_t attempt, const char *digest);
+
 /* Node n's heartbeat arrived (after its samples and events were applied):
  * it is alive as of now, fresh GPU samples (samples) are accounted, and a
  * change in its count of stale runs is told to the engine. */

@@ -29,6 +29,12 @@
 #   ctr-016 a registry that asks for credentials: the job's project's
 #           secret gives them; none, another project's or a wrong one
 #           fails the job with the reason; root's own are never used
+#   ctr-017 a 2-node job from a registry tag runs one digest on both nodes:
+#           the tag is pushed anew to another image right after the first
+#           node resolved it; the other node pulls the first one's digest,
+#           the job shows it (shoal show), nothing else resolves the tag
+#   ctr-018 a node that cannot get the digest the first node resolved (the
+#           registry deleted it) fails the job with that reason
 
 load lib/cluster
 
@@ -447,7 +453,8 @@ echo x > /data/ro 2>/dev/null || echo data=ro; echo w > /tmp/w && echo tmp=rw'
 }
 
 # Start Debian's docker-registry on a free loopback port (REG_PORT), its
-# data under the test's folder; extra YAML (an auth: block) from $1.
+# data under the test's folder; extra YAML (an auth: block) from $1, extra
+# storage: YAML (a delete: block) from REG_STORAGE.
 reg_start() {
     command -v docker-registry >/dev/null ||
         skip "needs docker-registry (scripts/install-deps.sh)"
@@ -456,6 +463,7 @@ reg_start() {
     {
         printf 'version: 0.1\nlog:\n  level: info\nstorage:\n'
         printf '  filesystem:\n    rootdirectory: %s/data\n' "$d"
+        printf '%s' "${REG_STORAGE:-}"
         printf 'http:\n  addr: 127.0.0.1:0\n'
         printf '%s' "${1:-}"
     } >"$d/config.yml"
@@ -545,4 +553,97 @@ reg_start() {
     # Nothing of the credentials in the job's environment.
     if echo "$output" | grep -q tpass; then false; fi
     [ -z "$(ls -d "$SHOAL_TEST_DIR"/node1/images/auth-* 2>/dev/null)" ]
+}
+
+@test "ctr-017 a 2-node job from a registry tag runs one digest on every node" {
+    shoald_start
+    reg_start
+    ref="127.0.0.1:$REG_PORT/test/busybox:2"
+    skopeo --insecure-policy copy --quiet --dest-tls-verify=false \
+        "oci-archive:$CTR_IMG_DIR/busybox.tar" "docker://$ref"
+    want=$(skopeo inspect --tls-verify=false --format '{{.Digest}}' "docker://$ref")
+    # The nodes' skopeo: whenever a node resolves the tag, it is logged and
+    # (the first time) the tag is pushed anew to the second image at once,
+    # as a push between the first node's resolution and the others' pulls.
+    w="$SHOAL_TEST_DIR/wrap"
+    mkdir -p "$w"
+    {
+        printf '#!/bin/sh\n/usr/bin/skopeo "$@"\nrc=$?\n'
+        printf 'case " $* " in\n*" --format "*" docker://%s "*)\n' "$ref"
+        printf '    echo "$*" >>"%s/resolved"\n' "$w"
+        printf '    if mkdir "%s/pushed" 2>/dev/null; then\n' "$w"
+        printf '        /usr/bin/skopeo --insecure-policy copy --quiet --dest-tls-verify=false "oci-archive:%s/busybox2.tar" "docker://%s" >&2\n' \
+            "$CTR_IMG_DIR" "$ref"
+        printf '    fi ;;\nesac\nexit $rc\n'
+    } >"$w/skopeo"
+    chmod 0755 "$w/skopeo"
+    AGENT_PREFIX="env PATH=$w:$PATH" agent_start node1 1 H100-80GB --image-tls-insecure
+    AGENT_PREFIX="env PATH=$w:$PATH" agent_start node2 1 H100-80GB --image-tls-insecure
+    wait_for 20 nodes_up_is 2
+    open_test_dir
+    id=$(submit --user "$CUSER" --nodes 2 --gpus 1 --image "$ref" -- \
+        sh -c '. /etc/os-release; echo "r=$RANK os=$ID"')
+    wait_for 120 job_done "$id"
+    job_field "$id" .reason
+    run shoal logs "$id"
+    echo "$output"
+    [ "$(job_state "$id")" = completed ]
+    # The tag names another image now; both ranks ran the first one.
+    [ -d "$w/pushed" ]
+    now=$(skopeo inspect --tls-verify=false --format '{{.Digest}}' "docker://$ref")
+    [ "$now" != "$want" ]
+    echo "$output" | grep -qx "r=0 os=shoaltest"
+    echo "$output" | grep -qx "r=1 os=shoaltest"
+    # Resolved once, on the first node; the job and both nodes name it.
+    [ "$(wc -l <"$w/resolved")" = 1 ]
+    [ "$(job_field "$id" .image_digest)" = "$want" ]
+    shoal show "$id" | grep -q "^image digest: *$want\$"
+    [ "$(jq -r .digest "$(run_dir "$id" node1)/image.json")" = "$want" ]
+    [ "$(jq -r .digest "$(run_dir "$id" node2)/image.json")" = "$want" ]
+    # A new job resolves the tag again, once: the second image.
+    b=$(submit --user "$CUSER" --nodes 2 --gpus 1 --image "$ref" -- \
+        sh -c '. /etc/os-release; echo "r=$RANK os=$ID"')
+    wait_for 120 job_done "$b"
+    [ "$(job_state "$b")" = completed ]
+    shoal logs "$b" | grep -qx "r=0 os=shoaltest2"
+    shoal logs "$b" | grep -qx "r=1 os=shoaltest2"
+    [ "$(job_field "$b" .image_digest)" = "$now" ]
+    [ "$(wc -l <"$w/resolved")" = 2 ]
+}
+
+@test "ctr-018 a node that cannot get the first node's digest fails the job with the reason" {
+    shoald_start
+    REG_STORAGE=$'  delete:\n    enabled: true\n' reg_start
+    ref="127.0.0.1:$REG_PORT/test/busybox:3"
+    skopeo --insecure-policy copy --quiet --dest-tls-verify=false \
+        "oci-archive:$CTR_IMG_DIR/busybox.tar" "docker://$ref"
+    want=$(skopeo inspect --tls-verify=false --format '{{.Digest}}' "docker://$ref")
+    # The nodes' skopeo: the first copy by digest (the first node's pull)
+    # deletes that manifest from the registry once done; the other node
+    # asks for it only after that.
+    w="$SHOAL_TEST_DIR/wrap"
+    mkdir -p "$w"
+    {
+        printf '#!/bin/sh\ncase " $* " in\n'
+        printf '*" inspect --raw "*"@sha256:"*)\n'
+        printf '    i=0; while [ ! -e "%s/deleted" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done ;;\n' "$w"
+        printf 'esac\n/usr/bin/skopeo "$@"\nrc=$?\ncase " $* " in\n'
+        printf '*" copy "*"@sha256:"*)\n'
+        printf '    if [ $rc = 0 ] && mkdir "%s/copied" 2>/dev/null; then\n' "$w"
+        printf '        curl -sf -X DELETE "http://127.0.0.1:%s/v2/test/busybox/manifests/%s" >&2 && touch "%s/deleted"\n' \
+            "$REG_PORT" "$want" "$w"
+        printf '    fi ;;\nesac\nexit $rc\n'
+    } >"$w/skopeo"
+    chmod 0755 "$w/skopeo"
+    AGENT_PREFIX="env PATH=$w:$PATH" agent_start node1 1 H100-80GB --image-tls-insecure
+    AGENT_PREFIX="env PATH=$w:$PATH" agent_start node2 1 H100-80GB --image-tls-insecure
+    wait_for 20 nodes_up_is 2
+    open_test_dir
+    id=$(submit --user "$CUSER" --nodes 2 --gpus 1 --image "$ref" -- sleep 1000)
+    wait_for 120 job_done "$id"
+    job_field "$id" .reason
+    [ -e "$w/deleted" ]
+    [ "$(job_state "$id")" = failed ]
+    [ "$(job_field "$id" .image_digest)" = "$want" ]
+    job_field "$id" .reason | grep -q "image docker://$ref: cannot get $want (the digest the job's first node resolved it to): .*manifest unknown"
 }

@@ -130,11 +130,13 @@ Test(image_local, a_fifo_archive_fails_the_prepare_at_once)
     struct image_cache_cfg cfg = {.dir = cache};
     struct image_bundle b;
     cr_assert_eq(
-        image_prepare(&cfg, ref, NULL, NULL, NULL, &b, why, sizeof(why)), -1);
+        image_prepare(&cfg, ref, NULL, NULL, NULL, NULL, &b, why, sizeof(why)),
+        -1);
     cr_assert(strstr(why, "not a regular file"), "%s", why);
     snprintf(ref, sizeof(ref), "oci:%s:t", fifo);
     cr_assert_eq(
-        image_prepare(&cfg, ref, NULL, NULL, NULL, &b, why, sizeof(why)), -1);
+        image_prepare(&cfg, ref, NULL, NULL, NULL, NULL, &b, why, sizeof(why)),
+        -1);
     cr_assert(strstr(why, "not a folder"), "%s", why);
 }
 
@@ -173,14 +175,15 @@ Test(image_local, a_layout_naming_a_digest_it_does_not_hold_is_refused)
     struct image_cache_cfg cfg = {.dir = cache};
     struct image_bundle b;
     cr_assert_eq(
-        image_prepare(&cfg, ref, NULL, NULL, NULL, &b, why, sizeof(why)), -1);
+        image_prepare(&cfg, ref, NULL, NULL, NULL, NULL, &b, why, sizeof(why)),
+        -1);
     cr_assert(strstr(why, "does not match the digest its index names"), "%s",
               why);
     /* With the right bytes it is the cached bundle. */
     put(path, "{}");
     cr_assert_eq(
-        image_prepare(&cfg, ref, NULL, NULL, NULL, &b, why, sizeof(why)), 0,
-        "%s", why);
+        image_prepare(&cfg, ref, NULL, NULL, NULL, NULL, &b, why, sizeof(why)),
+        0, "%s", why);
     cr_assert_not(b.unpacked);
     image_bundle_release(&b);
 }
@@ -229,7 +232,8 @@ Test(image_local, a_copy_that_is_not_the_digest_is_removed_and_refused)
     struct image_cache_cfg cfg = {.dir = cache};
     struct image_bundle b;
     cr_assert_eq(
-        image_prepare(&cfg, ref, NULL, NULL, NULL, &b, why, sizeof(why)), -1);
+        image_prepare(&cfg, ref, NULL, NULL, NULL, NULL, &b, why, sizeof(why)),
+        -1);
     cr_assert(strstr(why, "the copy refused: its manifest does not hash to "
                           "sha256:"),
               "%s", why);

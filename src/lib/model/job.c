@@ -498,6 +498,7 @@ void job_destroy(struct job *job)
         return;
     job_spec_fini(&job->spec);
     free(job->reason);
+    free(job->image_digest);
     free(job->gpu_model);
     job_alloc_free(job->alloc, job->nalloc);
     free(job);
@@ -565,6 +566,8 @@ int job_transition(struct job *job, enum job_state to, int64_t now_ms,
         job->exit_signal = 0;
         job->releasing = false;
         job->master_port = 0;
+        free(job->image_digest);
+        job->image_digest = NULL;
         job_set_alloc(job, NULL, 0);
     } else {
         job->end_ms = now_ms;

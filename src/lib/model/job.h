@@ -174,6 +174,11 @@ struct job {
     char *reason;       /* why pending / how it ended; may be NULL */
     int64_t est_start_ms; /* estimated start for pending jobs; 0 = unknown */
     int master_port;      /* MASTER_PORT for distributed launchers; 0 none */
+    /* The digest its image reference resolved to on its first node, this
+     * attempt ("sha256:HEX", checked); every other node pulls that. NULL
+     * until known; cleared when it goes back to the queue (a requeued
+     * job resolves its reference again). */
+    char *image_digest;
     struct job_alloc *alloc;
     int nalloc;
     /* Accounting and idle detection, kept by the controller. */

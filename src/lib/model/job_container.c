@@ -299,6 +299,29 @@ int job_image_transport(const char *ref, char *buf, size_t size)
     return n < 0 || (size_t)n >= size ? -1 : 0;
 }
 
+bool job_image_digest_valid(const char *d)
+{
+    if (!d || strncmp(d, "sha256:", 7) != 0 ||
+        strlen(d) != JOB_IMAGE_DIGEST_LEN)
+        return false;
+    for (const char *p = d + 7; *p; p++) {
+        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
+            return false;
+    }
+    return true;
+}
+
+bool job_image_ref_pinned(const char *ref)
+{
+    enum job_image_kind kind;
+    struct sh_error err;
+    if (!ref || job_image_ref_parse(ref, &kind, &err) < 0 ||
+        kind != JOB_IMAGE_REGISTRY)
+        return false;
+    const char *at = strrchr(ref, '@');
+    return at && job_image_digest_valid(at + 1);
+}
+
 /* ---- mounts, env, the whole part ---- */
 
 static int abs_path_check(const char *what, const char *p, struct sh_error *err)

@@ -83,4 +83,16 @@ int job_image_ref_parse(const char *ref, enum job_image_kind *kind,
  * does not parse or does not fit. */
 int job_image_transport(const char *ref, char *buf, size_t size);
 
+/* ---- digests ---- */
+
+#define JOB_IMAGE_DIGEST_LEN 71 /* "sha256:" and 64 hex digits */
+
+/* Whether d is an image digest as Shoal takes one from a node:
+ * "sha256:" and exactly 64 lowercase hex digits, nothing else. */
+bool job_image_digest_valid(const char *d);
+
+/* Whether ref names its image by digest already (a registry reference
+ * with @sha256:...): every node pulls that, none resolves anything. */
+bool job_image_ref_pinned(const char *ref);
+
 #endif

@@ -629,6 +629,8 @@ json_t *job_to_json(const struct job *job)
     json_object_set_new(o, "end_ms", json_integer(job->end_ms));
     if (job->master_port)
         json_object_set_new(o, "master_port", json_integer(job->master_port));
+    if (job->image_digest)
+        json_object_set_new(o, "image_digest", json_string(job->image_digest));
     return o;
 }
 
@@ -652,6 +654,9 @@ json_t *job_to_record(const struct job *job)
         json_object_set_new(rec, "reason", json_string(job->reason));
     if (rec && job->master_port)
         json_object_set_new(rec, "master_port", json_integer(job->master_port));
+    if (rec && job->image_digest)
+        json_object_set_new(rec, "image_digest",
+                            json_string(job->image_digest));
     if (rec && job->queued_ms != job->submit_ms)
         json_object_set_new(rec, "queued_ms", json_integer(job->queued_ms));
     if (rec && job->gpu_model)
@@ -739,6 +744,13 @@ struct job *job_from_record(const json_t *rec, struct sh_error *err)
     job->est_start_ms = est;
     job->master_port =
         (int)json_integer_value(json_object_get(rec, "master_port"));
+    const char *digest =
+        json_string_value(json_object_get(rec, "image_digest"));
+    if (digest && job_image_digest_valid(digest) &&
+        !(job->image_digest = strdup(digest))) {
+        sh_errorf(err, SH_EINTERNAL, "out of memory");
+        goto error;
+    }
     const json_t *queued = json_object_get(rec, "queued_ms");
     if (json_is_integer(queued))
         job->queued_ms = json_integer_value(queued);

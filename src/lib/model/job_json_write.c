@@ -391,6 +391,10 @@ int job_json_write(struct strbuf *sb, const struct job *job,
         key(&o, "master_port");
         integer(&o, job->master_port);
     }
+    if (job->image_digest) {
+        key(&o, "image_digest");
+        str(&o, job->image_digest);
+    }
     if (x && x->estimate && x->estimate[0]) {
         key(&o, "estimate");
         str(&o, x->estimate);

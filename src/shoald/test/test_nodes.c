@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "lib/loop/loop.h"
+#include "lib/model/job_json.h"
 #include "shoald/auth.h"
 #include "shoald/cluster.h"
 #include "shoald/commit.h"
@@ -185,5 +186,81 @@ Test(nodes, only_a_down_node_is_forgotten)
     struct api_caller c;
     auth_identify(d.auth, token, shoald_now_ms(&d), &c);
     cr_assert_eq(c.role, API_ANON, "its agent token is revoked");
+    json_decref(gpus);
+}
+
+static json_t *run_report(uint64_t id, int attempt, const char *digest)
+{
+    return json_pack("[{s:I, s:i, s:s}]", "id", (json_int_t)id, "attempt",
+                     attempt, "digest", digest);
+}
+
+static size_t work_count(const char *node)
+{
+    json_t *w = cluster_node_work(&d, nodetab_get(d.nodes, node));
+    size_t n = json_array_size(json_object_get(w, "jobs"));
+    json_decref(w);
+    return n;
+}
+
+/* A 2-node job in an image: the second node's work waits for the digest
+ * the first node resolved; a digest from another node, or one that is not
+ * sha256:HEX, is ignored; the one taken is stored and sent on. */
+Test(nodes, image_digest_of_the_first_node_releases_the_others)
+{
+    struct sh_error err = {0};
+    char token[AUTH_TOKEN_LEN + 1];
+    json_t *gpus = json_array();
+    cr_assert_eq(reg("n1", gpus, true, token, &err), 0, "%s", err.msg);
+    cr_assert_eq(reg("n2", gpus, true, token, &err), 0, "%s", err.msg);
+    json_t *o = json_pack("{s:[s], s:i, s:s}", "command", "true", "nodes", 2,
+                          "image", "reg.example.com/team/x:1");
+    struct job_spec s;
+    job_spec_init(&s);
+    cr_assert_eq(job_spec_from_json(o, &s, &err), 0, "%s", err.msg);
+    json_decref(o);
+    s.user = strdup("admin");
+    s.project = strdup("default");
+    uint64_t id = jobtab_take_id(d.jobs);
+    struct job *job = job_create(id, &s, 1);
+    job->state = JOB_RUNNING;
+    job->start_ms = 2;
+    struct job_alloc *al = calloc(2, sizeof(*al));
+    al[0].node = strdup("n1");
+    al[0].exit_code = -1;
+    al[1].node = strdup("n2");
+    al[1].exit_code = -1;
+    job_set_alloc(job, al, 2);
+    cr_assert_eq(jobtab_add(d.jobs, job), 0);
+    node_rt_add_job(nodetab_rt(d.nodes, "n1"), id);
+    node_rt_add_job(nodetab_rt(d.nodes, "n2"), id);
+    int attempt = job_attempt(job), stale;
+    cr_assert_eq(work_count("n1"), 1);
+    cr_assert_eq(work_count("n2"), 0, "held until the digest is known");
+    const char *good = "sha256:0123456789abcdef0123456789abcdef"
+                       "0123456789abcdef0123456789abcdef";
+    const char *bad[] = {"sha256:../../x", "sha256:0123456789ABCDEF0123456789"
+                                           "abcdef0123456789abcdef0123456789"
+                                           "abcdef"};
+    for (size_t i = 0; i < 2; i++) {
+        json_t *r = run_report(id, attempt, bad[i]);
+        cr_assert_eq(nodes_count_stale(&d, "n1", r, &stale, &err), 0);
+        json_decref(r);
+        cr_assert_null(job->image_digest, "%s refused", bad[i]);
+    }
+    json_t *r = run_report(id, attempt, good);
+    cr_assert_eq(nodes_count_stale(&d, "n2", r, &stale, &err), 0);
+    cr_assert_null(job->image_digest, "only the first node's digest counts");
+    cr_assert_eq(nodes_count_stale(&d, "n1", r, &stale, &err), 0);
+    json_decref(r);
+    cr_assert_str_eq(job->image_digest, good);
+    json_t *w = cluster_node_work(&d, nodetab_get(d.nodes, "n2"));
+    json_t *e = json_array_get(json_object_get(w, "jobs"), 0);
+    cr_assert_str_eq(json_string_value(json_object_get(e, "image_digest")),
+                     good);
+    json_decref(w);
+    /* Stored: a restarted controller sends the same digest. */
+    commit_and_reload();
+    cr_assert_str_eq(jobtab_get(d.jobs, id)->image_digest, good);
     json_decref(gpus);
 }

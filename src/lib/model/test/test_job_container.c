@@ -129,3 +129,45 @@ Test(job_container, refuses_container_fields_without_an_image)
         parse("{\"command\":[\"id\"],\"image\":\"BAD IMAGE\"}", &s, &err), -1);
     cr_assert_not_null(strstr(err.msg, "image"), "%s", err.msg);
 }
+
+/* A digest reported by a node is data from that node: only sha256: and 64
+ * lowercase hex digits pass, before the controller stores or sends it on. */
+Test(job_container, digest_from_a_node_is_validated)
+{
+    const char *hex =
+        "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+    char good[80];
+    snprintf(good, sizeof(good), "sha256:%s", hex);
+    cr_assert(job_image_digest_valid(good));
+    const char *bad[] = {
+        NULL,
+        "",
+        "sha256:",
+        "sha256:abc",
+        "sha512:"
+        "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+        "SHA256:"
+        "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+        "sha256:"
+        "0123456789ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef",
+        "sha256:"
+        "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdeg",
+        "sha256:"
+        "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0",
+        "sha256:"
+        "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcde\n",
+        "sha256:"
+        "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\"",
+        "sha256:../../../../etc/passwd",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        cr_assert_not(job_image_digest_valid(bad[i]), "%s",
+                      bad[i] ? bad[i] : "(null)");
+    /* A reference that names its digest needs no resolution. */
+    char ref[200];
+    snprintf(ref, sizeof(ref), "reg.io/team/x@sha256:%s", hex);
+    cr_assert(job_image_ref_pinned(ref));
+    cr_assert_not(job_image_ref_pinned("reg.io/team/x:1"));
+    cr_assert_not(job_image_ref_pinned("oci-archive:/s/x.tar"));
+    cr_assert_not(job_image_ref_pinned(NULL));
+}

@@ -120,6 +120,9 @@ Test(job_json, record_round_trips)
     json_decref(bare);
     job_set_reason(job, "resources: needs 1 GPU");
     job->attained_gpu_ms = 7200000; /* LAS: survives a controller restart */
+    /* The image digest its first node resolved: the same after a restart. */
+    job->image_digest = strdup("sha256:0123456789abcdef0123456789abcdef"
+                               "0123456789abcdef0123456789abcdef");
     json_t *rec = job_to_record(job);
     cr_assert_not_null(rec);
     struct job *back = job_from_record(rec, &err);
@@ -131,6 +134,13 @@ Test(job_json, record_round_trips)
     cr_assert_str_eq(back->spec.env[0].value, "V");
     cr_assert_str_eq(back->reason, "resources: needs 1 GPU");
     cr_assert_eq(back->attained_gpu_ms, 7200000);
+    cr_assert_str_eq(back->image_digest, job->image_digest);
+    /* A stored digest that is not sha256:HEX is not taken back. */
+    json_object_set_new(rec, "image_digest", json_string("sha256:../x"));
+    struct job *odd = job_from_record(rec, &err);
+    cr_assert_not_null(odd, "%s", err.msg);
+    cr_assert_null(odd->image_digest);
+    job_destroy(odd);
     json_t *view = job_to_json(back);
     cr_assert_str_eq(json_string_value(json_object_get(view, "state")),
                      "pending");
@@ -221,6 +231,8 @@ Test(job_json, listing_writer_gives_the_views_text)
         "\"state\":\"failed\",\"submit_ms\":1000,\"start_ms\":2000,"
         "\"end_ms\":123457,\"exit_code\":3,\"exit_signal\":9,\"requeues\":0,"
         "\"releasing\":false,\"est_start_ms\":0,\"master_port\":29500,"
+        "\"image_digest\":\"sha256:0123456789abcdef0123456789abcdef"
+        "0123456789abcdef0123456789abcdef\","
         "\"gpu_model\":\"H100-80GB\",\"util_sum\":123.456,\"util_ms\":7000,"
         "\"cpu_ns\":1234567891,\"mem_peak\":99,\"placement\":[{\"node\":"
         "\"n1\",\"gpus\":[\"GPU-a\"],\"share\":1,\"done\":true,"
