@@ -19,6 +19,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "lib/model/job_container.h"
@@ -271,6 +272,7 @@ struct pull {
     char src[96 + 4200];           /* what skopeo reads (/proc/self/fd/N) */
     char authdir[4300];            /* a registry's auth file's folder */
     char authfile[4400];           /* that file ("" for none) */
+    int auth_lock;                 /* authdir, locked while in use; -1 */
 };
 
 static void fail(char *why, size_t size, const char *transport,
@@ -1431,6 +1433,11 @@ static int auth_file(struct pull *p, const char *transport, char *why,
         p->authdir[0] = '\0';
         return -1;
     }
+    /* Locked while this pull uses it: image_sweep_auth leaves it alone. */
+    p->auth_lock =
+        open(p->authdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (p->auth_lock >= 0)
+        flock(p->auth_lock, LOCK_EX);
     snprintf(p->authfile, sizeof(p->authfile), "%s/auth.json", p->authdir);
     json_t *auths = json_object();
     if (cfg->auth_registry && cfg->auth_user && cfg->auth_pass) {
@@ -1491,6 +1498,7 @@ int image_prepare(const struct image_cache_cfg *cfg, const char *transport,
     p->user = user;
     p->src_fd = -1;
     p->udir_fd = -1;
+    p->auth_lock = -1;
     int rc = open_local(p, transport, why, size);
     if (rc == 0)
         rc = prepare(p, transport, out, why, size);
@@ -1501,8 +1509,43 @@ int image_prepare(const struct image_cache_cfg *cfg, const char *transport,
         unlink(p->authfile);
     if (p->authdir[0])
         rmdir(p->authdir);
+    if (p->auth_lock >= 0)
+        close(p->auth_lock);
     free(p);
     return rc;
+}
+
+void image_sweep_auth(const char *cache_dir)
+{
+    int dfd = open(cache_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
+    if (!d) {
+        if (dfd >= 0)
+            close(dfd);
+        return;
+    }
+    time_t now = time(NULL);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        struct stat st;
+        if (strncmp(e->d_name, "auth-", 5) != 0 ||
+            fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+            !S_ISDIR(st.st_mode) || st.st_uid != 0 ||
+            now - st.st_mtime < IMAGE_AUTH_STALE_S)
+            continue;
+        int afd = openat(dirfd(d), e->d_name,
+                         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (afd < 0)
+            continue;
+        if (flock(afd, LOCK_EX | LOCK_NB) == 0) {
+            unlinkat(afd, "auth.json", 0);
+            if (unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR) == 0)
+                sh_log(LOG_INFO, "image", "removed a stale auth folder %s/%s",
+                       cache_dir, e->d_name);
+        }
+        close(afd);
+    }
+    closedir(d);
 }
 
 static int prepare(struct pull *p, const char *transport,

@@ -104,4 +104,11 @@ bool image_sha256_is(const void *data, size_t len, const char *digest);
 /* Bytes under path (files and folders, links not followed). */
 uint64_t image_du(const char *path);
 
+/* A pull's registry auth file lives in cache_dir/auth-XXXXXX, locked while
+ * the pull runs and removed after it; a shim killed mid-pull leaves it
+ * behind with a password in it. Remove every such folder no pull holds
+ * that is older than IMAGE_AUTH_STALE_S (the agent calls this at start). */
+#define IMAGE_AUTH_STALE_S 60
+void image_sweep_auth(const char *cache_dir);
+
 #endif

@@ -20,6 +20,7 @@
 #include "agent/cgroup.h"
 #include "agent/container.h"
 #include "agent/gpu.h"
+#include "agent/image.h"
 #include "agent/link.h"
 #include "agent/runs.h"
 #include "agent/shim.h"
@@ -479,6 +480,7 @@ static int run_agent(struct agent *a, struct sh_error *err)
     if (!a->cfg.image_cache_dir)
         snprintf(a->image_cache, sizeof(a->image_cache), "%s/images",
                  a->cfg.state_dir);
+    image_sweep_auth(a->image_cache);
     a->loop = loop_create(err);
     if (!a->loop || setup_gpus(a, err) < 0)
         return -1;

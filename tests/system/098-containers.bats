@@ -647,3 +647,23 @@ reg_start() {
     [ "$(job_field "$id" .image_digest)" = "$want" ]
     job_field "$id" .reason | grep -q "image docker://$ref: cannot get $want (the digest the job's first node resolved it to): .*manifest unknown"
 }
+
+@test "ctr-019 a registry password left by a killed pull is removed when the agent starts" {
+    shoald_start
+    # What a shim killed mid-pull leaves: its auth folder, with the file.
+    imgs="$SHOAL_TEST_DIR/node1/images"
+    mkdir -p "$imgs/auth-stale1" "$imgs/auth-inuse1" "$imgs/auth-fresh1"
+    for d in stale1 inuse1 fresh1; do
+        echo '{"auths":{"r.example":{"auth":"c2VjcmV0"}}}' >"$imgs/auth-$d/auth.json"
+    done
+    touch -d '1 hour ago' "$imgs/auth-stale1" "$imgs/auth-inuse1"
+    # A pull still under way (a shim that outlived its agent) holds its lock.
+    exec 9<"$imgs/auth-inuse1"
+    flock 9
+    agent_start node1 1 H100-80GB
+    wait_for 20 nodes_up_is 1
+    exec 9<&-
+    [ ! -e "$imgs/auth-stale1" ]
+    [ -e "$imgs/auth-inuse1/auth.json" ]
+    [ -e "$imgs/auth-fresh1/auth.json" ]
+}
