@@ -213,6 +213,33 @@ static int64_t page_lines(void)
     return 100;
 }
 
+/* One page of GET path (which ends in '?' or '&'): at most
+ * QUEUE_JSON_PAGE jobs after id after, no more than limit - done when
+ * limit > 0. The answer's text (the caller frees it), its jobs array in
+ * *jobs and its "more" count in *more; dies on an error. */
+static char *queue_page(struct client *cl, const char *path, int64_t limit,
+                        int64_t done, int64_t after, struct jtext *jobs,
+                        long long *more)
+{
+    int64_t want = QUEUE_JSON_PAGE;
+    if (limit > 0 && limit - done < want)
+        want = limit - done;
+    char page[1200];
+    snprintf(page, sizeof(page), "%slimit=%lld&after=%lld", path,
+             (long long)want, (long long)after);
+    char *text = NULL;
+    size_t len = 0;
+    struct sh_error err;
+    if (client_call_raw(cl, "GET", page, NULL, 0, &text, &len, NULL, &err) < 0)
+        die("%s", err.msg);
+    struct jtext ans, v;
+    if (!jtext_value(text, text + len, &ans) ||
+        !jtext_member(&ans, "jobs", jobs) || !jtext_member(&ans, "more", &v))
+        die("the controller sent malformed JSON");
+    *more = strtoll(v.p, NULL, 10);
+    return text;
+}
+
 /* --json: every job asked for, fetched a page at a time and printed as
  * each page arrives, straight from the controller's text (the layout is
  * json_dumps' JSON_INDENT(2), as `--json` always printed). */
@@ -223,24 +250,10 @@ static void queue_json(struct client *cl, const char *path, int64_t limit,
     bool more = true;
     fputs("[", stdout);
     while (more && (limit == 0 || printed < limit)) {
-        int64_t want = QUEUE_JSON_PAGE;
-        if (limit > 0 && limit - printed < want)
-            want = limit - printed;
-        char page[1200];
-        snprintf(page, sizeof(page), "%slimit=%lld&after=%lld", path,
-                 (long long)want, (long long)after);
-        char *text = NULL;
-        size_t len = 0;
-        struct sh_error err;
-        if (client_call_raw(cl, "GET", page, NULL, 0, &text, &len, NULL, &err) <
-            0)
-            die("%s", err.msg);
-        struct jtext ans, jobs, job, v;
-        if (!jtext_value(text, text + len, &ans) ||
-            !jtext_member(&ans, "jobs", &jobs) ||
-            !jtext_member(&ans, "more", &v))
-            die("the controller sent malformed JSON");
-        more = strtoll(v.p, NULL, 10) > 0;
+        struct jtext jobs, job, v;
+        long long left;
+        char *text = queue_page(cl, path, limit, printed, after, &jobs, &left);
+        more = left > 0;
         const char *cur = NULL;
         int64_t n = 0;
         while (jtext_next(&jobs, &cur, &job)) {
@@ -278,24 +291,8 @@ static json_t *queue_rows(struct client *cl, const char *path, int64_t limit,
     int64_t got = 0;
     *more = 1;
     while (*more > 0 && (limit == 0 || got < limit)) {
-        int64_t want = QUEUE_JSON_PAGE;
-        if (limit > 0 && limit - got < want)
-            want = limit - got;
-        char page[1200];
-        snprintf(page, sizeof(page), "%slimit=%lld&after=%lld", path,
-                 (long long)want, (long long)after);
-        char *text = NULL;
-        size_t len = 0;
-        struct sh_error err;
-        if (client_call_raw(cl, "GET", page, NULL, 0, &text, &len, NULL, &err) <
-            0)
-            die("%s", err.msg);
-        struct jtext ans, jobs, job, v;
-        if (!jtext_value(text, text + len, &ans) ||
-            !jtext_member(&ans, "jobs", &jobs) ||
-            !jtext_member(&ans, "more", &v))
-            die("the controller sent malformed JSON");
-        *more = strtoll(v.p, NULL, 10);
+        struct jtext jobs, job, v;
+        char *text = queue_page(cl, path, limit, got, after, &jobs, more);
         const char *cur = NULL;
         int64_t n = 0;
         while (jtext_next(&jobs, &cur, &job)) {
