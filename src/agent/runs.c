@@ -873,12 +873,13 @@ void runs_events_acked(struct runs *rs, const json_t *events)
     }
 }
 
-/* What the shim is doing before the job starts ("pulling image (1.2 GB /
- * 3.4 GB)", shim_ctr.c), from the run's progress file; "" when none. */
-static void run_progress(const struct run *r, char *buf, size_t size)
+/* A small file of the run's folder, a regular file only, never a link
+ * (up to size - 1 bytes); "" when there is none. */
+static void run_small_file(const struct run *r, const char *name, char *buf,
+                           size_t size)
 {
     char path[4200];
-    snprintf(path, sizeof(path), "%s/progress", r->dir);
+    snprintf(path, sizeof(path), "%s/%s", r->dir, name);
     buf[0] = '\0';
     int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
@@ -889,6 +890,13 @@ static void run_progress(const struct run *r, char *buf, size_t size)
         n = read(fd, buf, size - 1);
     close(fd);
     buf[n > 0 ? n : 0] = '\0';
+}
+
+/* What the shim is doing before the job starts ("pulling image (1.2 GB /
+ * 3.4 GB)", shim_ctr.c), from the run's progress file; "" when none. */
+static void run_progress(const struct run *r, char *buf, size_t size)
+{
+    run_small_file(r, "progress", buf, size);
     for (char *p = buf; *p; p++) {
         if ((unsigned char)*p < 0x20)
             *p = ' ';
@@ -899,18 +907,7 @@ static void run_progress(const struct run *r, char *buf, size_t size)
  * by the shim as root; checked all the same), or "". */
 static void run_digest(const struct run *r, char *buf, size_t size)
 {
-    char path[4200];
-    snprintf(path, sizeof(path), "%s/digest", r->dir);
-    buf[0] = '\0';
-    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0)
-        return;
-    struct stat st;
-    ssize_t n = 0;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
-        n = read(fd, buf, size - 1);
-    close(fd);
-    buf[n > 0 ? n : 0] = '\0';
+    run_small_file(r, "digest", buf, size);
     buf[strcspn(buf, "\n")] = '\0';
     if (!job_image_digest_valid(buf))
         buf[0] = '\0';
