@@ -148,7 +148,8 @@ static void service_figures(struct shoald *d, struct prom *p)
                 "Commits the store refused.");
     prom_sample(p, "shoal_commit_failures_total", NULL, (double)cs.failures);
     prom_family(p, "shoal_commit_seconds_total", "counter",
-                "Time spent committing (fsync included).");
+                "Time from sending each commit to its being durable, fsync "
+                "included (on PostgreSQL the loop serves requests meanwhile).");
     prom_sample(p, "shoal_commit_seconds_total", NULL,
                 (double)cs.total_us / 1e6);
     prom_family(p, "shoal_api_requests_total", "counter",
