@@ -122,7 +122,8 @@ two_controllers() {
     [ "$HA_URL_ctl1again" = "$A" ]
     wait_for 10 role_is "$A" follower
     [ "$(health_of "$A" leader)" = "$B" ]
-    ! grep -q "leading now\|leader at" "$SHOAL_TEST_DIR/ctl1again.log"
+    run grep -q "leading now\|leader at" "$SHOAL_TEST_DIR/ctl1again.log"
+    [ "$status" -eq 1 ]
     # ...and sends the CLI on to the leader (both configured, A first).
     id=$(SHOAL_URL="$A,$B" shoal submit --hold -- true)
     [ "$id" -gt "$new" ]
