@@ -39,10 +39,6 @@ void table_destroy(struct table *t);
 /* Format epoch ms relative to now for tables ("5m ago", "in 2h"). */
 void cmd_format_ago(long long ms, char *buf, size_t size);
 
-/* Standard --help handling: when argv holds -h/--help, print usage on
- * stdout and exit 0. */
-void cmd_help_if_asked(int argc, char **argv, const char *usage);
-
 /* Strict integer option parsing that dies with the option's name. */
 long long cmd_parse_int(const char *opt, const char *s, long long min,
                         long long max);

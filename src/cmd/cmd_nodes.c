@@ -71,7 +71,6 @@ static void print_nodes(const json_t *nodes)
 
 int cmd_nodes(int argc, char **argv)
 {
-    cmd_help_if_asked(argc, argv, nodes_usage);
     struct cmd_flag flags[] = {{"json", false, NULL, false},
                                {NULL, false, NULL, false}};
     cmd_opts_collect("nodes", nodes_usage, flags, argc, argv, NULL, 0);
@@ -90,12 +89,9 @@ int cmd_nodes(int argc, char **argv)
 
 int cmd_node(int argc, char **argv)
 {
-    cmd_help_if_asked(argc, argv, node_usage);
-    if (argc < 3)
-        die("usage: shoal node drain|resume NODE");
-    const char *verb = argv[1];
+    const char *verb = cmd_opts_subcommand("node", node_usage, argc, argv);
     if (strcmp(verb, "drain") != 0 && strcmp(verb, "resume") != 0)
-        die("unknown node command '%s': use drain or resume", verb);
+        cmd_opts_unknown_subcommand("node", verb);
     struct cmd_flag flags[] = {{"reason", true, NULL, false},
                                {NULL, false, NULL, false}};
     const char *pos[2];
@@ -106,6 +102,8 @@ int cmd_node(int argc, char **argv)
     if (npos == 0)
         die("which node?");
     const char *reason = flags[0].value;
+    if (reason && strcmp(verb, "resume") == 0)
+        die("--reason goes with drain, not resume");
     const char *name = pos[0];
     char enc[200], path[300];
     client_urlencode(name, enc, sizeof(enc));

@@ -21,6 +21,32 @@ void cmd_opts_fail(const struct cmd_opts *p, const char *fmt, ...)
     exit(2);
 }
 
+/* A mistake in the options: dies, or with errors kept, writes the message
+ * and returns CMD_OPT_MISTAKE. */
+static int mistake(const struct cmd_opts *p, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static int mistake(const struct cmd_opts *p, const char *fmt, ...)
+{
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    if (!p->errbuf)
+        cmd_opts_fail(p, "%s", msg);
+    snprintf(p->errbuf, p->errsize, "%s (see shoal %s --help)", msg, p->cmd);
+    return CMD_OPT_MISTAKE;
+}
+
+void cmd_opts_keep_errors(struct cmd_opts *p, char *buf, size_t size,
+                          const char *nohelp)
+{
+    p->errbuf = buf;
+    p->errsize = size;
+    p->nohelp = nohelp;
+}
+
 static void help(const struct cmd_opts *p)
 {
     fputs(p->usage, stdout);
@@ -63,7 +89,7 @@ void cmd_opts_init(struct cmd_opts *p, const char *cmd, const char *usage,
 }
 
 /* What went wrong with the long option in arg ("--name" or "--name=v"). */
-static void long_mistake(const struct cmd_opts *p, const char *arg, int code)
+static int long_mistake(const struct cmd_opts *p, const char *arg, int code)
 {
     const char *name = arg + 2;
     size_t len = strcspn(name, "=");
@@ -81,12 +107,12 @@ static void long_mistake(const struct cmd_opts *p, const char *arg, int code)
         matches++;
     }
     if (matches > 1)
-        cmd_opts_fail(p, "option --%.*s is ambiguous", (int)len, name);
+        return mistake(p, "option --%.*s is ambiguous", (int)len, name);
     if (found && code == ':')
-        cmd_opts_fail(p, "option --%s needs a value", found->name);
+        return mistake(p, "option --%s needs a value", found->name);
     if (found && name[len] == '=' && found->has_arg == no_argument)
-        cmd_opts_fail(p, "option --%s takes no value", found->name);
-    cmd_opts_fail(p, "unknown option --%.*s", (int)len, name);
+        return mistake(p, "option --%s takes no value", found->name);
+    return mistake(p, "unknown option --%.*s", (int)len, name);
 }
 
 int cmd_opts_next(struct cmd_opts *p)
@@ -112,11 +138,13 @@ int cmd_opts_next(struct cmd_opts *p)
     if (c == '?' || c == ':') {
         const char *a = p->argv[optind - 1];
         if (optind > before && strncmp(a, "--", 2) == 0)
-            long_mistake(p, a, c);
+            return long_mistake(p, a, c);
         if (c == ':')
-            cmd_opts_fail(p, "option -%c needs a value", optopt);
-        cmd_opts_fail(p, "unknown option -%c", optopt);
+            return mistake(p, "option -%c needs a value", optopt);
+        return mistake(p, "unknown option -%c", optopt);
     }
+    if (c == HELP_VAL && p->nohelp)
+        return mistake(p, "--help is not %s", p->nohelp);
     if (c == HELP_VAL)
         help(p);
     p->arg = optarg;
@@ -155,4 +183,25 @@ int cmd_opts_collect(const char *cmd, const char *usage, struct cmd_flag *flags,
         flags[c - 256].set = true;
     }
     return npos;
+}
+
+const char *cmd_opts_subcommand(const char *cmd, const char *usage, int argc,
+                                char **argv)
+{
+    struct cmd_opts p = {.cmd = cmd, .usage = usage};
+    if (argc < 2)
+        cmd_opts_fail(&p, "which %s command?", cmd);
+    const char *sub = argv[1];
+    if (strcmp(sub, "-h") == 0 || strcmp(sub, "--help") == 0 ||
+        strcmp(sub, "help") == 0)
+        help(&p);
+    if (sub[0] == '-')
+        cmd_opts_fail(&p, "unknown option %.*s", (int)strcspn(sub, "="), sub);
+    return sub;
+}
+
+void cmd_opts_unknown_subcommand(const char *cmd, const char *sub)
+{
+    struct cmd_opts p = {.cmd = cmd};
+    cmd_opts_fail(&p, "unknown command '%s'", sub);
 }

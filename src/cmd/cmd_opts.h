@@ -21,9 +21,13 @@
 
 #include <getopt.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 /* Returned by cmd_opts_next() for an argument that is not an option. */
 #define CMD_OPT_ARG 1
+/* Returned by cmd_opts_next() for a mistake when errors are kept (see
+ * cmd_opts_keep_errors()). */
+#define CMD_OPT_MISTAKE (-2)
 
 /* The most long options one command may declare. */
 #define CMD_OPTS_MAX 48
@@ -37,8 +41,11 @@ struct cmd_opts {
     int argc;
     char **argv;
     bool stop_at_arg;
+    char *errbuf; /* cmd_opts_keep_errors(): mistakes go here */
+    size_t errsize;
     bool rest; /* after "--": the remaining arguments, one by one */
     int next_rest;
+    const char *nohelp;
     char shorts[64];
     struct option longs[CMD_OPTS_MAX + 2];
 };
@@ -56,6 +63,15 @@ void cmd_opts_init(struct cmd_opts *p, const char *cmd, const char *usage,
 /* The next option's val (its value in p->arg), CMD_OPT_ARG with the
  * argument in p->arg, or -1 at the end. Dies (exit 2) on a mistake. */
 int cmd_opts_next(struct cmd_opts *p);
+
+/* Keep mistakes instead of dying: from now on cmd_opts_next() writes the
+ * message ("unknown option --x (see shoal <cmd> --help)") into buf and
+ * returns CMD_OPT_MISTAKE, and --help is a mistake too ("--help is not
+ * <nohelp>"). For options read from a file, where the caller names the
+ * place (`#SHOAL` lines of a batch script). Only with stop_at_arg (which
+ * leaves --help to cmd_opts_next()). */
+void cmd_opts_keep_errors(struct cmd_opts *p, char *buf, size_t size,
+                          const char *nohelp);
 
 /* After cmd_opts_next() returned -1 with stop_at_arg: the index in argv of
  * the first argument left (argc when none). */
@@ -80,5 +96,16 @@ struct cmd_flag {
  * beyond maxpos. Returns the number of positional arguments. */
 int cmd_opts_collect(const char *cmd, const char *usage, struct cmd_flag *flags,
                      int argc, char **argv, const char **pos, int maxpos);
+
+/* For a command of subcommands (`shoal team create ...`): the subcommand,
+ * argv[1]. -h, --help or help there prints usage and exits 0; none, or an
+ * option in its place, is a mistake (exit 2). The caller says when the
+ * name is not one of its own (cmd_opts_unknown_subcommand()). */
+const char *cmd_opts_subcommand(const char *cmd, const char *usage, int argc,
+                                char **argv);
+
+/* "shoal: <cmd>: unknown command '<sub>' (see shoal <cmd> --help)", exit 2. */
+void cmd_opts_unknown_subcommand(const char *cmd, const char *sub)
+    __attribute__((noreturn));
 
 #endif

@@ -61,10 +61,9 @@ static void add_entry(json_t *data, const char *arg, bool from_file)
 
 static int create(int argc, char **argv)
 {
-    if (argc < 4 || argv[2][0] == '-')
-        die("usage: shoal secret create NAME [--project P] KEY=VALUE...");
-    json_t *body = json_pack("{s:s}", "name", argv[2]);
+    json_t *body = json_object();
     json_t *data = json_object();
+    const char *name = NULL;
     static const struct option longs[] = {
         {"project", required_argument, NULL, 'p'},
         {"from-file", required_argument, NULL, 'f'},
@@ -72,16 +71,22 @@ static int create(int argc, char **argv)
     };
     struct cmd_opts p;
     cmd_opts_init(&p, "secret create", secret_usage, longs, NULL, false,
-                  argc - 2, argv + 2);
+                  argc - 1, argv + 1);
     int o;
     while ((o = cmd_opts_next(&p)) != -1) {
         if (o == 'p')
             json_object_set_new(body, "project", json_string(p.arg));
         else if (o == 'f')
             add_entry(data, p.arg, true);
+        else if (!name)
+            name = p.arg; /* the first argument: NAME */
         else
-            add_entry(data, p.arg, false); /* CMD_OPT_ARG: KEY=VALUE */
+            add_entry(data, p.arg, false); /* then KEY=VALUE */
     }
+    if (!name ||
+        (json_object_size(data) == 0 && !json_object_get(body, "project")))
+        die("usage: shoal secret create NAME [--project P] KEY=VALUE...");
+    json_object_set_new(body, "name", json_string(name));
     json_object_set_new(body, "data", data);
     struct client *c = cmd_connect();
     json_t *ans = cmd_call(c, "POST", "/v1/secrets", body);
@@ -180,18 +185,14 @@ static int delete (int argc, char **argv)
 
 int cmd_secret(int argc, char **argv)
 {
-    cmd_help_if_asked(argc, argv, secret_usage);
-    if (argc < 2)
-        die("usage: shoal secret create|list|show|delete (see shoal secret "
-            "--help)");
-    if (strcmp(argv[1], "create") == 0)
+    const char *sub = cmd_opts_subcommand("secret", secret_usage, argc, argv);
+    if (strcmp(sub, "create") == 0)
         return create(argc, argv);
-    if (strcmp(argv[1], "list") == 0)
+    if (strcmp(sub, "list") == 0)
         return list(argc, argv);
-    if (strcmp(argv[1], "show") == 0)
+    if (strcmp(sub, "show") == 0)
         return show(argc, argv);
-    if (strcmp(argv[1], "delete") == 0)
+    if (strcmp(sub, "delete") == 0)
         return delete (argc, argv);
-    die("unknown secret command '%s': use create, list, show or delete",
-        argv[1]);
+    cmd_opts_unknown_subcommand("secret", sub);
 }

@@ -5,12 +5,12 @@
  */
 #include "cmd/cmd_sim.h"
 
-#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmd/cmd_opts.h"
 #include "lib/util/parse.h"
 #include "sim/sim.h"
 
@@ -148,11 +148,10 @@ static const struct option longs[] = {
     {"las-starve-max", required_argument, NULL, 'M'},
     {"convert", no_argument, NULL, 'C'},
     {"tenants", required_argument, NULL, 'T'},
-    {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
 
-/* One option: 0, 2 on a usage error (reported), -1 for --help. */
+/* One option: 0, or 2 on a usage error (reported). */
 static int apply_opt(int c, const char *arg, struct opts *o)
 {
     struct sh_error err;
@@ -254,9 +253,6 @@ static int apply_opt(int c, const char *arg, struct opts *o)
             return fail(2, "%s", err.msg);
         sc->max_reservations = (int)v;
         return 0;
-    case 'h':
-        fputs(usage, stdout);
-        return -1;
     default:
         return 2;
     }
@@ -264,21 +260,16 @@ static int apply_opt(int c, const char *arg, struct opts *o)
 
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
+    struct cmd_opts p;
     int c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
-        if (c == '?' || c == ':')
-            return fail(2,
-                        "sim: unknown or incomplete option '%s' (see "
-                        "shoal sim --help)",
-                        argv[optind - 1]);
-        int rc = apply_opt(c, optarg, o);
+    cmd_opts_init(&p, "sim", usage, longs, NULL, false, argc, argv);
+    while ((c = cmd_opts_next(&p)) != -1) {
+        if (c == CMD_OPT_ARG)
+            cmd_opts_fail(&p, "unexpected argument '%s'", p.arg);
+        int rc = apply_opt(c, p.arg, o);
         if (rc != 0)
             return rc;
     }
-    if (optind < argc)
-        return fail(2, "sim: unexpected argument '%s'", argv[optind]);
     if (o->las_set && o->sim.sched.policy != SCHED_POLICY_LAS)
         return fail(2, "sim: --las-levels, --las-quantum, --las-hold* and "
                        "--las-starve-* need --policy las");
@@ -323,7 +314,7 @@ int cmd_sim(int argc, char **argv)
     sim_options_init(&o.sim);
     rc = parse_opts(argc, argv, &o);
     if (rc != 0)
-        return rc < 0 ? 0 : rc;
+        return rc;
     rc = read_trace(&o, &t);
     if (rc != 0)
         goto out;

@@ -188,14 +188,12 @@ static int show(int argc, char **argv)
 
 int cmd_slice(int argc, char **argv)
 {
-    cmd_help_if_asked(argc, argv, slice_usage);
-    if (argc < 2)
-        die("usage: shoal slice presets|apply|show (see shoal slice --help)");
-    if (strcmp(argv[1], "presets") == 0)
+    const char *sub = cmd_opts_subcommand("slice", slice_usage, argc, argv);
+    if (strcmp(sub, "presets") == 0)
         return presets(argc, argv);
-    if (strcmp(argv[1], "apply") == 0)
+    if (strcmp(sub, "apply") == 0)
         return apply(argc, argv);
-    if (strcmp(argv[1], "show") == 0)
+    if (strcmp(sub, "show") == 0)
         return show(argc, argv);
-    die("unknown slice command '%s': use presets, apply or show", argv[1]);
+    cmd_opts_unknown_subcommand("slice", sub);
 }

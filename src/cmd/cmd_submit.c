@@ -4,7 +4,6 @@
  * the first command of the script), and print the new job's id. Options on
  * the command line override the script's directives. */
 #include <errno.h>
-#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +11,7 @@
 #include <unistd.h>
 
 #include "cmd/cmd.h"
+#include "cmd/cmd_opts.h"
 #include "cmd/cmd_sbatch.h"
 #include "lib/model/job.h"
 #include "lib/util/clock.h"
@@ -140,7 +140,6 @@ static const struct option opts[] = {
     {"container-env", required_argument, NULL, OPT_CENV},
     {"user", required_argument, NULL, OPT_USER},
     {"json", no_argument, NULL, OPT_JSON},
-    {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
 
@@ -379,34 +378,27 @@ static int apply(struct submit *s, int c, const char *arg)
 }
 
 /* Parse options from argv[1..]; returns the index of the first non-option
- * and whether "--" ended the options, or -1 with s->err filled. -h on the
- * command line prints the help and exits; in a script it is an error, so a
- * directive can never end a submission early with success. */
+ * and whether "--" ended the options, or -1 with s->err filled. --help on
+ * the command line prints the help and exits; in a script it is an error,
+ * so a directive can never end a submission early with success. */
 static int parse_opts(struct submit *s, int argc, char **argv, bool *dashdash)
 {
+    struct cmd_opts p;
+    char msg[sizeof(s->err.msg)];
     int c;
-    optind = 0; /* glibc: full reinitialisation between scans */
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "+g:N:p:t:c:m:v:n:e:D:d:a:w:x:C:b:o:h",
-                            opts, NULL)) != -1) {
-        if (c == 'h' && s->in_script)
-            return fail(s, "%s", "--help is not a directive");
-        if (c == 'h') {
-            fputs(usage, stdout);
-            exit(0);
-        }
-        if (c == '?' || c == ':') {
-            const char *bad = argv[optind - 1];
-            return fail(s,
-                        "'%s': unknown option or missing value (see shoal "
-                        "submit --help)",
-                        bad);
-        }
-        if (apply(s, c, optarg) < 0)
+    cmd_opts_init(&p, "submit", usage, opts,
+                  "g:N:p:t:c:m:v:n:e:D:d:a:w:x:C:b:o:", true, argc, argv);
+    if (s->in_script)
+        cmd_opts_keep_errors(&p, msg, sizeof(msg), "a directive");
+    while ((c = cmd_opts_next(&p)) != -1) {
+        if (c == CMD_OPT_MISTAKE)
+            return fail(s, "%s", msg);
+        if (apply(s, c, p.arg) < 0)
             return -1;
     }
-    *dashdash = optind > 1 && strcmp(argv[optind - 1], "--") == 0;
-    return optind;
+    int first = cmd_opts_index(&p);
+    *dashdash = first > 1 && strcmp(argv[first - 1], "--") == 0;
+    return first;
 }
 
 /* Split a directive line into words; quotes group, backslash escapes. */

@@ -349,14 +349,7 @@ static int simple_delete(int argc, char **argv, const char *kind,
 
 int cmd_team(int argc, char **argv)
 {
-    if (argc < 2)
-        die("which team command? (see shoal team --help)");
-    const char *sub = argv[1];
-    if (strcmp(sub, "-h") == 0 || strcmp(sub, "--help") == 0 ||
-        strcmp(sub, "help") == 0) {
-        fputs(team_usage, stdout);
-        return 0;
-    }
+    const char *sub = cmd_opts_subcommand("team", team_usage, argc, argv);
     argc--;
     argv++;
     if (strcmp(sub, "create") == 0)
@@ -374,7 +367,7 @@ int cmd_team(int argc, char **argv)
                  quota_options);
         return set_quota(argc, argv, "teams", "team set-quota", usage);
     }
-    die("unknown team command '%s' (see shoal team --help)", sub);
+    cmd_opts_unknown_subcommand("team", sub);
 }
 
 /* ---- projects ---- */
@@ -625,14 +618,7 @@ static int project_member(int argc, char **argv, bool add)
 
 int cmd_project(int argc, char **argv)
 {
-    if (argc < 2)
-        die("which project command? (see shoal project --help)");
-    const char *sub = argv[1];
-    if (strcmp(sub, "-h") == 0 || strcmp(sub, "--help") == 0 ||
-        strcmp(sub, "help") == 0) {
-        fputs(project_usage, stdout);
-        return 0;
-    }
+    const char *sub = cmd_opts_subcommand("project", project_usage, argc, argv);
     argc--;
     argv++;
     if (strcmp(sub, "create") == 0)
@@ -658,7 +644,7 @@ int cmd_project(int argc, char **argv)
         return project_member(argc, argv, true);
     if (strcmp(sub, "remove-member") == 0)
         return project_member(argc, argv, false);
-    die("unknown project command '%s' (see shoal project --help)", sub);
+    cmd_opts_unknown_subcommand("project", sub);
 }
 
 /* ---- users ---- */
@@ -1054,14 +1040,7 @@ static int user_set(int argc, char **argv)
 
 int cmd_user(int argc, char **argv)
 {
-    if (argc < 2)
-        die("which user command? (see shoal user --help)");
-    const char *sub = argv[1];
-    if (strcmp(sub, "-h") == 0 || strcmp(sub, "--help") == 0 ||
-        strcmp(sub, "help") == 0) {
-        fputs(user_usage, stdout);
-        return 0;
-    }
+    const char *sub = cmd_opts_subcommand("user", user_usage, argc, argv);
     argc--;
     argv++;
     if (strcmp(sub, "create") == 0)
@@ -1083,5 +1062,5 @@ int cmd_user(int argc, char **argv)
     if (strcmp(sub, "delete") == 0)
         return simple_delete(argc, argv, "users", "user delete",
                              user_delete_usage, "user");
-    die("unknown user command '%s' (see shoal user --help)", sub);
+    cmd_opts_unknown_subcommand("user", sub);
 }

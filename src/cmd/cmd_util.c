@@ -63,18 +63,6 @@ void cmd_print_json(json_t *v)
     json_decref(v);
 }
 
-void cmd_help_if_asked(int argc, char **argv, const char *usage)
-{
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--") == 0)
-            break;
-        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            fputs(usage, stdout);
-            exit(0);
-        }
-    }
-}
-
 long long cmd_parse_int(const char *opt, const char *s, long long min,
                         long long max)
 {

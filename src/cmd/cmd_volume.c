@@ -98,10 +98,8 @@ static json_t *s3_from_url(const char *url)
 
 static int create(int argc, char **argv)
 {
-    if (argc < 3 || argv[2][0] == '-')
-        die("usage: shoal volume create NAME --host PATH [--project P] "
-            "[--read-only]");
-    json_t *body = json_pack("{s:s}", "name", argv[2]);
+    json_t *body = json_object();
+    const char *name = NULL;
     const char *host = NULL;
     json_t *s3 = NULL;
     const char *nfs = NULL, *options = NULL;
@@ -131,17 +129,17 @@ static int create(int argc, char **argv)
     };
     struct cmd_opts p;
     cmd_opts_init(&p, "volume create", volume_usage, longs, NULL, false,
-                  argc - 2, argv + 2);
+                  argc - 1, argv + 1);
     int opt;
     while ((opt = cmd_opts_next(&p)) != -1) {
         const char *a = p.arg;
         /* The CSI details follow --csi, and go into its object. */
         if (strchr("ikzPfma", opt) && !csi) {
-            const char *name = "";
+            const char *flag = "";
             for (const struct option *l = longs; l->name; l++)
                 if (l->val == opt)
-                    name = l->name;
-            cmd_opts_fail(&p, "option --%s comes after --csi SOCKET", name);
+                    flag = l->name;
+            cmd_opts_fail(&p, "option --%s comes after --csi SOCKET", flag);
         }
         switch (opt) {
         case 'H':
@@ -209,10 +207,16 @@ static int create(int argc, char **argv)
                 json_object_set_new(csi, "attributes", at);
             break;
         }
-        default: /* CMD_OPT_ARG */
-            cmd_opts_fail(&p, "unexpected argument '%s'", a);
+        default: /* CMD_OPT_ARG: the first is NAME */
+            if (name)
+                cmd_opts_fail(&p, "unexpected argument '%s'", a);
+            name = a;
         }
     }
+    if (!name)
+        die("usage: shoal volume create NAME --host PATH [--project P] "
+            "[--read-only]");
+    json_object_set_new(body, "name", json_string(name));
     if ((host != NULL) + (s3 != NULL) + (nfs != NULL) + (csi != NULL) != 1)
         die("say what the volume is: one of --host PATH, --nfs "
             "SERVER:/EXPORT, --s3 URL/BUCKET or --csi SOCKET (see shoal "
@@ -394,18 +398,14 @@ static int delete (int argc, char **argv)
 
 int cmd_volume(int argc, char **argv)
 {
-    cmd_help_if_asked(argc, argv, volume_usage);
-    if (argc < 2)
-        die("usage: shoal volume create|list|show|delete (see shoal volume "
-            "--help)");
-    if (strcmp(argv[1], "create") == 0)
+    const char *sub = cmd_opts_subcommand("volume", volume_usage, argc, argv);
+    if (strcmp(sub, "create") == 0)
         return create(argc, argv);
-    if (strcmp(argv[1], "list") == 0)
+    if (strcmp(sub, "list") == 0)
         return list(argc, argv);
-    if (strcmp(argv[1], "show") == 0)
+    if (strcmp(sub, "show") == 0)
         return show(argc, argv);
-    if (strcmp(argv[1], "delete") == 0)
+    if (strcmp(sub, "delete") == 0)
         return delete (argc, argv);
-    die("unknown volume command '%s': use create, list, show or delete",
-        argv[1]);
+    cmd_opts_unknown_subcommand("volume", sub);
 }

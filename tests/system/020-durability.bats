@@ -95,7 +95,7 @@ submit_loop() {
     api POST /v1/jobs '{"command":["true"],"name":"old"}'
     id=$(echo "$body" | jq .id)
     api POST "/v1/jobs/$id/cancel"
-    sleep 1.2
+    wait_for 10 ended_over_ms_ago "$id" 1000
     shoald_stop
     shoald_start --keep-finished 1s
     # Not among the jobs in memory, but shown from the store.

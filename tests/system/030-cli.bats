@@ -104,6 +104,56 @@ SCRIPT
     [[ "$output" == *"token"* ]]
 }
 
+@test "cli-005a every command refuses a mistaken option the same way" {
+    # An unknown option: one line naming the command and the option, exit 2.
+    for c in "submit" "queue" "show 1" "cancel 1" "update 1" "logs 1" "nodes" \
+        "node drain n1" "history" "usage" "sim" "up" "team create t" \
+        "project list" "user tokens" "volume list" "secret create s" \
+        "slice presets"; do
+        run shoal $c --bogus-option
+        echo "$c: $output"
+        [ "$status" -eq 2 ]
+        [[ "$output" == "shoal: ${c%% [0-9a-z]*}"*": unknown option --bogus-option (see shoal "*" --help)" ]]
+    done
+    # A value missing, and a value where none goes.
+    run shoal queue --user
+    [ "$status" -eq 2 ]
+    [[ "$output" == "shoal: queue: option --user needs a value (see shoal queue --help)" ]]
+    run shoal nodes --json=yes
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"option --json takes no value"* ]]
+    # A subcommand that does not exist, or none.
+    run shoal volume frobnicate
+    [ "$status" -eq 2 ]
+    [[ "$output" == "shoal: volume: unknown command 'frobnicate' (see shoal volume --help)" ]]
+    run shoal team
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"which team command?"* ]]
+    # In a script, the directive's place is named; --help is no directive.
+    printf '#!/bin/sh\n#SHOAL --gpus 1 --frob\ntrue\n' >"$SHOAL_TEST_DIR/bad.sh"
+    run shoal submit "$SHOAL_TEST_DIR/bad.sh"
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"bad.sh:2: unknown option --frob (see shoal submit --help)"* ]]
+    printf '#!/bin/sh\n#SHOAL --help\ntrue\n' >"$SHOAL_TEST_DIR/help.sh"
+    run shoal submit "$SHOAL_TEST_DIR/help.sh"
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"help.sh:2: --help is not a directive"* ]]
+}
+
+@test "cli-005b --opt=value and --opt value mean the same; --help per subcommand" {
+    a=$(shoal submit --gpus=1 --name=eq -- true)
+    b=$(shoal submit --gpus 1 --name eq -- true)
+    [ "$(shoal show "$a" --json | jq -c '[.gpus, .name]')" = '[1,"eq"]' ]
+    [ "$(shoal show "$b" --json | jq -c '[.gpus, .name]')" = '[1,"eq"]' ]
+    for c in "team create" "project set" "user token" "volume create" \
+        "secret create" "node drain" "slice apply"; do
+        run shoal $c --help
+        echo "$c: $output"
+        [ "$status" -eq 0 ]
+        [[ "$output" == Usage:* ]]
+    done
+}
+
 @test "cli-006 the config file written for a cluster is found" {
     mkdir -p "$XDG_CONFIG_HOME/shoal"
     printf 'url = %s\ntoken = %s\n' "$SHOAL_URL" "$SHOAL_TOKEN" \

@@ -96,9 +96,8 @@ reason_matches() { job_field "$1" .reason | grep -qE -- "$2"; }
     shoal cancel "$id"
     wait_for 20 sh -c "[ \"\$(curl -sf -H 'Authorization: Bearer $SHOAL_TOKEN' $SHOAL_URL/v1/jobs/$id | jq .releasing)\" = false ]"
     [ "$(job_state "$id")" = cancelled ]
-    size=$(stat -c %s "$beat")
-    sleep 0.5
-    [ "$(stat -c %s "$beat")" = "$size" ]
+    # Nothing of the job is left to write to the file.
+    [ -z "$(pgrep -f -- "$beat")" ]
     # The GPU is free again.
     id2=$(submit --gpus 1 -- true)
     wait_job_state "$id2" completed

@@ -53,7 +53,7 @@ shoal_cluster_stop_tree() {
     wait_for 20 nodes_up_is 2
     stale_sid=$(jq -r .shim_pid "$SHOAL_TEST_DIR/$first/runs/$id.0/run.json")
     wait_for 20 sh -c "! pgrep -s $stale_sid >/dev/null"
-    sleep 1
+    wait_node_heartbeat "$first"
     [ "$(job_state "$id")" = running ]
     [ "$(grep -c . "$marks")" -eq 2 ]
     grep -qx "$first-0" "$marks"
@@ -74,7 +74,8 @@ shoal_cluster_stop_tree() {
     id=$(submit --gpus 1 -- sh -c 'sleep 3; echo done; exit 4')
     wait_job_state "$id" running
     kill -9 "$(agent_pid node1)"
-    sleep 1
+    # A heartbeat missed (one a second; down after 3 s): the job runs on.
+    wait_for 10 node_silent_for node1 1
     [ "$(job_state "$id")" = running ]
     AGENT_KEEP_JOBS=1 agent_start node1 1 H100-80GB
     wait_job_state "$id" failed 30

@@ -87,7 +87,7 @@ start_idle_cluster() {
     # preempt: only when another job waits for GPUs.
     p=$(submit --project pp --gpus 2 --requeue -- sleep 1000)
     wait_job_state "$p" running
-    sleep 3
+    wait_job_reason "$p" "idle: its GPUs stayed under 10%"
     [ "$(job_state "$p")" = running ]
     w=$(submit --gpus 1 -- true)
     wait_job_state "$w" completed 30
@@ -95,7 +95,11 @@ start_idle_cluster() {
     shoal cancel "$p"
     n=$(submit --project pn --gpus 1 -- sleep 1000)
     wait_job_state "$n" running
-    sleep 4
+    # A job of the default project (policy warn) on the same idle GPUs,
+    # started after it: once that one is flagged, n was idle as long.
+    q=$(submit --gpus 1 -- sleep 1000)
+    wait_job_state "$q" running
+    wait_job_reason "$q" "idle: its GPUs stayed under 10%"
     [ "$(job_field "$n" .idle)" = false ]
     run shoal project set pn --idle-policy sometimes
     [ "$status" -ne 0 ]

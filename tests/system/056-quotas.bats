@@ -18,18 +18,22 @@ reason_matches() { job_field "$1" .reason | grep -qE -- "$2"; }
     shoal_cluster_start 1 4
     me=$(id -un)
     shoal user set-limits "$me" --max-gpus 2
-    a=$(submit --gpus 2 -- sleep 3)
+    # The running jobs end when the test says (a short sleep could end
+    # before a loaded machine has looked at the waiting job).
+    a=$(submit --gpus 2 -- sleep 1000)
     b=$(submit --gpus 1 -- true)
     wait_job_state "$a" running
     wait_for 10 reason_matches "$b" "^limit: user $me "
     [ "$(job_state "$b")" = pending ]
+    shoal cancel "$a"
     wait_job_state "$b" completed 30
     shoal user set-limits "$me" --max-gpus none --max-jobs 1
-    c=$(submit --gpus 1 -- sleep 2)
+    c=$(submit --gpus 1 -- sleep 1000)
     d=$(submit --gpus 1 -- true)
     wait_job_state "$c" running
     wait_for 10 reason_matches "$d" "^limit: user $me "
     [ "$(job_state "$d")" = pending ]
+    shoal cancel "$c"
     wait_job_state "$d" completed 30
 }
 

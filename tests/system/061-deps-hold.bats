@@ -78,8 +78,9 @@ api_jobs_count() {
     h=$(submit --gpus 1 --hold -- true)
     wait_for 10 reason_has "$h" "held: waits for shoal release $h"
     [ "$(job_field "$h" .held)" = true ]
-    # Free GPUs do not start it.
-    sleep 1
+    # Free GPUs do not start it: a job submitted after it runs and ends.
+    later=$(submit --gpus 1 -- true)
+    wait_job_state "$later" completed 20
     [ "$(job_state "$h")" = pending ]
     shoal queue | grep "^ *$h " | grep -q "no estimate: it is held"
     shoald_stop
@@ -111,7 +112,8 @@ api_jobs_count() {
     [[ "$output" == *"is not held"* ]]
     # The running job ends; the held one still waits.
     wait_job_state "$r" completed 20
-    sleep 1
+    later=$(submit --gpus 1 -- true)
+    wait_job_state "$later" completed 20
     [ "$(job_state "$p")" = pending ]
     shoal release "$p"
     wait_job_state "$p" completed 20

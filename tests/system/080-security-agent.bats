@@ -153,7 +153,9 @@ EOF
     ln -s "$secret" "$dir/status.json.tmp"
     shoal cancel "$id"
     wait_job_state "$id" cancelled
-    sleep 2 # a few output pushes of the agent
+    # A few reports of the agent, output included.
+    wait_node_heartbeat node1
+    wait_node_heartbeat node1
     run shoal logs "$id"
     if echo "$output" | grep -q TOPSECRET; then false; fi
     [ "$(cat "$secret")" = TOPSECRET ]
@@ -230,7 +232,7 @@ EOF
     SHOAL_URL=$url_b SHOAL_TOKEN=$tok_b "$SHOAL_CLI" cancel "$id_b"
     kill -TERM "$agent_b"
     wait_for 20 sh -c "! kill -0 $agent_b 2>/dev/null"
-    sleep 1
+    wait_node_heartbeat node1
     [ "$(job_state "$id")" = running ]
     kill -0 "$pid"
 }

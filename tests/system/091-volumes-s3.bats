@@ -94,7 +94,7 @@ REFUSED" ]
     [ "$(pgrep -c -f "^s3fs data $STAGES/dataset")" = 1 ]
     shoal cancel "$a"
     wait_job_state "$a" cancelled
-    sleep 1
+    wait_for 20 job_released "$a"
     [ "$(stage_mounts dataset)" = 1 ]
     # b still reads through it.
     [ "$(shoal show "$b" --json | jq -r .state)" = running ]
@@ -114,7 +114,7 @@ REFUSED" ]
     wait_for 10 sh -c "! kill -0 $old"
     AGENT_KEEP_JOBS=1 agent_start node1 2 H100-80GB
     wait_for 20 nodes_up_is 1
-    sleep 1
+    wait_node_heartbeat node1
     # The job runs on and its mount stays.
     [ "$(job_state "$id")" = running ]
     [ "$(stage_mounts dataset)" = 1 ]
@@ -169,8 +169,9 @@ REFUSED" ]
     [[ "$out" != *"$value"* ]]
     run grep -c -- "$value" "$SHOAL_TEST_DIR/shoald.log" "$SHOAL_TEST_DIR/node1.log"
     [[ "$output" != *":1"* ]]
-    # Not in the database, not even in its write-ahead log.
-    sleep 0.5
+    # Not in the database, not even in its write-ahead log (the job's last
+    # write is its release).
+    wait_for 20 job_released "$id"
     [ "$(store_contents | grep -c -a -- "$value")" = 0 ]
     [ "$(stat -c %a "$SHOAL_TEST_DIR/controller/secrets.key")" = 600 ]
     # Still usable after a restart (the key is kept).

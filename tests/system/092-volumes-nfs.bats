@@ -103,7 +103,7 @@ REFUSED" ]
     [ "$(stage_mounts home)" = 1 ]
     shoal cancel "$a"
     wait_job_state "$a" cancelled
-    sleep 1
+    wait_for 20 job_released "$a"
     [ "$(stage_mounts home)" = 1 ]
     shoal cancel "$b"
     wait_job_state "$b" cancelled

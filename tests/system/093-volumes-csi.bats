@@ -96,7 +96,7 @@ calls_are() { [ "$(calls)" = "$1" ]; }
     [ "$(jq -r 'select(.method=="NodePublishVolume") | .capability.mode' "$CALLS" | sort | tr '\n' ' ')" = "3 5 " ]
     shoal cancel "$a"
     wait_job_state "$a" cancelled
-    sleep 1
+    wait_for 20 job_released "$a"
     [ -z "$(jq -r 'select(.method=="NodeUnstageVolume")' "$CALLS")" ]
     shoal cancel "$b"
     wait_job_state "$b" cancelled

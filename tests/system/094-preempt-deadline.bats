@@ -79,7 +79,7 @@ reclaim() { own=$(submit --project owner --gpus 3 -- true); }
     [ "$grace" = "$GRACE" ]
     [ -n "$path" ]
     [ "$(cat "$OUT/0.early")" = absent ]
-    sleep 1
+    wait_node_heartbeat node1
     [ ! -e "$path" ]
     [ ! -e "$OUT/0.term" ]
     reclaim

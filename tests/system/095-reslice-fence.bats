@@ -46,7 +46,7 @@ reason_has() { job_field "$1" .reason | grep -qF -- "$2"; }
     # One GPU was enough: the others stay whole, also once it has ended
     # and the hold is over.
     wait_job_state "$id" completed 30
-    sleep 2
+    wait_for 10 ended_over_ms_ago "$id" 1000
     [ "$(shoal slice show --json | jq '[.[] | select(.preset != "-")] | length')" -eq 2 ]
     # A 1g job that fits on the new GPU does not slice another one.
     next=$(submit --slice 1g.10gb -- true)

@@ -165,3 +165,58 @@ Test(cmd_opts, mistakes_are_one_line_with_the_way_to_help)
     char *a7[] = {"thing", "a", "--name", "--", NULL};
     cr_assert_str_eq(error_of(4, a7), "", "a value may look like an option");
 }
+
+Test(cmd_opts, kept_errors_come_back_with_the_same_words)
+{
+    static const struct option longs[] = {
+        {"gpus", required_argument, NULL, 'g'},
+        {NULL, 0, NULL, 0},
+    };
+    char msg[256];
+    char *a1[] = {"submit", "--gpus=1", "--frob", NULL};
+    struct cmd_opts p;
+    cmd_opts_init(&p, "submit", usage, longs, "g:", true, 3, a1);
+    cmd_opts_keep_errors(&p, msg, sizeof(msg), "a directive");
+    cr_assert_eq(cmd_opts_next(&p), 'g');
+    cr_assert_str_eq(p.arg, "1");
+    cr_assert_eq(cmd_opts_next(&p), CMD_OPT_MISTAKE);
+    cr_assert_str_eq(msg, "unknown option --frob (see shoal submit --help)");
+    char *a2[] = {"submit", "-g", NULL};
+    cmd_opts_init(&p, "submit", usage, longs, "g:", true, 2, a2);
+    cmd_opts_keep_errors(&p, msg, sizeof(msg), "a directive");
+    cr_assert_eq(cmd_opts_next(&p), CMD_OPT_MISTAKE);
+    cr_assert_str_eq(msg, "option -g needs a value (see shoal submit --help)");
+    char *a3[] = {"submit", "--help", NULL};
+    cmd_opts_init(&p, "submit", usage, longs, "g:", true, 2, a3);
+    cmd_opts_keep_errors(&p, msg, sizeof(msg), "a directive");
+    cr_assert_eq(cmd_opts_next(&p), CMD_OPT_MISTAKE, "--help does not exit");
+    cr_assert_str_eq(msg,
+                     "--help is not a directive (see shoal submit --help)");
+}
+
+Test(cmd_opts, subcommand_is_the_first_argument)
+{
+    char *argv[] = {"team", "create", "--help", NULL};
+    cr_assert_str_eq(cmd_opts_subcommand("team", usage, 3, argv), "create");
+}
+
+Test(cmd_opts, subcommand_help_prints_the_usage, .init = cr_redirect_stdout,
+     .exit_code = 0)
+{
+    char *argv[] = {"team", "help", NULL};
+    cmd_opts_subcommand("team", usage, 2, argv);
+    cr_assert_fail("help must exit");
+}
+
+Test(cmd_opts, no_subcommand_exits_2, .init = cr_redirect_stderr,
+     .exit_code = 2)
+{
+    char *argv[] = {"team", NULL};
+    cmd_opts_subcommand("team", usage, 1, argv);
+}
+
+Test(cmd_opts, unknown_subcommand_exits_2, .init = cr_redirect_stderr,
+     .exit_code = 2)
+{
+    cmd_opts_unknown_subcommand("team", "frob");
+}

@@ -226,6 +226,41 @@ job_state() {
 job_state_is() { [ "$(job_state "$1")" = "$2" ]; }
 wait_job_state() { wait_for "${3:-20}" job_state_is "$1" "$2"; }
 
+# wait_job_reason ID TEXT [TIMEOUT]: until the job's reason holds TEXT.
+job_reason_holds() { job_field "$1" .reason | grep -qF -- "$2"; }
+wait_job_reason() { wait_for "${3:-20}" job_reason_holds "$1" "$2"; }
+
+# job_released ID: its nodes have given back what the job held (its
+# processes are gone, mounts and GPUs released).
+job_released() { [ "$(job_field "$1" .releasing)" = false ]; }
+
+# ended_over_ms_ago ID MS: the job ended more than MS milliseconds ago.
+ended_over_ms_ago() {
+    local end
+    end=$(job_field "$1" .end_ms)
+    [ -n "$end" ] && [ "$end" != null ] && [ "$end" -gt 0 ] &&
+        [ $(($(date +%s%3N) - end)) -gt "$2" ]
+}
+
+# wait_node_heartbeat NODE [TIMEOUT]: until the controller has had a
+# heartbeat from NODE stamped in a later second than now, i.e. a whole
+# report of the node's runs sent after this call.
+node_heartbeat_after() {
+    local hb
+    hb=$(curl -sf -H "Authorization: Bearer $SHOAL_TOKEN" "$SHOAL_URL/v1/nodes" | jq -r --arg n "$1" '.nodes[] | select(.name == $n) | .last_heartbeat // ""')
+    [ -n "$hb" ] && [[ "$hb" > "$2" ]]
+}
+# node_silent_for NODE SECS: the controller's last heartbeat from NODE is
+# more than SECS seconds old.
+node_silent_for() {
+    local hb
+    hb=$(curl -sf -H "Authorization: Bearer $SHOAL_TOKEN" "$SHOAL_URL/v1/nodes" | jq -r --arg n "$1" '.nodes[] | select(.name == $n) | .last_heartbeat // ""')
+    [ -n "$hb" ] && [ $(($(date +%s) - $(date -d "$hb" +%s))) -gt "$2" ]
+}
+wait_node_heartbeat() {
+    wait_for "${2:-20}" node_heartbeat_after "$1" "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+}
+
 shoal_cluster_stop() {
     [ -n "${SHOAL_TEST_DIR:-}" ] || return 0
     local pid
