@@ -56,7 +56,18 @@ export SHOAL_URL=$URL SHOAL_TOKEN=$TOKEN XDG_CONFIG_HOME=$DIR/xdg
 
 # CPU (ms) of a process: own, and of its reaped children.
 own() { awk '{print ($14 + $15) * 1000 / '"$(getconf CLK_TCK)"'}' "/proc/$1/stat"; }
-kids() { awk '{print ($16 + $17) * 1000 / '"$(getconf CLK_TCK)"'}' "/proc/$1/stat"; }
+# An agent's shims are the children of its fork server (shoal-agent
+# --fork-server, forkserver.h), when it has one: its CPU and its reaped
+# children's count as the agent's children's.
+kids() {
+    local t c
+    t=$(awk '{print ($16 + $17) * 1000 / '"$(getconf CLK_TCK)"'}' "/proc/$1/stat")
+    for c in $(cat /proc/"$1"/task/*/children 2>/dev/null); do
+        grep -qa -- --fork-server "/proc/$c/cmdline" 2>/dev/null || continue
+        t=$(awk -v t="$t" '{print t + ($14 + $15 + $16 + $17) * 1000 / '"$(getconf CLK_TCK)"'}' "/proc/$c/stat")
+    done
+    echo "$t"
+}
 sum() { local s=0 p; for p in "${AGENTS[@]}"; do s=$(awk -v a="$s" -v b="$($1 "$p")" 'BEGIN{print a+b}'); done; echo "$s"; }
 
 # The CLI alone: one `shoal submit`, CPU (task-clock), mean of 50.

@@ -8,6 +8,7 @@
  *             state on disk, reconciling with the controller's desired work
  *   launch.c  what a run executes: argv, environment, user, ranks
  *   shim.c    the supervisor process of one run (shoal-agent --shim DIR)
+ *   forkserver.c  forks the shims (shoal-agent --fork-server)
  *   cgroup.c  CPU and memory limits; gpu*.c  GPUs through NVML
  */
 #ifndef SHOAL_AGENT_AGENT_H

@@ -2,7 +2,8 @@
 /* shoal-agent: the node agent. Finds the node's GPUs (NVML through dlopen,
  * or simgpu), joins the controller, runs what it is asked to run, reports
  * heartbeats and output, and keeps its runs across its own restarts.
- * `shoal-agent --shim DIR` is the supervisor of one run (shim.c). */
+ * `shoal-agent --shim DIR` is the supervisor of one run (shim.c);
+ * `shoal-agent --fork-server` forks those for the agent (forkserver.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -19,6 +20,7 @@
 #include "agent/agent.h"
 #include "agent/cgroup.h"
 #include "agent/container.h"
+#include "agent/forkserver.h"
 #include "agent/gpu.h"
 #include "agent/image.h"
 #include "agent/link.h"
@@ -524,6 +526,8 @@ int main(int argc, char **argv)
 {
     if (argc == 3 && strcmp(argv[1], "--shim") == 0)
         return shim_main(argv[2]);
+    if (argc == 2 && strcmp(argv[1], "--fork-server") == 0)
+        return forkserver_main();
     struct agent a;
     struct sh_error err;
     memset(&a, 0, sizeof(a));

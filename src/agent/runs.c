@@ -19,6 +19,7 @@
 
 #include "agent/cgroup.h"
 #include "agent/container.h"
+#include "agent/forkserver.h"
 #include "agent/launch.h"
 #include "agent/link.h"
 #include "agent/shim.h"
@@ -81,6 +82,7 @@ struct runs {
     char stages[PATH_MAX]; /* node-level mounts of volumes (stage.h) */
     bool loading;          /* adopting runs: the set of live runs is partial */
     struct run *by_key;
+    struct forkserver *forkserver; /* forks the shims; NULL: posix_spawn */
 };
 
 static const char *const streams[2] = {"out", "err"};
@@ -110,6 +112,51 @@ static int write_json(const char *dir, const char *name, const json_t *o)
                  ? file_write_atomic_at(dfd, name, text, strlen(text), 0600,
                                         false, NULL)
                  : -1;
+    if (dfd >= 0)
+        close(dfd);
+    free(text);
+    return rc;
+}
+
+/* run.json is saved two or three times per run. Replacing it (a new file
+ * renamed over the old) allocates an inode and frees one each time, and on
+ * ext4 without a journal every inode allocation skips those freed in the
+ * last minute (find_inode_bit, recently_deleted): the largest kernel cost
+ * of the agent's per-job path in bench/job-path.sh. So an existing
+ * run.json is overwritten in place, in one pwrite of at most a page, padded
+ * with blanks to its old length (trailing blanks are valid JSON): a reader
+ * after a crash finds the old text or the new. Only a regular file with a
+ * single link is written through; anything else (a link or a FIFO planted
+ * there, a hard link, a note too long) is replaced as before. */
+#define NOTE_IN_PLACE_MAX 4096
+
+static int rewrite_json(const char *dir, const char *name, const json_t *o)
+{
+    char *text = json_dumps(o, JSON_COMPACT);
+    if (!text)
+        return -1;
+    size_t len = strlen(text);
+    int dfd = run_dirfd(dir);
+    int fd =
+        dfd >= 0 && len <= NOTE_IN_PLACE_MAX
+            ? openat(dfd, name,
+                     O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)
+            : -1;
+    int rc = -1;
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+        st.st_nlink == 1 && st.st_size <= NOTE_IN_PLACE_MAX) {
+        char buf[NOTE_IN_PLACE_MAX];
+        size_t n = len > (size_t)st.st_size ? len : (size_t)st.st_size;
+        memcpy(buf, text, len);
+        memset(buf + len, ' ', n - len);
+        if (pwrite(fd, buf, n, 0) == (ssize_t)n)
+            rc = 0;
+    }
+    if (fd >= 0)
+        close(fd);
+    if (rc < 0 && dfd >= 0)
+        rc = file_write_atomic_at(dfd, name, text, len, 0600, false, NULL);
     if (dfd >= 0)
         close(dfd);
     free(text);
@@ -264,7 +311,7 @@ static void run_save(struct run *r)
         json_object_set_new(o, "mem_peak",
                             json_integer((json_int_t)r->mem_peak));
     }
-    if (!o || write_json(r->dir, "run.json", o) < 0)
+    if (!o || rewrite_json(r->dir, "run.json", o) < 0)
         sh_log(LOG_ERR, "runs", "run %s: cannot save its state in %s", r->key,
                r->dir);
     json_decref(o);
@@ -531,7 +578,8 @@ static void on_pidfd(struct loop *loop, int fd, uint32_t events, void *arg)
 static void watch(struct run *r)
 {
     struct agent *a = r->runs->a;
-    r->pidfd = pidfd_open_pid(r->shim_pid);
+    if (r->pidfd < 0) /* the fork server passed one */
+        r->pidfd = pidfd_open_pid(r->shim_pid);
     if (r->pidfd < 0 ||
         loop_add_fd(a->loop, r->pidfd, EPOLLIN, on_pidfd, r, NULL) < 0) {
         if (r->pidfd >= 0)
@@ -644,6 +692,23 @@ static int prepare(struct run *r, const json_t *work, struct sh_error *err)
 static int spawn_shim(struct run *r, struct sh_error *err)
 {
     struct agent *a = r->runs->a;
+    struct runs *rs = r->runs;
+    if (rs->forkserver) {
+        pid_t pid;
+        int pidfd;
+        struct sh_error ferr;
+        if (forkserver_spawn(rs->forkserver, r->dir, &pid, &pidfd, &ferr) ==
+            0) {
+            r->shim_pid = pid;
+            r->shim_start = proc_start(pid);
+            r->pidfd = pidfd;
+            return 0;
+        }
+        /* Gone or broken: shims are exec'd from here on. */
+        sh_log(LOG_WARNING, "runs", "%s; starting shims without it", ferr.msg);
+        forkserver_stop(rs->forkserver);
+        rs->forkserver = NULL;
+    }
     char log[PATH_MAX + 16];
     snprintf(log, sizeof(log), "%s/shim.log", r->dir);
     posix_spawn_file_actions_t fa;
@@ -1142,6 +1207,10 @@ struct runs *runs_create(struct agent *a, struct sh_error *err)
     rs->loading = false;
     /* Stages of runs that ended while the agent was away. */
     release_stages(rs);
+    struct sh_error ferr;
+    rs->forkserver = forkserver_start(a->cfg.self_exe, &ferr);
+    if (!rs->forkserver)
+        sh_log(LOG_WARNING, "runs", "%s; shims are exec'd per run", ferr.msg);
     return rs;
 }
 
@@ -1152,5 +1221,6 @@ void runs_destroy(struct runs *rs)
     struct run *r, *tmp;
     HASH_ITER (hh, rs->by_key, r, tmp)
         run_free(rs, r);
+    forkserver_stop(rs->forkserver);
     free(rs);
 }

@@ -1,0 +1,282 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The shim fork server (see forkserver.h). */
+#include "agent/forkserver.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "agent/shim.h"
+
+#define FORKSERVER_FD 3
+#define REPLY_TIMEOUT_S 10
+
+extern char **environ;
+
+struct forkserver {
+    int sock;
+    pid_t pid;
+};
+
+/* The answer to one request: the shim's pid, or 0 and why not. */
+struct reply {
+    int32_t pid;
+    int32_t err;
+};
+
+/* ---- the agent's side ---- */
+
+struct forkserver *forkserver_start(const char *self_exe, struct sh_error *err)
+{
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+        sh_errorf(err, SH_EUNAVAILABLE, "socketpair: %s", strerror(errno));
+        return NULL;
+    }
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t attr;
+    sigset_t none;
+    sigemptyset(&none);
+    int rc = posix_spawn_file_actions_init(&fa);
+    if (rc == 0 && (rc = posix_spawnattr_init(&attr)) != 0)
+        posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) {
+        close(sv[0]);
+        close(sv[1]);
+        sh_errorf(err, SH_EUNAVAILABLE, "posix_spawn: %s", strerror(rc));
+        return NULL;
+    }
+    rc = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDWR, 0);
+    if (rc == 0)
+        rc = posix_spawn_file_actions_adddup2(&fa, 0, 1);
+    if (rc == 0)
+        rc = posix_spawn_file_actions_adddup2(&fa, sv[1], FORKSERVER_FD);
+    if (rc == 0)
+        rc = posix_spawnattr_setsigmask(&attr, &none);
+    if (rc == 0)
+        rc = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
+    pid_t pid = -1;
+    char *argv[] = {(char *)self_exe, "--fork-server", NULL};
+    if (rc == 0)
+        rc = posix_spawn(&pid, self_exe, &fa, &attr, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&attr);
+    close(sv[1]);
+    if (rc != 0) {
+        close(sv[0]);
+        sh_errorf(err, SH_EUNAVAILABLE, "cannot start the fork server: %s",
+                  strerror(rc));
+        return NULL;
+    }
+    struct timeval tv = {.tv_sec = REPLY_TIMEOUT_S};
+    setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    struct forkserver *fs = calloc(1, sizeof(*fs));
+    if (!fs) {
+        close(sv[0]);
+        waitpid(pid, NULL, 0);
+        sh_errorf(err, SH_EINTERNAL, "out of memory");
+        return NULL;
+    }
+    fs->sock = sv[0];
+    fs->pid = pid;
+    return fs;
+}
+
+int forkserver_spawn(struct forkserver *fs, const char *run_dir, pid_t *pid,
+                     int *pidfd, struct sh_error *err)
+{
+    size_t len = strlen(run_dir);
+    if (len >= PATH_MAX)
+        return sh_errorf(err, SH_EINVAL, "run folder path too long");
+    ssize_t n = send(fs->sock, run_dir, len, MSG_NOSIGNAL);
+    if (n != (ssize_t)len)
+        return sh_errorf(err, SH_EUNAVAILABLE, "fork server: send: %s",
+                         n < 0 ? strerror(errno) : "short");
+    struct reply rep;
+    struct iovec iov = {.iov_base = &rep, .iov_len = sizeof(rep)};
+    union {
+        struct cmsghdr h;
+        char buf[CMSG_SPACE(sizeof(int))];
+    } ctl;
+    struct msghdr msg = {.msg_iov = &iov,
+                         .msg_iovlen = 1,
+                         .msg_control = ctl.buf,
+                         .msg_controllen = sizeof(ctl.buf)};
+    do
+        n = recvmsg(fs->sock, &msg, MSG_CMSG_CLOEXEC);
+    while (n < 0 && errno == EINTR);
+    int fd = -1;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); n > 0 && c;
+         c = CMSG_NXTHDR(&msg, c)) {
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+            c->cmsg_len == CMSG_LEN(sizeof(int)))
+            memcpy(&fd, CMSG_DATA(c), sizeof(int));
+    }
+    if (n != (ssize_t)sizeof(rep)) {
+        if (fd >= 0)
+            close(fd);
+        return sh_errorf(err, SH_EUNAVAILABLE, "fork server: %s",
+                         n < 0 ? strerror(errno) : "no answer");
+    }
+    if (rep.pid <= 0 || fd < 0) {
+        if (fd >= 0)
+            close(fd);
+        return sh_errorf(err, SH_EUNAVAILABLE, "cannot start the shim: %s",
+                         strerror(rep.err ? rep.err : EPROTO));
+    }
+    *pid = rep.pid;
+    *pidfd = fd;
+    return 0;
+}
+
+void forkserver_stop(struct forkserver *fs)
+{
+    if (!fs)
+        return;
+    close(fs->sock);
+    waitpid(fs->pid, NULL, 0);
+    free(fs);
+}
+
+/* ---- the server ---- */
+
+static void reap(void)
+{
+    while (waitpid(-1, NULL, WNOHANG) > 0) {
+    }
+}
+
+/* The forked child: what posix_spawn of `shoal-agent --shim` gave the shim,
+ * then the shim itself. */
+static void become_shim(const char *run_dir, int log_fd, int sfd)
+{
+    close(FORKSERVER_FD);
+    close(sfd);
+    setsid();
+    int null = open("/dev/null", O_RDWR);
+    if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 ||
+        dup2(log_fd, 2) < 0)
+        _exit(127);
+    if (null > 2)
+        close(null);
+    close(log_fd);
+    const int reset[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGCHLD};
+    for (size_t i = 0; i < sizeof(reset) / sizeof(reset[0]); i++)
+        signal(reset[i], SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    exit(shim_main(run_dir));
+}
+
+static void answer(int pid, int e, int pidfd)
+{
+    struct reply rep = {.pid = pid, .err = e};
+    struct iovec iov = {.iov_base = &rep, .iov_len = sizeof(rep)};
+    union {
+        struct cmsghdr h;
+        char buf[CMSG_SPACE(sizeof(int))];
+    } ctl;
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+    if (pidfd >= 0) {
+        memset(&ctl, 0, sizeof(ctl));
+        msg.msg_control = ctl.buf;
+        msg.msg_controllen = sizeof(ctl.buf);
+        struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(c), &pidfd, sizeof(int));
+    }
+    if (sendmsg(FORKSERVER_FD, &msg, MSG_NOSIGNAL) < 0) {
+        /* the agent is gone: the next recv says so */
+    }
+}
+
+static void serve_one(const char *run_dir, int sfd)
+{
+    char log[PATH_MAX + 16];
+    snprintf(log, sizeof(log), "%s/shim.log", run_dir);
+    int log_fd =
+        open(log, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (log_fd < 0) {
+        answer(0, errno, -1);
+        return;
+    }
+    pid_t pid = fork();
+    if (pid == 0)
+        become_shim(run_dir, log_fd, sfd);
+    int e = errno;
+    close(log_fd);
+    if (pid < 0) {
+        answer(0, e, -1);
+        return;
+    }
+    /* Opened before this process reaps it: the pid cannot be reused yet. */
+    int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (pidfd < 0) {
+        e = errno;
+        kill(pid, SIGKILL);
+        answer(0, e, -1);
+        return;
+    }
+    answer(pid, 0, pidfd);
+    close(pidfd);
+}
+
+int forkserver_main(void)
+{
+    /* A terminal's signals are the agent's to act on; the server ends
+     * when the agent's end of the socket closes. */
+    signal(SIGINT, SIG_IGN);
+    signal(SIGTERM, SIG_IGN);
+    signal(SIGHUP, SIG_IGN);
+    signal(SIGPIPE, SIG_IGN);
+    sigset_t chld;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &chld, NULL);
+    int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (sfd < 0 || fcntl(FORKSERVER_FD, F_SETFD, FD_CLOEXEC) < 0)
+        return 1;
+    for (;;) {
+        struct pollfd p[2] = {{.fd = FORKSERVER_FD, .events = POLLIN},
+                              {.fd = sfd, .events = POLLIN}};
+        if (poll(p, 2, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            return 1;
+        }
+        if (p[1].revents) {
+            struct signalfd_siginfo si;
+            while (read(sfd, &si, sizeof(si)) > 0) {
+            }
+            reap();
+        }
+        if (!p[0].revents)
+            continue;
+        char dir[PATH_MAX];
+        ssize_t n = recv(FORKSERVER_FD, dir, sizeof(dir) - 1, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break; /* the agent closed its end (or died) */
+        dir[n] = '\0';
+        serve_one(dir, sfd);
+    }
+    reap();
+    return 0;
+}

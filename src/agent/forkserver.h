@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The shim fork server: a single-threaded helper, `shoal-agent
+ * --fork-server`, started once with the agent, that forks a shim for each
+ * run on request. The agent itself has a second thread (the long-poll), so
+ * it cannot fork without exec; exec'ing `shoal-agent --shim` for every run
+ * cost a process start and the dynamic loading of the agent's libraries per
+ * job. The server's child is what that exec gave: a session of its own,
+ * stdin and stdout on /dev/null, stderr appended to the run's shim.log, no
+ * signal blocked or caught, no descriptor of the server's, and then
+ * shim_main(RUN_DIR).
+ *
+ * Requests go over a SOCK_SEQPACKET socket pair: the agent sends the run
+ * folder; the server answers the shim's pid and passes a pidfd of it
+ * (opened before the server can reap it, so the pid is never a reused
+ * one). The server reaps its children as they exit, so a shim's end is
+ * seen as the agent sees an adopted shim's (pidfd, /proc start time). It
+ * exits when the agent's end of the socket closes; shims it started go on
+ * (they are in sessions of their own, as before) and a restarted agent
+ * adopts them from their run folders. When the server cannot be used the
+ * agent falls back to posix_spawn of `shoal-agent --shim`. */
+#ifndef SHOAL_AGENT_FORKSERVER_H
+#define SHOAL_AGENT_FORKSERVER_H
+
+#include <sys/types.h>
+
+#include "lib/util/error.h"
+
+struct forkserver;
+
+/* Start `SELF_EXE --fork-server`; NULL (and ERR set) when it cannot. */
+struct forkserver *forkserver_start(const char *self_exe, struct sh_error *err);
+
+/* Fork a shim for RUN_DIR: *PID and *PIDFD (the caller owns it) on 0; -1
+ * with ERR set when the server failed (it is then of no further use). */
+int forkserver_spawn(struct forkserver *fs, const char *run_dir, pid_t *pid,
+                     int *pidfd, struct sh_error *err);
+
+/* Close the socket (the server exits) and reap the server. */
+void forkserver_stop(struct forkserver *fs);
+
+/* The server's main loop, for `shoal-agent --fork-server` (its socket is
+ * descriptor 3). Returns the process exit status. */
+int forkserver_main(void);
+
+#endif

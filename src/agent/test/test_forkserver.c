@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Focus: agent/forkserver.c, the helper that forks a shim per run. The
+ * built shoal-agent is started as the server; a run folder with a
+ * launch.json runs its command, its shim is watched through the pidfd the
+ * server passes, and it writes the run's status; a request the server
+ * cannot serve is refused without ending it. */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent/forkserver.h"
+
+static void make_run(char *dir, size_t size, const char *argv_json)
+{
+    snprintf(dir, size, "/tmp/shoal-test-fs.XXXXXX");
+    cr_assert_not_null(mkdtemp(dir));
+    char path[512];
+    snprintf(path, sizeof(path), "%s/launch.json", dir);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fprintf(f,
+            "{\"argv\": %s, \"env\": [\"PATH=/usr/bin:/bin\"], "
+            "\"tasks\": 1, \"node_rank\": 0}",
+            argv_json);
+    fclose(f);
+}
+
+static char *slurp(const char *dir, const char *name)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return NULL;
+    static char buf[4096];
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+static void wait_exit(int pidfd)
+{
+    struct pollfd p = {.fd = pidfd, .events = POLLIN};
+    cr_assert_eq(poll(&p, 1, 30000), 1, "the shim did not end");
+}
+
+static void remove_run(const char *dir)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+Test(forkserver, runs_a_shim_and_passes_its_pidfd)
+{
+    struct sh_error err;
+    struct forkserver *fs = forkserver_start(SHOAL_AGENT_EXE, &err);
+    cr_assert_not_null(fs, "%s", err.msg);
+    for (int i = 0; i < 3; i++) {
+        char dir[64];
+        make_run(dir, sizeof(dir), "[\"sh\", \"-c\", \"echo hello; exit 3\"]");
+        pid_t pid = 0;
+        int pidfd = -1;
+        cr_assert_eq(forkserver_spawn(fs, dir, &pid, &pidfd, &err), 0, "%s",
+                     err.msg);
+        cr_assert_gt(pid, 0);
+        cr_assert_geq(pidfd, 0);
+        wait_exit(pidfd);
+        close(pidfd);
+        const char *st = slurp(dir, "status.json");
+        cr_assert_not_null(st);
+        cr_assert(strstr(st, "\"exit_code\":3") != NULL, "status: %s", st);
+        const char *out = slurp(dir, "stdout");
+        cr_assert_str_eq(out, "hello\n");
+        struct stat sb;
+        char log[128];
+        snprintf(log, sizeof(log), "%s/shim.log", dir);
+        cr_assert_eq(stat(log, &sb), 0);
+        cr_assert_eq(sb.st_mode & 0777, 0600);
+        remove_run(dir);
+    }
+    forkserver_stop(fs);
+}
+
+Test(forkserver, a_request_it_cannot_serve_is_refused)
+{
+    struct sh_error err;
+    struct forkserver *fs = forkserver_start(SHOAL_AGENT_EXE, &err);
+    cr_assert_not_null(fs, "%s", err.msg);
+    pid_t pid = 0;
+    int pidfd = -1;
+    /* No such folder: no shim.log to open, no shim. */
+    cr_assert_eq(
+        forkserver_spawn(fs, "/nonexistent/shoal-run", &pid, &pidfd, &err), -1);
+    cr_assert(strstr(err.msg, "No such file") != NULL, "%s", err.msg);
+    /* The server goes on serving. */
+    char dir[64];
+    make_run(dir, sizeof(dir), "[\"true\"]");
+    cr_assert_eq(forkserver_spawn(fs, dir, &pid, &pidfd, &err), 0, "%s",
+                 err.msg);
+    wait_exit(pidfd);
+    close(pidfd);
+    const char *st = slurp(dir, "status.json");
+    cr_assert_not_null(st);
+    cr_assert(strstr(st, "\"exit_code\":0") != NULL, "status: %s", st);
+    remove_run(dir);
+    forkserver_stop(fs);
+}
