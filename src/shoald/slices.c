@@ -345,7 +345,8 @@ json_t *slices_view(struct shoald *d)
 
 /* ---- re-slicing on demand ----
  *
- * A waiting job gets a GPU re-sliced for it only when nothing serves it now
+ * A waiting one-node job (or a --gpus-total job, counted as its GPUs on
+ * one node) gets a GPU re-sliced for it only when nothing serves it now
  * and nothing underway will: for a slice job, no free slice of its profile
  * (any time-slice for "shared") with its memory on a GPU of its model that
  * it may use (not an unfenced GPU another project holds); for a whole-GPU
@@ -506,6 +507,18 @@ static bool plan_serves(const struct plan *p, const struct gpu_info *gi,
     return false;
 }
 
+/* The GPUs a waiting job needs on one node, as re-slicing serves it: its
+ * GPUs per node for a one-node job, all of them for a --gpus-total job
+ * (the engine puts those on one node when one holds them: the fewest
+ * nodes); 0 for a job re-slicing does not serve (several nodes, no
+ * GPUs). */
+static int one_node_need(const struct job *job)
+{
+    if (job->spec.gpus_total > 0)
+        return job->spec.gpus_total;
+    return job->spec.nodes == 1 ? job->spec.gpus_per_node : 0;
+}
+
 /* A job asking for memory only, which the engine places on a slice or a
  * whole GPU (see cluster.c). */
 static bool memory_job(const struct job *job)
@@ -567,7 +580,7 @@ static void want_key(const struct job *job, char *key, size_t size)
     /* Only time-slices depend on the project (the unfenced rule). */
     snprintf(key, size, "%s|%s|%llu|%d|%s", sl ? sl : "-",
              job->spec.gpu_type ? job->spec.gpu_type : "-",
-             (unsigned long long)job->spec.gpu_mem, job->spec.gpus_per_node,
+             (unsigned long long)job->spec.gpu_mem, one_node_need(job),
              sl && strncmp(sl, "shared", 6) == 0 && job->spec.project
                  ? job->spec.project
                  : "-");
@@ -630,7 +643,7 @@ static void want_whole(const struct shoald *d, const struct view *v,
                        const struct job *job, int64_t now, struct want *w)
 {
     bool mem_job = memory_job(job);
-    int need = job->spec.gpus_per_node;
+    int need = one_node_need(job);
     for (int i = 0; i < v->n; i++) {
         const struct node *n = v->nodes[i];
         int have = 0, change = -1, changeable = 0;
@@ -747,8 +760,7 @@ void slices_reslice_tick(struct shoald *d)
         goto out;
     for (struct job *j = jobtab_next(d->jobs, NULL); j;
          j = jobtab_next(d->jobs, j)) {
-        if (j->state != JOB_PENDING || j->spec.gpus_per_node == 0 ||
-            j->spec.nodes != 1)
+        if (j->state != JOB_PENDING || one_node_need(j) == 0)
             continue;
         char key[sizeof(w->key)];
         want_key(j, key, sizeof(key));
