@@ -176,3 +176,23 @@ reason_matches() { job_field "$1" .reason | grep -qE -- "$2"; }
     wait_job_state "$total" completed 120
     shoal slice show --json | jq -r '.[0].plan.reason' | grep -q "made whole on demand: job $total"
 }
+
+@test "sl-009 re-slicing on demand makes a GPU whole on each node a --gpus-total job needs" {
+    shoal_tmp_init
+    shoald_start --reslice-on-demand --reslice-hold 1s
+    agent_start node1 1 H100-80GB
+    agent_start node2 1 H100-80GB
+    wait_for 20 nodes_up_is 2
+    shoal slice apply node1:0 all-balanced
+    shoal slice apply node2:0 all-balanced
+    wait_for 20 plan_state_is node1 0 applied
+    wait_for 20 plan_state_is node2 0 applied
+    # 2 GPUs in all, one per node: both sliced GPUs are made whole, in turn.
+    total=$(submit --gpus-total 2 -- true)
+    wait_job_state "$total" completed 120
+    [ "$(job_field "$total" '.placement | length')" = 2 ]
+    for n in node1 node2; do
+        shoal slice show --json | jq -r ".[] | select(.node == \"$n\") | .plan.reason" |
+            grep -q "made whole on demand: job $total"
+    done
+}
