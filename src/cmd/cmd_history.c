@@ -13,13 +13,17 @@
 static const char history_usage[] =
     "Usage: shoal history [--since WHEN] [--until WHEN] [--user NAME]\n"
     "                     [--project NAME] [--state LIST] [--format COLS]\n"
-    "                     [--trace|--json]\n"
+    "                     [--attempts|-D] [--trace|--json]\n"
     "Jobs that ran and ended in a window (default: the last 30 days), like\n"
     "sacct. --state takes a comma list of completed, failed, cancelled,\n"
     "timeout, preempted, node_fail. --format picks the columns, in order:\n"
     "  id, name, user, project, state, exit, gpus, nodes, gpu_type,\n"
-    "  submit, start, end, elapsed, wait, requeues\n"
+    "  submit, start, end, elapsed, wait, requeues, attempt, nodelist\n"
     "(default id,user,project,state,gpus,start,elapsed).\n"
+    "--attempts (-D, sacct's --duplicates) prints a row per attempt of a\n"
+    "requeued job, each with its own state, exit, start, end, elapsed and\n"
+    "nodelist (default columns id,attempt,user,project,state,exit,start,\n"
+    "end,elapsed,nodelist); a job keeps its last 32 attempts.\n"
     "--trace prints them in the trace format of `shoal sim`, to replay the\n"
     "real workload against another cluster shape:\n"
     "  shoal history --trace --since 30d > month.csv\n"
@@ -29,9 +33,9 @@ static const char history_usage[] =
 #define HISTORY_COLS_MAX 16
 
 static const char *const columns[] = {
-    "id",      "name",  "user",     "project", "state", "exit",
-    "gpus",    "nodes", "gpu_type", "submit",  "start", "end",
-    "elapsed", "wait",  "requeues", NULL};
+    "id",      "name",  "user",     "project", "state",    "exit",
+    "gpus",    "nodes", "gpu_type", "submit",  "start",    "end",
+    "elapsed", "wait",  "requeues", "attempt", "nodelist", NULL};
 
 /* The columns of --format, checked; their count. */
 static int parse_format(const char *text, int *cols)
@@ -47,7 +51,7 @@ static int parse_format(const char *text, int *cols)
         if (found < 0)
             die("--format: unknown column '%.*s' (id, name, user, project, "
                 "state, exit, gpus, nodes, gpu_type, submit, start, end, "
-                "elapsed, wait, requeues)",
+                "elapsed, wait, requeues, attempt, nodelist)",
                 (int)len, p);
         if (n == HISTORY_COLS_MAX)
             die("--format: at most %d columns", HISTORY_COLS_MAX);
@@ -67,13 +71,19 @@ static void time_cell(long long ms, char *buf, size_t size)
         snprintf(buf, size, "-");
 }
 
-/* One cell of column c for job j into buf. */
-static const char *cell(const json_t *j, int c, char *buf, size_t size)
+/* One cell of column c for job j into buf: of attempt a (an entry of its
+ * "attempts") where a row is one attempt, else of the job (its last
+ * attempt for attempt and nodelist). */
+static const char *cell(const json_t *j, const json_t *a, int c, char *buf,
+                        size_t size)
 {
     const json_t *spec = json_object_get(j, "spec");
+    const json_t *atts = json_object_get(j, "attempts");
+    const json_t *last = json_array_get(atts, json_array_size(atts) - 1);
+    const json_t *run = a ? a : j;
     long long sub = json_integer_value(json_object_get(j, "submit_ms"));
-    long long s = json_integer_value(json_object_get(j, "start_ms"));
-    long long e = json_integer_value(json_object_get(j, "end_ms"));
+    long long s = json_integer_value(json_object_get(run, "start_ms"));
+    long long e = json_integer_value(json_object_get(run, "end_ms"));
     const char *str;
     switch (c) {
     case 0:
@@ -88,13 +98,13 @@ static const char *cell(const json_t *j, int c, char *buf, size_t size)
     case 3:
         return json_string_value(json_object_get(j, "project"));
     case 4:
-        return json_string_value(json_object_get(j, "state"));
+        return json_string_value(json_object_get(run, "state"));
     case 5:
-        if (!json_is_integer(json_object_get(j, "exit_code")))
+        if (!json_is_integer(json_object_get(run, "exit_code")))
             return "-";
         snprintf(
             buf, size, "%lld",
-            (long long)json_integer_value(json_object_get(j, "exit_code")));
+            (long long)json_integer_value(json_object_get(run, "exit_code")));
         return buf;
     case 6:
         if (json_integer_value(json_object_get(spec, "gpus_total")))
@@ -129,7 +139,9 @@ static const char *cell(const json_t *j, int c, char *buf, size_t size)
         format_duration((e - s) / 1000, buf, size);
         return buf;
     case 13:
-        if (s <= 0)
+        /* A row per attempt: the wait is the first attempt's. */
+        if (s <= 0 ||
+            (a && json_integer_value(json_object_get(a, "attempt")) != 0))
             return "-";
         format_duration((s - sub) / 1000, buf, size);
         return buf;
@@ -137,6 +149,22 @@ static const char *cell(const json_t *j, int c, char *buf, size_t size)
         snprintf(buf, size, "%lld",
                  (long long)json_integer_value(json_object_get(j, "requeues")));
         return buf;
+    case 15:
+        if (!a && !last)
+            return "-";
+        snprintf(buf, size, "%lld",
+                 (long long)json_integer_value(
+                     json_object_get(a ? a : last, "attempt")));
+        return buf;
+    case 16: {
+        size_t k, o = 0;
+        const json_t *n;
+        buf[0] = '\0';
+        json_array_foreach (json_object_get(a ? a : last, "nodes"), k, n)
+            o += (size_t)snprintf(buf + o, o < size ? size - o : 0, "%s%s",
+                                  k ? "," : "", json_string_value(n));
+        return o ? buf : "-";
+    }
     }
     return "-";
 }
@@ -162,16 +190,19 @@ int cmd_history(int argc, char **argv)
         {"format", required_argument, NULL, 'f'},
         {"trace", no_argument, NULL, 't'},
         {"json", no_argument, NULL, 'j'},
+        {"attempts", no_argument, NULL, 'D'},
+        {"duplicates", no_argument, NULL, 'D'},
         {NULL, 0, NULL, 0},
     };
     const char *since = NULL, *until = NULL, *user = NULL, *project = NULL,
                *state = NULL,
                *format = "id,user,project,state,gpus,start,"
                          "elapsed";
-    bool trace = false, json_out = false;
+    bool trace = false, json_out = false, per_attempt = false,
+         formatted = false;
     int c;
     struct cmd_opts p;
-    cmd_opts_init(&p, "history", history_usage, opts, NULL, false, argc, argv);
+    cmd_opts_init(&p, "history", history_usage, opts, "D", false, argc, argv);
     while ((c = cmd_opts_next(&p)) != -1) {
         switch (c) {
         case 's':
@@ -191,6 +222,10 @@ int cmd_history(int argc, char **argv)
             break;
         case 'f':
             format = p.arg;
+            formatted = true;
+            break;
+        case 'D':
+            per_attempt = true;
             break;
         case 't':
             trace = true;
@@ -204,6 +239,12 @@ int cmd_history(int argc, char **argv)
     }
     if (trace && json_out)
         die("--trace and --json exclude each other");
+    if (per_attempt && trace)
+        die("--attempts and --trace exclude each other (a trace has one row "
+            "per job)");
+    if (per_attempt && !formatted)
+        format = "id,attempt,user,project,state,exit,start,end,elapsed,"
+                 "nodelist";
     int cols[HISTORY_COLS_MAX];
     int ncols = parse_format(format, cols);
     char path[2048];
@@ -245,11 +286,16 @@ int cmd_history(int argc, char **argv)
         size_t i;
         json_t *j;
         json_array_foreach (jobs, i, j) {
-            char bufs[HISTORY_COLS_MAX][64];
+            char bufs[HISTORY_COLS_MAX][256];
             const char *row[HISTORY_COLS_MAX];
-            for (int k = 0; k < ncols; k++)
-                row[k] = cell(j, cols[k], bufs[k], sizeof(bufs[k]));
-            table_add(t, row);
+            const json_t *atts = json_object_get(j, "attempts");
+            size_t rows = per_attempt ? json_array_size(atts) : 1;
+            for (size_t r = 0; r < rows; r++) {
+                const json_t *a = per_attempt ? json_array_get(atts, r) : NULL;
+                for (int k = 0; k < ncols; k++)
+                    row[k] = cell(j, a, cols[k], bufs[k], sizeof(bufs[k]));
+                table_add(t, row);
+            }
         }
         table_print(t);
         table_destroy(t);

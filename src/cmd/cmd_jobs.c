@@ -425,6 +425,27 @@ static void show_line(const char *key, const char *value)
     printf("%-16s %s\n", key, value ? value : "-");
 }
 
+/* "attempt 1: preempted, 10:00:00Z to 10:05:00Z on n1,n2 (why)". */
+static const char *format_attempt(const json_t *a, char *buf, size_t size)
+{
+    size_t o = (size_t)snprintf(
+        buf, size, "attempt %lld: %s, %s to %s", num(a, "attempt"),
+        str(a, "state") ? str(a, "state") : "-",
+        str(a, "start_time") ? str(a, "start_time") : "not started",
+        str(a, "end_time") ? str(a, "end_time") : "-");
+    size_t k;
+    json_t *n;
+    json_array_foreach (json_object_get(a, "nodes"), k, n)
+        o += (size_t)snprintf(buf + o, o < size ? size - o : 0, "%s%s",
+                              k ? "," : " on ", json_string_value(n));
+    if (json_is_integer(json_object_get(a, "exit_code")))
+        o += (size_t)snprintf(buf + o, o < size ? size - o : 0, ", exit %lld",
+                              num(a, "exit_code"));
+    if (str(a, "reason"))
+        snprintf(buf + o, o < size ? size - o : 0, " (%s)", str(a, "reason"));
+    return buf;
+}
+
 static void print_job(const json_t *j)
 {
     char buf[1024];
@@ -542,6 +563,10 @@ static void print_job(const json_t *j)
                  "--attempt N)",
                  num(j, "attempt") + 1, num(j, "attempt"));
         show_line("attempts:", buf);
+        /* Each attempt kept, with its own times (the oldest may be
+         * dropped: a job keeps its last ones). */
+        json_array_foreach (json_object_get(j, "attempts"), i, v)
+            show_line("", format_attempt(v, buf, sizeof(buf)));
     }
 }
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* `shoal update JOB`: change a pending job's time limit, priority, GPUs,
- * nodes, name or GPU model, or lower a running job's time limit (raising
+ * nodes, GPUs in all, name or GPU model, or lower a running job's time limit (raising
  * it, or removing it, is for cluster admins). PATCH /v1/jobs/ID. */
 #include <jansson.h>
 #include <stdint.h>
@@ -20,16 +20,18 @@ static const char usage[] =
     "      --priority CLASS   high, normal or low\n"
     "  -g, --gpus N           GPUs per node\n"
     "  -N, --nodes N          nodes\n"
+    "      --gpus-total N     N GPUs in all, Shoal picks nodes x GPUs (not\n"
+    "                         with --gpus or --nodes; replaces the job's)\n"
     "  -n, --name NAME        job name\n"
     "      --gpu-type MODEL   GPU model, e.g. H100-80GB\n";
 
 int cmd_update(int argc, char **argv)
 {
     struct cmd_flag flags[] = {
-        {"time", true, NULL, false}, {"priority", true, NULL, false},
-        {"gpus", true, NULL, false}, {"nodes", true, NULL, false},
-        {"name", true, NULL, false}, {"gpu-type", true, NULL, false},
-        {NULL, false, NULL, false},
+        {"time", true, NULL, false},       {"priority", true, NULL, false},
+        {"gpus", true, NULL, false},       {"nodes", true, NULL, false},
+        {"name", true, NULL, false},       {"gpu-type", true, NULL, false},
+        {"gpus-total", true, NULL, false}, {NULL, false, NULL, false},
     };
     const char *pos[1];
     int npos = cmd_opts_collect("update", usage, flags, argc, argv, pos, 1);
@@ -59,9 +61,18 @@ int cmd_update(int argc, char **argv)
         json_object_set_new(body, "name", json_string(flags[4].value));
     if (flags[5].set)
         json_object_set_new(body, "gpu_type", json_string(flags[5].value));
+    if (flags[6].set) {
+        if (flags[2].set || flags[3].set)
+            die("--gpus-total lets Shoal pick the nodes and the GPUs per "
+                "node: not with %s",
+                flags[2].set ? "--gpus" : "--nodes");
+        json_object_set_new(body, "gpus_total",
+                            json_integer(cmd_parse_int(
+                                "--gpus-total", flags[6].value, 1, 65536)));
+    }
     if (json_object_size(body) == 0)
         die("nothing to change: give --time, --priority, --gpus, --nodes, "
-            "--name or --gpu-type");
+            "--gpus-total, --name or --gpu-type");
     char path[64];
     snprintf(path, sizeof(path), "/v1/jobs/%s", id);
     struct client *c = cmd_connect();

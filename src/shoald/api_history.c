@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "lib/model/job.h"
+#include "lib/model/job_json.h"
 #include "lib/util/clock.h"
 #include "lib/util/parse.h"
 #include "lib/util/strbuf.h"
@@ -35,6 +36,17 @@ static bool ran_and_ended(const char *state)
     return strcmp(state, "completed") == 0 || strcmp(state, "failed") == 0 ||
            strcmp(state, "timeout") == 0 || strcmp(state, "preempted") == 0 ||
            strcmp(state, "node_fail") == 0 || strcmp(state, "cancelled") == 0;
+}
+
+/* Every attempt of an ended job with its own times, as GET /v1/jobs/ID
+ * gives them (an empty list if the record does not read). */
+static json_t *history_attempts(const json_t *rec)
+{
+    struct sh_error err;
+    struct job *job = job_from_record(rec, &err);
+    json_t *arr = job ? job_attempts_to_json(job) : json_array();
+    job_destroy(job);
+    return arr;
 }
 
 static int history_job(const struct store_job_row *row, const json_t *rec,
@@ -67,6 +79,7 @@ static int history_job(const struct store_job_row *row, const json_t *rec,
             (json_int_t)row->end_ms, "gpu_seconds", row->gpu_seconds, "spec",
             spec, "exit_code", json_object_get(rec, "exit_code"), "requeues",
             json_object_get(rec, "requeues"));
+        json_object_set_new(o, "attempts", history_attempts(rec));
         json_array_append_new(h->jobs, o);
         return 0;
     }

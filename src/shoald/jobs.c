@@ -356,8 +356,57 @@ int jobs_requeue(struct shoald *d, const struct api_caller *caller,
 
 /* The fields `shoal update` may change, and the spec they give: the
  * current spec with them laid over, checked as a submission is. */
-static const char *const update_fields[] = {
-    "time_limit", "priority", "gpus", "nodes", "name", "gpu_type", NULL};
+static const char *const update_fields[] = {"time_limit", "priority",   "gpus",
+                                            "nodes",      "gpus_total", "name",
+                                            "gpu_type",   NULL};
+
+/* A new shape replaces the old one's kind: gpus_total drops the job's
+ * gpus and nodes, gpus (with or without nodes) its gpus_total. What
+ * gpus_total cannot go with is refused naming the option, as at submit. */
+static int reshape(const struct job *job, const json_t *body, json_t *spec,
+                   struct sh_error *err)
+{
+    bool total = json_object_get(body, "gpus_total") != NULL;
+    bool fixed =
+        json_object_get(body, "gpus") || json_object_get(body, "nodes");
+    const json_t *n = json_object_get(body, "gpus_total");
+    if (total && (!json_is_integer(n) || json_integer_value(n) < 1 ||
+                  json_integer_value(n) > JOB_GPUS_TOTAL_MAX))
+        return sh_errorf(err, SH_EINVAL, "gpus_total must be 1..%d",
+                         JOB_GPUS_TOTAL_MAX);
+    if (total && fixed)
+        return sh_errorf(err, SH_EINVAL,
+                         "gpus_total (--gpus-total) lets Shoal pick the nodes "
+                         "and the GPUs per node: not with %s",
+                         json_object_get(body, "gpus") ? "gpus (--gpus)"
+                                                       : "nodes (--nodes)");
+    if (total && job->spec.nodelist)
+        return sh_errorf(err, SH_EINVAL,
+                         "job %llu has a node list (--nodelist %s): "
+                         "gpus_total (--gpus-total) lets Shoal pick the "
+                         "nodes, not with it",
+                         (unsigned long long)job->id, job->spec.nodelist);
+    if (total && job->spec.slice)
+        return sh_errorf(err, SH_EINVAL,
+                         "job %llu asks for a slice (--slice %s): "
+                         "gpus_total (--gpus-total) is whole GPUs",
+                         (unsigned long long)job->id, job->spec.slice);
+    if (total) {
+        json_object_del(spec, "gpus");
+        json_object_del(spec, "nodes");
+    } else if (fixed && job->spec.gpus_total) {
+        if (!json_object_get(body, "gpus"))
+            return sh_errorf(err, SH_EINVAL,
+                             "job %llu asks for %d GPUs in all "
+                             "(--gpus-total): give gpus (--gpus) per node "
+                             "to fix its shape",
+                             (unsigned long long)job->id, job->spec.gpus_total);
+        json_object_del(spec, "gpus_total");
+        if (!json_object_get(body, "nodes"))
+            json_object_del(spec, "nodes"); /* 1 unless given */
+    }
+    return 0;
+}
 
 static int updated_spec(const struct job *job, const json_t *body,
                         struct job_spec *out, struct sh_error *err)
@@ -365,7 +414,7 @@ static int updated_spec(const struct job *job, const json_t *body,
     if (!json_is_object(body) || json_object_size(body) == 0)
         return sh_errorf(err, SH_EINVAL,
                          "give what to change: time_limit, priority, gpus, "
-                         "nodes, name or gpu_type");
+                         "nodes, gpus_total, name or gpu_type");
     const char *key;
     json_t *v;
     json_object_foreach ((json_t *)body, key, v) {
@@ -375,7 +424,7 @@ static int updated_spec(const struct job *job, const json_t *body,
         if (!ok)
             return sh_errorf(err, SH_EINVAL,
                              "'%.*s' cannot be updated (time_limit, priority, "
-                             "gpus, nodes, name or gpu_type can)",
+                             "gpus, nodes, gpus_total, name or gpu_type can)",
                              UTF8_CUT(key, 64));
     }
     json_t *spec = job_spec_to_json(&job->spec);
@@ -388,6 +437,11 @@ static int updated_spec(const struct job *job, const json_t *body,
     json_object_foreach (spec, key, v) {
         if (!json_is_null(v))
             json_object_set(clean, key, v);
+    }
+    if (reshape(job, body, clean, err) < 0) {
+        json_decref(spec);
+        json_decref(clean);
+        return -1;
     }
     json_object_update(clean, (json_t *)body);
     job_spec_init(out);

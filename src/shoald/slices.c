@@ -345,7 +345,8 @@ json_t *slices_view(struct shoald *d)
 
 /* ---- re-slicing on demand ----
  *
- * A waiting job gets a GPU re-sliced for it only when nothing serves it now
+ * A waiting job (a whole-GPU one on any number of nodes, --gpus-total in
+ * the shape the engine gives it, or a slice job on one node) gets a GPU re-sliced for it only when nothing serves it now
  * and nothing underway will: for a slice job, no free slice of its profile
  * (any time-slice for "shared") with its memory on a GPU of its model that
  * it may use (not an unfenced GPU another project holds); for a whole-GPU
@@ -506,6 +507,16 @@ static bool plan_serves(const struct plan *p, const struct gpu_info *gi,
     return false;
 }
 
+/* Whether re-slicing serves a waiting job: one asking for whole GPUs
+ * (GPUs per node, or --gpus-total), or for a slice on one node. */
+static bool reslice_serves(const struct job *job)
+{
+    if (job->spec.gpus_total > 0)
+        return true;
+    return job->spec.gpus_per_node > 0 &&
+           (!job->spec.slice || job->spec.nodes == 1);
+}
+
 /* A job asking for memory only, which the engine places on a slice or a
  * whole GPU (see cluster.c). */
 static bool memory_job(const struct job *job)
@@ -567,7 +578,10 @@ static void want_key(const struct job *job, char *key, size_t size)
     /* Only time-slices depend on the project (the unfenced rule). */
     snprintf(key, size, "%s|%s|%llu|%d|%s", sl ? sl : "-",
              job->spec.gpu_type ? job->spec.gpu_type : "-",
-             (unsigned long long)job->spec.gpu_mem, job->spec.gpus_per_node,
+             (unsigned long long)job->spec.gpu_mem,
+             job->spec.gpus_total
+                 ? -job->spec.gpus_total
+                 : job->spec.nodes * 1000 + job->spec.gpus_per_node,
              sl && strncmp(sl, "shared", 6) == 0 && job->spec.project
                  ? job->spec.project
                  : "-");
@@ -623,15 +637,53 @@ static void want_slice(const struct shoald *d, const struct view *v,
     w->done = !w->node;
 }
 
-/* A whole-GPU job on one node, or a memory job (a free slice with the
- * memory serves it too): served, or an idle sliced GPU on a node where
- * making it whole lets the job fit. */
+/* The shape a whole-GPU job takes: *nodes nodes of *per GPUs. A
+ * --gpus-total job's as the engine picks it (sched_place.c job_shape):
+ * the fewest nodes, the same count on each, from the most GPUs of its
+ * model a node has (sliced or not: made whole they count). *nodes 0 when
+ * no node has one. */
+static void whole_shape(const struct shoald *d, const struct view *v,
+                        const struct job *job, int *nodes, int *per)
+{
+    *nodes = job->spec.nodes;
+    *per = job->spec.gpus_per_node;
+    int total = job->spec.gpus_total;
+    if (total <= 0)
+        return;
+    int most = 0;
+    for (int i = 0; i < v->n; i++) {
+        const struct node *n = v->nodes[i];
+        int here = 0;
+        for (int g = 0; g < n->ngpus; g++)
+            here += type_ok(job, &n->gpus[g]);
+        if (node_open(d, n) && here > most)
+            most = here;
+    }
+    *nodes = *per = 0;
+    if (most == 0)
+        return;
+    int k = (total + most - 1) / most;
+    while (total % k)
+        k++;
+    *nodes = k;
+    *per = total / k;
+}
+
+/* A whole-GPU job (on its nodes: whole_shape), or a memory job (a free
+ * slice with the memory serves it too): served when enough nodes hold
+ * it, or an idle sliced GPU on a node where making it whole lets the job
+ * fit there, when enough nodes can hold it so. One GPU per tick: a job
+ * on several nodes gets them changed in turn (an underway change counts
+ * as done). */
 static void want_whole(const struct shoald *d, const struct view *v,
                        const struct job *job, int64_t now, struct want *w)
 {
     bool mem_job = memory_job(job);
-    int need = job->spec.gpus_per_node;
-    for (int i = 0; i < v->n; i++) {
+    int nodes, need;
+    whole_shape(d, v, job, &nodes, &need);
+    int served = 0, reachable = 0;
+    w->node = NULL;
+    for (int i = 0; i < v->n && nodes > 0; i++) {
         const struct node *n = v->nodes[i];
         int have = 0, change = -1, changeable = 0;
         if (!node_open(d, n))
@@ -660,16 +712,18 @@ static void want_whole(const struct shoald *d, const struct view *v,
             }
         }
         if (have >= need) {
-            w->done = true;
-            w->node = NULL;
-            return;
-        }
-        if (!w->node && change >= 0 && have + changeable >= need) {
-            w->node = n;
-            w->gpu = change;
-            snprintf(w->preset, sizeof(w->preset), "all-disabled");
+            served++;
+        } else if (change >= 0 && have + changeable >= need) {
+            reachable++;
+            if (!w->node) {
+                w->node = n;
+                w->gpu = change;
+                snprintf(w->preset, sizeof(w->preset), "all-disabled");
+            }
         }
     }
+    if (served >= nodes || served + reachable < nodes)
+        w->node = NULL; /* fits now, or a change would not make it fit */
     w->done = !w->node;
 }
 
@@ -747,8 +801,7 @@ void slices_reslice_tick(struct shoald *d)
         goto out;
     for (struct job *j = jobtab_next(d->jobs, NULL); j;
          j = jobtab_next(d->jobs, j)) {
-        if (j->state != JOB_PENDING || j->spec.gpus_per_node == 0 ||
-            j->spec.nodes != 1)
+        if (j->state != JOB_PENDING || !reslice_serves(j))
             continue;
         char key[sizeof(w->key)];
         want_key(j, key, sizeof(key));

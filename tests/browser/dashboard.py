@@ -5,7 +5,8 @@
 # refused, signing in, the summary, nodes with their GPUs, the queue with a
 # pending job's reason; the job view of MINE (the signed-in user's pending
 # job): its reason, hold, release, cancel; OTHER (a job the user may see
-# but not touch) offered no action, with its output; signing out; and no
+# but not touch) offered no action, with its output and its attempts
+# list; signing out; and no
 # script errors. Run by tests/system/098-dashboard.bats, which starts the
 # cluster and passes SHOAL_URL, SHOAL_TOKEN, MINE, OTHER and SHOT (where to
 # save a screenshot, optional).
@@ -70,6 +71,15 @@ def actions(d):
                       d.find_elements(By.CSS_SELECTOR, "#job-actions button"))
     except StaleElementReferenceException:
         return None
+
+
+def attempt_rows(d):
+    """The rows of the job's attempts list (without its header)."""
+    try:
+        return [r.text for r in d.find_elements(
+            By.CSS_SELECTOR, "#job-attempt-list tr")][1:]
+    except StaleElementReferenceException:
+        return []
 
 
 def click(d, css):
@@ -143,6 +153,10 @@ def run(d):
     wait(d, "its output", lambda: "hello from the job" in text(d, "job-logs"))
     assert text(d, "job-state") == "running"
     assert actions(d) == [], actions(d)
+    # Its attempts list: the one it runs, started, on its node.
+    wait(d, "its attempts list", lambda: re.search(
+        r"^0 running \S+ - node\d", attempt_rows(d)[0] if attempt_rows(d)
+        else "", re.M))
     if os.environ.get("SHOT"):
         d.save_screenshot(os.environ["SHOT"])
 

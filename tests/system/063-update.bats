@@ -82,3 +82,57 @@ teardown() { shoal_cluster_stop; }
 }
 
 job_attempt_is() { [ "$(job_field "$1" .attempt)" = "$2" ]; }
+
+@test "upd-004 --gpus-total on a pending job: the engine picks its shape; conflicts are named" {
+    shoal_cluster_start 2 2
+    r=$(submit --gpus 2 --nodes 2 -- sleep 30)
+    wait_job_state "$r" running
+    p=$(submit --gpus 1 -- true)
+    run shoal update "$p" --gpus-total 4
+    [ "$status" -eq 0 ]
+    [ "$(job_field "$p" .gpus_total)" = 4 ]
+    [ "$(job_field "$p" .gpus)" = 0 ]
+    # With a fixed shape in the same update: refused, naming it.
+    run shoal update "$p" --gpus-total 2 --gpus 1
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"--gpus-total lets Shoal pick the nodes and the GPUs per node: not with --gpus"* ]]
+    api PATCH "/v1/jobs/$p" '{"gpus_total":2,"nodes":2}'
+    [ "$status_code" = 400 ]
+    [[ "$body" == *"not with nodes (--nodes)"* ]]
+    api PATCH "/v1/jobs/$p" '{"gpus_total":0}'
+    [ "$status_code" = 400 ]
+    [[ "$body" == *"gpus_total must be 1..65536"* ]]
+    # More than the cluster holds: as at submit.
+    run shoal update "$p" --gpus-total 9
+    [ "$status" -ne 0 ]
+    [ "$(job_field "$p" .gpus_total)" = 4 ]
+    # A job with a node list or a slice cannot take it.
+    nl=$(submit --gpus 1 --nodelist node2 -- true)
+    run shoal update "$nl" --gpus-total 1
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"--nodelist node2"* ]]
+    sl=$(submit --slice shared --hold -- true)
+    run shoal update "$sl" --gpus-total 1
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"--slice shared"* ]]
+    # Back to a fixed shape needs --gpus.
+    run shoal update "$p" --nodes 2
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"give gpus (--gpus) per node"* ]]
+    # A running job: refused.
+    run shoal update "$r" --gpus-total 1
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"only its time limit can change"* ]]
+    # It runs with the shape the engine picked: 2 nodes x 2 GPUs.
+    shoal cancel "$r" >/dev/null
+    wait_job_state "$p" completed 30
+    [ "$(job_field "$p" '.placement | length')" = 2 ]
+    [ "$(job_field "$p" '[.placement[].gpus | length] | add')" = 4 ]
+    # Back from gpus_total to a fixed shape.
+    q=$(submit --gpus-total 2 --hold -- true)
+    run shoal update "$q" --gpus 1
+    [ "$status" -eq 0 ]
+    [ "$(job_field "$q" '.gpus_total // 0')" = 0 ]
+    [ "$(job_field "$q" .gpus)" = 1 ]
+    [ "$(job_field "$q" .nodes)" = 1 ]
+}

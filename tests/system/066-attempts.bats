@@ -106,3 +106,78 @@ logs_have() { shoal logs "${@:3}" "$1" | grep -q "$2"; }
     [[ "$output" == *"att_$j.txt"* ]]
     shoal cancel "$j" >/dev/null
 }
+
+# The attempts of job J as "N STATE START END NODES" lines, from the API.
+attempts_of() {
+    api GET "/v1/jobs/$1"
+    echo "$body" | jq -r '.attempts[] | "\(.attempt) \(.state) \(.start_ms) \(.end_ms) \(.nodes | join(","))"'
+}
+
+# Each attempt started after the one before it ended, and ended after it
+# started: the lines of attempts_of, with the last one's end checked too.
+attempt_times_ordered() {
+    local prev_end=0 n state start end nodes
+    while read -r n state start end nodes; do
+        [ "$start" -gt 0 ] || return 1
+        [ "$start" -ge "$prev_end" ] || return 1
+        [ "$end" -ge "$start" ] || return 1
+        prev_end=$end
+    done
+}
+
+@test "att-005 every attempt keeps its own times and nodes, in show and history, across a restart" {
+    shoal_cluster_start 1 1
+    j=$(submit --gpus 1 -- bash -c 'echo "run $SHOAL_ATTEMPT"; [ "$SHOAL_ATTEMPT" = 2 ] && exit 0; sleep 300')
+    wait_for 20 logs_have "$j" "run 0"
+    shoal requeue "$j" >/dev/null
+    wait_for 20 logs_have "$j" "run 1"
+    # While the second attempt runs: the first has ended, the second has
+    # started and not ended.
+    run attempts_of "$j"
+    [ "${#lines[@]}" -eq 2 ]
+    [[ "${lines[0]}" == "0 preempted "*" node1" ]]
+    [[ "${lines[1]}" == "1 running "*" 0 node1" ]]
+    shoal requeue "$j" >/dev/null
+    wait_job_state "$j" completed 30
+    # The controller restarts: the attempts come back from the store.
+    shoald_stop
+    shoald_start
+    run attempts_of "$j"
+    [ "$status" -eq 0 ]
+    [ "${#lines[@]}" -eq 3 ]
+    [[ "${lines[0]}" == "0 preempted "*" node1" ]]
+    [[ "${lines[1]}" == "1 preempted "*" node1" ]]
+    [[ "${lines[2]}" == "2 completed "*" node1" ]]
+    attempts_of "$j" | attempt_times_ordered
+    api GET "/v1/jobs/$j"
+    # The last attempt's times are the job's.
+    [ "$(echo "$body" | jq '.attempts[2].start_ms == .start_ms and .attempts[2].end_ms == .end_ms')" = true ]
+    [ "$(echo "$body" | jq -r '.attempts[0].reason')" = "requeued by $(id -un)" ]
+    # shoal show lists each attempt with its own times.
+    run shoal show "$j"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"3, 0 to 2, each with its own output"* ]]
+    for n in 0 1; do
+        start=$(echo "$body" | jq -r ".attempts[$n].start_time")
+        end=$(echo "$body" | jq -r ".attempts[$n].end_time")
+        echo "$output" | grep -q "attempt $n: preempted, $start to $end on node1"
+    done
+    echo "$output" | grep -q "attempt 2: completed, .* on node1, exit 0"
+    # shoal history --attempts: a row per attempt, like sacct --duplicates.
+    run shoal history --attempts --format id,attempt,state,nodelist
+    [ "$status" -eq 0 ]
+    [ "$(echo "$output" | grep -c "^ *$j ")" -eq 3 ]
+    echo "$output" | grep -Eq "^ *$j +0 +preempted +node1"
+    echo "$output" | grep -Eq "^ *$j +1 +preempted +node1"
+    echo "$output" | grep -Eq "^ *$j +2 +completed +node1"
+    # Without it, one row per job (its last attempt).
+    run shoal history --format id,attempt,state
+    [ "$(echo "$output" | grep -c "^ *$j ")" -eq 1 ]
+    echo "$output" | grep -Eq "^ *$j +2 +completed"
+    # The history API carries the same attempts, in order.
+    api GET "/v1/history"
+    [ "$(echo "$body" | jq -r ".jobs[] | select(.id == $j) | [.attempts[].attempt] | join(\",\")")" = "0,1,2" ]
+    echo "$body" | jq -r ".jobs[] | select(.id == $j) | .attempts[] | \"\(.attempt) \(.state) \(.start_ms) \(.end_ms) x\"" | attempt_times_ordered
+    run shoal history --attempts --trace
+    [ "$status" -ne 0 ]
+}

@@ -162,3 +162,37 @@ reason_matches() { job_field "$1" .reason | grep -qE -- "$2"; }
     uuid=$(job_field "$id" '.placement[0].gpus[0]')
     shoal nodes --json | jq -r ".[0].gpus[0].slices[] | select(.uuid == \"$uuid\") | .profile" | grep -qx 2g.20gb
 }
+
+@test "sl-008 re-slicing on demand makes a GPU whole for a waiting --gpus-total job" {
+    shoal_tmp_init
+    shoald_start --reslice-on-demand --reslice-hold 1s
+    agent_start node1 1 H100-80GB
+    wait_for 20 nodes_up_is 1
+    id=$(submit --slice 3g.40gb -- true)
+    wait_job_state "$id" completed 30
+    shoal slice show --json | jq -r '.[0].plan.reason' | grep -q "re-sliced on demand: job $id"
+    # Only a sliced GPU: the --gpus-total job counts as a 1-GPU request.
+    total=$(submit --gpus-total 1 -- true)
+    wait_job_state "$total" completed 120
+    shoal slice show --json | jq -r '.[0].plan.reason' | grep -q "made whole on demand: job $total"
+}
+
+@test "sl-009 re-slicing on demand makes a GPU whole on each node a --gpus-total job needs" {
+    shoal_tmp_init
+    shoald_start --reslice-on-demand --reslice-hold 1s
+    agent_start node1 1 H100-80GB
+    agent_start node2 1 H100-80GB
+    wait_for 20 nodes_up_is 2
+    shoal slice apply node1:0 all-balanced
+    shoal slice apply node2:0 all-balanced
+    wait_for 20 plan_state_is node1 0 applied
+    wait_for 20 plan_state_is node2 0 applied
+    # 2 GPUs in all, one per node: both sliced GPUs are made whole, in turn.
+    total=$(submit --gpus-total 2 -- true)
+    wait_job_state "$total" completed 120
+    [ "$(job_field "$total" '.placement | length')" = 2 ]
+    for n in node1 node2; do
+        shoal slice show --json | jq -r ".[] | select(.node == \"$n\") | .plan.reason" |
+            grep -q "made whole on demand: job $total"
+    done
+}

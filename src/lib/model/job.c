@@ -501,6 +501,9 @@ void job_destroy(struct job *job)
     free(job->image_digest);
     free(job->gpu_model);
     job_alloc_free(job->alloc, job->nalloc);
+    for (int i = 0; i < job->npast; i++)
+        job_attempt_fini(&job->past[i]);
+    free(job->past);
     free(job);
 }
 
@@ -558,6 +561,18 @@ int job_transition(struct job *job, enum job_state to, int64_t now_ms,
         job->exit_code = -1;
         job->exit_signal = 0;
     } else if (to == JOB_PENDING) {
+        /* Keep the attempt that ends here; out of memory loses only it. */
+        struct job_attempt a = {
+            .attempt = job_attempt(job),
+            .start_ms = job_attempt_started(job) ? job->start_ms : 0,
+            .end_ms = job->end_ms,
+            .nodes = job_alloc_nodes(job),
+            .state = from,
+            .exit_code = job->exit_code,
+            .exit_signal = job->exit_signal,
+            .reason = job->reason ? strdup(job->reason) : NULL,
+        };
+        job_attempt_push(job, &a);
         job->requeues++;
         job->requeue_asked = false;
         job->queued_ms = now_ms; /* a requeued job waits behind the queue */
@@ -593,6 +608,62 @@ int job_set_reason(struct job *job, const char *reason)
 int job_attempt(const struct job *job)
 {
     return job->requeues;
+}
+
+bool job_attempt_started(const struct job *job)
+{
+    /* A requeued job keeps its last start until it starts again, and a
+     * requeue sets queued_ms after that run's end. */
+    return job->start_ms > 0 && job->start_ms >= job->queued_ms;
+}
+
+void job_attempt_fini(struct job_attempt *a)
+{
+    free(a->nodes);
+    free(a->reason);
+    a->nodes = a->reason = NULL;
+}
+
+int job_attempt_push(struct job *job, struct job_attempt *a)
+{
+    if (job->npast == JOB_ATTEMPTS_KEPT) {
+        job_attempt_fini(&job->past[0]);
+        memmove(job->past, job->past + 1,
+                (size_t)(job->npast - 1) * sizeof(*job->past));
+        job->npast--;
+    } else {
+        struct job_attempt *grown =
+            realloc(job->past, (size_t)(job->npast + 1) * sizeof(*grown));
+        if (!grown) {
+            job_attempt_fini(a);
+            return -1;
+        }
+        job->past = grown;
+    }
+    job->past[job->npast++] = *a;
+    return 0;
+}
+
+char *job_alloc_nodes(const struct job *job)
+{
+    size_t len = 0;
+    for (int i = 0; i < job->nalloc; i++)
+        len += strlen(job->alloc[i].node) + 1;
+    if (len == 0)
+        return NULL;
+    char *s = malloc(len);
+    if (!s)
+        return NULL;
+    size_t at = 0;
+    for (int i = 0; i < job->nalloc; i++) {
+        size_t n = strlen(job->alloc[i].node);
+        if (i)
+            s[at++] = ',';
+        memcpy(s + at, job->alloc[i].node, n);
+        at += n;
+    }
+    s[at] = '\0';
+    return s;
 }
 
 bool job_parts_active(const struct job *job)

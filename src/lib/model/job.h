@@ -141,6 +141,23 @@ struct job_spec {
     char *error;
 };
 
+/* The attempts a job keeps: the last JOB_ATTEMPTS_KEPT ended runs before
+ * the current one (older ones are dropped, so a job requeued forever
+ * keeps a bounded record; their numbers say which remain). */
+#define JOB_ATTEMPTS_KEPT 32
+
+/* One earlier attempt of a requeued job, as it ended. */
+struct job_attempt {
+    int attempt;          /* 0 for the first run, +1 per requeue */
+    int64_t start_ms;     /* 0: it never started (ended while pending) */
+    int64_t end_ms;       /* 0 unknown */
+    char *nodes;          /* "n1,n2" it ran on; NULL when none */
+    enum job_state state; /* how it ended */
+    int exit_code;        /* -1 unknown */
+    int exit_signal;      /* 0 none */
+    char *reason;         /* how it ended, or NULL */
+};
+
 /* One node's share of a running job. */
 struct job_alloc {
     char *node;  /* node name */
@@ -191,6 +208,10 @@ struct job {
     uint64_t mem_peak;       /* the most memory it used on one node */
     int64_t attained_gpu_ms; /* GPU time of its earlier runs (the LAS
                                 policy's attained service; stored) */
+    /* Its earlier attempts, oldest first (at most JOB_ATTEMPTS_KEPT);
+     * the current one is the fields above. Stored. */
+    struct job_attempt *past;
+    int npast;
 };
 
 /* Names as users see them ("pending", "node_fail", "high"). */
@@ -248,6 +269,20 @@ int job_set_reason(struct job *job, const char *reason);
 /* The attempt number of the current run: 0 for the first, +1 per requeue.
  * Agents name a run by (id, attempt) so a requeued job never runs twice. */
 int job_attempt(const struct job *job);
+
+/* Whether the current attempt has started (its start_ms is this
+ * attempt's, not a previous run's). */
+bool job_attempt_started(const struct job *job);
+
+/* Append an earlier attempt (taking ownership of its strings), dropping the
+ * oldest beyond JOB_ATTEMPTS_KEPT. job_transition() calls it on requeue;
+ * the store's reader too. -1 on out of memory (the strings are freed). */
+int job_attempt_push(struct job *job, struct job_attempt *a);
+void job_attempt_fini(struct job_attempt *a);
+
+/* The nodes of the placement as "n1,n2", or NULL when none or out of
+ * memory. The caller frees it. */
+char *job_alloc_nodes(const struct job *job);
 
 /* True while some node's part of the job has not confirmed its end. */
 bool job_parts_active(const struct job *job);

@@ -584,6 +584,56 @@ error:
     return -1;
 }
 
+/* One attempt in the user's view (job_json_write.c writes the same).
+ * nodes: an array of names, stolen. */
+static json_t *attempt_to_json(int attempt, enum job_state state,
+                               int64_t start_ms, int64_t end_ms, json_t *nodes,
+                               int exit_code, int exit_signal,
+                               const char *reason)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "attempt", json_integer(attempt));
+    set_str(o, "state", job_state_name(state));
+    set_time(o, "start_time", start_ms);
+    set_time(o, "end_time", end_ms);
+    json_object_set_new(o, "start_ms", json_integer(start_ms));
+    json_object_set_new(o, "end_ms", json_integer(end_ms));
+    json_object_set_new(o, "nodes", nodes);
+    json_object_set_new(o, "exit_code",
+                        exit_code >= 0 ? json_integer(exit_code) : json_null());
+    json_object_set_new(o, "exit_signal",
+                        exit_signal ? json_integer(exit_signal) : json_null());
+    set_str(o, "reason", reason);
+    return o;
+}
+
+json_t *job_attempts_to_json(const struct job *job)
+{
+    json_t *arr = json_array();
+    for (int i = 0; i < job->npast; i++) {
+        const struct job_attempt *a = &job->past[i];
+        json_t *nodes = json_array();
+        for (const char *p = a->nodes; p && *p;) {
+            size_t len = strcspn(p, ",");
+            json_array_append_new(nodes, json_stringn(p, len));
+            p += len + (p[len] == ',');
+        }
+        json_array_append_new(arr,
+                              attempt_to_json(a->attempt, a->state, a->start_ms,
+                                              a->end_ms, nodes, a->exit_code,
+                                              a->exit_signal, a->reason));
+    }
+    json_t *nodes = json_array();
+    for (int i = 0; i < job->nalloc; i++)
+        json_array_append_new(nodes, json_string(job->alloc[i].node));
+    bool started = job_attempt_started(job);
+    json_array_append_new(
+        arr, attempt_to_json(job_attempt(job), job->state,
+                             started ? job->start_ms : 0, job->end_ms, nodes,
+                             job->exit_code, job->exit_signal, job->reason));
+    return arr;
+}
+
 json_t *job_to_json(const struct job *job)
 {
     json_t *o = job_spec_to_json(&job->spec);
@@ -613,6 +663,7 @@ json_t *job_to_json(const struct job *job)
     json_object_set_new(o, "placement",
                         job_alloc_to_json(job->alloc, job->nalloc));
     json_object_set_new(o, "attempt", json_integer(job_attempt(job)));
+    json_object_set_new(o, "attempts", job_attempts_to_json(job));
     set_str(o, "gpu_model", job->gpu_model);
     double util = job_util_avg(job);
     json_object_set_new(o, "gpu_utilization",
@@ -688,7 +739,59 @@ json_t *job_to_record(const struct job *job)
     if (rec && job->mem_peak)
         json_object_set_new(rec, "mem_peak",
                             json_integer((json_int_t)job->mem_peak));
+    if (rec && job->npast) {
+        json_t *arr = json_array();
+        for (int i = 0; i < job->npast; i++) {
+            const struct job_attempt *a = &job->past[i];
+            json_t *o = json_pack("{s:i, s:s, s:I, s:I, s:i, s:i}", "attempt",
+                                  a->attempt, "state", job_state_name(a->state),
+                                  "start_ms", (json_int_t)a->start_ms, "end_ms",
+                                  (json_int_t)a->end_ms, "exit_code",
+                                  a->exit_code, "exit_signal", a->exit_signal);
+            if (o && a->nodes)
+                json_object_set_new(o, "nodes", json_string(a->nodes));
+            if (o && a->reason)
+                json_object_set_new(o, "reason", json_string(a->reason));
+            json_array_append_new(arr, o);
+        }
+        json_object_set_new(rec, "attempts", arr);
+    }
     return rec;
+}
+
+/* The earlier attempts of a record; entries that do not read are skipped
+ * (they are history, not state the job needs to run). */
+static int attempts_from_record(struct job *job, const json_t *arr)
+{
+    size_t i;
+    const json_t *o;
+    json_array_foreach (arr, i, o) {
+        json_int_t start = 0, end = 0;
+        int attempt = 0, exit_code = -1, exit_signal = 0;
+        const char *state = NULL, *nodes = NULL, *reason = NULL;
+        struct job_attempt a = {0};
+        if (json_unpack((json_t *)o, "{s:i, s:s, s:I, s:I, s:i, s:i, s?s, s?s}",
+                        "attempt", &attempt, "state", &state, "start_ms",
+                        &start, "end_ms", &end, "exit_code", &exit_code,
+                        "exit_signal", &exit_signal, "nodes", &nodes, "reason",
+                        &reason) < 0 ||
+            attempt < 0 || job_state_from_name(state, &a.state) < 0)
+            continue;
+        a.attempt = attempt;
+        a.start_ms = start;
+        a.end_ms = end;
+        a.exit_code = exit_code;
+        a.exit_signal = exit_signal;
+        a.nodes = nodes ? strdup(nodes) : NULL;
+        a.reason = reason ? strndup(reason, JOB_REASON_MAX) : NULL;
+        if ((nodes && !a.nodes) || (reason && !a.reason)) {
+            job_attempt_fini(&a);
+            return -1;
+        }
+        if (job_attempt_push(job, &a) < 0)
+            return -1;
+    }
+    return 0;
 }
 
 struct job *job_from_record(const json_t *rec, struct sh_error *err)
@@ -777,6 +880,10 @@ struct job *job_from_record(const json_t *rec, struct sh_error *err)
     job->cpu_ns = (uint64_t)json_integer_value(json_object_get(rec, "cpu_ns"));
     job->mem_peak =
         (uint64_t)json_integer_value(json_object_get(rec, "mem_peak"));
+    if (attempts_from_record(job, json_object_get(rec, "attempts")) < 0) {
+        sh_errorf(err, SH_EINTERNAL, "out of memory");
+        goto error;
+    }
     if ((reason && job_set_reason(job, reason) < 0) ||
         job_alloc_from_json(placement, &job->alloc, &job->nalloc, err) < 0)
         goto error;

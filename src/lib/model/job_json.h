@@ -39,6 +39,12 @@ struct job_view_extra {
     const char *estimate;
 };
 
+/* The view's "attempts": every attempt the job keeps, oldest first, the
+ * current one last; each {"attempt", "state", "start_time", "end_time",
+ * "start_ms", "end_ms", "nodes": [...], "exit_code", "exit_signal",
+ * "reason"}. New reference. */
+json_t *job_attempts_to_json(const struct job *job);
+
 /* Append json_dumps(job_to_json(job), JSON_COMPACT) to sb, with x's fields
  * set as a listing sets them (job_json_write.c), now_ms for the GPU
  * seconds of a running job. -1 (sb unchanged) when out of memory. */

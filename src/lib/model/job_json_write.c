@@ -319,6 +319,83 @@ static void placement(struct out *o, const struct job *job)
     raw(o, "]", 1);
 }
 
+/* The start of one attempt's object, up to its nodes (as attempt_to_json
+ * in job_json.c). */
+static void attempt_head(struct out *o, int attempt, enum job_state state,
+                         int64_t start_ms, int64_t end_ms)
+{
+    LIT(o, "{\"attempt\":");
+    integer(o, attempt);
+    key(o, "state");
+    str(o, job_state_name(state));
+    key(o, "start_time");
+    iso(o, start_ms);
+    key(o, "end_time");
+    iso(o, end_ms);
+    key(o, "start_ms");
+    integer(o, start_ms);
+    key(o, "end_ms");
+    integer(o, end_ms);
+    key(o, "nodes");
+}
+
+static void attempt_tail(struct out *o, int exit_code, int exit_signal,
+                         const char *reason)
+{
+    key(o, "exit_code");
+    if (exit_code >= 0)
+        integer(o, exit_code);
+    else
+        LIT(o, "null");
+    key(o, "exit_signal");
+    if (exit_signal)
+        integer(o, exit_signal);
+    else
+        LIT(o, "null");
+    key(o, "reason");
+    str_or_null(o, reason);
+    raw(o, "}", 1);
+}
+
+static void attempts(struct out *o, const struct job *job)
+{
+    raw(o, "[", 1);
+    for (int i = 0; i < job->npast; i++) {
+        const struct job_attempt *a = &job->past[i];
+        if (i)
+            raw(o, ",", 1);
+        attempt_head(o, a->attempt, a->state, a->start_ms, a->end_ms);
+        raw(o, "[", 1);
+        bool first = true;
+        for (const char *p = a->nodes; p && *p; first = false) {
+            size_t len = strcspn(p, ",");
+            char name[JOB_IDENT_MAX + 1];
+            snprintf(name, sizeof(name), "%.*s",
+                     (int)(len < JOB_IDENT_MAX ? len : JOB_IDENT_MAX), p);
+            if (!first)
+                raw(o, ",", 1);
+            str(o, name);
+            p += len + (p[len] == ',');
+        }
+        raw(o, "]", 1);
+        attempt_tail(o, a->exit_code, a->exit_signal, a->reason);
+    }
+    if (job->npast)
+        raw(o, ",", 1);
+    bool started = job_attempt_started(job);
+    attempt_head(o, job_attempt(job), job->state, started ? job->start_ms : 0,
+                 job->end_ms);
+    raw(o, "[", 1);
+    for (int i = 0; i < job->nalloc; i++) {
+        if (i)
+            raw(o, ",", 1);
+        str(o, job->alloc[i].node);
+    }
+    raw(o, "]", 1);
+    attempt_tail(o, job->exit_code, job->exit_signal, job->reason);
+    raw(o, "]", 1);
+}
+
 int job_json_write(struct strbuf *sb, const struct job *job,
                    const struct job_view_extra *x, int64_t now_ms)
 {
@@ -365,6 +442,8 @@ int job_json_write(struct strbuf *sb, const struct job *job,
     placement(&o, job);
     key(&o, "attempt");
     integer(&o, job_attempt(job));
+    key(&o, "attempts");
+    attempts(&o, job);
     key(&o, "gpu_model");
     str_or_null(&o, job->gpu_model);
     key(&o, "gpu_utilization");

@@ -239,6 +239,81 @@ Test(job_json, listing_writer_gives_the_views_text)
         "\"exit_code\":3},{\"node\":\"n2\",\"gpus\":[\"GPU-b\"],"
         "\"share\":0.25,\"done\":false,\"exit_signal\":9}]}",
         NULL, 0, NULL);
+    /* Requeued twice: its earlier attempts, then the last one (ended:
+     * a running job's GPU seconds change between the two writers). */
+    assert_writer_matches(
+        "{\"id\":11,\"spec\":{\"command\":[\"x\"],\"gpus\":1,\"user\":\"u\","
+        "\"project\":\"p\",\"requeue\":true},\"state\":\"completed\","
+        "\"submit_ms\":1000,\"start_ms\":9000,\"end_ms\":12000,\"exit_code\":0,"
+        "\"exit_signal\":0,\"requeues\":2,\"releasing\":false,"
+        "\"est_start_ms\":0,\"queued_ms\":8000,\"placement\":[{\"node\":"
+        "\"n3\",\"gpus\":[\"GPU-c\"],\"share\":1,\"done\":true}],"
+        "\"attempts\":[{\"attempt\":0,\"state\":\"preempted\","
+        "\"start_ms\":2000,\"end_ms\":3000,\"exit_code\":-1,"
+        "\"exit_signal\":0,\"nodes\":\"n1,n2\",\"reason\":\"preempted by "
+        "job 4\"},{\"attempt\":1,\"state\":\"node_fail\",\"start_ms\":5000,"
+        "\"end_ms\":6000,\"exit_code\":-1,\"exit_signal\":0}]}",
+        NULL, 0, NULL);
+}
+
+/* Each requeue keeps the attempt that ended, its own times and nodes; the
+ * record keeps the last JOB_ATTEMPTS_KEPT of them across a restart. */
+Test(job_json, attempts_are_kept_bounded_and_stored)
+{
+    struct job_spec s;
+    struct sh_error err;
+    cr_assert_eq(
+        parse("{\"command\":[\"x\"],\"gpus\":1,\"requeue\":true}", &s, &err), 0,
+        "%s", err.msg);
+    s.user = strdup("u");
+    s.project = strdup("p");
+    struct job *job = job_create(5, &s, 1000);
+    int64_t t = 1000;
+    int runs = JOB_ATTEMPTS_KEPT + 5;
+    for (int i = 0; i < runs; i++) {
+        struct job_alloc *al = calloc(1, sizeof(*al));
+        al->node = strdup(i % 2 ? "n2" : "n1");
+        al->gpus = calloc(1, sizeof(char *));
+        al->exit_code = -1;
+        cr_assert_eq(job_transition(job, JOB_RUNNING, t += 10, &err), 0, "%s",
+                     err.msg);
+        job_set_alloc(job, al, 1);
+        cr_assert_eq(job_transition(job, JOB_PREEMPTED, t += 10, &err), 0, "%s",
+                     err.msg);
+        cr_assert_eq(job_transition(job, JOB_PENDING, t += 10, &err), 0, "%s",
+                     err.msg);
+    }
+    cr_assert_eq(job->npast, JOB_ATTEMPTS_KEPT);
+    cr_assert_eq(job->past[0].attempt, runs - JOB_ATTEMPTS_KEPT);
+    cr_assert_eq(job->past[JOB_ATTEMPTS_KEPT - 1].attempt, runs - 1);
+    json_t *rec = job_to_record(job);
+    struct job *back = job_from_record(rec, &err);
+    cr_assert_not_null(back, "%s", err.msg);
+    json_t *view = job_to_json(back);
+    json_t *atts = json_object_get(view, "attempts");
+    /* The kept ones and the current (pending, not started) attempt. */
+    cr_assert_eq(json_array_size(atts), JOB_ATTEMPTS_KEPT + 1);
+    int64_t last_end = 0;
+    for (size_t i = 0; i < JOB_ATTEMPTS_KEPT; i++) {
+        json_t *a = json_array_get(atts, i);
+        int64_t st = json_integer_value(json_object_get(a, "start_ms"));
+        int64_t en = json_integer_value(json_object_get(a, "end_ms"));
+        cr_assert_gt(st, last_end);
+        cr_assert_gt(en, st);
+        last_end = en;
+        cr_assert_str_eq(json_string_value(json_object_get(a, "state")),
+                         "preempted");
+        cr_assert_eq(json_array_size(json_object_get(a, "nodes")), 1);
+    }
+    json_t *cur = json_array_get(atts, JOB_ATTEMPTS_KEPT);
+    cr_assert_eq(json_integer_value(json_object_get(cur, "attempt")), runs);
+    cr_assert_str_eq(json_string_value(json_object_get(cur, "state")),
+                     "pending");
+    cr_assert(json_is_null(json_object_get(cur, "start_time")));
+    json_decref(view);
+    json_decref(rec);
+    job_destroy(job);
+    job_destroy(back);
 }
 
 Test(job_json, begin_is_an_absolute_utc_time)
