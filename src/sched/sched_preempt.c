@@ -27,6 +27,12 @@ struct ventry {
     uint32_t node;
     uint32_t job;
     uint32_t gpus; /* GPUs of the victim on this node */
+    /* The victim's preference keys (victim_before()), copied so that the
+     * sort reads no job: LAS level (0 but with LAS), priority, start, id. */
+    uint8_t lvl;
+    uint8_t prio;
+    int64_t start;
+    uint64_t id;
 };
 
 /* Preference among victims: lower priority (higher class number) first,
@@ -45,9 +51,21 @@ static bool victim_before(const struct sched *s, uint32_t a, uint32_t b)
     return x->id > y->id;
 }
 
+/* victim_before() on the keys an entry holds. */
+static bool ventry_before(const struct ventry *x, const struct ventry *y)
+{
+    if (x->lvl != y->lvl)
+        return x->lvl > y->lvl;
+    if (x->prio != y->prio)
+        return x->prio > y->prio;
+    if (x->start != y->start)
+        return x->start > y->start;
+    return x->id > y->id;
+}
+
 static int ventry_cmp(const void *a, const void *b, void *arg)
 {
-    const struct sched *s = arg;
+    (void)arg;
     const struct ventry *x = a, *y = b;
     if (x->node != y->node)
         return x->node < y->node ? -1 : 1;
@@ -55,7 +73,7 @@ static int ventry_cmp(const void *a, const void *b, void *arg)
         return x->gpus > y->gpus ? -1 : 1;
     if (x->job == y->job)
         return 0;
-    return victim_before(s, x->job, y->job) ? -1 : 1;
+    return ventry_before(x, y) ? -1 : 1;
 }
 
 /* Sort e[0..n) by ventry_cmp(): a merge sort with the comparison inline
@@ -152,7 +170,7 @@ static int node_plan(const struct sched *s, const struct ventry *e, int n,
             }
             if (reach < need)
                 continue;
-            if (best < 0 || victim_before(s, e[i].job, e[best].job))
+            if (best < 0 || ventry_before(&e[i], &e[best]))
                 best = i;
         }
         if (best < 0)
@@ -252,7 +270,9 @@ static int collect(struct sched *s, uint32_t ji, uint16_t m,
                 }
                 e = np;
             }
-            e[ne++] = (struct ventry){p->node, s->running[i], 1};
+            e[ne++] = (struct ventry){
+                p->node, s->running[i], 1,    sched_las(s) ? v->las_run_lvl : 0,
+                v->prio, v->start,      v->id};
         }
     }
     *out = e;
