@@ -206,6 +206,7 @@ void sched_destroy(struct sched *s)
     free(s->memopt_mem);
     free(s->scratch);
     free(s->scratch2);
+    free(s->vc_entries);
     free(s->fresh);
     strtab_fini(&s->node_names);
     strtab_fini(&s->group_names);
@@ -652,15 +653,35 @@ static int job_idx_cmp(const void *a, const void *b, void *arg)
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
+/* A queue is mostly in order (a few jobs appended out of it: requeues,
+ * LAS promotions): the jobs in ascending order from the head stay, the
+ * others are sorted and merged in. O(n + k log k) for k out of order;
+ * the order is total (ids are unique), so the result is a full sort's. */
 static int queue_sort(struct sched *s, struct squeue *q)
 {
-    uint32_t *v = malloc(sizeof(*v) * (q->count ? q->count : 1));
-    uint32_t n = 0;
+    uint32_t cap = q->count ? q->count : 1;
+    uint32_t *v = malloc(sizeof(*v) * cap * 2);
+    uint32_t n = 0, nrun = 0, nout = 0;
     if (!v)
         return -1;
-    for (uint32_t j = q->head; j != SCHED_NONE; j = s->jobs[j].next)
-        v[n++] = j;
-    qsort_r(v, n, sizeof(*v), job_idx_cmp, s);
+    uint32_t *run = v + cap, *out = v;
+    for (uint32_t j = q->head; j != SCHED_NONE; j = s->jobs[j].next) {
+        if (nrun == 0 || job_before(&s->jobs[run[nrun - 1]], &s->jobs[j]))
+            run[nrun++] = j;
+        else
+            out[nout++] = j;
+    }
+    qsort_r(out, nout, sizeof(*out), job_idx_cmp, s);
+    /* Both runs to the back half (run[] is there), merged into the front. */
+    memmove(v + cap + nrun, out, nout * sizeof(*out));
+    out = v + cap + nrun;
+    for (uint32_t a = 0, b = 0; a < nrun || b < nout;) {
+        if (b == nout ||
+            (a < nrun && job_before(&s->jobs[run[a]], &s->jobs[out[b]])))
+            v[n++] = run[a++];
+        else
+            v[n++] = out[b++];
+    }
     q->head = n ? v[0] : SCHED_NONE;
     q->tail = n ? v[n - 1] : SCHED_NONE;
     for (uint32_t i = 0; i < n; i++) {
@@ -1047,6 +1068,7 @@ void sched_running_add(struct sched *s, uint32_t j)
 {
     s->jobs[j].prev = s->nrunning;
     s->running[s->nrunning++] = j;
+    s->run_adds++;
     sched_by_end_insert(s, j);
 }
 
@@ -1055,6 +1077,7 @@ static void running_remove(struct sched *s, uint32_t j)
     sched_by_end_remove(s, j);
     uint32_t slot = s->jobs[j].prev;
     uint32_t last = s->running[--s->nrunning];
+    s->run_removes++;
     s->running[slot] = last;
     s->jobs[last].prev = slot;
 }

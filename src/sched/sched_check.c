@@ -115,6 +115,13 @@ static int check_jobs(const struct sched *s, struct sh_error *err)
         running++;
         if (check_running(s, ji, err) < 0)
             return -1;
+        /* LAS: a run's level kept for the pass's time holds (sched_las.c). */
+        if (sched_las(s) && s->ran && j->las_run_start == j->start &&
+            s->last_now < j->las_run_next &&
+            j->las_run_lvl != las_level(s, las_attained(s, j, s->last_now)))
+            FAIL("job %llu: LAS level %u kept, %u now",
+                 (unsigned long long)j->id, j->las_run_lvl,
+                 las_level(s, las_attained(s, j, s->last_now)));
     }
     if (running != s->nrunning || pending != s->npending)
         FAIL("counts: %u running (kept %u), %u pending (kept %u)", running,

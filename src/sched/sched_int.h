@@ -272,6 +272,12 @@ struct sjob {
      * and whether it may be preempted for a lower level. */
     uint8_t las_lvl;
     bool ckpt;
+    /* Running: its level (set when it starts and at a pass's start, when
+     * due) until las_run_next (INT64_MAX: the top level), for the run
+     * that started at las_run_start (sched_las.c). */
+    uint8_t las_run_lvl;
+    int64_t las_run_next;
+    int64_t las_run_start;
     int64_t las_guard_ms; /* promoted by the guard: not preempted by LAS
                              in the first this long of its next run */
     int64_t attained;     /* GPU-ms */
@@ -395,6 +401,15 @@ struct sched {
      * is due for promotion (INT64_MAX: none). */
     uint8_t las_maxlvl;
     int64_t las_next_promote;
+    /* LAS without quotas: the preemption candidates of one model, sorted
+     * (sched_preempt.c), kept for a pass while no running job stops (and
+     * none starts, without a quantum). */
+    void *vc_entries;
+    size_t vc_n;
+    size_t vc_pass;
+    uint64_t vc_adds, vc_removes;
+    uint16_t vc_model;
+    uint64_t run_adds, run_removes; /* jobs that started, stopped */
     size_t full_passes;
     size_t incr_passes;
     /* Estimated starts of the last plan (sched_plan.c), by job slot. */

@@ -51,6 +51,23 @@ uint8_t las_level(const struct sched *s, int64_t attained)
     return l;
 }
 
+/* A running job's level at now, and until when it holds: the service
+ * reaches threshold X at the first t with units x (t - start) / 840 >=
+ * X - attained (integer division, as las_attained()). */
+static void run_level(const struct sched *s, struct sjob *j, int64_t now)
+{
+    uint8_t l = las_level(s, las_attained(s, j, now));
+    j->las_run_lvl = l;
+    j->las_run_start = j->start;
+    j->las_run_next = INT64_MAX;
+    if (l < s->cfg.las_nthresholds && j->units > 0) {
+        int64_t need =
+            (s->cfg.las_thresholds[l] - j->attained) * SCHED_UNITS_PER_GPU;
+        int64_t dt = (need + (int64_t)j->units - 1) / (int64_t)j->units;
+        j->las_run_next = j->start + dt;
+    }
+}
+
 /* When a pending job of level > 0 is promoted to level 0. */
 static int64_t promote_at(const struct sched *s, const struct sjob *j)
 {
@@ -79,7 +96,12 @@ void las_job_added(struct sched *s, struct sjob *j)
 
 void las_job_started(const struct sched *s, struct sjob *j, int64_t now)
 {
-    if (!sched_las(s) || s->cfg.las_hold_ms <= 0 || j->units == 0)
+    if (!sched_las(s))
+        return;
+    /* Its level while it runs in this pass (now is no later than the
+     * pass's time: its service so far is that of its earlier runs). */
+    run_level(s, j, s->last_now);
+    if (s->cfg.las_hold_ms <= 0 || j->units == 0)
         return;
     /* Its run time so far: GPU-ms over the GPUs (a slice at its share). */
     int64_t run = j->attained / j->units * SCHED_UNITS_PER_GPU +
@@ -126,14 +148,17 @@ void las_pass_begin(struct sched *s, int64_t now, bool full)
     if (full && now >= s->las_next_promote)
         promote(s, now);
     for (uint32_t i = 0; i < s->nrunning; i++) {
-        const struct sjob *v = &s->jobs[s->running[i]];
+        struct sjob *v = &s->jobs[s->running[i]];
+        /* Every running job's level for the pass (victim_ok, the victims'
+         * order): it does not change during a pass. */
+        if (now >= v->las_run_next || v->las_run_start != v->start)
+            run_level(s, v, now);
         if (v->state != SCHED_JOB_RUNNING || !v->ckpt ||
             now - v->start < s->cfg.las_quantum_ms ||
             now - v->start < v->las_guard_ms)
             continue;
-        uint8_t l = las_level(s, las_attained(s, v, now));
-        if (l > s->las_maxlvl)
-            s->las_maxlvl = l;
+        if (v->las_run_lvl > s->las_maxlvl)
+            s->las_maxlvl = v->las_run_lvl;
     }
 }
 
@@ -143,8 +168,7 @@ bool las_victim_ok(const struct sched *s, const struct sjob *j,
     int64_t now = s->last_now;
     if (!sched_las(s) || v->state != SCHED_JOB_RUNNING || !v->ckpt ||
         now - v->start < v->las_guard_ms || v->run_model != m ||
-        now - v->start < s->cfg.las_quantum_ms ||
-        las_level(s, las_attained(s, v, now)) <= j->las_lvl)
+        now - v->start < s->cfg.las_quantum_ms || v->las_run_lvl <= j->las_lvl)
         return false;
     /* The job asking is within its guarantee (only those preempt); the
      * victim's GPUs go to another project only when it borrows them. */

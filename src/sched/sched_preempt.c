@@ -27,6 +27,12 @@ struct ventry {
     uint32_t node;
     uint32_t job;
     uint32_t gpus; /* GPUs of the victim on this node */
+    /* The victim's preference keys (victim_before()), copied so that the
+     * sort reads no job: LAS level (0 but with LAS), priority, start, id. */
+    uint8_t lvl;
+    uint8_t prio;
+    int64_t start;
+    uint64_t id;
 };
 
 /* Preference among victims: lower priority (higher class number) first,
@@ -35,11 +41,21 @@ static bool victim_before(const struct sched *s, uint32_t a, uint32_t b)
 {
     const struct sjob *x = &s->jobs[a], *y = &s->jobs[b];
     if (sched_las(s)) {
-        uint8_t lx = las_level(s, las_attained(s, x, s->last_now));
-        uint8_t ly = las_level(s, las_attained(s, y, s->last_now));
-        if (lx != ly)
-            return lx > ly;
+        if (x->las_run_lvl != y->las_run_lvl)
+            return x->las_run_lvl > y->las_run_lvl;
     }
+    if (x->prio != y->prio)
+        return x->prio > y->prio;
+    if (x->start != y->start)
+        return x->start > y->start;
+    return x->id > y->id;
+}
+
+/* victim_before() on the keys an entry holds. */
+static bool ventry_before(const struct ventry *x, const struct ventry *y)
+{
+    if (x->lvl != y->lvl)
+        return x->lvl > y->lvl;
     if (x->prio != y->prio)
         return x->prio > y->prio;
     if (x->start != y->start)
@@ -49,7 +65,7 @@ static bool victim_before(const struct sched *s, uint32_t a, uint32_t b)
 
 static int ventry_cmp(const void *a, const void *b, void *arg)
 {
-    const struct sched *s = arg;
+    (void)arg;
     const struct ventry *x = a, *y = b;
     if (x->node != y->node)
         return x->node < y->node ? -1 : 1;
@@ -57,7 +73,42 @@ static int ventry_cmp(const void *a, const void *b, void *arg)
         return x->gpus > y->gpus ? -1 : 1;
     if (x->job == y->job)
         return 0;
-    return victim_before(s, x->job, y->job) ? -1 : 1;
+    return ventry_before(x, y) ? -1 : 1;
+}
+
+/* Sort e[0..n) by ventry_cmp(): a merge sort with the comparison inline
+ * (qsort_r() called it through a pointer, the most of a LAS replay's
+ * planning). The order is total, so the result is qsort_r()'s. */
+static int ventry_sort(const struct sched *s, struct ventry *e, size_t n)
+{
+    if (n < 2)
+        return 0;
+    struct ventry *tmp = malloc(n * sizeof(*tmp));
+    if (!tmp)
+        return -1;
+    struct ventry *src = e, *dst = tmp;
+    for (size_t w = 1; w < n; w *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * w) {
+            size_t mid = lo + w < n ? lo + w : n;
+            size_t hi = lo + 2 * w < n ? lo + 2 * w : n;
+            size_t a = lo, b = mid, k = lo;
+            while (a < mid && b < hi)
+                dst[k++] = ventry_cmp(&src[b], &src[a], (void *)s) < 0
+                               ? src[b++]
+                               : src[a++];
+            while (a < mid)
+                dst[k++] = src[a++];
+            while (b < hi)
+                dst[k++] = src[b++];
+        }
+        struct ventry *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != e)
+        memcpy(e, src, n * sizeof(*e));
+    free(tmp);
+    return 0;
 }
 
 /* Whether v may be preempted to reclaim GPUs j's project is owed. */
@@ -119,7 +170,7 @@ static int node_plan(const struct sched *s, const struct ventry *e, int n,
             }
             if (reach < need)
                 continue;
-            if (best < 0 || victim_before(s, e[i].job, e[best].job))
+            if (best < 0 || ventry_before(&e[i], &e[best]))
                 best = i;
         }
         if (best < 0)
@@ -219,8 +270,62 @@ static int collect(struct sched *s, uint32_t ji, uint16_t m,
                 }
                 e = np;
             }
-            e[ne++] = (struct ventry){p->node, s->running[i], 1};
+            e[ne++] = (struct ventry){
+                p->node, s->running[i], 1,    sched_las(s) ? v->las_run_lvl : 0,
+                v->prio, v->start,      v->id};
         }
+    }
+    *out = e;
+    *nout = ne;
+    return 0;
+}
+
+/* LAS without quotas: a victim's fitness for job ji depends on ji only
+ * through its level (las_victim_ok()). The candidates of model m for
+ * level 0 are collected and sorted once per pass while running jobs do
+ * not change; a job of level L takes those above L, still sorted (a
+ * subset of a sorted list). *out is allocated (free it). */
+static int collect_cached(struct sched *s, uint32_t ji, uint16_t m,
+                          struct ventry **out, size_t *nout)
+{
+    size_t pass = s->full_passes + s->incr_passes;
+    /* A job started in this pass has not run its quantum: no candidate
+     * (without a quantum every start counts). Preempted ones are skipped
+     * below (no longer running). */
+    bool added = s->vc_adds != s->run_adds && s->cfg.las_quantum_ms <= 0;
+    if (s->vc_entries == NULL || s->vc_pass != pass || added ||
+        s->vc_removes != s->run_removes || s->vc_model != m) {
+        struct sjob *j = &s->jobs[ji];
+        uint8_t lvl = j->las_lvl;
+        struct ventry *e = NULL;
+        size_t ne = 0;
+        j->las_lvl = 0; /* every candidate: any level above 0 */
+        int rc = collect(s, ji, m, &e, &ne);
+        j->las_lvl = lvl;
+        if (rc < 0)
+            return -1;
+        if (ventry_sort(s, e, ne) < 0) {
+            free(e);
+            return -1;
+        }
+        free(s->vc_entries);
+        s->vc_entries = e;
+        s->vc_n = ne;
+        s->vc_pass = pass;
+        s->vc_adds = s->run_adds;
+        s->vc_removes = s->run_removes;
+        s->vc_model = m;
+    }
+    const struct ventry *all = s->vc_entries;
+    struct ventry *e = malloc(sizeof(*e) * (s->vc_n + 1));
+    if (!e)
+        return -1;
+    size_t ne = 0;
+    uint8_t lvl = s->jobs[ji].las_lvl;
+    for (size_t i = 0; i < s->vc_n; i++) {
+        const struct sjob *v = &s->jobs[all[i].job];
+        if (v->state == SCHED_JOB_RUNNING && v->las_run_lvl > lvl)
+            e[ne++] = all[i];
     }
     *out = e;
     *nout = ne;
@@ -299,7 +404,9 @@ static int plan_whole(struct sched *s, uint32_t ji, uint16_t m,
         return 0;
     struct ventry *e = NULL;
     size_t ne = 0;
-    if (collect(s, ji, m, &e, &ne) < 0)
+    bool cached = sched_las(s) && !s->quotas_on;
+    if ((cached ? collect_cached(s, ji, m, &e, &ne)
+                : collect(s, ji, m, &e, &ne)) < 0)
         return -1;
     struct nplan *plans = calloc(ne + 1, sizeof(*plans));
     int *vpick = calloc(ne + 1, sizeof(*vpick));
@@ -307,7 +414,7 @@ static int plan_whole(struct sched *s, uint32_t ji, uint16_t m,
     int rc = -1;
     if (!plans || !vpick || !victims)
         goto done;
-    if (ne > 0)
+    if (ne > 0 && !cached)
         qsort_r(e, ne, sizeof(*e), ventry_cmp, s);
     size_t np = node_plans(s, ji, m, g, e, ne, plans, vpick);
     /* Nodes already free enough count as plans of zero victims. */

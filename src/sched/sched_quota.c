@@ -199,10 +199,8 @@ void usage_advance(struct sched *s, uint32_t pid, int64_t now)
 static int64_t project_guarantee_sum(const struct sproject *p)
 {
     int64_t g = p->q.has_any ? p->q.g_any : 0;
-    for (int m = 0; m < SCHED_MODELS_MAX; m++) {
-        if ((p->q.has >> m) & 1)
-            g += p->q.g[m];
-    }
+    for (uint64_t b = p->q.has; b; b &= b - 1)
+        g += p->q.g[__builtin_ctzll(b)];
     return g;
 }
 

@@ -111,19 +111,36 @@ static int mark(struct sched *s, uint32_t ji, const struct rmodel *rm,
     int rc = -1;
     if (!elig || !usable)
         goto out;
-    /* Best fit: nodes with the fewest shadow-free GPUs first. */
+    /* Best fit: nodes with the fewest shadow-free GPUs first, each count
+     * in node order (a counting sort by count: one walk of the nodes). */
     uint32_t ne = 0;
-    for (uint32_t k = rm->g; k <= (uint32_t)s->models[rm->m].maxper; k++) {
-        for (uint32_t n = 0; n < nn; n++) {
-            const struct snode *nd = &s->nodes[n];
-            if (nd->shadow_stamp != s->stamp || !nd->indexed)
-                continue;
-            uint64_t u = resv_bits(s, ji, n, rm->m);
-            if ((uint32_t)popcount64(u) != k)
-                continue;
-            usable[ne] = u;
-            elig[ne++] = n;
+    uint32_t kmax = (uint32_t)s->models[rm->m].maxper;
+    uint32_t at[65] = {0};
+    for (uint32_t n = 0; n < nn; n++) {
+        const struct snode *nd = &s->nodes[n];
+        if (nd->shadow_stamp != s->stamp || !nd->indexed)
+            continue;
+        uint32_t k = (uint32_t)popcount64(resv_bits(s, ji, n, rm->m));
+        if (k >= rm->g && k <= kmax) {
+            at[k]++;
+            ne++;
         }
+    }
+    for (uint32_t k = rm->g, sum = 0; k <= kmax; k++) {
+        uint32_t c = at[k];
+        at[k] = sum;
+        sum += c;
+    }
+    for (uint32_t n = 0; n < nn && ne > 0; n++) {
+        const struct snode *nd = &s->nodes[n];
+        if (nd->shadow_stamp != s->stamp || !nd->indexed)
+            continue;
+        uint64_t u = resv_bits(s, ji, n, rm->m);
+        uint32_t k = (uint32_t)popcount64(u);
+        if (k < rm->g || k > kmax)
+            continue;
+        usable[at[k]] = u;
+        elig[at[k]++] = n;
     }
     struct sfound *f = &s->found2;
     if (!gang_choose(s, elig, usable, ne, rm->nn, rm->g, f))
