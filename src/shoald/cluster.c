@@ -805,13 +805,20 @@ static struct job_alloc *alloc_from_places(struct shoald *d,
             alloc[na].gpus = calloc((size_t)n, sizeof(char *));
             alloc[na].exit_code = -1;
             na++;
+            if (!alloc[na - 1].node || !alloc[na - 1].gpus)
+                goto oom;
         }
         struct job_alloc *a = &alloc[na - 1];
-        a->gpus[a->ngpus++] = strdup(uuid);
+        if (!(a->gpus[a->ngpus] = strdup(uuid)))
+            goto oom;
+        a->ngpus++;
         a->share += slice_share(g, p[i].slice);
     }
     *nalloc = na;
     return alloc;
+oom:
+    job_alloc_free(alloc, na);
+    return NULL;
 }
 
 static void start_job(struct shoald *d, struct job *job,
@@ -962,6 +969,11 @@ static void place_cpu_jobs(struct shoald *d)
             alloc[k].node = strdup(picked[k]->name);
             alloc[k].gpus = calloc(1, sizeof(char *));
             alloc[k].exit_code = -1;
+            if (!alloc[k].node || !alloc[k].gpus) {
+                /* Out of memory: the job stays queued for the next pass. */
+                job_alloc_free(alloc, k + 1);
+                return;
+            }
         }
         cpu_queue_remove(c, job->id);
         start_job(d, job, alloc, np);

@@ -6,7 +6,9 @@
  * to the job's state once (a repeated report changes nothing); an ended
  * job keeps its place until its processes are gone; a node that goes down
  * ends its jobs as node_fail and one with --requeue comes back pending as
- * a new attempt. Jobs here ask for no GPU, on nodes without GPUs. */
+ * a new attempt; a dependency that can never be met cancels the job
+ * through the lifecycle; a held job starts once released. Jobs here ask
+ * for no GPU, on nodes without GPUs. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,8 +98,8 @@ static void add_node(const char *name)
     struct nodes_reg r = {
         .name = name, .cpus = 8, .mem = 1 << 30, .gpus = gpus};
     struct node *n = NULL;
-    cr_assert_eq(nodes_register(&d, &r, "127.0.0.9", true, token, &n, &err),
-                 0, "%s", err.msg);
+    cr_assert_eq(nodes_register(&d, &r, "127.0.0.9", true, token, &n, &err), 0,
+                 "%s", err.msg);
     json_decref(gpus);
 }
 
@@ -109,8 +111,7 @@ static struct job *submit_and_start(int nodes, bool requeue)
     struct job *job = NULL;
     json_t *body = json_pack("{s:[s], s:i, s:b}", "command", "true", "nodes",
                              nodes, "requeue", requeue);
-    cr_assert_eq(jobs_submit(&d, &admin, body, &job, &err), 0, "%s",
-                 err.msg);
+    cr_assert_eq(jobs_submit(&d, &admin, body, &job, &err), 0, "%s", err.msg);
     json_decref(body);
     cr_assert_eq(job->state, JOB_PENDING);
     cluster_before_sleep(&d);
@@ -205,4 +206,48 @@ Test(lifecycle, a_node_down_requeues_its_job_as_a_new_attempt)
     cr_assert_eq(job->state, JOB_PENDING, "--requeue: back to the queue");
     cr_assert_eq(job_attempt(job), attempt + 1, "as a new attempt");
     cr_assert_eq(nodetab_rt(d.nodes, "n1")->njobs, 0);
+}
+
+/* Submit body as the admin; the job stays pending until a pass. */
+static struct job *submit(json_t *body)
+{
+    struct sh_error err = {0};
+    struct job *job = NULL;
+    cr_assert_eq(jobs_submit(&d, &admin, body, &job, &err), 0, "%s", err.msg);
+    json_decref(body);
+    return job;
+}
+
+Test(lifecycle, a_dependency_never_met_cancels_through_the_lifecycle)
+{
+    struct sh_error err = {0};
+    add_node("n1");
+    struct job *first = submit_and_start(1, false);
+    cr_assert_eq(first->state, JOB_RUNNING);
+    char dep[64];
+    snprintf(dep, sizeof(dep), "afterok:%llu", (unsigned long long)first->id);
+    struct job *next =
+        submit(json_pack("{s:[s], s:s}", "command", "true", "dependency", dep));
+    cluster_before_sleep(&d);
+    cr_assert_eq(next->state, JOB_PENDING, "waits for job %llu",
+                 (unsigned long long)first->id);
+    cr_assert_eq(jobs_part_done(&d, first, "n1", 1, 0, NULL, &err), 0, "%s",
+                 err.msg);
+    cr_assert_eq(first->state, JOB_FAILED);
+    cluster_before_sleep(&d);
+    cr_assert_eq(next->state, JOB_CANCELLED, "afterok can never be met");
+    cr_assert_not_null(strstr(next->reason, "dependency"), "%s", next->reason);
+}
+
+Test(lifecycle, a_held_job_starts_only_once_released)
+{
+    struct sh_error err = {0};
+    add_node("n1");
+    struct job *job =
+        submit(json_pack("{s:[s], s:b}", "command", "true", "hold", true));
+    cluster_before_sleep(&d);
+    cr_assert_eq(job->state, JOB_PENDING, "held");
+    cr_assert_eq(jobs_release(&d, &admin, job, &err), 0, "%s", err.msg);
+    cluster_before_sleep(&d);
+    cr_assert_eq(job->state, JOB_RUNNING, "released: it starts");
 }
