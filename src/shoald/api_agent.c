@@ -186,7 +186,7 @@ static int apply_event(struct shoald *d, struct node *n, const json_t *ev,
     nodes_job_digest(d, n->name, id, attempt, digest);
     if (nodes_progress_reason(job->reason))
         job_set_reason(job, NULL); /* the end says its own */
-    if (cluster_part_done(d, job, n->name, code, sig, reason, err) < 0)
+    if (jobs_part_done(d, job, n->name, code, sig, reason, err) < 0)
         return -1;
     /* A run that could not start says why: that is the job's reason. */
     if (error && *error && job->state == JOB_FAILED) {

@@ -25,9 +25,7 @@
 #include "shoald/auth.h"
 #include "shoald/commit.h"
 #include "shoald/gate.h"
-#include "shoald/jobs.h"
 #include "shoald/jobtab.h"
-#include "shoald/logs.h"
 #include "shoald/nodetab.h"
 #include "shoald/secrets.h"
 #include "shoald/slices.h"
@@ -69,6 +67,17 @@ void shoald_schedule_soon(struct shoald *d)
 {
     if (d->cluster)
         d->cluster->schedule_pending = true;
+}
+
+/* The cluster decides placements, never states: a start, a preemption or
+ * a dependency that can never be met is posted to the job lifecycle
+ * (jobs.c, through d->job_transition). */
+static int post_transition(struct shoald *d, struct job *job, enum job_state to,
+                           const char *reason, struct sh_error *err)
+{
+    if (!d->job_transition)
+        return sh_errorf(err, SH_EINTERNAL, "no job lifecycle to tell");
+    return d->job_transition(d, job, to, reason, err);
 }
 
 /* ---- describing the world to the engine ---- */
@@ -796,13 +805,20 @@ static struct job_alloc *alloc_from_places(struct shoald *d,
             alloc[na].gpus = calloc((size_t)n, sizeof(char *));
             alloc[na].exit_code = -1;
             na++;
+            if (!alloc[na - 1].node || !alloc[na - 1].gpus)
+                goto oom;
         }
         struct job_alloc *a = &alloc[na - 1];
-        a->gpus[a->ngpus++] = strdup(uuid);
+        if (!(a->gpus[a->ngpus] = strdup(uuid)))
+            goto oom;
+        a->ngpus++;
         a->share += slice_share(g, p[i].slice);
     }
     *nalloc = na;
     return alloc;
+oom:
+    job_alloc_free(alloc, na);
+    return NULL;
 }
 
 static void start_job(struct shoald *d, struct job *job,
@@ -828,7 +844,7 @@ static void start_job(struct shoald *d, struct job *job,
     job->util_ms = 0;
     job->idle_since_ms = 0;
     job->idle = false;
-    if (jobs_transition(d, job, JOB_RUNNING, NULL, &err) < 0) {
+    if (post_transition(d, job, JOB_RUNNING, NULL, &err) < 0) {
         sh_log(LOG_ERR, "cluster", "job %llu cannot start: %s",
                (unsigned long long)job->id, err.msg);
         return;
@@ -882,7 +898,7 @@ static void apply_preempts(struct shoald *d)
                  for_job ? for_job->spec.project : "?",
                  (unsigned long long)p->for_job);
         struct sh_error err;
-        if (jobs_transition(d, job, JOB_PREEMPTED, reason, &err) < 0)
+        if (post_transition(d, job, JOB_PREEMPTED, reason, &err) < 0)
             sh_log(LOG_ERR, "cluster", "job %llu: %s",
                    (unsigned long long)job->id, err.msg);
         else
@@ -953,6 +969,11 @@ static void place_cpu_jobs(struct shoald *d)
             alloc[k].node = strdup(picked[k]->name);
             alloc[k].gpus = calloc(1, sizeof(char *));
             alloc[k].exit_code = -1;
+            if (!alloc[k].node || !alloc[k].gpus) {
+                /* Out of memory: the job stays queued for the next pass. */
+                job_alloc_free(alloc, k + 1);
+                return;
+            }
         }
         cpu_queue_remove(c, job->id);
         start_job(d, job, alloc, np);
@@ -992,7 +1013,7 @@ static void gate_recheck(struct shoald *d)
                 continue;
             if (g == GATE_NEVER) {
                 struct sh_error err;
-                if (jobs_transition(d, job, JOB_CANCELLED, why, &err) < 0)
+                if (post_transition(d, job, JOB_CANCELLED, why, &err) < 0)
                     sh_log(LOG_ERR, "cluster", "job %llu: %s",
                            (unsigned long long)job->id, err.msg);
                 continue;
@@ -1078,17 +1099,20 @@ const struct histogram *cluster_pass_histogram(const struct shoald *d)
 
 void cluster_job_added(struct shoald *d, struct job *job)
 {
+    if (!d->cluster)
+        return;
     engine_add_job(d, job);
     shoald_schedule_soon(d);
 }
 
-/* All parts of a job are gone: free its GPUs in the engine, requeue. */
-static void job_released(struct shoald *d, struct job *job)
+/* All parts of a job are gone: the engine sees its GPUs free. */
+void cluster_job_free(struct shoald *d, struct job *job)
 {
     struct cluster *c = d->cluster;
+    if (!c)
+        return;
     if (uses_gpus(job))
         sched_job_end(c->sched, job->id, shoald_now_ms(d), NULL);
-    job->releasing = false;
     if (job->start_ms > 0 && uses_gpus(job)) {
         /* Its service so far, for the LAS policy's level when requeued. */
         int64_t end =
@@ -1096,51 +1120,39 @@ static void job_released(struct shoald *d, struct job *job)
         job->attained_gpu_ms += (int64_t)(cluster_slice_share_sum(d, job) *
                                           (double)(end - job->start_ms));
     }
-    if (jobs_requeue_due(job)) {
-        struct sh_error err;
-        if (jobs_transition(d, job, JOB_PENDING, NULL, &err) < 0)
-            sh_log(LOG_ERR, "cluster", "job %llu: requeue: %s",
-                   (unsigned long long)job->id, err.msg);
-        /* After the requeue: followers go on with the next attempt. */
-        logs_job_changed(d->logs, job->id);
-        return; /* jobs_transition persisted and re-added it */
-    }
-    logs_job_changed(d->logs, job->id); /* followers see the end */
-    jobs_persist(d, job, NULL);
-    shoald_schedule_soon(d);
 }
 
-void cluster_job_changed(struct shoald *d, struct job *job, enum job_state from)
+void cluster_job_ended(struct shoald *d, struct job *job, enum job_state from)
+{
+    struct cluster *c = d->cluster;
+    if (!c)
+        return;
+    array_uncount(c, job);
+    if (from == JOB_PENDING && job->state == JOB_CANCELLED) {
+        if (uses_gpus(job))
+            sched_job_remove(c->sched, job->id, NULL);
+        else
+            cpu_queue_remove(c, job->id);
+    } else if (from == JOB_RUNNING) {
+        /* Tell every node still running a part to stop it. */
+        for (int a = 0; a < job->nalloc; a++) {
+            if (!job->alloc[a].done)
+                cluster_node_touch(d, job->alloc[a].node);
+        }
+    }
+}
+
+void cluster_job_changed(struct shoald *d)
 {
     struct cluster *c = d->cluster;
     if (!c)
         return;
     if (c->ngated > 0)
         c->gate_dirty = true; /* a dependency may be met now */
-    if (job_state_is_terminal(job->state))
-        array_uncount(c, job);
-    if (from == JOB_PENDING && job->state == JOB_CANCELLED) {
-        if (uses_gpus(job))
-            sched_job_remove(c->sched, job->id, NULL);
-        else
-            cpu_queue_remove(c, job->id);
-    } else if (from == JOB_RUNNING && job_state_is_terminal(job->state)) {
-        /* Tell every node still running a part to stop it. */
-        for (int a = 0; a < job->nalloc; a++) {
-            if (!job->alloc[a].done)
-                cluster_node_touch(d, job->alloc[a].node);
-        }
-        if (!job->releasing)
-            job_released(d, job);
-    } else if (job->state == JOB_PENDING && from != JOB_PENDING) {
-        engine_add_job(d, job); /* requeued */
-    }
-    shoald_schedule_soon(d);
 }
 
-int cluster_part_done(struct shoald *d, struct job *job, const char *node,
-                      int exit_code, int exit_signal, const char *reason,
-                      struct sh_error *err)
+int cluster_part_gone(struct shoald *d, struct job *job, const char *node,
+                      int exit_code, int exit_signal, struct sh_error *err)
 {
     int part = -1;
     for (int a = 0; a < job->nalloc; a++) {
@@ -1164,24 +1176,7 @@ int cluster_part_done(struct shoald *d, struct job *job, const char *node,
         if (n)
             n->running = rt->njobs;
     }
-    if (job->state == JOB_RUNNING) {
-        char why[JOB_REASON_MAX];
-        enum job_state to = jobs_exit_state(job, node, exit_code, exit_signal,
-                                            reason, why, sizeof(why));
-        if (to != JOB_RUNNING) {
-            job->exit_code = exit_code;
-            job->exit_signal = exit_signal;
-            if (jobs_transition(d, job, to, why[0] ? why : NULL, err) < 0)
-                return -1;
-            return 0;
-        }
-        return jobs_persist(d, job, err);
-    }
-    if (job->releasing && !job_parts_active(job))
-        job_released(d, job);
-    else
-        jobs_persist(d, job, err);
-    return 0;
+    return 1;
 }
 
 /* ---- nodes ---- */
@@ -1209,33 +1204,8 @@ void cluster_node_removed(struct shoald *d, const char *name)
 
 void cluster_node_down(struct shoald *d, struct node *n, const char *why)
 {
-    struct node_rt *rt = nodetab_rt(d->nodes, n->name);
     n->alive = false;
     sh_log(LOG_WARNING, "cluster", "node %s is down: %s", n->name, why);
-    /* Work on its copy: cluster_part_done edits the list. */
-    int count = rt->njobs;
-    uint64_t *ids = count ? malloc((size_t)count * sizeof(uint64_t)) : NULL;
-    if (count && !ids)
-        return;
-    if (count)
-        memcpy(ids, rt->jobs, (size_t)count * sizeof(uint64_t));
-    for (int i = 0; i < count; i++) {
-        struct job *job = jobtab_get(d->jobs, ids[i]);
-        if (!job)
-            continue;
-        struct sh_error err;
-        if (job->state == JOB_RUNNING) {
-            char reason[JOB_REASON_MAX];
-            snprintf(reason, sizeof(reason), "node %s failed: %s", n->name,
-                     why);
-            jobs_transition(d, job, JOB_NODE_FAIL, reason, &err);
-        }
-        if (cluster_part_done(d, job, n->name, -1, 0, "lost", &err) < 0)
-            sh_log(LOG_ERR, "cluster", "%s", err.msg);
-    }
-    free(ids);
-    sync_node(d, n);
-    shoald_schedule_soon(d);
 }
 
 /* ---- views ---- */

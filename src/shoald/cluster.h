@@ -3,10 +3,13 @@
  * told of every change, asks it for decisions before the loop sleeps, turns
  * start decisions into placements, and keeps each node's desired work (what
  * its agent must run or stop) from which the agent API answers. jobs.c and
- * api_agent.c call into it; it never answers API requests itself.
+ * api_agent.c call into it; it never answers API requests itself, and it
+ * never decides a job's state: starts, preemptions and dependencies that
+ * can never be met are posted to the job lifecycle (d->job_transition,
+ * which jobs.c registers).
  *
  * A job's GPUs on a node are held from its start until that node's agent
- * confirms the processes are gone (cluster_part_done), or the node is
+ * confirms the processes are gone (cluster_part_gone), or the node is
  * declared down. Only then does the engine see them free.
  */
 #ifndef SHOAL_SHOALD_CLUSTER_H
@@ -40,15 +43,24 @@ int cluster_check_submit(struct shoald *d, const struct job_spec *spec,
 /* A job was added as pending. */
 void cluster_job_added(struct shoald *d, struct job *job);
 
-/* A job changed state (from is its previous state). */
-void cluster_job_changed(struct shoald *d, struct job *job,
-                         enum job_state from);
-
+/* The cluster's part of the job lifecycle (jobs.c owns the states and
+ * calls these from its action for each state). */
+/* A job changed state: a gated job's dependency may be met now. */
+void cluster_job_changed(struct shoald *d);
+/* A job ended (from is its previous state): out of the engine's queue, its
+ * array place freed, and the nodes still running a part are told to stop
+ * it. Its GPUs stay held until cluster_job_free(). */
+void cluster_job_ended(struct shoald *d, struct job *job, enum job_state from);
+/* Every part of an ended job is gone: the engine sees its GPUs free, and
+ * the service it had counts for the LAS policy when it is requeued. */
+void cluster_job_free(struct shoald *d, struct job *job);
 /* A node's agent reports that its part of job (this attempt) ended with
- * exit_code/exit_signal; reason is "timeout", "cancelled", "lost" or NULL. */
-int cluster_part_done(struct shoald *d, struct job *job, const char *node,
-                      int exit_code, int exit_signal, const char *reason,
-                      struct sh_error *err);
+ * exit_code/exit_signal: the part is marked done and the node's hold on
+ * it dropped. 1 when it was news, 0 for a repeated report, -1 (SH_ENOTFOUND)
+ * when the job has no part on node. What state the job goes to is
+ * jobs_part_done()'s decision. */
+int cluster_part_gone(struct shoald *d, struct job *job, const char *node,
+                      int exit_code, int exit_signal, struct sh_error *err);
 
 /* A node registered, changed its GPUs or labels, or came back: tell the
  * engine. The node must be in d->nodes. */
@@ -57,7 +69,8 @@ void cluster_node_changed(struct shoald *d, struct node *n);
 /* Forget a down node without jobs: out of the engine and the table. */
 void cluster_node_removed(struct shoald *d, const char *name);
 
-/* A node stopped answering: its running jobs end as node_fail. */
+/* A node stopped answering: it is marked dead (jobs_node_down() ends its
+ * jobs, then tells the engine with cluster_node_changed()). */
 void cluster_node_down(struct shoald *d, struct node *n, const char *why);
 
 /* The node's desired work for its agent (a new reference). */

@@ -8,7 +8,6 @@
 
 #include "lib/model/job_deps.h"
 #include "lib/util/clock.h"
-#include "shoald/jobs.h"
 #include "shoald/jobtab.h"
 #include "shoald/policy.h"
 
@@ -55,7 +54,7 @@ enum gate_state gate_of(struct shoald *d, const struct job *job, char *why,
         }
         bool owned;
         struct sh_error err;
-        struct job *t = jobs_find(d, dep->job, &owned, &err);
+        struct job *t = jobtab_find(d->jobs, d->store, dep->job, &owned, &err);
         enum job_dep_status st =
             t ? job_dep_eval(dep->kind, t->state, t->spec.requeue)
               : JOB_DEP_NEVER;
@@ -109,7 +108,7 @@ int gate_check_submit(struct shoald *d, const struct api_caller *caller,
         }
         bool owned;
         struct sh_error ferr;
-        struct job *t = jobs_find(d, dep->job, &owned, &ferr);
+        struct job *t = jobtab_find(d->jobs, d->store, dep->job, &owned, &ferr);
         bool visible = t && policy_can_view(d, caller, t);
         if (owned)
             job_destroy(t);

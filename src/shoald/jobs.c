@@ -15,11 +15,15 @@
 #include "shoald/cluster.h"
 #include "shoald/gate.h"
 #include "shoald/jobtab.h"
+#include "shoald/logs.h"
+#include "shoald/nodetab.h"
 #include "shoald/policy.h"
 #include "shoald/volumes.h"
 #include "store/store.h"
 
 #define DEFAULT_PROJECT "default"
+
+static void job_action(struct shoald *d, struct job *job, enum job_state from);
 
 static int load_job(const struct store_job_row *row, const json_t *rec,
                     void *arg, struct sh_error *err)
@@ -33,6 +37,14 @@ static int load_job(const struct store_job_row *row, const json_t *rec,
         return sh_errorf(err, SH_EINTERNAL, "out of memory");
     }
     return 0;
+}
+
+/* d->job_transition: the cluster's way in (a start, a preemption, a
+ * dependency that can never be met). */
+static int post_transition(struct shoald *d, struct job *job, int to,
+                           const char *reason, struct sh_error *err)
+{
+    return jobs_transition(d, job, (enum job_state)to, reason, err);
 }
 
 int jobs_load(struct shoald *d, struct sh_error *err)
@@ -52,6 +64,7 @@ int jobs_load(struct shoald *d, struct sh_error *err)
         jobtab_raise_next_id(t, jobtab_next_id(d->jobs));
     jobtab_destroy(d->jobs);
     d->jobs = t;
+    d->job_transition = post_transition;
     return 0;
 }
 
@@ -163,7 +176,7 @@ undo:
         struct job *job = jobtab_get(d->jobs, first + (uint64_t)i);
         if (job) {
             job->state = JOB_CANCELLED;
-            cluster_job_changed(d, job, JOB_PENDING);
+            job_action(d, job, JOB_PENDING);
             jobtab_remove(d->jobs, first + (uint64_t)i);
         }
     }
@@ -213,6 +226,64 @@ error:
     return -1;
 }
 
+/* ---- the lifecycle: post the event, update the state, act on it ---- */
+
+/* Every part of an ended job is gone: its GPUs go back to the engine, and
+ * the job goes back to pending when a requeue is due (a new attempt),
+ * else it settles as it ended. */
+static void job_released(struct shoald *d, struct job *job)
+{
+    cluster_job_free(d, job);
+    job->releasing = false;
+    if (jobs_requeue_due(job)) {
+        struct sh_error err;
+        if (jobs_transition(d, job, JOB_PENDING, NULL, &err) < 0)
+            sh_log(LOG_ERR, "jobs", "job %llu: requeue: %s",
+                   (unsigned long long)job->id, err.msg);
+        /* After the requeue: followers go on with the next attempt. */
+        logs_job_changed(d->logs, job->id);
+        return; /* jobs_transition persisted and re-added it */
+    }
+    logs_job_changed(d->logs, job->id); /* followers see the end */
+    jobs_persist(d, job, NULL);
+    shoald_schedule_soon(d);
+}
+
+/* The one action of each state, run after every transition (from is the
+ * state the job left). Each is idempotent: it makes the cluster's view
+ * match the job's state, whatever was done before. */
+static void job_action(struct shoald *d, struct job *job, enum job_state from)
+{
+    if (!d->cluster)
+        return; /* loading: the cluster is built from the table later */
+    cluster_job_changed(d);
+    switch (job->state) {
+    case JOB_PENDING:
+        /* Requeued (a new attempt): back to the gate and the engine. */
+        if (from != JOB_PENDING)
+            cluster_job_added(d, job);
+        break;
+    case JOB_RUNNING:
+        /* Placed by the engine's start (cluster.c start_job): nothing
+         * more to do. */
+        break;
+    case JOB_COMPLETED:
+    case JOB_FAILED:
+    case JOB_CANCELLED:
+    case JOB_TIMEOUT:
+    case JOB_PREEMPTED:
+    case JOB_NODE_FAIL:
+    case JOB_STATE_COUNT:
+        /* Out of the engine; its nodes stop what still runs. Its GPUs
+         * stay held until its processes are gone (jobs_part_done). */
+        cluster_job_ended(d, job, from);
+        if (from == JOB_RUNNING && !job->releasing)
+            job_released(d, job);
+        break;
+    }
+    shoald_schedule_soon(d);
+}
+
 int jobs_transition(struct shoald *d, struct job *job, enum job_state to,
                     const char *reason, struct sh_error *err)
 {
@@ -224,9 +295,64 @@ int jobs_transition(struct shoald *d, struct job *job, enum job_state to,
         job_set_reason(job, reason);
     if (jobs_persist(d, job, err) < 0)
         return -1;
-    /* The cluster stops, releases and requeues as the new state asks. */
-    cluster_job_changed(d, job, from);
+    job_action(d, job, from);
     return 0;
+}
+
+int jobs_part_done(struct shoald *d, struct job *job, const char *node,
+                   int exit_code, int exit_signal, const char *reason,
+                   struct sh_error *err)
+{
+    int news = cluster_part_gone(d, job, node, exit_code, exit_signal, err);
+    if (news <= 0)
+        return news;
+    if (job->state == JOB_RUNNING) {
+        char why[JOB_REASON_MAX];
+        enum job_state to = jobs_exit_state(job, node, exit_code, exit_signal,
+                                            reason, why, sizeof(why));
+        if (to != JOB_RUNNING) {
+            job->exit_code = exit_code;
+            job->exit_signal = exit_signal;
+            if (jobs_transition(d, job, to, why[0] ? why : NULL, err) < 0)
+                return -1;
+            return 0;
+        }
+        return jobs_persist(d, job, err);
+    }
+    if (job->releasing && !job_parts_active(job))
+        job_released(d, job);
+    else
+        jobs_persist(d, job, err);
+    return 0;
+}
+
+void jobs_node_down(struct shoald *d, struct node *n, const char *why)
+{
+    struct node_rt *rt = nodetab_rt(d->nodes, n->name);
+    cluster_node_down(d, n, why);
+    /* Work on its copy: jobs_part_done edits the list. */
+    int count = rt->njobs;
+    uint64_t *ids = count ? malloc((size_t)count * sizeof(uint64_t)) : NULL;
+    if (count && !ids)
+        return;
+    if (count)
+        memcpy(ids, rt->jobs, (size_t)count * sizeof(uint64_t));
+    for (int i = 0; i < count; i++) {
+        struct job *job = jobtab_get(d->jobs, ids[i]);
+        if (!job)
+            continue;
+        struct sh_error err;
+        if (job->state == JOB_RUNNING) {
+            char reason[JOB_REASON_MAX];
+            snprintf(reason, sizeof(reason), "node %s failed: %s", n->name,
+                     why);
+            jobs_transition(d, job, JOB_NODE_FAIL, reason, &err);
+        }
+        if (jobs_part_done(d, job, n->name, -1, 0, "lost", &err) < 0)
+            sh_log(LOG_ERR, "jobs", "%s", err.msg);
+    }
+    free(ids);
+    cluster_node_changed(d, n);
 }
 
 enum job_state jobs_exit_state(const struct job *job, const char *node,
@@ -347,7 +473,7 @@ int jobs_requeue(struct shoald *d, const struct api_caller *caller,
     job->requeue_asked = true;
     if (job->state == JOB_RUNNING)
         /* Stopped like a preemption; back to the queue once its
-         * processes are gone (cluster.c job_released). */
+         * processes are gone (job_released). */
         return jobs_transition(d, job, JOB_PREEMPTED, reason, err);
     if (job->releasing)
         return jobs_persist(d, job, err); /* requeued once released */
@@ -509,29 +635,8 @@ int jobs_update(struct shoald *d, const struct api_caller *caller,
     return 0;
 }
 
-static int take_record(const struct store_job_row *row, const json_t *rec,
-                       void *arg, struct sh_error *err)
-{
-    struct job **out = arg;
-    (void)row;
-    *out = job_from_record(rec, err);
-    return *out ? 0 : -1;
-}
-
 struct job *jobs_find(struct shoald *d, uint64_t id, bool *owned,
                       struct sh_error *err)
 {
-    *owned = false;
-    struct job *job = jobtab_get(d->jobs, id);
-    if (job)
-        return job;
-    if (id == 0 || id >= jobtab_next_id(d->jobs)) {
-        sh_errorf(err, SH_ENOTFOUND, "job %llu not found",
-                  (unsigned long long)id);
-        return NULL;
-    }
-    if (store_get_job(d->store, id, take_record, &job, err) < 0)
-        return NULL;
-    *owned = true;
-    return job;
+    return jobtab_find(d->jobs, d->store, id, owned, err);
 }

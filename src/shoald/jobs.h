@@ -55,9 +55,15 @@ int jobs_requeue(struct shoald *d, const struct api_caller *caller,
 int jobs_update(struct shoald *d, const struct api_caller *caller,
                 struct job *job, const json_t *body, struct sh_error *err);
 
-/* Change a job's state through the state machine, record reason, and add
- * the job to the batch. Requeues when asked (preempted/node_fail with
- * spec.requeue go back to pending). */
+/* The job lifecycle, after flux-core's job-manager: a transition is
+ * posted, checked by the state machine (lib/model/job.c), recorded with
+ * reason and added to the batch, then the one action of the new state
+ * runs (jobs.c job_action): pending goes to the gate and the engine,
+ * running was placed by the cluster, an ended job leaves the engine, its
+ * nodes stop it, and once its processes are gone its GPUs are freed and it
+ * is requeued when due (jobs_requeue_due). The cluster posts its starts,
+ * preemptions and never-met dependencies through d->job_transition, which
+ * jobs_load() sets to this function. */
 int jobs_transition(struct shoald *d, struct job *job, enum job_state to,
                     const char *reason, struct sh_error *err);
 
@@ -70,6 +76,19 @@ int jobs_transition(struct shoald *d, struct job *job, enum job_state to,
 enum job_state jobs_exit_state(const struct job *job, const char *node,
                                int exit_code, int exit_signal,
                                const char *reason, char *why, size_t size);
+
+/* A node's agent reports that its part of job (this attempt) ended with
+ * exit_code/exit_signal; reason is "timeout", "cancelled", "lost" or NULL.
+ * The part is marked done (cluster_part_gone); a running job goes to the
+ * state jobs_exit_state() says, an ended one whose last part this was is
+ * released. A repeated report changes nothing. */
+int jobs_part_done(struct shoald *d, struct job *job, const char *node,
+                   int exit_code, int exit_signal, const char *reason,
+                   struct sh_error *err);
+
+/* Node n stopped answering (why): it is marked down, its running jobs end
+ * as node_fail and their parts there count as lost. */
+void jobs_node_down(struct shoald *d, struct node *n, const char *why);
 
 /* Whether an ended job goes back to pending once its GPUs are released:
  * preempted or lost with spec.requeue, or a user asked (`shoal requeue`). */

@@ -6,6 +6,9 @@
 #include <stdlib.h>
 #include <uthash.h>
 
+#include "lib/model/job_json.h"
+#include "store/store.h"
+
 struct job_entry {
     uint64_t id;
     struct job *job;
@@ -155,4 +158,31 @@ int jobtab_evict_finished(struct jobtab *t, int64_t cutoff_ms)
         }
     }
     return n;
+}
+
+static int take_record(const struct store_job_row *row, const json_t *rec,
+                       void *arg, struct sh_error *err)
+{
+    struct job **out = arg;
+    (void)row;
+    *out = job_from_record(rec, err);
+    return *out ? 0 : -1;
+}
+
+struct job *jobtab_find(const struct jobtab *t, struct store *st, uint64_t id,
+                        bool *owned, struct sh_error *err)
+{
+    *owned = false;
+    struct job *job = jobtab_get(t, id);
+    if (job)
+        return job;
+    if (id == 0 || id >= jobtab_next_id(t)) {
+        sh_errorf(err, SH_ENOTFOUND, "job %llu not found",
+                  (unsigned long long)id);
+        return NULL;
+    }
+    if (store_get_job(st, id, take_record, &job, err) < 0)
+        return NULL;
+    *owned = true;
+    return job;
 }

@@ -13,6 +13,7 @@
 #include "lib/model/job.h"
 
 struct jobtab;
+struct store;
 
 struct jobtab *jobtab_create(void);
 /* Destroy the table and every job in it. NULL-safe. */
@@ -25,6 +26,12 @@ int jobtab_add(struct jobtab *t, struct job *job);
 
 /* Find a job; NULL when not in memory. Borrowed. */
 struct job *jobtab_get(const struct jobtab *t, uint64_t id);
+
+/* Find a job in memory or, for old finished jobs, in the store st (then
+ * the job is a new object the caller destroys: *owned is set).
+ * SH_ENOTFOUND for an id never given. */
+struct job *jobtab_find(const struct jobtab *t, struct store *st, uint64_t id,
+                        bool *owned, struct sh_error *err);
 
 /* Remove and destroy a job. */
 void jobtab_remove(struct jobtab *t, uint64_t id);

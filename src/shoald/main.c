@@ -426,6 +426,14 @@ static int setup(struct shoald *d, char *store_url, size_t url_size,
     d->slices = slices_create(err);
     if (!d->slices)
         return -1;
+    /* Slicing tells the engine's bridge through these (cluster.c reads
+     * the plans, so slices.c does not call into it). */
+    const struct slices_hooks slice_hooks = {
+        .node_changed = cluster_node_changed,
+        .node_touch = cluster_node_touch,
+        .job_reason = cluster_job_reason,
+    };
+    slices_attach(d->slices, &slice_hooks);
     d->tenancy = tenancy_create(err);
     if (!d->tenancy)
         return -1;

@@ -257,7 +257,7 @@ void nodes_check_heartbeats(struct shoald *d, int64_t now)
             char why[96];
             snprintf(why, sizeof(why), "no heartbeat for %ds",
                      d->cfg.heartbeat_timeout_s);
-            cluster_node_down(d, n, why);
+            jobs_node_down(d, n, why);
         }
     }
 }

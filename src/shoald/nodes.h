@@ -3,7 +3,7 @@
  * its node (joining with the join token, or coming back with the node's own
  * token), keeps it alive with heartbeats, and an admin drains, resumes or
  * forgets it; a node silent for --heartbeat-timeout goes down (its running
- * jobs end as node_fail, cluster_node_down). This module owns the records
+ * jobs end as node_fail, jobs_node_down). This module owns the records
  * in d->nodes and their store writes ("node" records); the HTTP layer
  * (api_agent.c, api_nodes.c) only parses requests and writes answers, and
  * the cluster (cluster.c) keeps the engine and the nodes' work in step.

@@ -35,6 +35,7 @@ struct volumes;
 struct secrets;
 struct ha;
 struct node;
+struct job;
 
 struct shoald_config {
     const char *state_dir;     /* holds the database, tokens and the URL */
@@ -91,6 +92,12 @@ struct shoald {
      * wakes agents without calling into it; NULL: nothing to wake. */
     void (*wake_agent)(struct shoald *d, const struct node *n,
                        const struct sh_error *err);
+    /* The job lifecycle's entry: move job to state to (reason shown, or
+     * NULL) and act on it. Set by jobs.c when it loads the jobs
+     * (jobs_load), so that the cluster posts a start, a preemption or a
+     * dependency that can never be met without calling into it. */
+    int (*job_transition)(struct shoald *d, struct job *job, int to,
+                          const char *reason, struct sh_error *err);
 };
 
 /* The open batch of the current loop iteration; every durable change is

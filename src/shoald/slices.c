@@ -11,7 +11,6 @@
 #include "lib/util/clock.h"
 #include "lib/util/log.h"
 #include "lib/util/utf8.h"
-#include "shoald/cluster.h"
 #include "shoald/jobtab.h"
 #include "shoald/nodetab.h"
 #include "store/store.h"
@@ -40,7 +39,22 @@ struct plan {
 
 struct slices {
     struct plan *plans;
+    struct slices_hooks hooks; /* the cluster's, slices_attach */
 };
+
+void slices_attach(struct slices *s, const struct slices_hooks *hooks)
+{
+    s->hooks = *hooks;
+}
+
+static void node_changed(struct shoald *d, struct node *n, bool touch)
+{
+    const struct slices_hooks *h = &d->slices->hooks;
+    if (h->node_changed)
+        h->node_changed(d, n);
+    if (touch && h->node_touch)
+        h->node_touch(d, n->name);
+}
 
 struct slices *slices_create(struct sh_error *err)
 {
@@ -228,8 +242,7 @@ int slices_request(struct shoald *d, const char *node, const int *gpus,
         sh_log(LOG_NOTICE, "slices", "node=%s gpu=%d preset=%s: %s", node,
                gpus[i], preset, why);
     }
-    cluster_node_changed(d, n);
-    cluster_node_touch(d, node);
+    node_changed(d, n, true);
     return 0;
 }
 
@@ -285,7 +298,7 @@ void slices_failed(struct shoald *d, const char *node, int gpu,
            gpu, preset, error);
     struct node *n = nodetab_get(d->nodes, node);
     if (n)
-        cluster_node_changed(d, n);
+        node_changed(d, n, false);
 }
 
 static json_t *plan_view(const struct shoald *d, const struct node *n, int g)
@@ -731,9 +744,10 @@ static void want_whole(const struct shoald *d, const struct view *v,
  * GPU has: "can never fit"), not for quota, a limit or a reservation. */
 static bool waits_for_resources(struct shoald *d, const struct job *job)
 {
-    char reason[512];
+    char reason[512] = "";
     int64_t est;
-    cluster_job_reason(d, job, reason, sizeof(reason), &est);
+    if (d->slices->hooks.job_reason)
+        d->slices->hooks.job_reason(d, job, reason, sizeof(reason), &est);
     return strncmp(reason, "resources:", 10) == 0;
 }
 

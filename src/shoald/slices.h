@@ -29,6 +29,22 @@ struct slices;
 struct slices *slices_create(struct sh_error *err);
 void slices_destroy(struct slices *s);
 
+/* What slicing needs of the scheduling engine's bridge (cluster.c), given
+ * once by main.c so that this module does not call into it (cluster.c
+ * reads the plans: slices_gpu_blocked, slices_node_work). Unset hooks are
+ * skipped. */
+struct slices_hooks {
+    /* The node's GPUs changed for scheduling (a plan blocks or frees
+     * some); the engine reads them again. */
+    void (*node_changed)(struct shoald *d, struct node *n);
+    /* The node's agent should hear of its new work (a plan). */
+    void (*node_touch)(struct shoald *d, const char *node);
+    /* Why a pending job waits, from the engine (cluster_job_reason). */
+    void (*job_reason)(struct shoald *d, const struct job *job, char *buf,
+                       size_t size, int64_t *est);
+};
+void slices_attach(struct slices *s, const struct slices_hooks *hooks);
+
 /* Replace the plans with the store's. */
 int slices_load(struct slices *s, struct store *st, struct sh_error *err);
 

@@ -1,0 +1,253 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Focus: the job lifecycle over a whole controller state (no HTTP), through
+ * the seams between jobs.c and cluster.c: the cluster decides placements
+ * but never states (a start is posted through d->job_transition, and a
+ * start the lifecycle refuses leaves the job pending); a part's end maps
+ * to the job's state once (a repeated report changes nothing); an ended
+ * job keeps its place until its processes are gone; a node that goes down
+ * ends its jobs as node_fail and one with --requeue comes back pending as
+ * a new attempt; a dependency that can never be met cancels the job
+ * through the lifecycle; a held job starts once released. Jobs here ask
+ * for no GPU, on nodes without GPUs. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/loop/loop.h"
+#include "lib/model/job_json.h"
+#include "shoald/auth.h"
+#include "shoald/cluster.h"
+#include "shoald/commit.h"
+#include "shoald/jobs.h"
+#include "shoald/jobtab.h"
+#include "shoald/nodes.h"
+#include "shoald/nodetab.h"
+#include "shoald/secrets.h"
+#include "shoald/slices.h"
+#include "shoald/state.h"
+#include "shoald/tenancy.h"
+#include "shoald/volumes.h"
+#include "store/store.h"
+
+static char dir[64];
+static struct shoald d;
+static const struct api_caller admin = {
+    .role = API_USER, .user = "admin", .admin = true};
+
+static void setup(void)
+{
+    struct sh_error err = {0};
+    char url[200];
+    memset(&d, 0, sizeof(d));
+    snprintf(dir, sizeof(dir), "/tmp/shoal-life-test-XXXXXX");
+    cr_assert_not_null(mkdtemp(dir));
+    d.cfg.state_dir = dir;
+    d.cfg.admin_user = "admin";
+    d.cfg.heartbeat_timeout_s = 30;
+    d.cfg.keep_finished_ms = 3600 * 1000;
+    d.cfg.las_quantum_ms = -1; /* the engine defaults, as main.c */
+    d.cfg.las_hold_ms = -1;
+    d.cfg.las_starve_factor = -1;
+    d.cfg.las_starve_max_ms = -1;
+    d.cfg.las_hold_gpus = -1;
+    snprintf(url, sizeof(url), "sqlite:%s/shoal.db", dir);
+    d.loop = loop_create(&err);
+    d.store = store_open(url, &err);
+    cr_assert_not_null(d.store, "%s", err.msg);
+    d.auth = auth_create(&err);
+    d.slices = slices_create(&err);
+    d.tenancy = tenancy_create(&err);
+    d.volumes = volumes_create(&err);
+    d.secrets = secrets_create(dir, &err);
+    d.commit = commit_create(&d, state_reload, &err);
+    cr_assert(d.loop && d.auth && d.slices && d.tenancy && d.volumes &&
+              d.secrets && d.commit);
+    cr_assert_eq(state_load(&d, &err), 0, "%s", err.msg);
+    cr_assert_eq(cluster_create(&d, &err), 0, "%s", err.msg);
+    cr_assert_eq(state_init_cluster(&d, &err), 0, "%s", err.msg);
+    cr_assert_eq(commit_flush(d.commit, &err), 0, "%s", err.msg);
+    cr_assert_not_null(d.job_transition, "jobs_load registers the lifecycle");
+}
+
+static void teardown(void)
+{
+    cluster_destroy(&d);
+    commit_destroy(d.commit);
+    jobtab_destroy(d.jobs);
+    nodetab_destroy(d.nodes);
+    auth_destroy(d.auth);
+    tenancy_destroy(d.tenancy);
+    volumes_destroy(d.volumes);
+    secrets_destroy(d.secrets);
+    slices_destroy(d.slices);
+    store_close(d.store);
+    loop_destroy(d.loop);
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+TestSuite(lifecycle, .init = setup, .fini = teardown);
+
+static void add_node(const char *name)
+{
+    struct sh_error err = {0};
+    char token[AUTH_TOKEN_LEN + 1];
+    json_t *gpus = json_array();
+    struct nodes_reg r = {
+        .name = name, .cpus = 8, .mem = 1 << 30, .gpus = gpus};
+    struct node *n = NULL;
+    cr_assert_eq(nodes_register(&d, &r, "127.0.0.9", true, token, &n, &err), 0,
+                 "%s", err.msg);
+    json_decref(gpus);
+}
+
+/* Submit a job without GPUs on nodes nodes (requeue: --requeue) and run
+ * a pass: it starts. */
+static struct job *submit_and_start(int nodes, bool requeue)
+{
+    struct sh_error err = {0};
+    struct job *job = NULL;
+    json_t *body = json_pack("{s:[s], s:i, s:b}", "command", "true", "nodes",
+                             nodes, "requeue", requeue);
+    cr_assert_eq(jobs_submit(&d, &admin, body, &job, &err), 0, "%s", err.msg);
+    json_decref(body);
+    cr_assert_eq(job->state, JOB_PENDING);
+    cluster_before_sleep(&d);
+    return job;
+}
+
+/* What the cluster posted to the lifecycle, for the seam test. */
+static int posted, posted_to;
+static int refuse(struct shoald *dd, struct job *job, int to,
+                  const char *reason, struct sh_error *err)
+{
+    (void)dd;
+    (void)job;
+    (void)reason;
+    posted++;
+    posted_to = to;
+    return sh_errorf(err, SH_ECONFLICT, "refused by the test");
+}
+
+Test(lifecycle, the_cluster_posts_starts_and_never_sets_a_state)
+{
+    add_node("n1");
+    int (*lifecycle)(struct shoald *, struct job *, int, const char *,
+                     struct sh_error *) = d.job_transition;
+    d.job_transition = refuse;
+    struct job *job = submit_and_start(1, false);
+    cr_assert_eq(posted, 1, "the start was posted once");
+    cr_assert_eq(posted_to, JOB_RUNNING);
+    cr_assert_eq(job->state, JOB_PENDING, "a refused start changes nothing");
+    d.job_transition = lifecycle;
+}
+
+Test(lifecycle, a_part_ends_the_job_once_its_last_part_is_done)
+{
+    struct sh_error err = {0};
+    add_node("n1");
+    add_node("n2");
+    struct job *job = submit_and_start(2, false);
+    cr_assert_eq(job->state, JOB_RUNNING, "started through the lifecycle");
+    cr_assert_eq(job->nalloc, 2);
+    const char *first = job->alloc[0].node, *second = job->alloc[1].node;
+    cr_assert_eq(jobs_part_done(&d, job, first, 0, 0, NULL, &err), 0, "%s",
+                 err.msg);
+    cr_assert_eq(job->state, JOB_RUNNING, "the other part still runs");
+    cr_assert_eq(jobs_part_done(&d, job, first, 3, 0, NULL, &err), 0);
+    cr_assert_eq(job->state, JOB_RUNNING, "a repeated report changes nothing");
+    cr_assert_lt(jobs_part_done(&d, job, "n9", 0, 0, NULL, &err), 0);
+    cr_assert_eq(err.code, SH_ENOTFOUND);
+    cr_assert_eq(jobs_part_done(&d, job, second, 3, 0, NULL, &err), 0, "%s",
+                 err.msg);
+    cr_assert_eq(job->state, JOB_FAILED);
+    char want[64];
+    snprintf(want, sizeof(want), "exited with 3 on %s", second);
+    cr_assert_str_eq(job->reason, want);
+    cr_assert_not(job->releasing, "no part left: nothing is held");
+    cr_assert_eq(nodetab_rt(d.nodes, first)->njobs, 0);
+    cr_assert_eq(nodetab_rt(d.nodes, second)->njobs, 0);
+}
+
+Test(lifecycle, a_cancelled_job_holds_its_place_until_its_processes_are_gone)
+{
+    struct sh_error err = {0};
+    add_node("n1");
+    struct job *job = submit_and_start(1, false);
+    cr_assert_eq(job->state, JOB_RUNNING);
+    uint64_t gen = nodetab_rt(d.nodes, "n1")->generation;
+    cr_assert_eq(jobs_cancel(&d, &admin, job, &err), 0, "%s", err.msg);
+    cr_assert_eq(job->state, JOB_CANCELLED);
+    cr_assert(job->releasing, "its processes still run");
+    cr_assert_gt(nodetab_rt(d.nodes, "n1")->generation, gen,
+                 "its node is told to stop it");
+    cr_assert_eq(nodetab_rt(d.nodes, "n1")->njobs, 1);
+    cr_assert_eq(jobs_part_done(&d, job, "n1", 0, 15, "cancelled", &err), 0);
+    cr_assert_eq(job->state, JOB_CANCELLED, "an ended job stays ended");
+    cr_assert_not(job->releasing);
+    cr_assert_eq(nodetab_rt(d.nodes, "n1")->njobs, 0);
+}
+
+Test(lifecycle, a_node_down_requeues_its_job_as_a_new_attempt)
+{
+    add_node("n1");
+    struct job *job = submit_and_start(1, true);
+    struct job *plain = submit_and_start(1, false);
+    cr_assert_eq(job->state, JOB_RUNNING);
+    cr_assert_eq(plain->state, JOB_RUNNING);
+    int attempt = job_attempt(job);
+    jobs_node_down(&d, nodetab_get(d.nodes, "n1"), "no heartbeat for 30s");
+    cr_assert_not(nodetab_get(d.nodes, "n1")->alive);
+    cr_assert_eq(plain->state, JOB_NODE_FAIL);
+    cr_assert_str_eq(plain->reason, "node n1 failed: no heartbeat for 30s");
+    cr_assert_not(plain->releasing, "its processes count as lost");
+    cr_assert_eq(job->state, JOB_PENDING, "--requeue: back to the queue");
+    cr_assert_eq(job_attempt(job), attempt + 1, "as a new attempt");
+    cr_assert_eq(nodetab_rt(d.nodes, "n1")->njobs, 0);
+}
+
+/* Submit body as the admin; the job stays pending until a pass. */
+static struct job *submit(json_t *body)
+{
+    struct sh_error err = {0};
+    struct job *job = NULL;
+    cr_assert_eq(jobs_submit(&d, &admin, body, &job, &err), 0, "%s", err.msg);
+    json_decref(body);
+    return job;
+}
+
+Test(lifecycle, a_dependency_never_met_cancels_through_the_lifecycle)
+{
+    struct sh_error err = {0};
+    add_node("n1");
+    struct job *first = submit_and_start(1, false);
+    cr_assert_eq(first->state, JOB_RUNNING);
+    char dep[64];
+    snprintf(dep, sizeof(dep), "afterok:%llu", (unsigned long long)first->id);
+    struct job *next =
+        submit(json_pack("{s:[s], s:s}", "command", "true", "dependency", dep));
+    cluster_before_sleep(&d);
+    cr_assert_eq(next->state, JOB_PENDING, "waits for job %llu",
+                 (unsigned long long)first->id);
+    cr_assert_eq(jobs_part_done(&d, first, "n1", 1, 0, NULL, &err), 0, "%s",
+                 err.msg);
+    cr_assert_eq(first->state, JOB_FAILED);
+    cluster_before_sleep(&d);
+    cr_assert_eq(next->state, JOB_CANCELLED, "afterok can never be met");
+    cr_assert_not_null(strstr(next->reason, "dependency"), "%s", next->reason);
+}
+
+Test(lifecycle, a_held_job_starts_only_once_released)
+{
+    struct sh_error err = {0};
+    add_node("n1");
+    struct job *job =
+        submit(json_pack("{s:[s], s:b}", "command", "true", "hold", true));
+    cluster_before_sleep(&d);
+    cr_assert_eq(job->state, JOB_PENDING, "held");
+    cr_assert_eq(jobs_release(&d, &admin, job, &err), 0, "%s", err.msg);
+    cluster_before_sleep(&d);
+    cr_assert_eq(job->state, JOB_RUNNING, "released: it starts");
+}
