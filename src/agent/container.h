@@ -9,7 +9,8 @@
  *            container_workdir, else the image's, else /
  *   root     the bundle's rootfs under a per-run overlay (the cache stays
  *            unchanged; writes go to a tmpfs charged to the job)
- *   mounts   /proc (the node's, bound), /dev, /dev/pts, /dev/shm (the run's, shared by its
+ *   mounts   /proc (the node's, bound), /dev (no /dev/pts: see
+ *            container.c), /dev/shm (the run's, shared by its
  *            tasks), /sys (read-only); the
  *            run's folder (read-only: the script, the deadline file); the
  *            job's volumes at their paths; container_mounts; the host
