@@ -123,14 +123,18 @@ static void add_bind(json_t *mounts, const char *src, const char *dst,
 static json_t *config_mounts(const struct container_input *in)
 {
     json_t *m = json_array();
-    add_mount(m, "/proc", "proc", "proc",
-              json_pack("[s, s, s]", "nosuid", "noexec", "nodev"));
+    /* The node's /proc, bound: the container has no pid namespace of its
+     * own, and a user namespace may not mount a proc of the host's. */
+    add_mount(m, "/proc", "bind", "/proc",
+              json_pack("[s, s, s, s]", "rbind", "nosuid", "noexec", "nodev"));
     add_mount(m, "/dev", "tmpfs", "tmpfs",
               json_pack("[s, s, s, s]", "nosuid", "strictatime", "mode=755",
                         "size=65536k"));
-    add_mount(m, "/dev/pts", "devpts", "devpts",
-              json_pack("[s, s, s, s, s, s]", "nosuid", "noexec", "newinstance",
-                        "ptmxmode=0666", "mode=0620", "gid=5"));
+    /* No /dev/pts: crun 1.8 (Debian 12), mounting a devpts in a user
+     * namespace, now and then hands the kernel a garbled option string
+     * (the start fails: "devpts: Unknown parameter" in the kernel log,
+     * about one start in ten here). A batch job's processes have no
+     * terminal. */
     if (in->shm_dir)
         add_mount(m, "/dev/shm", "bind", in->shm_dir,
                   json_pack("[s, s, s]", "bind", "nosuid", "nodev"));
@@ -178,6 +182,35 @@ static json_t *config_devices(const struct container_input *in)
     return devs;
 }
 
+/* One id, mapped to itself. */
+static json_t *id_map(unsigned id)
+{
+    return json_pack("{s:I, s:I, s:i}", "containerID", (json_int_t)id, "hostID",
+                     (json_int_t)id, "size", 1);
+}
+
+/* The user namespace maps the job's uid, its gid and its groups, each to
+ * itself, and nothing else: root and every other id of the node are
+ * unmapped inside (they show as nobody), so nothing in the container can
+ * act as them. */
+static json_t *uid_mappings(const struct container_proc *proc)
+{
+    return json_pack("[o]", id_map((unsigned)proc->uid));
+}
+
+static json_t *gid_mappings(const struct container_proc *proc)
+{
+    json_t *maps = json_pack("[o]", id_map((unsigned)proc->gid));
+    for (int i = 0; i < proc->ngroups; i++) {
+        bool seen = proc->groups[i] == proc->gid;
+        for (int k = 0; k < i && !seen; k++)
+            seen = proc->groups[k] == proc->groups[i];
+        if (!seen)
+            json_array_append_new(maps, id_map((unsigned)proc->groups[i]));
+    }
+    return maps;
+}
+
 json_t *container_config(const struct container_input *in,
                          const struct container_proc *proc, char *why,
                          size_t size)
@@ -196,12 +229,13 @@ json_t *container_config(const struct container_input *in,
                   "/proc/irq", "/proc/sys", "/proc/sysrq-trigger");
     json_t *cfg = json_pack(
         "{s:s, s:o, s:{s:s, s:b}, s:s, s:o,"
-        " s:{s:[{s:s}, {s:s}], s:o, s:o, s:o}}",
+        " s:{s:[{s:s}, {s:s}, {s:s}], s:o, s:o, s:o, s:o, s:o}}",
         "ociVersion", "1.0.2", "process", process, "root", "path", in->rootfs,
         "readonly", 0, "hostname", in->hostname ? in->hostname : "shoal",
         "mounts", config_mounts(in), "linux", "namespaces", "type", "mount",
-        "type", "uts", "devices", config_devices(in), "maskedPaths", masked,
-        "readonlyPaths", ro);
+        "type", "uts", "type", "user", "uidMappings", uid_mappings(proc),
+        "gidMappings", gid_mappings(proc), "devices", config_devices(in),
+        "maskedPaths", masked, "readonlyPaths", ro);
     if (!cfg)
         snprintf(why, size, "cannot describe the container");
     return cfg;

@@ -9,14 +9,18 @@
  *            container_workdir, else the image's, else /
  *   root     the bundle's rootfs under a per-run overlay (the cache stays
  *            unchanged; writes go to a tmpfs charged to the job)
- *   mounts   /proc, /dev, /dev/pts, /dev/shm (the run's, shared by its
+ *   mounts   /proc (the node's, bound), /dev (no /dev/pts: see
+ *            container.c), /dev/shm (the run's, shared by its
  *            tasks), /sys (read-only); the
  *            run's folder (read-only: the script, the deadline file); the
  *            job's volumes at their paths; container_mounts; the host
  *            driver's user-space libraries, read-only
  *   devices  the job's GPUs' device nodes, nvidiactl, nvidia-uvm(-tools)
  *            and the MIG capability devices when the node has them
- *   namespaces  mount, uts. Not ipc (the ranks of a node share SysV
+ *   namespaces  mount, uts, user: the user namespace maps only the job's
+ *            uid, gid and groups, each to itself (root is unmapped inside;
+ *            crun, started as root, sets it up; README "Containers" says
+ *            why not rootless crun). Not ipc (the ranks of a node share SysV
  *            memory as bare jobs do), not pid (the agent's stop signals and
  *            the cgroup kill reach the job's processes as for a bare job),
  *            not network (rendezvous over the node's addresses), not
@@ -49,7 +53,7 @@ struct container_input {
     const json_t *image_config; /* the bundle's config.json (umoci) */
     const json_t *container;    /* launch.json "container" */
     const json_t *volumes;      /* launch.json "mounts", or NULL */
-    const char *rootfs;         /* absolute */
+    const char *rootfs;         /* absolute, or relative to the bundle */
     const char *run_dir;
     const char *shm_dir; /* bound at /dev/shm (shared by the tasks) */
     const char *hostname;

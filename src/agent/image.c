@@ -262,6 +262,7 @@ struct pull {
     struct tool_as as;             /* skopeo as that user */
     char udir[4300];               /* its private folder (see user_dir) */
     int udir_fd;                   /* that folder, pinned; -1 */
+    int udir_lock;                 /* its NAME.lock, locked; -1 */
     char uname[80];                /* its name under incoming/ */
     bool copied;                   /* the user's copy is in udir/layout */
     bool user_copying;             /* skopeo copies into udir as the user */
@@ -939,9 +940,20 @@ static int user_dir(struct pull *p, const char *transport, char *why,
         snprintf(why, size, "image cache %s: %s", inc, strerror(errno));
         return -1;
     }
-    snprintf(p->udir, sizeof(p->udir), "%s/XXXXXX", inc);
-    if (!mkdtemp(p->udir)) {
+    /* First NAME.lock, root's, locked while the pull runs (a user cannot
+     * open it, so cannot hold it), then NAME: image_sweep_incoming removes
+     * a folder whose lock no pull holds. */
+    char lock[4400];
+    snprintf(lock, sizeof(lock), "%s/XXXXXX.lock", inc);
+    p->udir_lock = mkostemps(lock, 5, O_CLOEXEC);
+    if (p->udir_lock < 0 || flock(p->udir_lock, LOCK_EX) < 0) {
         snprintf(why, size, "image cache %s: %s", inc, strerror(errno));
+        return -1;
+    }
+    snprintf(p->udir, sizeof(p->udir), "%.*s", (int)(strlen(lock) - 5), lock);
+    if (mkdir(p->udir, 0700) < 0) {
+        snprintf(why, size, "image cache %s: %s", inc, strerror(errno));
+        unlink(lock);
         p->udir[0] = '\0';
         return -1;
     }
@@ -960,23 +972,25 @@ static int user_dir(struct pull *p, const char *transport, char *why,
     return 0;
 }
 
-/* Remove the user's folder: its contents as the user (root never walks a
- * tree the user can change), then the folder itself. */
-static void user_dir_remove(struct pull *p)
+/* Remove incoming/NAME (in the folder ifd) and then NAME.lock: the
+ * folder's contents as its owner (root never walks a tree the user can
+ * change), then the folder itself. 0, or -1 with errno. */
+static int remove_incoming(int ifd, const char *name, uid_t uid, gid_t gid)
 {
-    if (!p->udir[0])
-        return;
     pid_t pid = fork();
     if (pid == 0) {
-        if (become_user(p->user) == 0) {
-            DIR *d = opendir(p->udir);
+        struct user_creds u = {uid, gid, NULL, 0};
+        int dfd = openat(ifd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+        /* Into the folder as root, then the owner ("." is the folder:
+         * become_user closes every descriptor). */
+        if (dfd >= 0 && fchdir(dfd) == 0 &&
+            become_user(uid == geteuid() ? NULL : &u) == 0) {
+            chmod(".", 0700);
+            DIR *d = opendir(".");
             struct dirent *e;
-            char path[4600];
             while (d && (e = readdir(d))) {
-                if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
-                    snprintf(path, sizeof(path), "%s/%s", p->udir, e->d_name);
-                    rm_tree(path);
-                }
+                if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+                    rm_tree(e->d_name);
             }
             if (d)
                 closedir(d);
@@ -986,17 +1000,35 @@ static void user_dir_remove(struct pull *p)
     if (pid > 0)
         while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
             ;
-    char inc[4300];
-    snprintf(inc, sizeof(inc), "%s/incoming", p->cfg->dir);
-    int ifd = open(inc, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (ifd < 0 || unlinkat(ifd, p->uname, AT_REMOVEDIR) < 0)
-        sh_log(LOG_WARNING, "image", "cannot remove %s: %s", p->udir,
-               strerror(errno));
-    if (ifd >= 0)
-        close(ifd);
+    if (unlinkat(ifd, name, AT_REMOVEDIR) < 0)
+        return -1;
+    char lock[128];
+    snprintf(lock, sizeof(lock), "%s.lock", name);
+    unlinkat(ifd, lock, 0);
+    return 0;
+}
+
+/* Remove the user's folder and its lock (see remove_incoming). */
+static void user_dir_remove(struct pull *p)
+{
+    if (p->udir[0]) {
+        char inc[4300];
+        snprintf(inc, sizeof(inc), "%s/incoming", p->cfg->dir);
+        int ifd = open(inc, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        uid_t uid = p->user ? p->user->uid : geteuid();
+        gid_t gid = p->user ? p->user->gid : getegid();
+        if (ifd < 0 || remove_incoming(ifd, p->uname, uid, gid) < 0)
+            sh_log(LOG_WARNING, "image", "cannot remove %s: %s", p->udir,
+                   strerror(errno));
+        if (ifd >= 0)
+            close(ifd);
+    }
     if (p->udir_fd >= 0)
         close(p->udir_fd);
     p->udir_fd = -1;
+    if (p->udir_lock >= 0)
+        close(p->udir_lock);
+    p->udir_lock = -1;
     p->udir[0] = '\0';
 }
 
@@ -1498,13 +1530,17 @@ int image_prepare(const struct image_cache_cfg *cfg, const char *transport,
     p->user = user;
     p->src_fd = -1;
     p->udir_fd = -1;
+    p->udir_lock = -1;
     p->auth_lock = -1;
     int rc = open_local(p, transport, why, size);
     if (rc == 0)
         rc = prepare(p, transport, out, why, size);
     if (p->src_fd >= 0)
         close(p->src_fd);
+    bool local = p->udir[0] != '\0';
     user_dir_remove(p);
+    if (local)
+        image_sweep_incoming(cfg->dir);
     if (p->authfile[0])
         unlink(p->authfile);
     if (p->authdir[0])
@@ -1546,6 +1582,74 @@ void image_sweep_auth(const char *cache_dir)
         close(afd);
     }
     closedir(d);
+}
+
+void image_sweep_incoming(const char *cache_dir)
+{
+    char inc[4300];
+    snprintf(inc, sizeof(inc), "%s/incoming", cache_dir);
+    int ifd = open(inc, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat ist;
+    if (ifd < 0 || fstat(ifd, &ist) < 0 || ist.st_uid != geteuid()) {
+        if (ifd >= 0)
+            close(ifd);
+        return;
+    }
+    int lfd = fcntl(ifd, F_DUPFD_CLOEXEC, 0);
+    DIR *d = lfd < 0 ? NULL : fdopendir(lfd);
+    if (!d) {
+        if (lfd >= 0)
+            close(lfd);
+        close(ifd);
+        return;
+    }
+    time_t now = time(NULL);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        struct stat st;
+        char lock[300];
+        size_t n = strlen(e->d_name);
+        if (e->d_name[0] == '.' || n > 200 ||
+            fstatat(ifd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+            continue;
+        if (n > 5 && strcmp(e->d_name + n - 5, ".lock") == 0) {
+            /* A lock without its folder: a pull between its two steps,
+             * or one that died there (root's file: its time is true). */
+            snprintf(lock, sizeof(lock), "%.*s", (int)(n - 5), e->d_name);
+            struct stat dst;
+            if (S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+                now - st.st_mtime >= IMAGE_AUTH_STALE_S &&
+                fstatat(ifd, lock, &dst, AT_SYMLINK_NOFOLLOW) < 0 &&
+                errno == ENOENT) {
+                int fd =
+                    openat(ifd, e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+                if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0)
+                    unlinkat(ifd, e->d_name, 0);
+                if (fd >= 0)
+                    close(fd);
+            }
+            continue;
+        }
+        if (!S_ISDIR(st.st_mode))
+            continue;
+        /* A folder: a pull made its lock first and holds it until the
+         * folder is gone; no lock, or one nobody holds, means no pull. */
+        snprintf(lock, sizeof(lock), "%s.lock", e->d_name);
+        int fd = openat(ifd, lock, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 && errno != ENOENT)
+            continue;
+        if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0) {
+            close(fd);
+            continue;
+        }
+        if (remove_incoming(ifd, e->d_name, st.st_uid, st.st_gid) == 0)
+            sh_log(LOG_INFO, "image", "removed a stale copy %s/%s", inc,
+                   e->d_name);
+        if (fd >= 0)
+            close(fd);
+    }
+    closedir(d);
+    close(ifd);
 }
 
 static int prepare(struct pull *p, const char *transport,

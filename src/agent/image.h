@@ -111,4 +111,12 @@ uint64_t image_du(const char *path);
 #define IMAGE_AUTH_STALE_S 60
 void image_sweep_auth(const char *cache_dir);
 
+/* A local image's copy lives in cache_dir/incoming/NAME, the user's, made
+ * after root's NAME.lock, which the pull holds until the folder is gone; a
+ * killed pull leaves the folder behind, outside the cache's size limit.
+ * Remove every folder whose lock no pull holds (and locks older than
+ * IMAGE_AUTH_STALE_S without a folder). The agent calls this at start,
+ * a pull when it ends. */
+void image_sweep_incoming(const char *cache_dir);
+
 #endif

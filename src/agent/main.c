@@ -483,6 +483,7 @@ static int run_agent(struct agent *a, struct sh_error *err)
         snprintf(a->image_cache, sizeof(a->image_cache), "%s/images",
                  a->cfg.state_dir);
     image_sweep_auth(a->image_cache);
+    image_sweep_incoming(a->image_cache);
     a->loop = loop_create(err);
     if (!a->loop || setup_gpus(a, err) < 0)
         return -1;

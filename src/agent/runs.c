@@ -601,7 +601,14 @@ static int prepare(struct run *r, const json_t *work, struct sh_error *err)
         return sh_errorf(err, SH_EUNAVAILABLE,
                          "%s is not a folder of the agent's own: %s", r->dir,
                          strerror(errno));
-    if (write_json(r->dir, "work.json", work) < 0)
+    /* Without the registry's credentials: only the shim's pull needs
+     * them, from launch.json, which the shim clears once it read it. */
+    json_t *kept = json_copy((json_t *)work);
+    if (kept)
+        json_object_del(kept, "registry_auth");
+    int wrc = kept ? write_json(r->dir, "work.json", kept) : -1;
+    json_decref(kept);
+    if (wrc < 0)
         return sh_errorf(err, SH_EUNAVAILABLE, "cannot write %s/work.json",
                          r->dir);
     const json_t *spec = json_object_get(work, "spec");
@@ -763,6 +770,8 @@ static void run_start(struct runs *rs, const json_t *work)
         json_object_get(json_object_get(work, "spec"), "time_limit"));
     r->deadline_ms = limit > 0 ? r->started_ms + limit * 1000 : 0;
     r->work = json_deep_copy(work);
+    if (r->work)
+        json_object_del(r->work, "registry_auth");
     if (prepare(r, work, &err) < 0 || spawn_shim(r, &err) < 0) {
         sh_log(LOG_ERR, "runs", "run %s cannot start: %s", r->key, err.msg);
         json_decref(r->work);

@@ -136,6 +136,24 @@ static int load(struct shim *s)
     s->launch = json_load_file(path, 0, &jerr);
     if (!s->launch)
         return -1;
+    /* The registry's credentials stay in memory only, for the pull: the
+     * run's file goes on without them. */
+    if (json_object_get(s->launch, "registry_auth")) {
+        json_t *kept = json_copy(s->launch);
+        char *text = NULL;
+        if (kept) {
+            json_object_del(kept, "registry_auth");
+            text = json_dumps(kept, JSON_COMPACT);
+        }
+        json_decref(kept);
+        if (!text ||
+            file_write_atomic_at(s->dirfd, "launch.json", text, strlen(text),
+                                 0600, false, NULL) < 0) {
+            free(text);
+            return -1;
+        }
+        free(text);
+    }
     const json_t *argv = json_object_get(s->launch, "argv");
     const json_t *env = json_object_get(s->launch, "env");
     size_t na = json_array_size(argv), ne = json_array_size(env);

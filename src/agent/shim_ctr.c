@@ -14,6 +14,9 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <linux/magic.h>
+#include <linux/openat2.h>
+#include <stdbool.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/wait.h>
@@ -30,10 +33,11 @@ struct shim_ctr {
     const char *run_dir;
     int dirfd;
     char id[128];
-    char dir[4200];   /* RUN/ctr: the bundle crun gets (a tmpfs) */
-    char state[4300]; /* crun's --root */
-    char rootfs[4300];
-    char shm[4300]; /* the tasks' shared /dev/shm */
+    char dir[4200];        /* RUN/ctr: what crun gets (a tmpfs, root-only) */
+    char state[4300];      /* crun's --root */
+    char bundle_dir[4300]; /* RUN/ctr/bundle: crun's bundle, 0711 */
+    char rootfs[4400];     /* in it */
+    char shm[4300];        /* the tasks' shared /dev/shm */
     struct image_bundle bundle;
     json_t *image_config;
     char task_id[160];
@@ -74,7 +78,7 @@ static int failf(char *why, size_t size, const char *fmt, ...)
 }
 
 /* RUN/ctr: a tmpfs (the writable layer, charged to the job's memory)
- * holding upper/, work/, state/ and rootfs/ = overlay(image rootfs). */
+ * holding upper/, work/, state/ and bundle/rootfs/ = overlay(image rootfs). */
 static int mount_rootfs(struct shim_ctr *c, char *why, size_t size)
 {
     char upper[4300], work[4300], opts[13000], lower[4300];
@@ -91,8 +95,9 @@ static int mount_rootfs(struct shim_ctr *c, char *why, size_t size)
     snprintf(lower, sizeof(lower), "%s/rootfs", c->bundle.dir);
     const char *shm = c->shm;
     if (mkdir(upper, 0755) < 0 || mkdir(work, 0700) < 0 ||
-        mkdir(c->rootfs, 0755) < 0 || mkdir(c->state, 0700) < 0 ||
-        mkdir(shm, 01777) < 0 || chmod(shm, 01777) < 0)
+        mkdir(c->bundle_dir, 0711) < 0 || mkdir(c->rootfs, 0755) < 0 ||
+        mkdir(c->state, 0700) < 0 || mkdir(shm, 01777) < 0 ||
+        chmod(shm, 01777) < 0)
         return failf(why, size, "cannot lay out %s: %s", c->dir,
                      strerror(errno));
     snprintf(opts, sizeof(opts), "lowerdir=%s,upperdir=%s,workdir=%s", lower,
@@ -191,7 +196,8 @@ struct shim_ctr *shim_ctr_prepare(const json_t *launch, const char *run_dir,
     snprintf(c->id, sizeof(c->id), "shoal-%s", id);
     snprintf(c->dir, sizeof(c->dir), "%s/ctr", run_dir);
     snprintf(c->state, sizeof(c->state), "%s/state", c->dir);
-    snprintf(c->rootfs, sizeof(c->rootfs), "%s/rootfs", c->dir);
+    snprintf(c->bundle_dir, sizeof(c->bundle_dir), "%s/bundle", c->dir);
+    snprintf(c->rootfs, sizeof(c->rootfs), "%s/rootfs", c->bundle_dir);
     snprintf(c->shm, sizeof(c->shm), "%s/shm", c->dir);
     const char *image = json_string_value(json_object_get(cj, "image"));
     struct image_cache_cfg cfg = {
@@ -236,6 +242,8 @@ struct shim_ctr *shim_ctr_prepare(const json_t *launch, const char *run_dir,
     if (image_prepare(&cfg, transport, &user, progress, resolved, c, &c->bundle,
                       why, size) < 0)
         goto fail;
+    /* Pulled: the credentials are no longer needed. */
+    json_object_del(c->launch, "registry_auth");
     write_image_note(c, image, clock_mono_ms() - t0);
     char path[4300];
     snprintf(path, sizeof(path), "%s/config.json", c->bundle.dir);
@@ -277,6 +285,117 @@ static void hide_hybrid_unified(void)
         umount2("/sys/fs/cgroup/unified", MNT_DETACH);
 }
 
+/* path (relative, no leading '/') inside the rootfs rootfd names, symlinks
+ * resolved as if rootfd were / (as crun resolves them): the image is the
+ * user's and cannot lead a lookup out of it. */
+static int open_in_root(int rootfd, const char *path, int flags)
+{
+    struct open_how how = {
+        .flags = (uint64_t)(flags | O_CLOEXEC),
+        .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+    };
+    return (int)syscall(SYS_openat2, rootfd, path[0] ? path : ".", &how,
+                        sizeof(how));
+}
+
+/* Create a mount point dst (a folder, or an empty file) and its missing
+ * parents in the overlay rootfs. Inside its user namespace crun cannot:
+ * the image's folders belong to root, unmapped there. 0, or -1 with
+ * errno. */
+static int make_mountpoint(int rootfd, const char *dst, bool file)
+{
+    char path[4200];
+    while (*dst == '/')
+        dst++;
+    if (strlen(dst) >= sizeof(path)) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    snprintf(path, sizeof(path), "%s", dst);
+    size_t len = strlen(path);
+    for (size_t end = 0; end < len;) {
+        size_t start = end;
+        while (end < len && path[end] != '/')
+            end++;
+        bool last = end >= len;
+        char keep = path[end];
+        path[end] = '\0';
+        const char *name = path + start;
+        int fd = open_in_root(rootfd, path, O_PATH);
+        int err = errno;
+        if (fd >= 0) {
+            close(fd);
+        } else if (err != ENOENT || strcmp(name, ".") == 0 ||
+                   strcmp(name, "..") == 0 || !name[0]) {
+            errno = err;
+            return -1;
+        } else {
+            /* The parent, resolved in the root; then one name in it
+             * (mkdirat and O_NOFOLLOW follow no link of the image). */
+            if (start > 0)
+                path[start - 1] = '\0';
+            int pfd = open_in_root(rootfd, start > 0 ? path : "",
+                                   O_PATH | O_DIRECTORY);
+            if (start > 0)
+                path[start - 1] = '/';
+            if (pfd < 0)
+                return -1;
+            int rc;
+            if (last && file) {
+                rc = openat(
+                    pfd, name,
+                    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+                if (rc >= 0)
+                    close(rc);
+            } else {
+                rc = mkdirat(pfd, name, 0755);
+            }
+            err = errno;
+            close(pfd);
+            if (rc < 0 && err != EEXIST) {
+                errno = err;
+                return -1;
+            }
+        }
+        path[end] = keep;
+        while (end < len && path[end] == '/')
+            end++;
+    }
+    return 0;
+}
+
+/* Every mount point of the config, made in the rootfs (those under /dev/
+ * go on crun's own tmpfs there: crun makes them). */
+static int make_mountpoints(struct shim_ctr *c, const json_t *doc, char *why,
+                            size_t size)
+{
+    int rootfd = open(c->rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (rootfd < 0)
+        return failf(why, size, "cannot open %s: %s", c->rootfs,
+                     strerror(errno));
+    size_t i;
+    json_t *m;
+    json_array_foreach (json_object_get(doc, "mounts"), i, m) {
+        const char *dst = json_string_value(json_object_get(m, "destination"));
+        const char *type = json_string_value(json_object_get(m, "type"));
+        const char *src = json_string_value(json_object_get(m, "source"));
+        if (!dst || strncmp(dst, "/dev/", 5) == 0)
+            continue;
+        struct stat st;
+        bool file = type && strcmp(type, "bind") == 0 && src &&
+                    stat(src, &st) == 0 && !S_ISDIR(st.st_mode);
+        if (make_mountpoint(rootfd, dst, file) < 0) {
+            int err = errno;
+            close(rootfd);
+            return failf(why, size,
+                         "cannot make the mount point %s in the image: %s", dst,
+                         strerror(err));
+        }
+    }
+    close(rootfd);
+    return 0;
+}
+
 char **shim_ctr_task_argv(struct shim_ctr *c, int t,
                           const struct container_proc *proc, char *why,
                           size_t size)
@@ -286,7 +405,11 @@ char **shim_ctr_task_argv(struct shim_ctr *c, int t,
         .image_config = c->image_config,
         .container = json_object_get(c->launch, "container"),
         .volumes = json_object_get(c->launch, "mounts"),
-        .rootfs = c->rootfs,
+        /* Relative to the bundle: crun, once in the user namespace, cannot
+         * look up a path through the root-only RUN/ctr (root is unmapped
+         * there); it resolves this one from the bundle, its working folder
+         * since before (0711: searchable by the unmapped). */
+        .rootfs = "rootfs",
         .run_dir = c->run_dir,
         .shm_dir = c->shm,
         .hostname = node_name(host, sizeof(host)),
@@ -294,6 +417,10 @@ char **shim_ctr_task_argv(struct shim_ctr *c, int t,
     if (t == 0)
         hide_hybrid_unified();
     json_t *doc = container_config(&in, proc, why, size);
+    if (doc && make_mountpoints(c, doc, why, size) < 0) {
+        json_decref(doc);
+        return NULL;
+    }
     char name[64];
     snprintf(name, sizeof(name), "config-%d.json", t);
     snprintf(c->arg_buf[0], sizeof(c->arg_buf[0]), "%s/%s", c->dir, name);
@@ -310,7 +437,8 @@ char **shim_ctr_task_argv(struct shim_ctr *c, int t,
     c->argv[n++] = "crun";
     c->argv[n++] = c->arg_buf[1];
     c->argv[n++] = "--cgroup-manager=disabled";
-    snprintf(c->arg_buf[2], sizeof(c->arg_buf[2]), "--bundle=%s", c->dir);
+    snprintf(c->arg_buf[2], sizeof(c->arg_buf[2]), "--bundle=%s",
+             c->bundle_dir);
     snprintf(c->arg_buf[3], sizeof(c->arg_buf[3]), "--config=%s",
              c->arg_buf[0]);
     snprintf(c->task_id, sizeof(c->task_id), "%s-%d", c->id, t);

@@ -674,7 +674,9 @@ static const char *stop_reason(const struct job *job)
 
 /* A job pulling from a registry gets its project's credentials for that
  * registry, if a secret holds some (secrets_registry_auth): the agent
- * hands them to skopeo in a file of its own, never to the job. */
+ * hands them to skopeo in a file of its own, never to the job, and keeps
+ * them in no file of the run (work_entry sends them until the node
+ * reports the run). */
 static void add_registry_auth(struct shoald *d, const struct job *job,
                               json_t *e)
 {
@@ -717,7 +719,9 @@ static json_t *work_entry(struct shoald *d, const struct job *job, int part)
     if (e && run && job->spec.nvolumes > 0)
         json_object_set_new(e, "mounts",
                             volumes_mounts(d->volumes, d->secrets, &job->spec));
-    if (e && run && job->spec.container.image)
+    /* Only until the node has the run: the secret is not decrypted for
+     * every poll of a running job, nor sent again. */
+    if (e && run && job->spec.container.image && !al->reported)
         add_registry_auth(d, job, e);
     if (e && run && job->image_digest)
         json_object_set_new(e, "image_digest", json_string(job->image_digest));

@@ -125,6 +125,20 @@ static void apply_note(struct shoald *d, const char *node, json_int_t id,
     }
 }
 
+/* The node has the job's run: its work goes on without the registry's
+ * credentials (the pull took them from the first entry it got). */
+static void run_reported(struct shoald *d, const char *node, json_int_t id,
+                         json_int_t attempt)
+{
+    struct job *job = jobtab_get(d->jobs, (uint64_t)id);
+    if (!job || job_attempt(job) != attempt || job->state != JOB_RUNNING)
+        return;
+    for (int a = 0; a < job->nalloc; a++) {
+        if (strcmp(job->alloc[a].node, node) == 0)
+            job->alloc[a].reported = true;
+    }
+}
+
 /* The digest the first node of a job in an image resolved its reference to
  * (runs_alive_json): the job keeps the first one it hears for this attempt
  * (stored, so a restarted controller sends the same) and its other nodes
@@ -182,6 +196,7 @@ int nodes_count_stale(struct shoald *d, const char *node, const json_t *runs,
         if (!run_wanted(d, node, (uint64_t)id, (int)attempt))
             (*stale)++;
         else {
+            run_reported(d, node, id, attempt);
             apply_note(d, node, id, attempt, note);
             nodes_job_digest(d, node, id, attempt, digest);
         }

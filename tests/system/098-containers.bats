@@ -35,6 +35,13 @@
 #           the job shows it (shoal show), nothing else resolves the tag
 #   ctr-018 a node that cannot get the digest the first node resolved (the
 #           registry deleted it) fails the job with that reason
+#   ctr-019 a registry password left by a killed pull is removed at start
+#   ctr-020 the container runs in a user namespace that maps only its
+#           user: root is unmapped inside, a root-owned file bound in stays
+#           root's
+#   ctr-021 a user's copy left in the cache's incoming/ by a killed pull is
+#           removed at agent start and when a pull ends, unless a pull
+#           holds it
 
 load lib/cluster
 
@@ -112,6 +119,8 @@ open_test_dir() {
 }
 
 run_dir() { echo "$SHOAL_TEST_DIR/${2:-node1}/runs/$1.0"; }
+
+logs_have() { shoal logs "$1" | grep -qx "$2"; }
 
 job_done() {
     case "$(job_state "$1")" in completed | failed | cancelled) return 0 ;; esac
@@ -553,6 +562,16 @@ reg_start() {
     # Nothing of the credentials in the job's environment.
     if echo "$output" | grep -q tpass; then false; fi
     [ -z "$(ls -d "$SHOAL_TEST_DIR"/node1/images/auth-* 2>/dev/null)" ]
+    # While a job from the registry runs, no file of the node's state holds
+    # the password (work.json, launch.json: the pull had it in memory).
+    e=$(submit --user "$CUSER" --image "$ref" -- sh -c 'echo started; exec sleep 1000')
+    wait_for 90 logs_have "$e" started
+    b64=$(printf tuser:tpass | base64)
+    [ -s "$(run_dir "$e")/launch.json" ]
+    [ -s "$(run_dir "$e")/work.json" ]
+    if grep -rlF -e tpass -e "$b64" "$SHOAL_TEST_DIR/node1"; then false; fi
+    shoal cancel "$e"
+    wait_job_state "$e" cancelled 30
 }
 
 @test "ctr-017 a 2-node job from a registry tag runs one digest on every node" {
@@ -666,4 +685,73 @@ reg_start() {
     [ ! -e "$imgs/auth-stale1" ]
     [ -e "$imgs/auth-inuse1/auth.json" ]
     [ -e "$imgs/auth-fresh1/auth.json" ]
+}
+
+@test "ctr-020 the container's user namespace maps only its user: host root is out of reach" {
+    shoal_cluster_start 1 1
+    open_test_dir
+    own="$SHOAL_TEST_DIR/rootowned"
+    mkdir -p "$own" && echo root-data >"$own/f" && chmod 0644 "$own/f"
+    # Group and others may write this one: only a mapped root could chown it.
+    echo root-data >"$own/g" && chmod 0666 "$own/g"
+    uid=$(id -u "$CUSER")
+    probe='echo uidmap; cat /proc/self/uid_map; echo gidmap; cat /proc/self/gid_map;
+echo "id=$(id -u)"; ls -ln /own/f;
+echo x >> /own/f 2>/dev/null && echo wrote || echo f=refused;
+busybox chown 0 /own/g 2>/dev/null && echo chowned || echo g=refused'
+    id=$(submit --user "$CUSER" --image "$IMG" --container-mounts "$own:/own" -- sh -c "$probe")
+    wait_for 60 job_done "$id"
+    run shoal logs "$id"
+    echo "$output"
+    [ "$(job_state "$id")" = completed ]
+    maps=$(echo "$output" | awk '/^uidmap$/ {m = "u"; next} /^gidmap$/ {m = "g"; next}
+        /^id=/ {m = ""} m != "" {print m, $1, $2, $3}')
+    # The host's map is the whole range; the container's holds the user alone.
+    [ "$(awk '{print $1, $2, $3}' /proc/self/uid_map)" = "0 0 4294967295" ]
+    [ "$(echo "$maps" | grep '^u ')" = "u $uid $uid 1" ]
+    echo "$maps" | grep -q "^g $(id -g "$CUSER") $(id -g "$CUSER") 1$"
+    if echo "$maps" | grep -q '^g 0 '; then false; fi
+    echo "$output" | grep -qx "id=$uid"
+    # Root is not mapped: its files are nobody's inside.
+    [ "$(echo "$output" | awk '$NF == "/own/f" {print $3 ":" $4}')" = "65534:65534" ]
+    echo "$output" | grep -qx f=refused
+    echo "$output" | grep -qx g=refused
+    [ "$(cat "$own/f")" = root-data ]
+    [ "$(stat -c %u "$own/g")" = 0 ]
+}
+
+@test "ctr-021 a stale copy in the cache's incoming/ is removed at start and after a pull" {
+    shoald_start
+    inc="$SHOAL_TEST_DIR/node1/images/incoming"
+    mkdir -p "$inc" && chmod 0711 "$SHOAL_TEST_DIR/node1/images" "$inc"
+    # What a pull killed mid-copy leaves: the user's folder, with a copy.
+    mkdir -p "$inc/stale1/layout/blobs" "$inc/stale2" "$inc/held1/layout"
+    head -c 65536 /dev/urandom >"$inc/stale1/layout/blobs/x"
+    : >"$inc/stale2.lock"
+    id -u "$CUSER" >/dev/null
+    chown -R "$CUSER" "$inc/stale1" "$inc/stale2" "$inc/held1"
+    chmod 0700 "$inc/stale1" "$inc/held1"
+    chmod 0000 "$inc/stale2"
+    # A pull still under way (a shim that outlived its agent) holds its lock.
+    # (Held by a process of its own: the agent must not inherit it.)
+    : >"$inc/held1.lock"
+    sh -c 'exec 9<"$1"; flock 9; exec sleep 600' _ "$inc/held1.lock" &
+    holder=$!
+    record_pid "$holder"
+    wait_for 10 sh -c "! flock -n '$inc/held1.lock' true"
+    agent_start node1 1 H100-80GB
+    wait_for 20 nodes_up_is 1
+    [ ! -e "$inc/stale1" ]
+    [ ! -e "$inc/stale2" ]
+    [ ! -e "$inc/stale2.lock" ]
+    [ -e "$inc/held1/layout" ]
+    [ -e "$inc/held1.lock" ]
+    # Its pull is gone; the next pull's end sweeps it.
+    kill "$holder"
+    wait_for 10 flock -n "$inc/held1.lock" true
+    open_test_dir
+    a=$(submit --user "$CUSER" --image "$IMG" -- echo ran)
+    wait_for 60 job_done "$a"
+    [ "$(job_state "$a")" = completed ]
+    [ -z "$(ls -A "$inc")" ]
 }

@@ -34,6 +34,19 @@ static const json_t *find(const json_t *arr, const char *key, const char *val)
     return NULL;
 }
 
+static const json_t *find_int(const json_t *arr, const char *key,
+                              json_int_t val)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach (arr, i, v) {
+        const json_t *n = json_object_get(v, key);
+        if (json_is_integer(n) && json_integer_value(n) == val)
+            return v;
+    }
+    return NULL;
+}
+
 static bool has_env(const json_t *env, const char *kv)
 {
     size_t i;
@@ -101,6 +114,24 @@ Test(container, config_holds_the_job_and_only_what_it_was_given)
     cr_assert_null(find(json_object_get(lin, "namespaces"), "type", "network"));
     cr_assert_not_null(
         find(json_object_get(lin, "namespaces"), "type", "mount"));
+    /* A user namespace mapping the user's ids only, each to itself: root
+     * is not mapped (gid 1000 comes once though it is also a group). */
+    cr_assert_not_null(
+        find(json_object_get(lin, "namespaces"), "type", "user"));
+    const json_t *um = json_object_get(lin, "uidMappings");
+    cr_assert_eq(json_array_size(um), 1);
+    cr_assert_eq(json_integer_value(
+                     json_object_get(json_array_get(um, 0), "containerID")),
+                 1000);
+    cr_assert_eq(
+        json_integer_value(json_object_get(json_array_get(um, 0), "hostID")),
+        1000);
+    cr_assert_eq(
+        json_integer_value(json_object_get(json_array_get(um, 0), "size")), 1);
+    const json_t *gm = json_object_get(lin, "gidMappings");
+    cr_assert_eq(json_array_size(gm), 2);
+    cr_assert_not_null(find_int(gm, "containerID", 27));
+    cr_assert_null(find_int(gm, "containerID", 0));
     const json_t *m = json_object_get(cfg, "mounts");
     const json_t *s = find(m, "destination", "/s");
     cr_assert_not_null(s);

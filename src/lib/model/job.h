@@ -167,6 +167,8 @@ struct job_alloc {
     bool done;       /* its processes on this node are gone */
     int exit_code;   /* of this node's part; -1 unknown */
     int exit_signal; /* 0 none */
+    bool reported;   /* its node reported this attempt's run (in memory
+                        only): its work needs no registry credentials */
 };
 
 struct job {
