@@ -170,3 +170,33 @@ CASES
     run curl -s -o /dev/null -w '%{http_code}' "$SHOAL_URL/index.html"
     [ "$output" = 404 ]
 }
+
+@test "api-011 a long listing is streamed whole: pages join up, nothing twice" {
+    # 400 tasks of one array, each job ~0.5 KiB: the answer spans several
+    # of the blocks the controller streams it in.
+    api POST /v1/jobs '{"command":["python","train.py","--a-long-argument-to-make-the-listing-longer"],"gpus":1,"array":"0-399","name":"streamed"}'
+    [ "$status_code" = 201 ]
+    hdr="$SHOAL_TEST_DIR/list.hdr"
+    curl -sf -D "$hdr" -H "Authorization: Bearer $SHOAL_TOKEN" \
+        "$SHOAL_URL/v1/jobs" >"$SHOAL_TEST_DIR/all.json"
+    grep -qi '^content-type: application/json' "$hdr"
+    all="$SHOAL_TEST_DIR/all.json"
+    [ "$(jq '.jobs | length' "$all")" -eq 400 ]
+    [ "$(jq '.more' "$all")" -eq 0 ]
+    # In id order, each once, every pending one with its reason.
+    [ "$(jq '[.jobs[].id] | . == (sort | unique)' "$all")" = true ]
+    [ "$(jq '[.jobs[] | select(.reason == null)] | length' "$all")" -eq 0 ]
+    # Pages of 150 after one another give the same jobs, the same text.
+    after=0
+    : >"$SHOAL_TEST_DIR/pages.json"
+    for want_more in 250 100 0; do
+        api GET "/v1/jobs?limit=150&after=$after"
+        [ "$status_code" = 200 ]
+        [ "$(echo "$body" | jq .more)" -eq "$want_more" ]
+        echo "$body" | jq -c '.jobs[]' >>"$SHOAL_TEST_DIR/pages.json"
+        after=$(echo "$body" | jq '.jobs[-1].id')
+    done
+    jq -c '.jobs[]' "$all" | diff - "$SHOAL_TEST_DIR/pages.json"
+    # `shoal queue --json` prints the same jobs.
+    shoal queue --json | jq -c '.[]' | diff - <(jq -c '.jobs[]' "$all")
+}
