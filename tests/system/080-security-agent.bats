@@ -297,3 +297,21 @@ EOF
     wait_job_state "$id" completed
     [ "$(shoal logs "$id" | tr '\n' ' ')" = "0 1 2 3 " ]
 }
+
+@test "sec-009 a task held before its exec still gets the cancel and the time limit" {
+    shoal_cluster_start 1 1
+    open_test_dir
+    # --output names a FIFO nobody reads: the task's open of it, as the
+    # user, blocks before exec. The shim must still pass the stop on.
+    fifo_dir="$SHOAL_TEST_DIR/fifo"
+    mkdir -p "$fifo_dir"
+    chown "$ATTACKER" "$fifo_dir"
+    mkfifo "$fifo_dir/out"
+    chown "$ATTACKER" "$fifo_dir/out"
+    id=$(submit --user "$ATTACKER" -D /tmp --output "$fifo_dir/out" -- true)
+    wait_job_state "$id" running
+    shoal cancel "$id"
+    wait_job_state "$id" cancelled 30
+    id2=$(submit --user "$ATTACKER" -D /tmp --time 2s --output "$fifo_dir/out" -- true)
+    wait_job_state "$id2" timeout 30
+}
