@@ -259,30 +259,11 @@ static void remove_dir(const char *dir)
     rmdir(dir);
 }
 
-/* The start time of a process (field 22 of /proc/PID/stat), to tell a live
- * shim from a new process that reused its PID. 0 when absent. */
+/* The start time of a process, to tell a live shim from a new process
+ * that reused its PID. 0 when absent. */
 static unsigned long long proc_start(pid_t pid)
 {
-    char path[64], buf[1024];
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = '\0';
-    char *p = strrchr(buf, ')');
-    if (!p)
-        return 0;
-    /* After ") " come fields 3.. ; starttime is field 22. */
-    int field = 2;
-    for (p++; *p && field < 22; p++) {
-        if (*p == ' ')
-            field++;
-    }
-    return strtoull(p, NULL, 10);
+    return forkserver_proc_start(pid);
 }
 
 static int pidfd_open_pid(pid_t pid)
@@ -696,18 +677,26 @@ static int spawn_shim(struct run *r, struct sh_error *err)
     if (rs->forkserver) {
         pid_t pid;
         int pidfd;
-        struct sh_error ferr;
-        if (forkserver_spawn(rs->forkserver, r->dir, &pid, &pidfd, &ferr) ==
-            0) {
+        unsigned long long start;
+        int rc =
+            forkserver_spawn(rs->forkserver, r->dir, &pid, &pidfd, &start, err);
+        if (rc == FORKSERVER_OK) {
             r->shim_pid = pid;
-            r->shim_start = proc_start(pid);
+            r->shim_start = start;
             r->pidfd = pidfd;
             return 0;
         }
-        /* Gone or broken: shims are exec'd from here on. */
-        sh_log(LOG_WARNING, "runs", "%s; starting shims without it", ferr.msg);
+        if (rc == FORKSERVER_REFUSED)
+            return -1; /* the server said why; it serves the next run */
+        /* Gone or broken: shims are exec'd from here on. A request it
+         * received may have forked a shim for this run, so this run fails
+         * rather than getting a second one; only one that never reached
+         * the server is started here. */
+        sh_log(LOG_WARNING, "runs", "%s; starting shims without it", err->msg);
         forkserver_stop(rs->forkserver);
         rs->forkserver = NULL;
+        if (rc != FORKSERVER_UNSENT)
+            return -1;
     }
     char log[PATH_MAX + 16];
     snprintf(log, sizeof(log), "%s/shim.log", r->dir);

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -596,6 +597,13 @@ int shim_main(const char *run_dir)
     s.dirfd = open(run_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (s.dirfd < 0)
         return 1;
+    /* One shim per run: a second one started for this folder (by whatever
+     * mistake) leaves it to the first. The lock goes with the shim. */
+    if (flock(s.dirfd, LOCK_EX | LOCK_NB) < 0) {
+        fprintf(stderr, "shoal-agent --shim: %s: another shim runs it\n",
+                run_dir);
+        return 1;
+    }
     /* The agent stops a run by signalling its tasks, never the shim. */
     signal(SIGINT, SIG_IGN);
     signal(SIGTERM, SIG_IGN);

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -67,10 +69,14 @@ Test(forkserver, runs_a_shim_and_passes_its_pidfd)
         make_run(dir, sizeof(dir), "[\"sh\", \"-c\", \"echo hello; exit 3\"]");
         pid_t pid = 0;
         int pidfd = -1;
-        cr_assert_eq(forkserver_spawn(fs, dir, &pid, &pidfd, &err), 0, "%s",
-                     err.msg);
+        unsigned long long start = 0;
+        cr_assert_eq(forkserver_spawn(fs, dir, &pid, &pidfd, &start, &err), 0,
+                     "%s", err.msg);
         cr_assert_gt(pid, 0);
         cr_assert_geq(pidfd, 0);
+        /* The start time the server read is the shim's. */
+        cr_assert_eq(start, forkserver_proc_start(pid));
+        cr_assert_neq(start, 0);
         wait_exit(pidfd);
         close(pidfd);
         const char *st = slurp(dir, "status.json");
@@ -88,6 +94,46 @@ Test(forkserver, runs_a_shim_and_passes_its_pidfd)
     forkserver_stop(fs);
 }
 
+/* A second shim for the same run folder exits at once: only one runs a
+ * run, whatever started the other. */
+Test(forkserver, a_second_shim_for_a_run_exits)
+{
+    struct sh_error err;
+    struct forkserver *fs = forkserver_start(SHOAL_AGENT_EXE, &err);
+    cr_assert_not_null(fs, "%s", err.msg);
+    char dir[64];
+    make_run(dir, sizeof(dir), "[\"sleep\", \"30\"]");
+    pid_t pid = 0, pid2 = 0;
+    int pidfd = -1, pidfd2 = -1;
+    unsigned long long start = 0;
+    cr_assert_eq(forkserver_spawn(fs, dir, &pid, &pidfd, &start, &err), 0, "%s",
+                 err.msg);
+    /* The first holds the folder once its task is running. */
+    for (int i = 0; i < 300; i++) {
+        int d = open(dir, O_RDONLY | O_DIRECTORY);
+        int busy = flock(d, LOCK_EX | LOCK_NB) < 0;
+        close(d);
+        if (busy)
+            break;
+        usleep(10000);
+    }
+    cr_assert_eq(forkserver_spawn(fs, dir, &pid2, &pidfd2, &start, &err), 0,
+                 "%s", err.msg);
+    wait_exit(pidfd2);
+    close(pidfd2);
+    const char *log = slurp(dir, "shim.log");
+    cr_assert(log && strstr(log, "another shim runs it"), "shim.log: %s",
+              log ? log : "(none)");
+    /* The first is still running its task. */
+    struct pollfd p = {.fd = pidfd, .events = POLLIN};
+    cr_assert_eq(poll(&p, 1, 0), 0);
+    kill(pid, SIGUSR2); /* the shim's SIGKILL forward to its task */
+    wait_exit(pidfd);
+    close(pidfd);
+    forkserver_stop(fs);
+    remove_run(dir);
+}
+
 Test(forkserver, a_request_it_cannot_serve_is_refused)
 {
     struct sh_error err;
@@ -95,14 +141,16 @@ Test(forkserver, a_request_it_cannot_serve_is_refused)
     cr_assert_not_null(fs, "%s", err.msg);
     pid_t pid = 0;
     int pidfd = -1;
+    unsigned long long start = 0;
     /* No such folder: no shim.log to open, no shim. */
-    cr_assert_eq(
-        forkserver_spawn(fs, "/nonexistent/shoal-run", &pid, &pidfd, &err), -1);
+    cr_assert_eq(forkserver_spawn(fs, "/nonexistent/shoal-run", &pid, &pidfd,
+                                  &start, &err),
+                 FORKSERVER_REFUSED);
     cr_assert(strstr(err.msg, "No such file") != NULL, "%s", err.msg);
     /* The server goes on serving. */
     char dir[64];
     make_run(dir, sizeof(dir), "[\"true\"]");
-    cr_assert_eq(forkserver_spawn(fs, dir, &pid, &pidfd, &err), 0, "%s",
+    cr_assert_eq(forkserver_spawn(fs, dir, &pid, &pidfd, &start, &err), 0, "%s",
                  err.msg);
     wait_exit(pidfd);
     close(pidfd);
