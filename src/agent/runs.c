@@ -126,8 +126,10 @@ static int write_json(const char *dir, const char *name, const json_t *o)
  * run.json is overwritten in place, in one pwrite of at most a page, padded
  * with blanks to its old length (trailing blanks are valid JSON): a reader
  * after a crash finds the old text or the new. Only a regular file with a
- * single link is written through; anything else (a link or a FIFO planted
- * there, a hard link, a note too long) is replaced as before. */
+ * single link, the agent's own and open to nobody else, is written
+ * through; anything else (a link or a FIFO planted there, a hard link, a
+ * file a user owns or can open, say one an older agent left, a note too
+ * long) is replaced as before. */
 #define NOTE_IN_PLACE_MAX 4096
 
 static int rewrite_json(const char *dir, const char *name, const json_t *o)
@@ -145,7 +147,8 @@ static int rewrite_json(const char *dir, const char *name, const json_t *o)
     int rc = -1;
     struct stat st;
     if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-        st.st_nlink == 1 && st.st_size <= NOTE_IN_PLACE_MAX) {
+        st.st_nlink == 1 && st.st_uid == geteuid() && (st.st_mode & 077) == 0 &&
+        st.st_size <= NOTE_IN_PLACE_MAX) {
         char buf[NOTE_IN_PLACE_MAX];
         size_t n = len > (size_t)st.st_size ? len : (size_t)st.st_size;
         memcpy(buf, text, len);
@@ -164,8 +167,10 @@ static int rewrite_json(const char *dir, const char *name, const json_t *o)
 }
 
 /* The whole file in one read where it fits (json_loadfd reads one byte
- * per system call: 2,000 calls for a job's work.json). */
-static json_t *read_json(const char *dir, const char *name)
+ * per system call: 2,000 calls for a job's work.json). OWN: only a file of
+ * the agent's own user (run.json, which the agent writes in place and
+ * whose shim pid it signals). */
+static json_t *read_json_of(const char *dir, const char *name, bool own)
 {
     int dfd = run_dirfd(dir);
     int fd = dfd >= 0 ? file_open_regular_at(dfd, name) : -1;
@@ -175,6 +180,12 @@ static json_t *read_json(const char *dir, const char *name)
         return NULL;
     struct stat st;
     json_t *o = NULL;
+    if (own && (fstat(fd, &st) < 0 || st.st_uid != geteuid())) {
+        sh_log(LOG_WARNING, "runs", "%s/%s is not the agent's: not read", dir,
+               name);
+        close(fd);
+        return NULL;
+    }
     size_t cap =
         fstat(fd, &st) == 0 && st.st_size > 0 && st.st_size < (off_t)(64 << 20)
             ? (size_t)st.st_size + 1
@@ -211,6 +222,11 @@ static json_t *read_json(const char *dir, const char *name)
     free(buf);
     close(fd);
     return o;
+}
+
+static json_t *read_json(const char *dir, const char *name)
+{
+    return read_json_of(dir, name, false);
 }
 
 /* The run folder is the agent's (runs/ is 0711, root's): a path is as good
@@ -1147,7 +1163,7 @@ static void adopt(struct runs *rs, const char *name)
     if (run_dir_reclaim(r->dir) < 0)
         sh_log(LOG_WARNING, "runs", "run %s: cannot take back %s: %s", r->key,
                r->dir, strerror(errno));
-    json_t *notes = read_json(r->dir, "run.json");
+    json_t *notes = read_json_of(r->dir, "run.json", true);
     if (notes) {
         run_load_notes(r, notes);
         json_decref(notes);

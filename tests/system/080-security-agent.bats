@@ -315,3 +315,24 @@ EOF
     id2=$(submit --user "$ATTACKER" -D /tmp --time 2s --output "$fifo_dir/out" -- true)
     wait_job_state "$id2" timeout 30
 }
+
+@test "sec-010 a run.json the agent does not own is neither read nor written through" {
+    AGENT_KEEP_JOBS=1 shoal_cluster_start 1 1
+    id=$(submit --gpus 1 -- sleep 1000)
+    wait_job_state "$id" running
+    dir=$(run_dir "$id" node1)
+    sid=$(jq -r .shim_pid "$dir/run.json")
+    kill -9 "$(agent_pid node1)"
+    # What an older agent may have left: a run.json a user owns and can
+    # write.
+    cp "$dir/run.json" "$dir/planted"
+    chown "$ATTACKER" "$dir/planted"
+    chmod 0666 "$dir/planted"
+    mv "$dir/planted" "$dir/run.json"
+    AGENT_KEEP_JOBS=1 agent_start node1 1 H100-80GB
+    wait_for 20 grep -q "run.json is not the agent's" "$SHOAL_TEST_DIR/node1.log"
+    # The agent's next save is a file of its own, not a write into the
+    # user's.
+    wait_for 30 sh -c "[ \"\$(stat -c %u:%a '$dir/run.json')\" = 0:600 ]"
+    pkill -KILL -s "$sid" || true
+}
