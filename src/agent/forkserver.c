@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,7 +71,8 @@ unsigned long long forkserver_proc_start(pid_t pid)
 
 /* ---- the agent's side ---- */
 
-struct forkserver *forkserver_start(const char *self_exe, struct sh_error *err)
+struct forkserver *forkserver_start(const char *self_exe, const char *runs_dir,
+                                    struct sh_error *err)
 {
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
@@ -100,7 +102,7 @@ struct forkserver *forkserver_start(const char *self_exe, struct sh_error *err)
     if (rc == 0)
         rc = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
     pid_t pid = -1;
-    char *argv[] = {(char *)self_exe, "--fork-server", NULL};
+    char *argv[] = {(char *)self_exe, "--fork-server", (char *)runs_dir, NULL};
     if (rc == 0)
         rc = posix_spawn(&pid, self_exe, &fa, &attr, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
@@ -308,7 +310,22 @@ static void serve_one(const char *run_dir, int sfd)
     close(pidfd);
 }
 
-int forkserver_main(void)
+/* DIR is RUNS_DIR/<id>.<attempt>, decimal numbers, nothing else. */
+static bool is_run_dir(const char *runs_dir, const char *dir)
+{
+    size_t len = strlen(runs_dir);
+    if (len == 0 || strncmp(dir, runs_dir, len) != 0 || dir[len] != '/')
+        return false;
+    const char *p = dir + len + 1;
+    size_t id = strspn(p, "0123456789");
+    if (id == 0 || p[id] != '.')
+        return false;
+    p += id + 1;
+    size_t attempt = strspn(p, "0123456789");
+    return attempt > 0 && p[attempt] == '\0';
+}
+
+int forkserver_main(const char *runs_dir)
 {
     /* A terminal's signals are the agent's to act on; the server ends
      * when the agent's end of the socket closes. */
@@ -340,12 +357,19 @@ int forkserver_main(void)
         if (!p[0].revents)
             continue;
         char dir[PATH_MAX];
-        ssize_t n = recv(FORKSERVER_FD, dir, sizeof(dir) - 1, 0);
+        struct iovec iov = {.iov_base = dir, .iov_len = sizeof(dir) - 1};
+        struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+        ssize_t n = recvmsg(FORKSERVER_FD, &msg, MSG_CMSG_CLOEXEC);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
             break; /* the agent closed its end (or died) */
         dir[n] = '\0';
+        if ((msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
+            memchr(dir, '\0', (size_t)n) || !is_run_dir(runs_dir, dir)) {
+            answer(0, EINVAL, -1, 0);
+            continue;
+        }
         serve_one(dir, sfd);
     }
     reap();

@@ -30,8 +30,10 @@
 
 struct forkserver;
 
-/* Start `SELF_EXE --fork-server`; NULL (and ERR set) when it cannot. */
-struct forkserver *forkserver_start(const char *self_exe, struct sh_error *err);
+/* Start `SELF_EXE --fork-server RUNS_DIR`, which forks shims only for
+ * RUNS_DIR/<id>.<attempt>; NULL (and ERR set) when it cannot. */
+struct forkserver *forkserver_start(const char *self_exe, const char *runs_dir,
+                                    struct sh_error *err);
 
 /* What forkserver_spawn did. */
 enum {
@@ -62,8 +64,10 @@ void forkserver_stop(struct forkserver *fs);
  * same pid; 0 when it is gone. */
 unsigned long long forkserver_proc_start(pid_t pid);
 
-/* The server's main loop, for `shoal-agent --fork-server` (its socket is
- * descriptor 3). Returns the process exit status. */
-int forkserver_main(void);
+/* The server's main loop, for `shoal-agent --fork-server RUNS_DIR` (its
+ * socket is descriptor 3). A request it cannot serve (not a run folder of
+ * RUNS_DIR, truncated, or the fork failed) is answered with its error and
+ * the server goes on. Returns the process exit status. */
+int forkserver_main(const char *runs_dir);
 
 #endif

@@ -1213,7 +1213,7 @@ struct runs *runs_create(struct agent *a, struct sh_error *err)
     /* Stages of runs that ended while the agent was away. */
     release_stages(rs);
     struct sh_error ferr;
-    rs->forkserver = forkserver_start(a->cfg.self_exe, &ferr);
+    rs->forkserver = forkserver_start(a->cfg.self_exe, rs->dir, &ferr);
     if (!rs->forkserver)
         sh_log(LOG_WARNING, "runs", "%s; shims are exec'd per run", ferr.msg);
     return rs;

@@ -17,10 +17,24 @@
 
 #include "agent/forkserver.h"
 
+/* The runs folder the server serves, as the agent's <state>/runs. */
+static char runs_root[64];
+
+static struct forkserver *start_server(void)
+{
+    snprintf(runs_root, sizeof(runs_root), "/tmp/shoal-test-fs.XXXXXX");
+    cr_assert_not_null(mkdtemp(runs_root));
+    struct sh_error err;
+    struct forkserver *fs = forkserver_start(SHOAL_AGENT_EXE, runs_root, &err);
+    cr_assert_not_null(fs, "%s", err.msg);
+    return fs;
+}
+
 static void make_run(char *dir, size_t size, const char *argv_json)
 {
-    snprintf(dir, size, "/tmp/shoal-test-fs.XXXXXX");
-    cr_assert_not_null(mkdtemp(dir));
+    static int next_id = 1;
+    snprintf(dir, size, "%s/%d.0", runs_root, next_id++);
+    cr_assert_eq(mkdir(dir, 0700), 0);
     char path[512];
     snprintf(path, sizeof(path), "%s/launch.json", dir);
     FILE *f = fopen(path, "w");
@@ -62,10 +76,9 @@ static void remove_run(const char *dir)
 Test(forkserver, runs_a_shim_and_passes_its_pidfd)
 {
     struct sh_error err;
-    struct forkserver *fs = forkserver_start(SHOAL_AGENT_EXE, &err);
-    cr_assert_not_null(fs, "%s", err.msg);
+    struct forkserver *fs = start_server();
     for (int i = 0; i < 3; i++) {
-        char dir[64];
+        char dir[128];
         make_run(dir, sizeof(dir), "[\"sh\", \"-c\", \"echo hello; exit 3\"]");
         pid_t pid = 0;
         int pidfd = -1;
@@ -92,6 +105,7 @@ Test(forkserver, runs_a_shim_and_passes_its_pidfd)
         remove_run(dir);
     }
     forkserver_stop(fs);
+    rmdir(runs_root);
 }
 
 /* A second shim for the same run folder exits at once: only one runs a
@@ -99,9 +113,8 @@ Test(forkserver, runs_a_shim_and_passes_its_pidfd)
 Test(forkserver, a_second_shim_for_a_run_exits)
 {
     struct sh_error err;
-    struct forkserver *fs = forkserver_start(SHOAL_AGENT_EXE, &err);
-    cr_assert_not_null(fs, "%s", err.msg);
-    char dir[64];
+    struct forkserver *fs = start_server();
+    char dir[128];
     make_run(dir, sizeof(dir), "[\"sleep\", \"30\"]");
     pid_t pid = 0, pid2 = 0;
     int pidfd = -1, pidfd2 = -1;
@@ -132,23 +145,37 @@ Test(forkserver, a_second_shim_for_a_run_exits)
     close(pidfd);
     forkserver_stop(fs);
     remove_run(dir);
+    rmdir(runs_root);
 }
 
 Test(forkserver, a_request_it_cannot_serve_is_refused)
 {
     struct sh_error err;
-    struct forkserver *fs = forkserver_start(SHOAL_AGENT_EXE, &err);
-    cr_assert_not_null(fs, "%s", err.msg);
+    struct forkserver *fs = start_server();
     pid_t pid = 0;
     int pidfd = -1;
     unsigned long long start = 0;
-    /* No such folder: no shim.log to open, no shim. */
-    cr_assert_eq(forkserver_spawn(fs, "/nonexistent/shoal-run", &pid, &pidfd,
-                                  &start, &err),
+    /* No such run folder: no shim.log to open, no shim. */
+    char missing[128];
+    snprintf(missing, sizeof(missing), "%s/999.0", runs_root);
+    cr_assert_eq(forkserver_spawn(fs, missing, &pid, &pidfd, &start, &err),
                  FORKSERVER_REFUSED);
     cr_assert(strstr(err.msg, "No such file") != NULL, "%s", err.msg);
+    /* Anything but <runs>/<id>.<attempt> is refused, not served. */
+    char bad[5][160];
+    snprintf(bad[0], sizeof(bad[0]), "/tmp");
+    snprintf(bad[1], sizeof(bad[1]), "%s/../1.0", runs_root);
+    snprintf(bad[2], sizeof(bad[2]), "%s/1.0/x", runs_root);
+    snprintf(bad[3], sizeof(bad[3]), "%s/1", runs_root);
+    snprintf(bad[4], sizeof(bad[4]), "%sx/1.0", runs_root);
+    for (int i = 0; i < 5; i++) {
+        cr_assert_eq(forkserver_spawn(fs, bad[i], &pid, &pidfd, &start, &err),
+                     FORKSERVER_REFUSED, "%s", bad[i]);
+        cr_assert(strstr(err.msg, "Invalid argument") != NULL, "%s: %s", bad[i],
+                  err.msg);
+    }
     /* The server goes on serving. */
-    char dir[64];
+    char dir[128];
     make_run(dir, sizeof(dir), "[\"true\"]");
     cr_assert_eq(forkserver_spawn(fs, dir, &pid, &pidfd, &start, &err), 0, "%s",
                  err.msg);
@@ -159,4 +186,5 @@ Test(forkserver, a_request_it_cannot_serve_is_refused)
     cr_assert(strstr(st, "\"exit_code\":0") != NULL, "status: %s", st);
     remove_run(dir);
     forkserver_stop(fs);
+    rmdir(runs_root);
 }
