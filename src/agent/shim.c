@@ -381,6 +381,15 @@ static void exec_task(struct shim *s, pid_t pgid, int errfd, char **envp)
 {
     int e;
     setpgid(0, pgid);
+    /* The shim ignores SIGTERM; the task takes it from here on, also
+     * before its exec (an open of a FIFO as its output can wait there).
+     * start_task blocked it across the fork, so one sent in between is
+     * pending and comes now. */
+    signal(SIGTERM, SIG_DFL);
+    sigset_t term;
+    sigemptyset(&term);
+    sigaddset(&term, SIGTERM);
+    sigprocmask(SIG_UNBLOCK, &term, NULL);
     if (s->attach && cgroup_attach_move(&s->att, 0) < 0)
         goto fail;
     int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -478,11 +487,16 @@ static pid_t start_task(struct shim *s, int t, pid_t pgid, int *exec_errno)
     int p[2];
     if (pipe2(p, O_CLOEXEC) < 0)
         return -1;
+    sigset_t term, old_mask;
+    sigemptyset(&term);
+    sigaddset(&term, SIGTERM);
+    sigprocmask(SIG_BLOCK, &term, &old_mask);
     pid_t pid = fork();
     if (pid == 0) {
         close(p[0]);
         exec_task(s, pgid, p[1], task_env);
     }
+    sigprocmask(SIG_SETMASK, &old_mask, NULL);
     /* Both sides set the group, so it is in place whichever runs first. */
     if (pid > 0) {
         setpgid(pid, pgid ? pgid : pid);

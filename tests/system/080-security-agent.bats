@@ -299,7 +299,11 @@ EOF
 }
 
 @test "sec-009 a task held before its exec still gets the cancel and the time limit" {
-    shoal_cluster_start 1 1
+    # A grace far longer than the waits below: only the SIGTERM the shim
+    # passes on ends the task in time, not the SIGKILL at the deadline.
+    shoald_start --kill-grace 300s
+    agent_start node1 1 H100-80GB
+    wait_for 20 nodes_up_is 1
     open_test_dir
     # --output names a FIFO nobody reads: the task's open of it, as the
     # user, blocks before exec. The shim must still pass the stop on.
@@ -311,9 +315,12 @@ EOF
     id=$(submit --user "$ATTACKER" -D /tmp --output "$fifo_dir/out" -- true)
     wait_job_state "$id" running
     shoal cancel "$id"
-    wait_job_state "$id" cancelled 30
+    # The agent reports the run ended (the GPU is released).
+    wait_for 60 sh -c "[ \"\$(curl -sf -H 'Authorization: Bearer $SHOAL_TOKEN' $SHOAL_URL/v1/jobs/$id | jq .releasing)\" = false ]"
+    [ "$(job_state "$id")" = cancelled ]
     id2=$(submit --user "$ATTACKER" -D /tmp --time 2s --output "$fifo_dir/out" -- true)
-    wait_job_state "$id2" timeout 30
+    wait_job_state "$id2" timeout 60
+    wait_for 60 sh -c "[ \"\$(curl -sf -H 'Authorization: Bearer $SHOAL_TOKEN' $SHOAL_URL/v1/jobs/$id2 | jq .releasing)\" = false ]"
 }
 
 @test "sec-010 a run.json the agent does not own is neither read nor written through" {

@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -114,22 +113,21 @@ Test(forkserver, a_second_shim_for_a_run_exits)
 {
     struct sh_error err;
     struct forkserver *fs = start_server();
-    char dir[128];
-    make_run(dir, sizeof(dir), "[\"sleep\", \"30\"]");
+    char dir[128], argv[300], started[128];
+    /* The task says it runs (the shim locked the folder before it). */
+    snprintf(started, sizeof(started), "%s/started", runs_root);
+    snprintf(argv, sizeof(argv),
+             "[\"sh\", \"-c\", \"touch %s; exec sleep 30\"]", started);
+    make_run(dir, sizeof(dir), argv);
     pid_t pid = 0, pid2 = 0;
     int pidfd = -1, pidfd2 = -1;
     unsigned long long start = 0;
     cr_assert_eq(forkserver_spawn(fs, dir, &pid, &pidfd, &start, &err), 0, "%s",
                  err.msg);
-    /* The first holds the folder once its task is running. */
-    for (int i = 0; i < 300; i++) {
-        int d = open(dir, O_RDONLY | O_DIRECTORY);
-        int busy = flock(d, LOCK_EX | LOCK_NB) < 0;
-        close(d);
-        if (busy)
-            break;
+    struct stat sb;
+    for (int i = 0; i < 3000 && stat(started, &sb) < 0; i++)
         usleep(10000);
-    }
+    cr_assert_eq(stat(started, &sb), 0, "the first shim's task did not start");
     cr_assert_eq(forkserver_spawn(fs, dir, &pid2, &pidfd2, &start, &err), 0,
                  "%s", err.msg);
     wait_exit(pidfd2);
@@ -145,6 +143,7 @@ Test(forkserver, a_second_shim_for_a_run_exits)
     close(pidfd);
     forkserver_stop(fs);
     remove_run(dir);
+    unlink(started);
     rmdir(runs_root);
 }
 
