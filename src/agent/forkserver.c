@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,10 @@
 
 #include "agent/shim.h"
 
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
+
 #define FORKSERVER_FD 3
 #define REPLY_TIMEOUT_S 10
 
@@ -29,17 +34,45 @@ extern char **environ;
 struct forkserver {
     int sock;
     pid_t pid;
+    int pidfd; /* the server's: killed through it, never waited for */
 };
 
-/* The answer to one request: the shim's pid, or 0 and why not. */
+/* The answer to one request: the shim's pid and its start time (read
+ * before the server could reap it), or pid 0 and why not. */
 struct reply {
     int32_t pid;
     int32_t err;
+    uint64_t start;
 };
+
+unsigned long long forkserver_proc_start(pid_t pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')');
+    if (!p)
+        return 0;
+    /* After ") " come fields 3.. ; starttime is field 22. */
+    int field = 2;
+    for (p++; *p && field < 22; p++) {
+        if (*p == ' ')
+            field++;
+    }
+    return strtoull(p, NULL, 10);
+}
 
 /* ---- the agent's side ---- */
 
-struct forkserver *forkserver_start(const char *self_exe, struct sh_error *err)
+struct forkserver *forkserver_start(const char *self_exe, const char *runs_dir,
+                                    struct sh_error *err)
 {
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
@@ -69,7 +102,7 @@ struct forkserver *forkserver_start(const char *self_exe, struct sh_error *err)
     if (rc == 0)
         rc = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
     pid_t pid = -1;
-    char *argv[] = {(char *)self_exe, "--fork-server", NULL};
+    char *argv[] = {(char *)self_exe, "--fork-server", (char *)runs_dir, NULL};
     if (rc == 0)
         rc = posix_spawn(&pid, self_exe, &fa, &attr, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
@@ -83,28 +116,42 @@ struct forkserver *forkserver_start(const char *self_exe, struct sh_error *err)
     }
     struct timeval tv = {.tv_sec = REPLY_TIMEOUT_S};
     setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    struct forkserver *fs = calloc(1, sizeof(*fs));
+    /* Opened before the agent's SIGCHLD loop can reap it. */
+    int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    struct forkserver *fs = pidfd >= 0 ? calloc(1, sizeof(*fs)) : NULL;
     if (!fs) {
-        close(sv[0]);
-        waitpid(pid, NULL, 0);
-        sh_errorf(err, SH_EINTERNAL, "out of memory");
+        int e = errno;
+        close(sv[0]); /* it exits when its end of the socket closes */
+        if (pidfd >= 0)
+            close(pidfd);
+        sh_errorf(err, SH_EUNAVAILABLE, "fork server: %s", strerror(e));
         return NULL;
     }
+    fcntl(pidfd, F_SETFD, FD_CLOEXEC);
     fs->sock = sv[0];
     fs->pid = pid;
+    fs->pidfd = pidfd;
     return fs;
 }
 
 int forkserver_spawn(struct forkserver *fs, const char *run_dir, pid_t *pid,
-                     int *pidfd, struct sh_error *err)
+                     int *pidfd, unsigned long long *start,
+                     struct sh_error *err)
 {
     size_t len = strlen(run_dir);
-    if (len >= PATH_MAX)
-        return sh_errorf(err, SH_EINVAL, "run folder path too long");
+    if (len == 0 || len >= PATH_MAX) {
+        sh_errorf(err, SH_EINVAL, "bad run folder path");
+        return FORKSERVER_REFUSED;
+    }
     ssize_t n = send(fs->sock, run_dir, len, MSG_NOSIGNAL);
-    if (n != (ssize_t)len)
-        return sh_errorf(err, SH_EUNAVAILABLE, "fork server: send: %s",
-                         n < 0 ? strerror(errno) : "short");
+    if (n < 0) {
+        /* Nothing reached the server: no shim was forked. */
+        sh_errorf(err, SH_EUNAVAILABLE, "fork server: send: %s",
+                  strerror(errno));
+        return FORKSERVER_UNSENT;
+    }
+    /* From here on the server may have forked a shim for this run: the
+     * caller must not start another one. */
     struct reply rep;
     struct iovec iov = {.iov_base = &rep, .iov_len = sizeof(rep)};
     union {
@@ -125,29 +172,54 @@ int forkserver_spawn(struct forkserver *fs, const char *run_dir, pid_t *pid,
             c->cmsg_len == CMSG_LEN(sizeof(int)))
             memcpy(&fd, CMSG_DATA(c), sizeof(int));
     }
-    if (n != (ssize_t)sizeof(rep)) {
+    if (n != (ssize_t)sizeof(rep) || (msg.msg_flags & MSG_TRUNC)) {
         if (fd >= 0)
             close(fd);
-        return sh_errorf(err, SH_EUNAVAILABLE, "fork server: %s",
-                         n < 0 ? strerror(errno) : "no answer");
+        sh_errorf(err, SH_EUNAVAILABLE, "fork server: %s",
+                  n < 0 ? strerror(errno) : "no answer");
+        return FORKSERVER_BROKEN;
     }
-    if (rep.pid <= 0 || fd < 0) {
+    if (rep.pid <= 0) {
         if (fd >= 0)
             close(fd);
-        return sh_errorf(err, SH_EUNAVAILABLE, "cannot start the shim: %s",
-                         strerror(rep.err ? rep.err : EPROTO));
+        sh_errorf(err, SH_EUNAVAILABLE, "cannot start the shim: %s",
+                  strerror(rep.err > 0 ? rep.err : EPROTO));
+        return FORKSERVER_REFUSED;
+    }
+    if (fd < 0 && (msg.msg_flags & MSG_CTRUNC)) {
+        /* The pidfd was dropped (no descriptor left here): open one from
+         * the pid, which is the shim's only while its start time says so. */
+        fd = (int)syscall(SYS_pidfd_open, rep.pid, 0);
+        if (fd >= 0 && forkserver_proc_start(rep.pid) != rep.start) {
+            close(fd);
+            fd = -1;
+        }
+        if (fd >= 0)
+            fcntl(fd, F_SETFD, FD_CLOEXEC);
+    }
+    if (fd < 0) {
+        sh_errorf(err, SH_EUNAVAILABLE,
+                  "fork server: shim %d started but cannot be watched",
+                  (int)rep.pid);
+        return FORKSERVER_BROKEN;
     }
     *pid = rep.pid;
     *pidfd = fd;
-    return 0;
+    *start = rep.start;
+    return FORKSERVER_OK;
 }
 
 void forkserver_stop(struct forkserver *fs)
 {
     if (!fs)
         return;
+    /* Never waits: this is reached when the server stopped answering. The
+     * agent's SIGCHLD loop reaps it (the pidfd kept its pid from reuse). */
     close(fs->sock);
-    waitpid(fs->pid, NULL, 0);
+    syscall(SYS_pidfd_send_signal, fs->pidfd, SIGKILL, NULL, 0);
+    siginfo_t si;
+    waitid((idtype_t)P_PIDFD, (id_t)fs->pidfd, &si, WEXITED | WNOHANG);
+    close(fs->pidfd);
     free(fs);
 }
 
@@ -182,9 +254,9 @@ static void become_shim(const char *run_dir, int log_fd, int sfd)
     exit(shim_main(run_dir));
 }
 
-static void answer(int pid, int e, int pidfd)
+static void answer(int pid, int e, int pidfd, unsigned long long start)
 {
-    struct reply rep = {.pid = pid, .err = e};
+    struct reply rep = {.pid = pid, .err = e, .start = start};
     struct iovec iov = {.iov_base = &rep, .iov_len = sizeof(rep)};
     union {
         struct cmsghdr h;
@@ -213,7 +285,7 @@ static void serve_one(const char *run_dir, int sfd)
     int log_fd =
         open(log, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (log_fd < 0) {
-        answer(0, errno, -1);
+        answer(0, errno, -1, 0);
         return;
     }
     pid_t pid = fork();
@@ -222,7 +294,7 @@ static void serve_one(const char *run_dir, int sfd)
     int e = errno;
     close(log_fd);
     if (pid < 0) {
-        answer(0, e, -1);
+        answer(0, e, -1, 0);
         return;
     }
     /* Opened before this process reaps it: the pid cannot be reused yet. */
@@ -230,14 +302,30 @@ static void serve_one(const char *run_dir, int sfd)
     if (pidfd < 0) {
         e = errno;
         kill(pid, SIGKILL);
-        answer(0, e, -1);
+        answer(0, e, -1, 0);
         return;
     }
-    answer(pid, 0, pidfd);
+    /* Read before this process reaps it, so the pid is still the shim's. */
+    answer(pid, 0, pidfd, forkserver_proc_start(pid));
     close(pidfd);
 }
 
-int forkserver_main(void)
+/* DIR is RUNS_DIR/<id>.<attempt>, decimal numbers, nothing else. */
+static bool is_run_dir(const char *runs_dir, const char *dir)
+{
+    size_t len = strlen(runs_dir);
+    if (len == 0 || strncmp(dir, runs_dir, len) != 0 || dir[len] != '/')
+        return false;
+    const char *p = dir + len + 1;
+    size_t id = strspn(p, "0123456789");
+    if (id == 0 || p[id] != '.')
+        return false;
+    p += id + 1;
+    size_t attempt = strspn(p, "0123456789");
+    return attempt > 0 && p[attempt] == '\0';
+}
+
+int forkserver_main(const char *runs_dir)
 {
     /* A terminal's signals are the agent's to act on; the server ends
      * when the agent's end of the socket closes. */
@@ -269,12 +357,19 @@ int forkserver_main(void)
         if (!p[0].revents)
             continue;
         char dir[PATH_MAX];
-        ssize_t n = recv(FORKSERVER_FD, dir, sizeof(dir) - 1, 0);
+        struct iovec iov = {.iov_base = dir, .iov_len = sizeof(dir) - 1};
+        struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+        ssize_t n = recvmsg(FORKSERVER_FD, &msg, MSG_CMSG_CLOEXEC);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
             break; /* the agent closed its end (or died) */
         dir[n] = '\0';
+        if ((msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
+            memchr(dir, '\0', (size_t)n) || !is_run_dir(runs_dir, dir)) {
+            answer(0, EINVAL, -1, 0);
+            continue;
+        }
         serve_one(dir, sfd);
     }
     reap();

@@ -17,7 +17,10 @@
  * exits when the agent's end of the socket closes; shims it started go on
  * (they are in sessions of their own, as before) and a restarted agent
  * adopts them from their run folders. When the server cannot be used the
- * agent falls back to posix_spawn of `shoal-agent --shim`. */
+ * agent falls back to posix_spawn of `shoal-agent --shim`, but never for a
+ * run whose request reached the server (it may have forked that run's
+ * shim): that run fails. The shim also locks its run folder (flock), so a
+ * second shim for a run exits. */
 #ifndef SHOAL_AGENT_FORKSERVER_H
 #define SHOAL_AGENT_FORKSERVER_H
 
@@ -27,19 +30,44 @@
 
 struct forkserver;
 
-/* Start `SELF_EXE --fork-server`; NULL (and ERR set) when it cannot. */
-struct forkserver *forkserver_start(const char *self_exe, struct sh_error *err);
+/* Start `SELF_EXE --fork-server RUNS_DIR`, which forks shims only for
+ * RUNS_DIR/<id>.<attempt>; NULL (and ERR set) when it cannot. */
+struct forkserver *forkserver_start(const char *self_exe, const char *runs_dir,
+                                    struct sh_error *err);
 
-/* Fork a shim for RUN_DIR: *PID and *PIDFD (the caller owns it) on 0; -1
- * with ERR set when the server failed (it is then of no further use). */
+/* What forkserver_spawn did. */
+enum {
+    FORKSERVER_OK = 0,
+    /* The server answered that it started no shim (ERR says why); it is
+     * still of use. */
+    FORKSERVER_REFUSED = -1,
+    /* The request was sent but no usable answer came (timeout, the server
+     * gone, a pid without its pidfd): a shim may be running for RUN_DIR,
+     * so none may be started for it by other means. */
+    FORKSERVER_BROKEN = -2,
+    /* The request never reached the server: no shim was forked. */
+    FORKSERVER_UNSENT = -3,
+};
+
+/* Fork a shim for RUN_DIR: *PID, *PIDFD (the caller owns it) and *START
+ * (its /proc start time) on FORKSERVER_OK; else one of the codes above
+ * with ERR set. After BROKEN or UNSENT the server is of no further use. */
 int forkserver_spawn(struct forkserver *fs, const char *run_dir, pid_t *pid,
-                     int *pidfd, struct sh_error *err);
+                     int *pidfd, unsigned long long *start,
+                     struct sh_error *err);
 
-/* Close the socket (the server exits) and reap the server. */
+/* Close the socket and SIGKILL the server, without waiting: whoever reaps
+ * the process's children (the agent's SIGCHLD loop) reaps it. */
 void forkserver_stop(struct forkserver *fs);
 
-/* The server's main loop, for `shoal-agent --fork-server` (its socket is
- * descriptor 3). Returns the process exit status. */
-int forkserver_main(void);
+/* Field 22 of /proc/PID/stat, to tell a process from a later one with the
+ * same pid; 0 when it is gone. */
+unsigned long long forkserver_proc_start(pid_t pid);
+
+/* The server's main loop, for `shoal-agent --fork-server RUNS_DIR` (its
+ * socket is descriptor 3). A request it cannot serve (not a run folder of
+ * RUNS_DIR, truncated, or the fork failed) is answered with its error and
+ * the server goes on. Returns the process exit status. */
+int forkserver_main(const char *runs_dir);
 
 #endif

@@ -527,8 +527,8 @@ int main(int argc, char **argv)
 {
     if (argc == 3 && strcmp(argv[1], "--shim") == 0)
         return shim_main(argv[2]);
-    if (argc == 2 && strcmp(argv[1], "--fork-server") == 0)
-        return forkserver_main();
+    if (argc == 3 && strcmp(argv[1], "--fork-server") == 0)
+        return forkserver_main(argv[2]);
     struct agent a;
     struct sh_error err;
     memset(&a, 0, sizeof(a));

@@ -126,8 +126,10 @@ static int write_json(const char *dir, const char *name, const json_t *o)
  * run.json is overwritten in place, in one pwrite of at most a page, padded
  * with blanks to its old length (trailing blanks are valid JSON): a reader
  * after a crash finds the old text or the new. Only a regular file with a
- * single link is written through; anything else (a link or a FIFO planted
- * there, a hard link, a note too long) is replaced as before. */
+ * single link, the agent's own and open to nobody else, is written
+ * through; anything else (a link or a FIFO planted there, a hard link, a
+ * file a user owns or can open, say one an older agent left, a note too
+ * long) is replaced as before. */
 #define NOTE_IN_PLACE_MAX 4096
 
 static int rewrite_json(const char *dir, const char *name, const json_t *o)
@@ -145,7 +147,8 @@ static int rewrite_json(const char *dir, const char *name, const json_t *o)
     int rc = -1;
     struct stat st;
     if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-        st.st_nlink == 1 && st.st_size <= NOTE_IN_PLACE_MAX) {
+        st.st_nlink == 1 && st.st_uid == geteuid() && (st.st_mode & 077) == 0 &&
+        st.st_size <= NOTE_IN_PLACE_MAX) {
         char buf[NOTE_IN_PLACE_MAX];
         size_t n = len > (size_t)st.st_size ? len : (size_t)st.st_size;
         memcpy(buf, text, len);
@@ -164,8 +167,10 @@ static int rewrite_json(const char *dir, const char *name, const json_t *o)
 }
 
 /* The whole file in one read where it fits (json_loadfd reads one byte
- * per system call: 2,000 calls for a job's work.json). */
-static json_t *read_json(const char *dir, const char *name)
+ * per system call: 2,000 calls for a job's work.json). OWN: only a file of
+ * the agent's own user (run.json, which the agent writes in place and
+ * whose shim pid it signals). */
+static json_t *read_json_of(const char *dir, const char *name, bool own)
 {
     int dfd = run_dirfd(dir);
     int fd = dfd >= 0 ? file_open_regular_at(dfd, name) : -1;
@@ -175,6 +180,12 @@ static json_t *read_json(const char *dir, const char *name)
         return NULL;
     struct stat st;
     json_t *o = NULL;
+    if (own && (fstat(fd, &st) < 0 || st.st_uid != geteuid())) {
+        sh_log(LOG_WARNING, "runs", "%s/%s is not the agent's: not read", dir,
+               name);
+        close(fd);
+        return NULL;
+    }
     size_t cap =
         fstat(fd, &st) == 0 && st.st_size > 0 && st.st_size < (off_t)(64 << 20)
             ? (size_t)st.st_size + 1
@@ -211,6 +222,11 @@ static json_t *read_json(const char *dir, const char *name)
     free(buf);
     close(fd);
     return o;
+}
+
+static json_t *read_json(const char *dir, const char *name)
+{
+    return read_json_of(dir, name, false);
 }
 
 /* The run folder is the agent's (runs/ is 0711, root's): a path is as good
@@ -259,30 +275,11 @@ static void remove_dir(const char *dir)
     rmdir(dir);
 }
 
-/* The start time of a process (field 22 of /proc/PID/stat), to tell a live
- * shim from a new process that reused its PID. 0 when absent. */
+/* The start time of a process, to tell a live shim from a new process
+ * that reused its PID. 0 when absent. */
 static unsigned long long proc_start(pid_t pid)
 {
-    char path[64], buf[1024];
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = '\0';
-    char *p = strrchr(buf, ')');
-    if (!p)
-        return 0;
-    /* After ") " come fields 3.. ; starttime is field 22. */
-    int field = 2;
-    for (p++; *p && field < 22; p++) {
-        if (*p == ' ')
-            field++;
-    }
-    return strtoull(p, NULL, 10);
+    return forkserver_proc_start(pid);
 }
 
 static int pidfd_open_pid(pid_t pid)
@@ -703,18 +700,26 @@ static int spawn_shim(struct run *r, struct sh_error *err)
     if (rs->forkserver) {
         pid_t pid;
         int pidfd;
-        struct sh_error ferr;
-        if (forkserver_spawn(rs->forkserver, r->dir, &pid, &pidfd, &ferr) ==
-            0) {
+        unsigned long long start;
+        int rc =
+            forkserver_spawn(rs->forkserver, r->dir, &pid, &pidfd, &start, err);
+        if (rc == FORKSERVER_OK) {
             r->shim_pid = pid;
-            r->shim_start = proc_start(pid);
+            r->shim_start = start;
             r->pidfd = pidfd;
             return 0;
         }
-        /* Gone or broken: shims are exec'd from here on. */
-        sh_log(LOG_WARNING, "runs", "%s; starting shims without it", ferr.msg);
+        if (rc == FORKSERVER_REFUSED)
+            return -1; /* the server said why; it serves the next run */
+        /* Gone or broken: shims are exec'd from here on. A request it
+         * received may have forked a shim for this run, so this run fails
+         * rather than getting a second one; only one that never reached
+         * the server is started here. */
+        sh_log(LOG_WARNING, "runs", "%s; starting shims without it", err->msg);
         forkserver_stop(rs->forkserver);
         rs->forkserver = NULL;
+        if (rc != FORKSERVER_UNSENT)
+            return -1;
     }
     char log[PATH_MAX + 16];
     snprintf(log, sizeof(log), "%s/shim.log", r->dir);
@@ -1167,7 +1172,7 @@ static void adopt(struct runs *rs, const char *name)
     if (run_dir_reclaim(r->dir) < 0)
         sh_log(LOG_WARNING, "runs", "run %s: cannot take back %s: %s", r->key,
                r->dir, strerror(errno));
-    json_t *notes = read_json(r->dir, "run.json");
+    json_t *notes = read_json_of(r->dir, "run.json", true);
     if (notes) {
         run_load_notes(r, notes);
         json_decref(notes);
@@ -1217,7 +1222,7 @@ struct runs *runs_create(struct agent *a, struct sh_error *err)
     /* Stages of runs that ended while the agent was away. */
     release_stages(rs);
     struct sh_error ferr;
-    rs->forkserver = forkserver_start(a->cfg.self_exe, &ferr);
+    rs->forkserver = forkserver_start(a->cfg.self_exe, rs->dir, &ferr);
     if (!rs->forkserver)
         sh_log(LOG_WARNING, "runs", "%s; shims are exec'd per run", ferr.msg);
     return rs;

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The run supervisor (see shim.h). Single-threaded: it is forked by the
  * agent's fork server (forkserver.h) or exec'd fresh by the agent, so
- * starting children here is safe. */
+ * forking here is safe. Tasks are started with fork, not a vfork-style
+ * clone: the shim must stay able to handle the agent's stop signals while
+ * a task has not exec'd yet (a FIFO named as its output, a stopped child). */
 #include "agent/shim.h"
 
 #include <dirent.h>
@@ -10,13 +12,13 @@
 #include <grp.h>
 #include <jansson.h>
 #include <pwd.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -397,6 +399,15 @@ static void exec_task(struct shim *s, pid_t pgid, int errfd, char **envp)
 {
     int e;
     setpgid(0, pgid);
+    /* The shim ignores SIGTERM; the task takes it from here on, also
+     * before its exec (an open of a FIFO as its output can wait there).
+     * start_task blocked it across the fork, so one sent in between is
+     * pending and comes now. */
+    signal(SIGTERM, SIG_DFL);
+    sigset_t term;
+    sigemptyset(&term);
+    sigaddset(&term, SIGTERM);
+    sigprocmask(SIG_UNBLOCK, &term, NULL);
     if (s->attach && cgroup_attach_move(&s->att, 0) < 0)
         goto fail;
     int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -459,30 +470,6 @@ fail:
     _exit(127);
 }
 
-/* A task is started as posix_spawn starts a program: a child that shares
- * the shim's memory (CLONE_VM) while the shim waits (CLONE_VFORK) until it
- * has exec'd, on a stack of its own. A fork copied the shim's page tables
- * and both sides then took copy-on-write faults, a fifth of a run's start
- * (bench/README.md). The child runs exec_task only: system calls, its
- * own stack, nothing of the shim's memory written but errno; descriptors
- * and signal handlers are its own (no CLONE_FILES, no CLONE_SIGHAND). The
- * stack is reused: one child at a time, the shim waiting for each. */
-struct task_start {
-    struct shim *s;
-    pid_t pgid;
-    int errfd;
-    char **envp;
-};
-
-static char task_stack[256 * 1024] __attribute__((aligned(64)));
-
-static int task_child(void *arg)
-{
-    struct task_start *ts = arg;
-    exec_task(ts->s, ts->pgid, ts->errfd, ts->envp);
-    return 127;
-}
-
 static pid_t start_task(struct shim *s, int t, pid_t pgid, int *exec_errno)
 {
     char rank[32], local[32], procid[40], localid[40];
@@ -518,13 +505,27 @@ static pid_t start_task(struct shim *s, int t, pid_t pgid, int *exec_errno)
     int p[2];
     if (pipe2(p, O_CLOEXEC) < 0)
         return -1;
-    struct task_start ts = {
-        .s = s, .pgid = pgid, .errfd = p[1], .envp = task_env};
-    pid_t pid = clone(task_child, task_stack + sizeof(task_stack),
-                      CLONE_VM | CLONE_VFORK | SIGCHLD, &ts);
+    sigset_t term, old_mask;
+    sigemptyset(&term);
+    sigaddset(&term, SIGTERM);
+    sigprocmask(SIG_BLOCK, &term, &old_mask);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(p[0]);
+        exec_task(s, pgid, p[1], task_env);
+    }
+    sigprocmask(SIG_SETMASK, &old_mask, NULL);
     /* Both sides set the group, so it is in place whichever runs first. */
-    if (pid > 0)
+    if (pid > 0) {
         setpgid(pid, pgid ? pgid : pid);
+        /* A stop asked while this task has not exec'd yet (the read below
+         * waits for that) reaches it: the handler knows the group now. */
+        if (pgid == 0) {
+            task_pgid = pid;
+            if (pending_sig)
+                kill(-pid, pending_sig);
+        }
+    }
     close(p[1]);
     *exec_errno = 0;
     if (pid > 0 && read(p[0], exec_errno, sizeof(int)) <= 0)
@@ -557,8 +558,9 @@ static int run_tasks(struct shim *s)
             pgid = pids[t];
             task_pgid = pgid;
         }
-        if (pending_sig)
-            kill(-pgid, pending_sig); /* a stop that came before the fork */
+        if (pending_sig && t > 0)
+            kill(-pgid, pending_sig); /* a stop that came before the fork
+                                       * (task 0's: start_task) */
         if (exec_errno)
             break;
     }
@@ -627,6 +629,13 @@ int shim_main(const char *run_dir)
     s.dirfd = open(run_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (s.dirfd < 0)
         return 1;
+    /* One shim per run: a second one started for this folder (by whatever
+     * mistake) leaves it to the first. The lock goes with the shim. */
+    if (flock(s.dirfd, LOCK_EX | LOCK_NB) < 0) {
+        fprintf(stderr, "shoal-agent --shim: %s: another shim runs it\n",
+                run_dir);
+        return 1;
+    }
     /* The agent stops a run by signalling its tasks, never the shim. */
     signal(SIGINT, SIG_IGN);
     signal(SIGTERM, SIG_IGN);

@@ -299,3 +299,49 @@ EOF
     wait_job_state "$id" completed
     [ "$(shoal logs "$id" | tr '\n' ' ')" = "0 1 2 3 " ]
 }
+
+@test "sec-009 a task held before its exec still gets the cancel and the time limit" {
+    # A grace far longer than the waits below: only the SIGTERM the shim
+    # passes on ends the task in time, not the SIGKILL at the deadline.
+    shoald_start --kill-grace 300s
+    agent_start node1 1 H100-80GB
+    wait_for 20 nodes_up_is 1
+    open_test_dir
+    # --output names a FIFO nobody reads: the task's open of it, as the
+    # user, blocks before exec. The shim must still pass the stop on.
+    fifo_dir="$SHOAL_TEST_DIR/fifo"
+    mkdir -p "$fifo_dir"
+    chown "$ATTACKER" "$fifo_dir"
+    mkfifo "$fifo_dir/out"
+    chown "$ATTACKER" "$fifo_dir/out"
+    id=$(submit --user "$ATTACKER" -D /tmp --output "$fifo_dir/out" -- true)
+    wait_job_state "$id" running
+    shoal cancel "$id"
+    # The agent reports the run ended (the GPU is released).
+    wait_for 60 sh -c "[ \"\$(curl -sf -H 'Authorization: Bearer $SHOAL_TOKEN' $SHOAL_URL/v1/jobs/$id | jq .releasing)\" = false ]"
+    [ "$(job_state "$id")" = cancelled ]
+    id2=$(submit --user "$ATTACKER" -D /tmp --time 2s --output "$fifo_dir/out" -- true)
+    wait_job_state "$id2" timeout 60
+    wait_for 60 sh -c "[ \"\$(curl -sf -H 'Authorization: Bearer $SHOAL_TOKEN' $SHOAL_URL/v1/jobs/$id2 | jq .releasing)\" = false ]"
+}
+
+@test "sec-010 a run.json the agent does not own is neither read nor written through" {
+    AGENT_KEEP_JOBS=1 shoal_cluster_start 1 1
+    id=$(submit --gpus 1 -- sleep 1000)
+    wait_job_state "$id" running
+    dir=$(run_dir "$id" node1)
+    sid=$(jq -r .shim_pid "$dir/run.json")
+    kill -9 "$(agent_pid node1)"
+    # What an older agent may have left: a run.json a user owns and can
+    # write.
+    cp "$dir/run.json" "$dir/planted"
+    chown "$ATTACKER" "$dir/planted"
+    chmod 0666 "$dir/planted"
+    mv "$dir/planted" "$dir/run.json"
+    AGENT_KEEP_JOBS=1 agent_start node1 1 H100-80GB
+    wait_for 20 grep -q "run.json is not the agent's" "$SHOAL_TEST_DIR/node1.log"
+    # The agent's next save is a file of its own, not a write into the
+    # user's.
+    wait_for 30 sh -c "[ \"\$(stat -c %u:%a '$dir/run.json')\" = 0:600 ]"
+    pkill -KILL -s "$sid" || true
+}

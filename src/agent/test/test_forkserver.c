@@ -10,15 +10,30 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "agent/forkserver.h"
 
+/* The runs folder the server serves, as the agent's <state>/runs. */
+static char runs_root[64];
+
+static struct forkserver *start_server(void)
+{
+    snprintf(runs_root, sizeof(runs_root), "/tmp/shoal-test-fs.XXXXXX");
+    cr_assert_not_null(mkdtemp(runs_root));
+    struct sh_error err;
+    struct forkserver *fs = forkserver_start(SHOAL_AGENT_EXE, runs_root, &err);
+    cr_assert_not_null(fs, "%s", err.msg);
+    return fs;
+}
+
 static void make_run(char *dir, size_t size, const char *argv_json)
 {
-    snprintf(dir, size, "/tmp/shoal-test-fs.XXXXXX");
-    cr_assert_not_null(mkdtemp(dir));
+    static int next_id = 1;
+    snprintf(dir, size, "%s/%d.0", runs_root, next_id++);
+    cr_assert_eq(mkdir(dir, 0700), 0);
     char path[512];
     snprintf(path, sizeof(path), "%s/launch.json", dir);
     FILE *f = fopen(path, "w");
@@ -60,17 +75,20 @@ static void remove_run(const char *dir)
 Test(forkserver, runs_a_shim_and_passes_its_pidfd)
 {
     struct sh_error err;
-    struct forkserver *fs = forkserver_start(SHOAL_AGENT_EXE, &err);
-    cr_assert_not_null(fs, "%s", err.msg);
+    struct forkserver *fs = start_server();
     for (int i = 0; i < 3; i++) {
-        char dir[64];
+        char dir[128];
         make_run(dir, sizeof(dir), "[\"sh\", \"-c\", \"echo hello; exit 3\"]");
         pid_t pid = 0;
         int pidfd = -1;
-        cr_assert_eq(forkserver_spawn(fs, dir, &pid, &pidfd, &err), 0, "%s",
-                     err.msg);
+        unsigned long long start = 0;
+        cr_assert_eq(forkserver_spawn(fs, dir, &pid, &pidfd, &start, &err), 0,
+                     "%s", err.msg);
         cr_assert_gt(pid, 0);
         cr_assert_geq(pidfd, 0);
+        /* The start time the server read is the shim's. */
+        cr_assert_eq(start, forkserver_proc_start(pid));
+        cr_assert_neq(start, 0);
         wait_exit(pidfd);
         close(pidfd);
         const char *st = slurp(dir, "status.json");
@@ -86,23 +104,79 @@ Test(forkserver, runs_a_shim_and_passes_its_pidfd)
         remove_run(dir);
     }
     forkserver_stop(fs);
+    rmdir(runs_root);
+}
+
+/* A second shim for the same run folder exits at once: only one runs a
+ * run, whatever started the other. */
+Test(forkserver, a_second_shim_for_a_run_exits)
+{
+    struct sh_error err;
+    struct forkserver *fs = start_server();
+    char dir[128], argv[300], started[128];
+    /* The task says it runs (the shim locked the folder before it). */
+    snprintf(started, sizeof(started), "%s/started", runs_root);
+    snprintf(argv, sizeof(argv),
+             "[\"sh\", \"-c\", \"touch %s; exec sleep 30\"]", started);
+    make_run(dir, sizeof(dir), argv);
+    pid_t pid = 0, pid2 = 0;
+    int pidfd = -1, pidfd2 = -1;
+    unsigned long long start = 0;
+    cr_assert_eq(forkserver_spawn(fs, dir, &pid, &pidfd, &start, &err), 0, "%s",
+                 err.msg);
+    struct stat sb;
+    for (int i = 0; i < 3000 && stat(started, &sb) < 0; i++)
+        usleep(10000);
+    cr_assert_eq(stat(started, &sb), 0, "the first shim's task did not start");
+    cr_assert_eq(forkserver_spawn(fs, dir, &pid2, &pidfd2, &start, &err), 0,
+                 "%s", err.msg);
+    wait_exit(pidfd2);
+    close(pidfd2);
+    const char *log = slurp(dir, "shim.log");
+    cr_assert(log && strstr(log, "another shim runs it"), "shim.log: %s",
+              log ? log : "(none)");
+    /* The first is still running its task. */
+    struct pollfd p = {.fd = pidfd, .events = POLLIN};
+    cr_assert_eq(poll(&p, 1, 0), 0);
+    kill(pid, SIGUSR2); /* the shim's SIGKILL forward to its task */
+    wait_exit(pidfd);
+    close(pidfd);
+    forkserver_stop(fs);
+    remove_run(dir);
+    unlink(started);
+    rmdir(runs_root);
 }
 
 Test(forkserver, a_request_it_cannot_serve_is_refused)
 {
     struct sh_error err;
-    struct forkserver *fs = forkserver_start(SHOAL_AGENT_EXE, &err);
-    cr_assert_not_null(fs, "%s", err.msg);
+    struct forkserver *fs = start_server();
     pid_t pid = 0;
     int pidfd = -1;
-    /* No such folder: no shim.log to open, no shim. */
-    cr_assert_eq(
-        forkserver_spawn(fs, "/nonexistent/shoal-run", &pid, &pidfd, &err), -1);
+    unsigned long long start = 0;
+    /* No such run folder: no shim.log to open, no shim. */
+    char missing[128];
+    snprintf(missing, sizeof(missing), "%s/999.0", runs_root);
+    cr_assert_eq(forkserver_spawn(fs, missing, &pid, &pidfd, &start, &err),
+                 FORKSERVER_REFUSED);
     cr_assert(strstr(err.msg, "No such file") != NULL, "%s", err.msg);
+    /* Anything but <runs>/<id>.<attempt> is refused, not served. */
+    char bad[5][160];
+    snprintf(bad[0], sizeof(bad[0]), "/tmp");
+    snprintf(bad[1], sizeof(bad[1]), "%s/../1.0", runs_root);
+    snprintf(bad[2], sizeof(bad[2]), "%s/1.0/x", runs_root);
+    snprintf(bad[3], sizeof(bad[3]), "%s/1", runs_root);
+    snprintf(bad[4], sizeof(bad[4]), "%sx/1.0", runs_root);
+    for (int i = 0; i < 5; i++) {
+        cr_assert_eq(forkserver_spawn(fs, bad[i], &pid, &pidfd, &start, &err),
+                     FORKSERVER_REFUSED, "%s", bad[i]);
+        cr_assert(strstr(err.msg, "Invalid argument") != NULL, "%s: %s", bad[i],
+                  err.msg);
+    }
     /* The server goes on serving. */
-    char dir[64];
+    char dir[128];
     make_run(dir, sizeof(dir), "[\"true\"]");
-    cr_assert_eq(forkserver_spawn(fs, dir, &pid, &pidfd, &err), 0, "%s",
+    cr_assert_eq(forkserver_spawn(fs, dir, &pid, &pidfd, &start, &err), 0, "%s",
                  err.msg);
     wait_exit(pidfd);
     close(pidfd);
@@ -111,4 +185,5 @@ Test(forkserver, a_request_it_cannot_serve_is_refused)
     cr_assert(strstr(st, "\"exit_code\":0") != NULL, "status: %s", st);
     remove_run(dir);
     forkserver_stop(fs);
+    rmdir(runs_root);
 }
