@@ -27,6 +27,7 @@ struct commit {
     struct shoald *d;
     struct store_batch *batch;
     commit_reload_f reload;
+    void *reload_arg;
     commit_fenced_f fenced;
     struct waiters open;   /* wait for the open batch */
     struct waiters flying; /* wait for the commit under way */
@@ -38,13 +39,14 @@ struct commit {
 };
 
 struct commit *commit_create(struct shoald *d, commit_reload_f reload,
-                             struct sh_error *err)
+                             void *reload_arg, struct sh_error *err)
 {
     struct commit *c = calloc(1, sizeof(*c));
     if (!c)
         goto oom;
     c->d = d;
     c->reload = reload;
+    c->reload_arg = reload_arg;
     c->fd = -1;
     c->batch = store_batch_create();
     if (!c->batch)
@@ -153,7 +155,7 @@ static void failed(struct commit *c, int ops, struct sh_error *err)
         sh_log(LOG_ERR, "commit", "commit of %d changes failed: %s; reloading",
                ops, err->msg);
         struct sh_error rerr;
-        if (c->reload(c->d, &rerr) < 0)
+        if (c->reload(c->reload_arg, &rerr) < 0)
             sh_log(LOG_CRIT, "commit",
                    "reload after a failed commit failed: %s", rerr.msg);
         /* The reload may itself have queued nothing durable; drop it. */

@@ -26,11 +26,12 @@ struct commit;
  * the store, so the change it waited for is gone). */
 typedef void (*commit_done_f)(struct shoald *d, bool ok, void *arg);
 
-/* Called when a commit failed, to rebuild memory from the store. */
-typedef int (*commit_reload_f)(struct shoald *d, struct sh_error *err);
+/* Called when a commit failed, to rebuild memory from the store; arg is
+ * the reload_arg given to commit_create. */
+typedef int (*commit_reload_f)(void *arg, struct sh_error *err);
 
 struct commit *commit_create(struct shoald *d, commit_reload_f reload,
-                             struct sh_error *err);
+                             void *reload_arg, struct sh_error *err);
 
 /* Called when a commit is refused as fenced: another controller leads. */
 typedef void (*commit_fenced_f)(struct shoald *d, const char *why);

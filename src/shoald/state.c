@@ -120,8 +120,9 @@ int state_load(struct shoald *d, struct sh_error *err)
     return 0;
 }
 
-int state_reload(struct shoald *d, struct sh_error *err)
+int state_reload(void *arg, struct sh_error *err)
 {
+    struct shoald *d = arg;
     if (state_load(d, err) < 0)
         return -1;
     cluster_reloaded(d);

@@ -10,9 +10,9 @@
 /* Load users, tokens, nodes and jobs. */
 int state_load(struct shoald *d, struct sh_error *err);
 
-/* Reload after a failed commit (commit_reload_f). Keeps runtime facts
- * (which nodes are alive, held agent requests). */
-int state_reload(struct shoald *d, struct sh_error *err);
+/* Reload after a failed commit: the commit_reload_f, d a struct shoald.
+ * Keeps runtime facts (which nodes are alive, held agent requests). */
+int state_reload(void *d, struct sh_error *err);
 
 /* On a store without users: create the first admin user and the join
  * token, commit, and write <state>/admin.token and <state>/join.token

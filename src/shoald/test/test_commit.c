@@ -25,19 +25,13 @@ struct fx {
     bool reload_dirties; /* the reload leaves a change in the batch */
 };
 
-/* The fixture around a struct shoald: the reload function gets only the
- * struct shoald and finds its test's counters this way. */
-static struct fx *fx_of(struct shoald *d)
+/* The reload gets the fixture as its argument. */
+static int reload(void *arg, struct sh_error *err)
 {
-    return (struct fx *)((char *)d - offsetof(struct fx, d));
-}
-
-static int reload(struct shoald *d, struct sh_error *err)
-{
-    struct fx *f = fx_of(d);
+    struct fx *f = arg;
     f->reloads++;
     if (f->reload_dirties)
-        store_batch_del(commit_batch(d->commit), "node", "ghost");
+        store_batch_del(commit_batch(f->d.commit), "node", "ghost");
     if (f->reload_rc < 0)
         return sh_errorf(err, SH_EUNAVAILABLE, "reload refused");
     return 0;
@@ -56,7 +50,7 @@ static void fx_open(struct fx *f, const char *prefix)
     struct sh_error err = {0};
     f->d.store = store_open(url, &err);
     cr_assert_not_null(f->d.store, "%s: %s", url, err.msg);
-    f->d.commit = commit_create(&f->d, reload, &err);
+    f->d.commit = commit_create(&f->d, reload, f, &err);
     cr_assert_not_null(f->d.commit, "%s", err.msg);
 }
 
