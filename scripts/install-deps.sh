@@ -21,7 +21,7 @@ set -eu
 # apache2-utils (htpasswd) serve it to the registry tests. prometheus holds promtool, which checks /metrics
 # (tests/system/099-metrics.bats); its server is not used. chromium,
 # chromium-driver and python3-selenium run the dashboard's browser test
-# (tests/system/098-dashboard.bats) through WebDriver: Debian packages of
+# (tests/system/069-dashboard.bats) through WebDriver: Debian packages of
 # one version together, nothing from npm.
 PACKAGES="
 build-essential

@@ -7,7 +7,7 @@
 # job): its reason, hold, release, cancel; OTHER (a job the user may see
 # but not touch) offered no action, with its output and its attempts
 # list; signing out; and no
-# script errors. Run by tests/system/098-dashboard.bats, which starts the
+# script errors. Run by tests/system/069-dashboard.bats, which starts the
 # cluster and passes SHOAL_URL, SHOAL_TOKEN, MINE, OTHER and SHOT (where to
 # save a screenshot, optional).
 import os
