@@ -1716,6 +1716,59 @@ void image_sweep_auth(const char *cache_dir)
     closedir(d);
 }
 
+/* A folder without NAME.lock was made by a shim older than the lock: it
+ * counts as stale only INCOMING_LOCKLESS_GRACE_S after this process first
+ * saw it (root's clock, kept here: the folder's times are the user's). */
+#define INCOMING_LOCKLESS_GRACE_S (2 * 3600)
+#define INCOMING_LOCKLESS_MAX 256
+static struct {
+    char name[201];
+    time_t seen;
+} lockless[INCOMING_LOCKLESS_MAX];
+
+static time_t monotonic_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec;
+}
+
+static bool lockless_stale(const char *name)
+{
+    int free_slot = -1;
+    for (int i = 0; i < INCOMING_LOCKLESS_MAX; i++) {
+        if (lockless[i].name[0] && strcmp(lockless[i].name, name) == 0)
+            return monotonic_s() - lockless[i].seen >=
+                   INCOMING_LOCKLESS_GRACE_S;
+        if (!lockless[i].name[0] && free_slot < 0)
+            free_slot = i;
+    }
+    if (free_slot >= 0) {
+        snprintf(lockless[free_slot].name, sizeof(lockless[0].name), "%s",
+                 name);
+        lockless[free_slot].seen = monotonic_s();
+    }
+    return false;
+}
+
+static void lockless_forget(const char *name)
+{
+    for (int i = 0; i < INCOMING_LOCKLESS_MAX; i++)
+        if (strcmp(lockless[i].name, name) == 0)
+            lockless[i].name[0] = '\0';
+}
+
+/* Forget the folders gone from incoming (ifd) since. */
+static void lockless_prune(int ifd)
+{
+    struct stat st;
+    for (int i = 0; i < INCOMING_LOCKLESS_MAX; i++)
+        if (lockless[i].name[0] &&
+            fstatat(ifd, lockless[i].name, &st, AT_SYMLINK_NOFOLLOW) < 0 &&
+            errno == ENOENT)
+            lockless[i].name[0] = '\0';
+}
+
 void image_sweep_incoming(const char *cache_dir)
 {
     char inc[4300];
@@ -1737,6 +1790,7 @@ void image_sweep_incoming(const char *cache_dir)
     }
     time_t now = time(NULL);
     int tfd = -1;
+    lockless_prune(ifd);
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         struct stat st;
@@ -1769,7 +1823,7 @@ void image_sweep_incoming(const char *cache_dir)
          * folder is gone; no lock, or one nobody holds, means no pull. */
         snprintf(lock, sizeof(lock), "%s.lock", e->d_name);
         int fd = openat(ifd, lock, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0 && errno != ENOENT)
+        if (fd < 0 && (errno != ENOENT || !lockless_stale(e->d_name)))
             continue;
         if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0) {
             close(fd);
@@ -1781,6 +1835,7 @@ void image_sweep_incoming(const char *cache_dir)
             sh_log(LOG_INFO, "image", "removed a stale copy %s/%s", inc,
                    e->d_name);
             unlinkat(ifd, lock, 0);
+            lockless_forget(e->d_name);
         }
         if (fd >= 0)
             close(fd);
