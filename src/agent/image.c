@@ -980,10 +980,10 @@ static int user_dir(struct pull *p, const char *transport, char *why,
  * walk from pinned descriptors: no link followed, no other mount entered
  * (what is mounted there stays), each folder made root's before it is
  * read, and at most INCOMING_SWEEP_BUDGET entries a call (the rest waits
- * for the next sweep, which the agent runs every few minutes). No process
+ * for the next sweep, which the agent runs soon then). No process
  * of the user takes part, so none can stall it. */
 #define INCOMING_TRASH ".trash"
-#define INCOMING_SWEEP_BUDGET 20000
+#define INCOMING_SWEEP_BUDGET 50000
 #define INCOMING_SWEEP_DEPTH 32
 
 /* incoming/.trash (ifd is incoming, ist its stat): the fd, or -1. */
@@ -1107,17 +1107,20 @@ static int trash_wipe(int dfd, dev_t dev, int tfd, int depth, long *budget)
     return left;
 }
 
-/* Empty the trash (within the budget) and remove it once empty. */
-static void trash_empty(int ifd, int tfd, dev_t dev)
+/* Empty the trash (within the budget) and remove it once empty. 1 when
+ * something stays in it, else 0. */
+static int trash_empty(int ifd, int tfd, dev_t dev)
 {
     long budget = INCOMING_SWEEP_BUDGET;
     /* Twice: folders moved up from deep down are met on the second. */
     if (trash_wipe(tfd, dev, tfd, 0, &budget) < 0 && budget > 0)
         trash_wipe(tfd, dev, tfd, 0, &budget);
-    if (unlinkat(ifd, INCOMING_TRASH, AT_REMOVEDIR) < 0 && errno != ENOTEMPTY &&
-        errno != EEXIST)
+    if (unlinkat(ifd, INCOMING_TRASH, AT_REMOVEDIR) == 0)
+        return 0;
+    if (errno != ENOTEMPTY && errno != EEXIST)
         sh_log(LOG_WARNING, "image", "cannot empty the incoming trash: %s",
                strerror(errno));
+    return 1;
 }
 
 /* Take incoming/NAME (in the folder ifd) from its user into the trash,
@@ -1769,7 +1772,7 @@ static void lockless_prune(int ifd)
             lockless[i].name[0] = '\0';
 }
 
-void image_sweep_incoming(const char *cache_dir)
+int image_sweep_incoming(const char *cache_dir)
 {
     char inc[4300];
     snprintf(inc, sizeof(inc), "%s/incoming", cache_dir);
@@ -1778,7 +1781,7 @@ void image_sweep_incoming(const char *cache_dir)
     if (ifd < 0 || fstat(ifd, &ist) < 0 || ist.st_uid != geteuid()) {
         if (ifd >= 0)
             close(ifd);
-        return;
+        return 0;
     }
     int lfd = fcntl(ifd, F_DUPFD_CLOEXEC, 0);
     DIR *d = lfd < 0 ? NULL : fdopendir(lfd);
@@ -1786,7 +1789,7 @@ void image_sweep_incoming(const char *cache_dir)
         if (lfd >= 0)
             close(lfd);
         close(ifd);
-        return;
+        return 0;
     }
     time_t now = time(NULL);
     int tfd = -1;
@@ -1842,13 +1845,16 @@ void image_sweep_incoming(const char *cache_dir)
     }
     closedir(d);
     /* What an earlier sweep left in the trash goes too. */
-    if (tfd < 0 && fstatat(ifd, INCOMING_TRASH, &ist, AT_SYMLINK_NOFOLLOW) == 0)
+    struct stat tst;
+    if (tfd < 0 && fstatat(ifd, INCOMING_TRASH, &tst, AT_SYMLINK_NOFOLLOW) == 0)
         tfd = trash_open(ifd, &ist);
+    int more = 0;
     if (tfd >= 0) {
-        trash_empty(ifd, tfd, ist.st_dev);
+        more = trash_empty(ifd, tfd, ist.st_dev);
         close(tfd);
     }
     close(ifd);
+    return more;
 }
 
 static int prepare(struct pull *p, const char *transport,

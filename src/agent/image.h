@@ -121,7 +121,7 @@ void image_sweep_auth(const char *cache_dir);
  * removed by root without following links or entering other mounts, a
  * bounded number of entries a call (the rest at the next). No process of
  * the user takes part. The agent calls this at start and every five
- * minutes, a pull when it ends. */
-void image_sweep_incoming(const char *cache_dir);
+ * minutes (sooner while it returns 1: work left), a pull when it ends. */
+int image_sweep_incoming(const char *cache_dir);
 
 #endif

@@ -416,8 +416,8 @@ static int64_t on_sweep(struct loop *loop, void *arg)
 {
     struct agent *a = arg;
     (void)loop;
-    image_sweep_incoming(a->image_cache);
-    return SWEEP_INCOMING_MS;
+    /* Sooner while a big stale copy is removed a part at a time. */
+    return image_sweep_incoming(a->image_cache) ? 10 * 1000 : SWEEP_INCOMING_MS;
 }
 
 static int64_t on_heartbeat(struct loop *loop, void *arg)
