@@ -972,40 +972,177 @@ static int user_dir(struct pull *p, const char *transport, char *why,
     return 0;
 }
 
-/* Remove incoming/NAME (in the folder ifd) and then NAME.lock: the
- * folder's contents as its owner (root never walks a tree the user can
- * change), then the folder itself. 0, or -1 with errno. */
-static int remove_incoming(int ifd, const char *name, uid_t uid, gid_t gid)
+/* Stale copies leave incoming/ in two steps. First the folder is taken
+ * from its user: opened without following a link (a folder on incoming's
+ * own file system), renamed into incoming/.trash (root's, 0700: no path
+ * reaches it any more) and made root's, 0700 (a process of the user
+ * still inside it can add nothing). Then root empties the trash with a
+ * walk from pinned descriptors: no link followed, no other mount entered
+ * (what is mounted there stays), each folder made root's before it is
+ * read, and at most INCOMING_SWEEP_BUDGET entries a call (the rest waits
+ * for the next sweep, which the agent runs soon then). No process
+ * of the user takes part, so none can stall it. */
+#define INCOMING_TRASH ".trash"
+#define INCOMING_SWEEP_BUDGET 50000
+#define INCOMING_SWEEP_DEPTH 32
+
+/* incoming/.trash (ifd is incoming, ist its stat): the fd, or -1. */
+static int trash_open(int ifd, const struct stat *ist)
 {
-    pid_t pid = fork();
-    if (pid == 0) {
-        struct user_creds u = {uid, gid, NULL, 0};
-        int dfd = openat(ifd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
-        /* Into the folder as root, then the owner ("." is the folder:
-         * become_user closes every descriptor). */
-        if (dfd >= 0 && fchdir(dfd) == 0 &&
-            become_user(uid == geteuid() ? NULL : &u) == 0) {
-            chmod(".", 0700);
-            DIR *d = opendir(".");
-            struct dirent *e;
-            while (d && (e = readdir(d))) {
-                if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-                    rm_tree(e->d_name);
-            }
-            if (d)
-                closedir(d);
-        }
-        _exit(0);
-    }
-    if (pid > 0)
-        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-            ;
-    if (unlinkat(ifd, name, AT_REMOVEDIR) < 0)
+    if (mkdirat(ifd, INCOMING_TRASH, 0700) < 0 && errno != EEXIST)
         return -1;
-    char lock[128];
-    snprintf(lock, sizeof(lock), "%s.lock", name);
-    unlinkat(ifd, lock, 0);
-    return 0;
+    int tfd = openat(ifd, INCOMING_TRASH,
+                     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    if (tfd >= 0 && (fstat(tfd, &st) < 0 || st.st_uid != geteuid() ||
+                     st.st_dev != ist->st_dev || fchmod(tfd, 0700) < 0)) {
+        close(tfd);
+        return errno = EPERM, -1;
+    }
+    return tfd;
+}
+
+/* Make the folder dfd root's, 0700: its user can no longer add to it. */
+static int take_dir(int dfd)
+{
+    return fchown(dfd, geteuid(), getegid()) < 0 || fchmod(dfd, 0700) < 0 ? -1
+                                                                          : 0;
+}
+
+/* Move the folder NAME (in ifd, on dev) into the trash (tfd), made root's.
+ * 0, or -1 with errno. */
+static int trash_put(int ifd, dev_t dev, int tfd, const char *name)
+{
+    int dfd =
+        openat(ifd, name,
+               O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    struct stat st, moved;
+    if (dfd < 0)
+        return -1;
+    if (fstat(dfd, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_dev != dev) {
+        close(dfd);
+        return errno = EXDEV, -1;
+    }
+    char tname[300];
+    snprintf(tname, sizeof(tname), "%s", name);
+    for (int i = 0; renameat2(ifd, name, tfd, tname, RENAME_NOREPLACE) < 0;
+         i++) {
+        if (errno != EEXIST || i >= 1000) {
+            int saved = errno;
+            close(dfd);
+            return errno = saved, -1;
+        }
+        snprintf(tname, sizeof(tname), "%.200s.%d", name, i);
+    }
+    int rc = 0;
+    if (fstatat(tfd, tname, &moved, AT_SYMLINK_NOFOLLOW) < 0 ||
+        moved.st_ino != st.st_ino || moved.st_dev != st.st_dev)
+        rc = -1, errno = ESTALE;
+    else if (take_dir(dfd) < 0)
+        rc = -1;
+    close(dfd);
+    return rc;
+}
+
+/* Empty the folder dfd (root's, on dev) as root; folders deeper than
+ * INCOMING_SWEEP_DEPTH move up into the trash (tfd) instead. 0 when it
+ * is empty, -1 when something stays (a mount, the budget spent). */
+static int trash_wipe(int dfd, dev_t dev, int tfd, int depth, long *budget)
+{
+    int lfd = fcntl(dfd, F_DUPFD_CLOEXEC, 0);
+    DIR *d = lfd < 0 ? NULL : fdopendir(lfd);
+    if (!d) {
+        if (lfd >= 0)
+            close(lfd);
+        return -1;
+    }
+    int left = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        if (*budget <= 0) {
+            left = -1;
+            break;
+        }
+        (*budget)--;
+        struct stat st, sst;
+        if (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+            left = -1;
+            continue;
+        }
+        if (!S_ISDIR(st.st_mode)) {
+            if (unlinkat(dfd, e->d_name, 0) < 0)
+                left = -1;
+            continue;
+        }
+        if (st.st_dev != dev) { /* a mount: not entered */
+            left = -1;
+            continue;
+        }
+        int sfd = openat(dfd, e->d_name,
+                         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK |
+                             O_CLOEXEC);
+        if (sfd < 0 || fstat(sfd, &sst) < 0 || sst.st_dev != dev ||
+            sst.st_ino != st.st_ino || take_dir(sfd) < 0) {
+            if (sfd >= 0)
+                close(sfd);
+            left = -1;
+            continue;
+        }
+        if (depth >= INCOMING_SWEEP_DEPTH) {
+            /* Up into the trash: the walk's depth stays bounded. */
+            char up[64];
+            snprintf(up, sizeof(up), "deep.%lu.%lu", (unsigned long)st.st_ino,
+                     (unsigned long)time(NULL));
+            if (renameat2(dfd, e->d_name, tfd, up, RENAME_NOREPLACE) < 0)
+                left = -1;
+        } else if (trash_wipe(sfd, dev, tfd, depth + 1, budget) < 0 ||
+                   unlinkat(dfd, e->d_name, AT_REMOVEDIR) < 0) {
+            left = -1;
+        }
+        close(sfd);
+    }
+    closedir(d);
+    return left;
+}
+
+/* Empty the trash (within the budget) and remove it once empty. 1 when
+ * something stays in it, else 0. */
+static int trash_empty(int ifd, int tfd, dev_t dev)
+{
+    long budget = INCOMING_SWEEP_BUDGET;
+    /* Twice: folders moved up from deep down are met on the second. */
+    if (trash_wipe(tfd, dev, tfd, 0, &budget) < 0 && budget > 0)
+        trash_wipe(tfd, dev, tfd, 0, &budget);
+    if (unlinkat(ifd, INCOMING_TRASH, AT_REMOVEDIR) == 0)
+        return 0;
+    if (errno != ENOTEMPTY && errno != EEXIST)
+        sh_log(LOG_WARNING, "image", "cannot empty the incoming trash: %s",
+               strerror(errno));
+    return 1;
+}
+
+/* Take incoming/NAME (in the folder ifd) from its user into the trash,
+ * remove its NAME.lock, and empty the trash. 0, or -1 with errno. */
+static int remove_incoming(int ifd, const char *name)
+{
+    struct stat ist;
+    if (fstat(ifd, &ist) < 0)
+        return -1;
+    int tfd = trash_open(ifd, &ist);
+    if (tfd < 0)
+        return -1;
+    int rc = trash_put(ifd, ist.st_dev, tfd, name);
+    int saved = errno;
+    if (rc == 0) {
+        char lock[300];
+        snprintf(lock, sizeof(lock), "%.200s.lock", name);
+        unlinkat(ifd, lock, 0);
+    }
+    trash_empty(ifd, tfd, ist.st_dev);
+    close(tfd);
+    return errno = saved, rc;
 }
 
 /* Remove the user's folder and its lock (see remove_incoming). */
@@ -1015,9 +1152,7 @@ static void user_dir_remove(struct pull *p)
         char inc[4300];
         snprintf(inc, sizeof(inc), "%s/incoming", p->cfg->dir);
         int ifd = open(inc, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        uid_t uid = p->user ? p->user->uid : geteuid();
-        gid_t gid = p->user ? p->user->gid : getegid();
-        if (ifd < 0 || remove_incoming(ifd, p->uname, uid, gid) < 0)
+        if (ifd < 0 || remove_incoming(ifd, p->uname) < 0)
             sh_log(LOG_WARNING, "image", "cannot remove %s: %s", p->udir,
                    strerror(errno));
         if (ifd >= 0)
@@ -1584,7 +1719,60 @@ void image_sweep_auth(const char *cache_dir)
     closedir(d);
 }
 
-void image_sweep_incoming(const char *cache_dir)
+/* A folder without NAME.lock was made by a shim older than the lock: it
+ * counts as stale only INCOMING_LOCKLESS_GRACE_S after this process first
+ * saw it (root's clock, kept here: the folder's times are the user's). */
+#define INCOMING_LOCKLESS_GRACE_S (2 * 3600)
+#define INCOMING_LOCKLESS_MAX 256
+static struct {
+    char name[201];
+    time_t seen;
+} lockless[INCOMING_LOCKLESS_MAX];
+
+static time_t monotonic_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec;
+}
+
+static bool lockless_stale(const char *name)
+{
+    int free_slot = -1;
+    for (int i = 0; i < INCOMING_LOCKLESS_MAX; i++) {
+        if (lockless[i].name[0] && strcmp(lockless[i].name, name) == 0)
+            return monotonic_s() - lockless[i].seen >=
+                   INCOMING_LOCKLESS_GRACE_S;
+        if (!lockless[i].name[0] && free_slot < 0)
+            free_slot = i;
+    }
+    if (free_slot >= 0) {
+        snprintf(lockless[free_slot].name, sizeof(lockless[0].name), "%s",
+                 name);
+        lockless[free_slot].seen = monotonic_s();
+    }
+    return false;
+}
+
+static void lockless_forget(const char *name)
+{
+    for (int i = 0; i < INCOMING_LOCKLESS_MAX; i++)
+        if (strcmp(lockless[i].name, name) == 0)
+            lockless[i].name[0] = '\0';
+}
+
+/* Forget the folders gone from incoming (ifd) since. */
+static void lockless_prune(int ifd)
+{
+    struct stat st;
+    for (int i = 0; i < INCOMING_LOCKLESS_MAX; i++)
+        if (lockless[i].name[0] &&
+            fstatat(ifd, lockless[i].name, &st, AT_SYMLINK_NOFOLLOW) < 0 &&
+            errno == ENOENT)
+            lockless[i].name[0] = '\0';
+}
+
+int image_sweep_incoming(const char *cache_dir)
 {
     char inc[4300];
     snprintf(inc, sizeof(inc), "%s/incoming", cache_dir);
@@ -1593,7 +1781,7 @@ void image_sweep_incoming(const char *cache_dir)
     if (ifd < 0 || fstat(ifd, &ist) < 0 || ist.st_uid != geteuid()) {
         if (ifd >= 0)
             close(ifd);
-        return;
+        return 0;
     }
     int lfd = fcntl(ifd, F_DUPFD_CLOEXEC, 0);
     DIR *d = lfd < 0 ? NULL : fdopendir(lfd);
@@ -1601,9 +1789,11 @@ void image_sweep_incoming(const char *cache_dir)
         if (lfd >= 0)
             close(lfd);
         close(ifd);
-        return;
+        return 0;
     }
     time_t now = time(NULL);
+    int tfd = -1;
+    lockless_prune(ifd);
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         struct stat st;
@@ -1636,20 +1826,35 @@ void image_sweep_incoming(const char *cache_dir)
          * folder is gone; no lock, or one nobody holds, means no pull. */
         snprintf(lock, sizeof(lock), "%s.lock", e->d_name);
         int fd = openat(ifd, lock, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0 && errno != ENOENT)
+        if (fd < 0 && (errno != ENOENT || !lockless_stale(e->d_name)))
             continue;
         if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0) {
             close(fd);
             continue;
         }
-        if (remove_incoming(ifd, e->d_name, st.st_uid, st.st_gid) == 0)
+        if (tfd < 0)
+            tfd = trash_open(ifd, &ist);
+        if (tfd >= 0 && trash_put(ifd, ist.st_dev, tfd, e->d_name) == 0) {
             sh_log(LOG_INFO, "image", "removed a stale copy %s/%s", inc,
                    e->d_name);
+            unlinkat(ifd, lock, 0);
+            lockless_forget(e->d_name);
+        }
         if (fd >= 0)
             close(fd);
     }
     closedir(d);
+    /* What an earlier sweep left in the trash goes too. */
+    struct stat tst;
+    if (tfd < 0 && fstatat(ifd, INCOMING_TRASH, &tst, AT_SYMLINK_NOFOLLOW) == 0)
+        tfd = trash_open(ifd, &ist);
+    int more = 0;
+    if (tfd >= 0) {
+        more = trash_empty(ifd, tfd, ist.st_dev);
+        close(tfd);
+    }
     close(ifd);
+    return more;
 }
 
 static int prepare(struct pull *p, const char *transport,

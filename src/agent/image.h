@@ -114,9 +114,14 @@ void image_sweep_auth(const char *cache_dir);
 /* A local image's copy lives in cache_dir/incoming/NAME, the user's, made
  * after root's NAME.lock, which the pull holds until the folder is gone; a
  * killed pull leaves the folder behind, outside the cache's size limit.
- * Remove every folder whose lock no pull holds (and locks older than
- * IMAGE_AUTH_STALE_S without a folder). The agent calls this at start,
- * a pull when it ends. */
-void image_sweep_incoming(const char *cache_dir);
+ * Remove every folder whose lock no pull holds (one without a lock, made
+ * by an older shim, two hours after this process first saw it; and locks
+ * older than IMAGE_AUTH_STALE_S without a folder): each is first taken from
+ * its user (moved into the root-only incoming/.trash, made root's), then
+ * removed by root without following links or entering other mounts, a
+ * bounded number of entries a call (the rest at the next). No process of
+ * the user takes part. The agent calls this at start and every five
+ * minutes (sooner while it returns 1: work left), a pull when it ends. */
+int image_sweep_incoming(const char *cache_dir);
 
 #endif

@@ -410,6 +410,18 @@ static int64_t on_tick(struct loop *loop, void *arg)
     return TICK_MS;
 }
 
+/* Stale copies in the image cache's incoming/ go every few minutes, not
+ * only at start and a pull's end (each sweep does a bounded amount of
+ * work, image.h). */
+#define SWEEP_INCOMING_MS (5 * 60 * 1000)
+static int64_t on_sweep(struct loop *loop, void *arg)
+{
+    struct agent *a = arg;
+    (void)loop;
+    /* Sooner while a big stale copy is removed a part at a time. */
+    return image_sweep_incoming(a->image_cache) ? 10 * 1000 : SWEEP_INCOMING_MS;
+}
+
 static int64_t on_heartbeat(struct loop *loop, void *arg)
 {
     struct agent *a = arg;
@@ -466,6 +478,7 @@ static int setup_loop(struct agent *a, struct sh_error *err)
         return -1;
     loop_add_timer(a->loop, TICK_MS, on_tick, a);
     loop_add_timer(a->loop, a->cfg.heartbeat_ms, on_heartbeat, a);
+    loop_add_timer(a->loop, SWEEP_INCOMING_MS, on_sweep, a);
     loop_set_before_sleep(a->loop, before_sleep, a);
     return 0;
 }

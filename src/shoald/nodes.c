@@ -139,6 +139,41 @@ static void run_reported(struct shoald *d, const char *node, json_int_t id,
     }
 }
 
+/* Is (id, attempt) in the list of runs (NULL: none)? */
+static bool run_listed(const json_t *runs, uint64_t id, int attempt)
+{
+    size_t i;
+    json_t *r;
+    json_array_foreach (runs, i, r) {
+        json_int_t rid, ratt;
+        if (json_unpack((json_t *)r, "{s:I, s:I}", "id", &rid, "attempt",
+                        &ratt) == 0 &&
+            (uint64_t)rid == id && ratt == attempt)
+            return true;
+    }
+    return false;
+}
+
+/* The node's runs it no longer lists (runs NULL: none, a registration
+ * without runs) lose their mark: a run made again from its work gets the
+ * registry's credentials again. */
+static void runs_unreported(struct shoald *d, const char *node,
+                            const json_t *runs)
+{
+    if (!nodetab_get(d->nodes, node))
+        return;
+    const struct node_rt *rt = nodetab_rt(d->nodes, node);
+    for (int j = 0; j < rt->njobs; j++) {
+        struct job *job = jobtab_get(d->jobs, rt->jobs[j]);
+        for (int a = 0; job && a < job->nalloc; a++) {
+            if (job->alloc[a].reported &&
+                strcmp(job->alloc[a].node, node) == 0 &&
+                !run_listed(runs, job->id, job_attempt(job)))
+                job->alloc[a].reported = false;
+        }
+    }
+}
+
 /* The digest the first node of a job in an image resolved its reference to
  * (runs_alive_json): the job keeps the first one it hears for this attempt
  * (stored, so a restarted controller sends the same) and its other nodes
@@ -201,6 +236,7 @@ int nodes_count_stale(struct shoald *d, const char *node, const json_t *runs,
             nodes_job_digest(d, node, id, attempt, digest);
         }
     }
+    runs_unreported(d, node, runs);
     return 0;
 }
 
@@ -219,6 +255,8 @@ int nodes_register(struct shoald *d, const struct nodes_reg *reg,
         node_destroy(n);
         return -1;
     }
+    if (!r.running)
+        runs_unreported(d, r.name, NULL);
     token[0] = '\0';
     int64_t now = shoald_now_ms(d);
     if (join) {

@@ -41,7 +41,9 @@
 #           root's
 #   ctr-021 a user's copy left in the cache's incoming/ by a killed pull is
 #           removed at agent start and when a pull ends, unless a pull
-#           holds it
+#           holds it: taken from the user first, removed by root without
+#           following planted links, not stalled by a stopped user process;
+#           a folder without a lock (an older shim's) is given time
 
 load lib/cluster
 
@@ -725,13 +727,27 @@ busybox chown 0 /own/g 2>/dev/null && echo chowned || echo g=refused'
     inc="$SHOAL_TEST_DIR/node1/images/incoming"
     mkdir -p "$inc" && chmod 0711 "$SHOAL_TEST_DIR/node1/images" "$inc"
     # What a pull killed mid-copy leaves: the user's folder, with a copy.
-    mkdir -p "$inc/stale1/layout/blobs" "$inc/stale2" "$inc/held1/layout"
+    mkdir -p "$inc/stale1/layout/blobs" "$inc/stale2" "$inc/held1/layout" \
+        "$inc/stale1/a/b/c" "$inc/old1"
     head -c 65536 /dev/urandom >"$inc/stale1/layout/blobs/x"
+    : >"$inc/stale1.lock"
     : >"$inc/stale2.lock"
+    # Planted by the user: a link to a root file, which must survive.
+    echo keep >"$BATS_TEST_TMPDIR/rootfile"
+    ln -s "$BATS_TEST_TMPDIR/rootfile" "$inc/stale1/a/b/c/link"
+    ln -s "$BATS_TEST_TMPDIR" "$inc/stale1/a/dirlink"
     id -u "$CUSER" >/dev/null
-    chown -R "$CUSER" "$inc/stale1" "$inc/stale2" "$inc/held1"
-    chmod 0700 "$inc/stale1" "$inc/held1"
+    chown -R "$CUSER" "$inc/stale1" "$inc/stale2" "$inc/held1" "$inc/old1"
+    chmod 0700 "$inc/stale1" "$inc/held1" "$inc/old1"
     chmod 0000 "$inc/stale2"
+    # A stopped process of the user inside the stale copy stalls nothing:
+    # no process of the user takes part in its removal.
+    (cd "$inc/stale1/a/b" && exec setpriv --reuid="$CUSER" \
+        --regid="$(id -g "$CUSER")" --clear-groups sleep 600) &
+    inside=$!
+    record_pid "$inside"
+    wait_for 10 sh -c "readlink /proc/$inside/cwd | grep -q '/a/b\$'"
+    kill -STOP "$inside"
     # A pull still under way (a shim that outlived its agent) holds its lock.
     # (Held by a process of its own: the agent must not inherit it.)
     : >"$inc/held1.lock"
@@ -742,10 +758,18 @@ busybox chown 0 /own/g 2>/dev/null && echo chowned || echo g=refused'
     agent_start node1 1 H100-80GB
     wait_for 20 nodes_up_is 1
     [ ! -e "$inc/stale1" ]
+    [ ! -e "$inc/stale1.lock" ]
     [ ! -e "$inc/stale2" ]
     [ ! -e "$inc/stale2.lock" ]
+    [ ! -e "$inc/.trash" ]
+    [ "$(cat "$BATS_TEST_TMPDIR/rootfile")" = keep ]
+    [ -d "$BATS_TEST_TMPDIR" ]
+    kill -CONT "$inside"
+    kill "$inside"
     [ -e "$inc/held1/layout" ]
     [ -e "$inc/held1.lock" ]
+    # A folder without a lock (a shim older than the lock) is given time.
+    [ -d "$inc/old1" ]
     # Its pull is gone; the next pull's end sweeps it.
     kill "$holder"
     wait_for 10 flock -n "$inc/held1.lock" true
@@ -753,5 +777,5 @@ busybox chown 0 /own/g 2>/dev/null && echo chowned || echo g=refused'
     a=$(submit --user "$CUSER" --image "$IMG" -- echo ran)
     wait_for 60 job_done "$a"
     [ "$(job_state "$a")" = completed ]
-    [ -z "$(ls -A "$inc")" ]
+    [ "$(ls -A "$inc")" = old1 ]
 }

@@ -245,3 +245,35 @@ Test(image_local, a_copy_that_is_not_the_digest_is_removed_and_refused)
     snprintf(path, sizeof(path), "%s/bundles/%s", cache, d);
     cr_assert_eq(access(path, F_OK), -1);
 }
+
+/* A stale copy nested deeper than the walk goes (folders moved up into the
+ * trash) is removed whole by a few sweeps; a link planted in it is
+ * removed, never followed: its target stays. A held lock keeps its copy. */
+Test(image_local, a_deep_stale_copy_goes_and_links_are_not_followed)
+{
+    char path[8192], target[300];
+    snprintf(target, sizeof(target), "%s/target", tmp);
+    put(target, "keep");
+    int n = snprintf(path, sizeof(path), "%s/incoming", tmp);
+    cr_assert_eq(mkdir(path, 0711), 0);
+    n += snprintf(path + n, sizeof(path) - n, "/stale");
+    for (int i = 0; i < 100; i++) {
+        cr_assert_eq(mkdir(path, 0700), 0, "%s", path);
+        char link[8300];
+        snprintf(link, sizeof(link), "%s/link", path);
+        cr_assert_eq(symlink(i % 2 ? target : tmp, link), 0);
+        n += snprintf(path + n, sizeof(path) - n, "/d");
+    }
+    snprintf(path, sizeof(path), "%s/incoming/stale.lock", tmp);
+    put(path, "");
+    int sweeps = 0;
+    while (image_sweep_incoming(tmp) && sweeps < 10)
+        sweeps++;
+    struct stat st;
+    snprintf(path, sizeof(path), "%s/incoming/stale", tmp);
+    cr_assert_eq(lstat(path, &st), -1);
+    snprintf(path, sizeof(path), "%s/incoming/.trash", tmp);
+    cr_assert_eq(lstat(path, &st), -1, "the trash goes once empty");
+    cr_assert_eq(lstat(target, &st), 0);
+    cr_assert_eq(st.st_size, 4);
+}

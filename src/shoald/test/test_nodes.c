@@ -264,3 +264,70 @@ Test(nodes, image_digest_of_the_first_node_releases_the_others)
     cr_assert_str_eq(jobtab_get(d.jobs, id)->image_digest, good);
     json_decref(gpus);
 }
+
+static bool work_has_auth(const char *node)
+{
+    json_t *w = cluster_node_work(&d, nodetab_get(d.nodes, node));
+    json_t *e = json_array_get(json_object_get(w, "jobs"), 0);
+    bool has = json_object_get(e, "registry_auth") != NULL;
+    json_decref(w);
+    return has;
+}
+
+static json_t *run_listed_once(uint64_t id, int attempt)
+{
+    return json_pack("[{s:I, s:i}]", "id", (json_int_t)id, "attempt", attempt);
+}
+
+/* The registry's credentials go in a run's work only until its node
+ * reports the run; a node that lists it no more (it lost the run), or
+ * registers again without it, gets them again with the work. */
+Test(nodes, registry_auth_again_for_a_run_the_node_lost)
+{
+    struct sh_error err = {0};
+    char token[AUTH_TOKEN_LEN + 1];
+    json_t *gpus = json_array();
+    cr_assert_eq(reg("n1", gpus, true, token, &err), 0, "%s", err.msg);
+    json_t *c = json_pack("{s:s, s:s, s:s}", "registry", "r.example",
+                          "username", "u", "password", "p");
+    struct store_batch *b = store_batch_create();
+    cr_assert_eq(secrets_add(d.secrets, b, "r", NULL, c, "admin", 1, &err), 0,
+                 "%s", err.msg);
+    store_batch_destroy(b);
+    json_decref(c);
+    json_t *o = json_pack("{s:[s], s:s}", "command", "true", "image",
+                          "docker://r.example/team/x:1");
+    struct job_spec s;
+    job_spec_init(&s);
+    cr_assert_eq(job_spec_from_json(o, &s, &err), 0, "%s", err.msg);
+    json_decref(o);
+    s.user = strdup("admin");
+    s.project = strdup("default");
+    uint64_t id = jobtab_take_id(d.jobs);
+    struct job *job = job_create(id, &s, 1);
+    job->state = JOB_RUNNING;
+    job->start_ms = 2;
+    struct job_alloc *al = calloc(1, sizeof(*al));
+    al[0].node = strdup("n1");
+    al[0].exit_code = -1;
+    job_set_alloc(job, al, 1);
+    cr_assert_eq(jobtab_add(d.jobs, job), 0);
+    node_rt_add_job(nodetab_rt(d.nodes, "n1"), id);
+    int attempt = job_attempt(job), stale;
+    cr_assert(work_has_auth("n1"));
+    json_t *r = run_listed_once(id, attempt);
+    cr_assert_eq(nodes_count_stale(&d, "n1", r, &stale, &err), 0);
+    json_decref(r);
+    cr_assert_not(work_has_auth("n1"), "the node has the run");
+    json_t *none = json_array();
+    cr_assert_eq(nodes_count_stale(&d, "n1", none, &stale, &err), 0);
+    json_decref(none);
+    cr_assert(work_has_auth("n1"), "the node lost the run");
+    r = run_listed_once(id, attempt);
+    cr_assert_eq(nodes_count_stale(&d, "n1", r, &stale, &err), 0);
+    json_decref(r);
+    cr_assert_not(work_has_auth("n1"));
+    cr_assert_eq(reg("n1", gpus, false, token, &err), 0, "%s", err.msg);
+    cr_assert(work_has_auth("n1"), "registered again without the run");
+    json_decref(gpus);
+}
