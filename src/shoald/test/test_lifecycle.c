@@ -29,6 +29,7 @@
 #include "shoald/tenancy.h"
 #include "shoald/volumes.h"
 #include "store/store.h"
+#include "state_fixture.h"
 
 static char dir[64];
 static struct shoald d;
@@ -37,55 +38,13 @@ static const struct api_caller admin = {
 
 static void setup(void)
 {
-    struct sh_error err = {0};
-    char url[200];
-    memset(&d, 0, sizeof(d));
-    snprintf(dir, sizeof(dir), "/tmp/shoal-life-test-XXXXXX");
-    cr_assert_not_null(mkdtemp(dir));
-    d.cfg.state_dir = dir;
-    d.cfg.admin_user = "admin";
-    d.cfg.heartbeat_timeout_s = 30;
-    d.cfg.keep_finished_ms = 3600 * 1000;
-    d.cfg.las_quantum_ms = -1; /* the engine defaults, as main.c */
-    d.cfg.las_hold_ms = -1;
-    d.cfg.las_starve_factor = -1;
-    d.cfg.las_starve_max_ms = -1;
-    d.cfg.las_hold_gpus = -1;
-    snprintf(url, sizeof(url), "sqlite:%s/shoal.db", dir);
-    d.loop = loop_create(&err);
-    d.store = store_open(url, &err);
-    cr_assert_not_null(d.store, "%s", err.msg);
-    d.auth = auth_create(&err);
-    d.slices = slices_create(&err);
-    d.tenancy = tenancy_create(&err);
-    d.volumes = volumes_create(&err);
-    d.secrets = secrets_create(dir, &err);
-    d.commit = commit_create(&d, state_reload, &d, &err);
-    cr_assert(d.loop && d.auth && d.slices && d.tenancy && d.volumes &&
-              d.secrets && d.commit);
-    cr_assert_eq(state_load(&d, &err), 0, "%s", err.msg);
-    cr_assert_eq(cluster_create(&d, &err), 0, "%s", err.msg);
-    cr_assert_eq(state_init_cluster(&d, &err), 0, "%s", err.msg);
-    cr_assert_eq(commit_flush(d.commit, &err), 0, "%s", err.msg);
+    state_fixture_open(&d, dir, sizeof(dir), "shoal-life-test");
     cr_assert_not_null(d.job_transition, "jobs_load registers the lifecycle");
 }
 
 static void teardown(void)
 {
-    cluster_destroy(&d);
-    commit_destroy(d.commit);
-    jobtab_destroy(d.jobs);
-    nodetab_destroy(d.nodes);
-    auth_destroy(d.auth);
-    tenancy_destroy(d.tenancy);
-    volumes_destroy(d.volumes);
-    secrets_destroy(d.secrets);
-    slices_destroy(d.slices);
-    store_close(d.store);
-    loop_destroy(d.loop);
-    char cmd[128];
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    cr_assert_eq(system(cmd), 0);
+    state_fixture_close(&d, dir);
 }
 
 TestSuite(lifecycle, .init = setup, .fini = teardown);
