@@ -162,18 +162,13 @@ static size_t work_count(const char *node)
     return n;
 }
 
-/* A 2-node job in an image: the second node's work waits for the digest
- * the first node resolved; a digest from another node, or one that is not
- * sha256:HEX, is ignored; the one taken is stored and sent on. */
-Test(nodes, image_digest_of_the_first_node_releases_the_others)
+/* A job in image, running as admin on the nodes named (one part each). */
+static struct job *running_image_job(const char *image, const char **nodes,
+                                     int n)
 {
     struct sh_error err = {0};
-    char token[AUTH_TOKEN_LEN + 1];
-    json_t *gpus = json_array();
-    cr_assert_eq(reg("n1", gpus, true, token, &err), 0, "%s", err.msg);
-    cr_assert_eq(reg("n2", gpus, true, token, &err), 0, "%s", err.msg);
-    json_t *o = json_pack("{s:[s], s:i, s:s}", "command", "true", "nodes", 2,
-                          "image", "reg.example.com/team/x:1");
+    json_t *o = json_pack("{s:[s], s:i, s:s}", "command", "true", "nodes", n,
+                          "image", image);
     struct job_spec s;
     job_spec_init(&s);
     cr_assert_eq(job_spec_from_json(o, &s, &err), 0, "%s", err.msg);
@@ -184,15 +179,31 @@ Test(nodes, image_digest_of_the_first_node_releases_the_others)
     struct job *job = job_create(id, &s, 1);
     job->state = JOB_RUNNING;
     job->start_ms = 2;
-    struct job_alloc *al = calloc(2, sizeof(*al));
-    al[0].node = strdup("n1");
-    al[0].exit_code = -1;
-    al[1].node = strdup("n2");
-    al[1].exit_code = -1;
-    job_set_alloc(job, al, 2);
+    struct job_alloc *al = calloc((size_t)n, sizeof(*al));
+    for (int i = 0; i < n; i++) {
+        al[i].node = strdup(nodes[i]);
+        al[i].exit_code = -1;
+    }
+    job_set_alloc(job, al, n);
     cr_assert_eq(jobtab_add(d.jobs, job), 0);
-    node_rt_add_job(nodetab_rt(d.nodes, "n1"), id);
-    node_rt_add_job(nodetab_rt(d.nodes, "n2"), id);
+    for (int i = 0; i < n; i++)
+        node_rt_add_job(nodetab_rt(d.nodes, nodes[i]), id);
+    return job;
+}
+
+/* A 2-node job in an image: the second node's work waits for the digest
+ * the first node resolved; a digest from another node, or one that is not
+ * sha256:HEX, is ignored; the one taken is stored and sent on. */
+Test(nodes, image_digest_of_the_first_node_releases_the_others)
+{
+    struct sh_error err = {0};
+    char token[AUTH_TOKEN_LEN + 1];
+    json_t *gpus = json_array();
+    cr_assert_eq(reg("n1", gpus, true, token, &err), 0, "%s", err.msg);
+    cr_assert_eq(reg("n2", gpus, true, token, &err), 0, "%s", err.msg);
+    const char *on[] = {"n1", "n2"};
+    struct job *job = running_image_job("reg.example.com/team/x:1", on, 2);
+    uint64_t id = job->id;
     int attempt = job_attempt(job), stale;
     cr_assert_eq(work_count("n1"), 1);
     cr_assert_eq(work_count("n2"), 0, "held until the digest is known");
@@ -254,24 +265,9 @@ Test(nodes, registry_auth_again_for_a_run_the_node_lost)
                  "%s", err.msg);
     store_batch_destroy(b);
     json_decref(c);
-    json_t *o = json_pack("{s:[s], s:s}", "command", "true", "image",
-                          "docker://r.example/team/x:1");
-    struct job_spec s;
-    job_spec_init(&s);
-    cr_assert_eq(job_spec_from_json(o, &s, &err), 0, "%s", err.msg);
-    json_decref(o);
-    s.user = strdup("admin");
-    s.project = strdup("default");
-    uint64_t id = jobtab_take_id(d.jobs);
-    struct job *job = job_create(id, &s, 1);
-    job->state = JOB_RUNNING;
-    job->start_ms = 2;
-    struct job_alloc *al = calloc(1, sizeof(*al));
-    al[0].node = strdup("n1");
-    al[0].exit_code = -1;
-    job_set_alloc(job, al, 1);
-    cr_assert_eq(jobtab_add(d.jobs, job), 0);
-    node_rt_add_job(nodetab_rt(d.nodes, "n1"), id);
+    const char *on[] = {"n1"};
+    struct job *job = running_image_job("docker://r.example/team/x:1", on, 1);
+    uint64_t id = job->id;
     int attempt = job_attempt(job), stale;
     cr_assert(work_has_auth("n1"));
     json_t *r = run_listed_once(id, attempt);
