@@ -139,14 +139,21 @@ reason_matches() { job_field "$1" .reason | grep -qE -- "$2"; }
     wait_job_state "$b" completed 30
 }
 
-@test "sl-006 re-slicing on demand serves the waiting jobs and says why" {
+# A controller that re-slices on demand, one agent with one H100, and a
+# 3g.40gb job that had it re-sliced and completed.
+one_gpu_resliced_on_demand() {
     shoal_tmp_init
     shoald_start --reslice-on-demand --reslice-hold 1s
     agent_start node1 1 H100-80GB
     wait_for 20 nodes_up_is 1
+    local id
     id=$(submit --slice 3g.40gb -- true)
     wait_job_state "$id" completed 30
     shoal slice show --json | jq -r '.[0].plan.reason' | grep -q "re-sliced on demand: job $id"
+}
+
+@test "sl-006 re-slicing on demand serves the waiting jobs and says why" {
+    one_gpu_resliced_on_demand
     # And back to whole for a whole-GPU job.
     whole=$(submit --gpus 1 -- true)
     wait_job_state "$whole" completed 120
@@ -164,13 +171,7 @@ reason_matches() { job_field "$1" .reason | grep -qE -- "$2"; }
 }
 
 @test "sl-008 re-slicing on demand makes a GPU whole for a waiting --gpus-total job" {
-    shoal_tmp_init
-    shoald_start --reslice-on-demand --reslice-hold 1s
-    agent_start node1 1 H100-80GB
-    wait_for 20 nodes_up_is 1
-    id=$(submit --slice 3g.40gb -- true)
-    wait_job_state "$id" completed 30
-    shoal slice show --json | jq -r '.[0].plan.reason' | grep -q "re-sliced on demand: job $id"
+    one_gpu_resliced_on_demand
     # Only a sliced GPU: the --gpus-total job counts as a 1-GPU request.
     total=$(submit --gpus-total 1 -- true)
     wait_job_state "$total" completed 120
