@@ -59,7 +59,6 @@ struct api_req {
     size_t resp_len;
     const char *ctype;
     bool has_resp;
-    struct api_stream *stream; /* a streamed answer, until MHD takes it */
     void *user_data;
     char peer[64];
 };
@@ -107,25 +106,9 @@ int api_status_for(enum sh_errc code)
 
 /* ---- answers ---- */
 
-struct api_stream {
-    api_stream_read read;
-    void (*done)(void *ctx);
-    void *ctx;
-};
-
-static void stream_drop(struct api_stream *s)
-{
-    if (!s)
-        return;
-    s->done(s->ctx);
-    free(s);
-}
-
 static void set_resp(struct api_req *req, int status, const char *ctype,
                      char *body, size_t len)
 {
-    stream_drop(req->stream);
-    req->stream = NULL;
     free(req->resp);
     req->status = status;
     req->ctype = ctype;
@@ -152,20 +135,6 @@ void api_reply_text(struct api_req *req, int status, const char *ctype,
                     char *body, size_t len)
 {
     set_resp(req, status, ctype, body, len);
-}
-
-void api_reply_stream(struct api_req *req, int status, const char *ctype,
-                      api_stream_read read, void (*done)(void *ctx), void *ctx)
-{
-    struct api_stream *s = malloc(sizeof(*s));
-    if (!s) {
-        done(ctx);
-        api_errorf(req, SH_EINTERNAL, "out of memory");
-        return;
-    }
-    *s = (struct api_stream){read, done, ctx};
-    set_resp(req, status, ctype, NULL, 0);
-    req->stream = s;
 }
 
 void api_reply_error(struct api_req *req, const struct sh_error *err)
@@ -483,43 +452,13 @@ static void dispatch(struct api *api, struct api_req *req)
 
 /* ---- MHD callbacks ---- */
 
-/* MHD's side of a streamed answer. */
-static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
-{
-    struct api_stream *s = cls;
-    (void)pos;
-    long n = s->read(s->ctx, buf, max);
-    if (n > 0)
-        return (ssize_t)n;
-    return n == 0 ? MHD_CONTENT_READER_END_OF_STREAM
-                  : MHD_CONTENT_READER_END_WITH_ERROR;
-}
-
-static void stream_free(void *cls)
-{
-    stream_drop(cls);
-}
-
-/* The block a streamed answer is asked for at a time. */
-#define API_STREAM_BLOCK (64 * 1024)
-
 static enum MHD_Result queue_answer(struct api_req *req)
 {
-    struct MHD_Response *resp;
-    if (req->stream) {
-        resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN,
-                                                 API_STREAM_BLOCK, stream_read,
-                                                 req->stream, stream_free);
-        if (!resp)
-            return MHD_NO;  /* on_completed drops the stream */
-        req->stream = NULL; /* MHD owns it now */
-    } else {
-        resp = MHD_create_response_from_buffer(req->resp_len, req->resp,
-                                               MHD_RESPMEM_MUST_FREE);
-        if (!resp)
-            return MHD_NO;
-        req->resp = NULL; /* MHD owns it now */
-    }
+    struct MHD_Response *resp = MHD_create_response_from_buffer(
+        req->resp_len, req->resp, MHD_RESPMEM_MUST_FREE);
+    if (!resp)
+        return MHD_NO;
+    req->resp = NULL; /* MHD owns it now */
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, req->ctype);
     enum MHD_Result rc =
         MHD_queue_response(req->conn, (unsigned)req->status, resp);
@@ -614,7 +553,6 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     strbuf_fini(&req->body);
     json_decref(req->json);
     free(req->resp);
-    stream_drop(req->stream);
     free(req);
     *con_cls = NULL;
 }

@@ -79,16 +79,6 @@ const char *api_peer(const struct api_req *req);
 void api_reply_json(struct api_req *req, int status, json_t *body);
 void api_reply_text(struct api_req *req, int status, const char *ctype,
                     char *body, size_t len); /* takes ownership of body */
-/* A streamed answer of unknown length (chunked): the body is made as the
- * connection takes it, by read(ctx, buf, max), which writes at most max
- * bytes into buf and returns how many (> 0), 0 at the end of the body, or
- * -1 to cut the answer short (the connection is closed). done(ctx) is
- * called once, when the answer is over or dropped. read runs on the loop's
- * thread between other work, so ctx must not keep pointers into state that
- * may change between two calls (keep a cursor, and copies). */
-typedef long (*api_stream_read)(void *ctx, char *buf, size_t max);
-void api_reply_stream(struct api_req *req, int status, const char *ctype,
-                      api_stream_read read, void (*done)(void *ctx), void *ctx);
 /* {"error":{"code","message"}} with the status for err->code. */
 void api_reply_error(struct api_req *req, const struct sh_error *err);
 int api_errorf(struct api_req *req, enum sh_errc code, const char *fmt, ...)

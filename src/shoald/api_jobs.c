@@ -8,7 +8,6 @@
 #include "lib/model/job_array.h"
 #include "lib/model/job_json.h"
 #include "lib/util/clock.h"
-#include "lib/util/log.h"
 #include "lib/util/parse.h"
 #include "lib/util/strbuf.h"
 #include "lib/util/utf8.h"
@@ -125,114 +124,21 @@ static int list_write(struct shoald *d, struct strbuf *sb,
     return job_json_write(sb, job, &x, now);
 }
 
-/* A listing being streamed: the filters (copied: the request's strings
- * and the caller's may change or go between two writes), a cursor (the id
- * of the last job looked at) and the bytes made but not yet taken. */
-struct list_stream {
-    struct shoald *d;
-    struct api_caller caller;
-    char *caller_user, *caller_node;
-    unsigned mask;
-    char *user, *project;
-    int64_t limit, listed, now;
-    uint64_t cursor;
-    bool started, finished;
-    struct strbuf out;
-    size_t taken; /* bytes of out already handed to the connection */
-};
-
-static void list_stream_done(void *ctx)
+static bool list_match(struct shoald *d, struct api_req *req,
+                       const struct job *j, unsigned mask, const char *user,
+                       const char *project)
 {
-    struct list_stream *ls = ctx;
-    strbuf_fini(&ls->out);
-    free(ls->caller_user);
-    free(ls->caller_node);
-    free(ls->user);
-    free(ls->project);
-    free(ls);
-}
-
-static bool list_stream_match(struct list_stream *ls, const struct job *j)
-{
-    return (ls->mask & (1u << j->state)) &&
-           (!ls->user || strcmp(ls->user, j->spec.user) == 0) &&
-           (!ls->project || strcmp(ls->project, j->spec.project) == 0) &&
-           policy_can_view(ls->d, &ls->caller, j);
-}
-
-/* Make at least want more bytes of the answer, or its end: jobs from the
- * one after the cursor, in id order. The table walk is used only within
- * one call (jobs may come and go between calls), so a job is never listed
- * twice and one that matches all along is never missed. Once the page is
- * full, the further matches are counted in one go for "more". */
-static int list_stream_fill(struct list_stream *ls, size_t want)
-{
-    struct strbuf *sb = &ls->out;
-    if (!ls->started) {
-        if (strbuf_appends(sb, "{\"jobs\":[") < 0)
-            return -1;
-        ls->started = true;
-    }
-    struct jobtab_walk w;
-    struct job *j = jobtab_walk_from(ls->d->jobs, ls->cursor, &w);
-    for (; j && sb->len - ls->taken < want && ls->listed < ls->limit;
-         j = jobtab_walk_next(&w)) {
-        ls->cursor = j->id;
-        if (!list_stream_match(ls, j))
-            continue;
-        if ((ls->listed > 0 && strbuf_append(sb, ",", 1) < 0) ||
-            list_write(ls->d, sb, j, ls->now) < 0)
-            return -1;
-        ls->listed++;
-    }
-    if (j && ls->listed < ls->limit)
-        return 0; /* enough for now */
-    long long more = 0;
-    for (; j; j = jobtab_walk_next(&w))
-        if (list_stream_match(ls, j))
-            more++;
-    if (strbuf_appendf(sb, "],\"more\":%lld}", more) < 0)
-        return -1;
-    ls->finished = true;
-    return 0;
-}
-
-static long list_stream_read(void *ctx, char *buf, size_t max)
-{
-    struct list_stream *ls = ctx;
-    if (!ls->finished && ls->out.len - ls->taken < max &&
-        list_stream_fill(ls, max) < 0) {
-        sh_log(LOG_ERR, "api", "out of memory streaming a job listing");
-        return -1;
-    }
-    size_t n = ls->out.len - ls->taken;
-    if (n > max)
-        n = max;
-    memcpy(buf, ls->out.data + ls->taken, n);
-    ls->taken += n;
-    if (ls->taken == ls->out.len) {
-        strbuf_reset(&ls->out);
-        ls->taken = 0;
-    }
-    return (long)n;
-}
-
-static char *dup_or_null(const char *s, bool *ok)
-{
-    if (!s)
-        return NULL;
-    char *c = strdup(s);
-    if (!c)
-        *ok = false;
-    return c;
+    return (mask & (1u << j->state)) &&
+           (!user || strcmp(user, j->spec.user) == 0) &&
+           (!project || strcmp(project, j->spec.project) == 0) &&
+           policy_can_view(d, api_caller(req), j);
 }
 
 /* GET /v1/jobs: the matching jobs in id order, from the first after
  * `after`, at most `limit` of them, and in "more" how many further ones
- * match. The answer is streamed job by job as the connection takes it: a
- * pending job's reason and estimate are worked out only for the jobs
- * returned, and neither a tree nor the whole text of the list is ever
- * held. */
+ * match. The answer is written job by job: a pending job's reason and
+ * estimate are worked out only for the jobs returned, and no tree of the
+ * whole list is ever built. */
 void api_jobs_list(struct shoald *d, struct api_req *req)
 {
     struct sh_error err;
@@ -253,29 +159,31 @@ void api_jobs_list(struct shoald *d, struct api_req *req)
         goto fail;
     if (user && strcmp(user, "me") == 0 && api_caller(req)->user)
         user = api_caller(req)->user;
-    struct list_stream *ls = calloc(1, sizeof(*ls));
-    bool ok = ls != NULL;
-    if (ok) {
-        ls->d = d;
-        ls->caller = *api_caller(req);
-        ls->caller.user = ls->caller_user = dup_or_null(ls->caller.user, &ok);
-        ls->caller.node = ls->caller_node = dup_or_null(ls->caller.node, &ok);
-        ls->mask = mask;
-        ls->user = dup_or_null(user, &ok);
-        ls->project = dup_or_null(project, &ok);
-        ls->limit = limit;
-        ls->cursor = (uint64_t)after;
-        ls->now = clock_wall_ms();
-        strbuf_init(&ls->out, SIZE_MAX);
+    struct strbuf sb;
+    strbuf_init(&sb, SIZE_MAX);
+    int64_t n = 0, more = 0, now = clock_wall_ms();
+    bool ok = strbuf_appends(&sb, "{\"jobs\":[") == 0;
+    struct jobtab_walk w;
+    for (struct job *j = jobtab_walk_from(d->jobs, (uint64_t)after, &w);
+         j && ok; j = jobtab_walk_next(&w)) {
+        if (!list_match(d, req, j, mask, user, project))
+            continue;
+        if (n == limit) {
+            more++;
+            continue;
+        }
+        ok = (n == 0 || strbuf_append(&sb, ",", 1) == 0) &&
+             list_write(d, &sb, j, now) == 0;
+        n++;
     }
+    ok = ok && strbuf_appendf(&sb, "],\"more\":%lld}", (long long)more) == 0;
     if (!ok) {
-        if (ls)
-            list_stream_done(ls);
+        strbuf_fini(&sb);
         api_errorf(req, SH_EINTERNAL, "out of memory listing jobs");
         return;
     }
-    api_reply_stream(req, 200, "application/json", list_stream_read,
-                     list_stream_done, ls);
+    size_t len = sb.len;
+    api_reply_text(req, 200, "application/json", strbuf_take(&sb), len);
     return;
 fail:
     api_reply_error(req, &err);

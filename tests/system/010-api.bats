@@ -171,9 +171,8 @@ CASES
     [ "$output" = 404 ]
 }
 
-@test "api-011 a long listing is streamed whole: pages join up, nothing twice" {
-    # 400 tasks of one array, each job ~0.5 KiB: the answer spans several
-    # of the blocks the controller streams it in.
+@test "api-011 a long listing comes whole: pages join up, nothing twice" {
+    # 400 tasks of one array, each job ~0.5 KiB: an answer of ~200 KiB.
     api POST /v1/jobs '{"command":["python","train.py","--a-long-argument-to-make-the-listing-longer"],"gpus":1,"array":"0-399","name":"streamed"}'
     [ "$status_code" = 201 ]
     hdr="$SHOAL_TEST_DIR/list.hdr"
