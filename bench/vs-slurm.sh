@@ -5,7 +5,8 @@
 #   1,000 submits in one sequential CLI loop, and in 4 loops (jobs live);
 #   drain 1,000 one-GPU `true` jobs on 32 GPUs (queued first, then let go);
 #   one CLI submit on an idle cluster (median of 20);
-#   the queue listing with 10,000 pending (Shoal: bench/queue.sh).
+#   the queue listing with 10,000 pending (Shoal: bench/queue.sh);
+#   and the machine's floor (a bash loop of /bin/true, bench-proc-floor).
 # Slurm's side is ../shared/peers/slurm's own scripts, run as they are (4
 # slurmd x 8 fake GPUs); Shoal's is `shoal up --nodes 4 --gpus-per-node 8`.
 # Where Slurm cannot run here (not installed, not root), it says so and
@@ -123,6 +124,17 @@ out=$("$HERE/queue.sh" "$BUILD" "$PENDING" 10 | tee >(cat >&2) | tail -1)
 K[queue]=$(echo "$out" | val shoal_queue_ms)
 K[queue_json]=$(echo "$out" | val shoal_queue_json_ms)
 
+# ---- the machine's floor ----
+# What starting a process costs here bounds both sides: a sequential
+# submit loop cannot beat a bash loop of /bin/true, and every job is at
+# least one process start (bench/proc_floor.c).
+t0=$EPOCHREALTIME
+for ((k = 0; k < 300; k++)); do /bin/true; done
+t1=$EPOCHREALTIME
+K[bash_true]=$(rate 300 "$t0" "$t1")
+echo "floor: a bash loop of /bin/true runs ${K[bash_true]} per s"
+"$BIN/bench/bench-proc-floor" 300
+
 # ---- the table ----
 ratio() { # higher-is-better shoal slurm
     [ -n "${2:-}" ] && [ -n "${1:-}" ] && awk -v a="$1" -v b="$2" 'BEGIN{printf "%.1fx", a/b}' || echo "-"
@@ -136,4 +148,5 @@ echo "| drain $N one-GPU \`true\` jobs on 32 GPUs | ${S[drain]:--} jobs/s | ${K[
 echo "| one CLI submit, idle cluster (median of 20) | ${S[one]:--} ms | ${K[one]} ms | $(ratio "${S[one]:-}" "${K[one]}") |"
 echo "| queue with $PENDING pending: squeue / shoal queue (default view) | ${S[queue]:--} ms | ${K[queue]} ms | $(ratio "${S[queue]:-}" "${K[queue]}") |"
 echo "| every job with $PENDING pending: scontrol show job / shoal queue --json | ${S[queue_all]:--} ms | ${K[queue_json]} ms | $(ratio "${S[queue_all]:-}" "${K[queue_json]}") |"
+echo "| (floor) a bash loop of /bin/true, nothing else | | ${K[bash_true]} /s | |"
 [ -z "$slurm_why" ] || echo "(Slurm not run: $slurm_why)"
