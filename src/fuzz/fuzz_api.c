@@ -1,12 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* A stand-in for the request side of shoald/api.c and a small controller,
- * for the fuzz targets of API handlers (see fuzz_api.h). */
+/* A small controller for the fuzz targets of API handlers, which call them
+ * through the request stand-in of shoald/test/api_harness.h (see
+ * fuzz_api.h). */
 #include "fuzz/fuzz_api.h"
 
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "fuzz/fuzz.h"
 #include "lib/util/clock.h"
@@ -14,140 +12,8 @@
 #include "shoald/commit.h"
 #include "shoald/jobtab.h"
 #include "shoald/tenancy.h"
+#include "shoald/test/api_harness.h"
 #include "store/store.h"
-
-struct api_req {
-    struct api_caller caller;
-    const char *params[2];
-    const char *body; /* borrowed from the fuzzer */
-    size_t len;
-    json_t *json;
-    bool replied;
-    int status;
-    void *user_data;
-};
-
-/* ---- the request side of api.h ---- */
-
-const struct api_caller *api_caller(const struct api_req *req)
-{
-    return &req->caller;
-}
-
-const char *api_param(const struct api_req *req, int n)
-{
-    return n >= 0 && n < 2 ? req->params[n] : NULL;
-}
-
-const char *api_query(const struct api_req *req, const char *key)
-{
-    (void)req;
-    (void)key;
-    return NULL;
-}
-
-const char *api_body_raw(const struct api_req *req, size_t *len)
-{
-    if (len)
-        *len = req->len;
-    return req->body;
-}
-
-const char *api_peer(const struct api_req *req)
-{
-    (void)req;
-    return "127.0.0.1";
-}
-
-/* As api.c: JSON with duplicate keys refused; an answer when it is not. */
-json_t *api_body(struct api_req *req)
-{
-    if (req->json)
-        return req->json;
-    if (req->len == 0) {
-        api_errorf(req, SH_EINVAL, "the request needs a JSON body");
-        return NULL;
-    }
-    json_error_t jerr;
-    req->json = json_loadb(req->body, req->len, JSON_REJECT_DUPLICATES, &jerr);
-    if (!req->json)
-        api_errorf(req, SH_EINVAL, "malformed JSON at line %d column %d: %s",
-                   jerr.line, jerr.column, jerr.text);
-    return req->json;
-}
-
-void api_reply_json(struct api_req *req, int status, json_t *body)
-{
-    /* Encode it as api.c does, so a broken view shows here too. */
-    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
-    req->replied = true;
-    req->status = text ? status : 500;
-    free(text);
-    json_decref(body);
-}
-
-void api_reply_text(struct api_req *req, int status, const char *ctype,
-                    char *body, size_t len)
-{
-    (void)ctype;
-    (void)len;
-    free(body);
-    req->replied = true;
-    req->status = status;
-}
-
-void api_reply_error(struct api_req *req, const struct sh_error *err)
-{
-    static const int status[] = {
-        [SH_EINVAL] = 400,    [SH_EUNAUTH] = 401,      [SH_EFORBIDDEN] = 403,
-        [SH_EQUOTA] = 403,    [SH_ENOTFOUND] = 404,    [SH_ECONFLICT] = 409,
-        [SH_ETOOLARGE] = 413, [SH_EUNAVAILABLE] = 503,
-    };
-    unsigned code = (unsigned)err->code;
-    req->replied = true;
-    req->status = 500; /* also for SH_OK: no error given */
-    if (code < sizeof(status) / sizeof(status[0]) && status[code])
-        req->status = status[code];
-}
-
-int api_errorf(struct api_req *req, enum sh_errc code, const char *fmt, ...)
-{
-    struct sh_error err;
-    va_list ap;
-    err.code = code;
-    va_start(ap, fmt);
-    vsnprintf(err.msg, sizeof(err.msg), fmt, ap);
-    va_end(ap);
-    api_reply_error(req, &err);
-    return -1;
-}
-
-bool api_replied(const struct api_req *req)
-{
-    return req->replied;
-}
-
-void api_hold(struct api_req *req)
-{
-    (void)req;
-}
-
-void api_release(struct api_req *req)
-{
-    (void)req;
-}
-
-void api_set_user_data(struct api_req *req, void *data)
-{
-    req->user_data = data;
-}
-
-void *api_get_user_data(const struct api_req *req)
-{
-    return req->user_data;
-}
-
-/* ---- the controller ---- */
 
 static int seed(struct shoald *d, struct sh_error *err)
 {
@@ -206,23 +72,24 @@ void fuzz_api_call(struct shoald *d, api_handler_f h, const char *name,
                    const char *p0, const char *p1, const uint8_t *body,
                    size_t size)
 {
-    struct api_req req = {
-        .caller = {.role = API_USER, .user = "alice", .admin = true},
-        .params = {p0, p1},
-        .body = (const char *)body,
-        .len = size,
-    };
+    static const struct api_caller alice = {
+        .role = API_USER, .user = "alice", .admin = true};
+    struct api_req *req =
+        api_harness_req_create(&alice, p0, p1, (const char *)body, size);
+    if (!req)
+        fuzz_fail("out of memory");
     struct sh_error err = {0};
     int before = store_batch_count(commit_batch(d->commit));
-    h(d, &req);
-    json_decref(req.json);
-    if (!req.replied)
+    h(d, req);
+    int status = api_harness_status(req);
+    bool replied = api_replied(req);
+    api_harness_req_destroy(req);
+    if (!replied)
         fuzz_fail("%s did not answer", name);
     if (!tenancy_check_invariants(d->tenancy, &err))
-        fuzz_fail("%s (answered %d) broke the tenancy: %s", name, req.status,
+        fuzz_fail("%s (answered %d) broke the tenancy: %s", name, status,
                   err.msg);
-    if (req.status >= 400 &&
-        store_batch_count(commit_batch(d->commit)) != before)
+    if (status >= 400 && store_batch_count(commit_batch(d->commit)) != before)
         fuzz_fail("%s refused the request (%d) but changed the batch", name,
-                  req.status);
+                  status);
 }

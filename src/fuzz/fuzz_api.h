@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* For the fuzz targets of API handlers: a stand-in for the request side of
- * shoald/api.c and a small controller to run handlers against.
+/* For the fuzz targets of API handlers: a small controller to run handlers
+ * against, and a call that checks what every handler promises.
  *
- * fuzz_api.c defines struct api_req and the "for handlers" functions of
- * shoald/api.h (a body, path parameters, a caller, the answer kept here),
- * so a fuzz target calls a real handler of api_<resource>.c without HTTP,
- * and never links api.c. The body is parsed as api.c parses it.
+ * A fuzz target calls a real handler of api_<resource>.c without HTTP
+ * through the request stand-in shared with the handlers' unit tests
+ * (shoald/test/api_harness.h), and never links api.c. The body is parsed
+ * as api.c parses it.
  *
  * The controller holds auth, tenancy, a job table and an open store batch,
  * nothing else (no store, loop, HTTP server or engine): enough for the
