@@ -7,8 +7,11 @@
  * job keeps its place until its processes are gone; a node that goes down
  * ends its jobs as node_fail and one with --requeue comes back pending as
  * a new attempt; a dependency that can never be met cancels the job
- * through the lifecycle; a held job starts once released. Jobs here ask
- * for no GPU, on nodes without GPUs. */
+ * through the lifecycle; a held job starts once released; a clean exit
+ * completes a job and a time limit ends it as timeout; `shoal requeue`
+ * stops a running job and brings it back as a new attempt once its
+ * processes are gone, an ended one at once. Jobs here ask for no GPU, on
+ * nodes without GPUs. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -209,4 +212,62 @@ Test(lifecycle, a_held_job_starts_only_once_released)
     cr_assert_eq(jobs_release(&d, &admin, job, &err), 0, "%s", err.msg);
     cluster_before_sleep(&d);
     cr_assert_eq(job->state, JOB_RUNNING, "released: it starts");
+}
+
+Test(lifecycle, a_clean_exit_completes_and_a_time_limit_ends_as_timeout)
+{
+    struct sh_error err = {0};
+    add_node("n1");
+    struct job *clean = submit_and_start(1, false);
+    struct job *slow = submit_and_start(1, true);
+    cr_assert_eq(clean->state, JOB_RUNNING);
+    cr_assert_eq(slow->state, JOB_RUNNING);
+    cr_assert_eq(nodetab_rt(d.nodes, "n1")->njobs, 2);
+    cr_assert_eq(jobs_part_done(&d, clean, "n1", 0, 0, NULL, &err), 0, "%s",
+                 err.msg);
+    cr_assert_eq(clean->state, JOB_COMPLETED);
+    cr_assert_eq(clean->exit_code, 0);
+    cr_assert_eq(nodetab_rt(d.nodes, "n1")->njobs, 1, "its place is free");
+    cr_assert_eq(jobs_part_done(&d, slow, "n1", 0, 15, "timeout", &err), 0,
+                 "%s", err.msg);
+    cr_assert_eq(slow->state, JOB_TIMEOUT, "--requeue does not bring it back");
+    cr_assert_str_eq(slow->reason, "time limit reached on n1");
+    cr_assert_eq(nodetab_rt(d.nodes, "n1")->njobs, 0);
+}
+
+Test(lifecycle, a_requeued_running_job_comes_back_once_its_processes_are_gone)
+{
+    struct sh_error err = {0};
+    add_node("n1");
+    struct job *job = submit_and_start(1, false);
+    cr_assert_eq(job->state, JOB_RUNNING);
+    int attempt = job_attempt(job);
+    cr_assert_eq(jobs_requeue(&d, &admin, job, &err), 0, "%s", err.msg);
+    cr_assert_eq(job->state, JOB_PREEMPTED, "stopped first");
+    cr_assert(job->releasing, "its processes still run");
+    cr_assert_eq(nodetab_rt(d.nodes, "n1")->njobs, 1);
+    cr_assert_eq(jobs_part_done(&d, job, "n1", 0, 15, "cancelled", &err), 0,
+                 "%s", err.msg);
+    cr_assert_eq(job->state, JOB_PENDING, "back in the queue");
+    cr_assert_eq(job_attempt(job), attempt + 1, "as a new attempt");
+    cr_assert_eq(nodetab_rt(d.nodes, "n1")->njobs, 0);
+    cr_assert_lt(jobs_requeue(&d, &admin, job, &err), 0);
+    cr_assert_eq(err.code, SH_ECONFLICT, "a pending job is not requeued");
+    cluster_before_sleep(&d);
+    cr_assert_eq(job->state, JOB_RUNNING, "and it starts again");
+}
+
+Test(lifecycle, a_requeued_failed_job_goes_back_at_once)
+{
+    struct sh_error err = {0};
+    add_node("n1");
+    struct job *job = submit_and_start(1, false);
+    cr_assert_eq(jobs_part_done(&d, job, "n1", 2, 0, NULL, &err), 0, "%s",
+                 err.msg);
+    cr_assert_eq(job->state, JOB_FAILED);
+    cr_assert_not(job->releasing);
+    int attempt = job_attempt(job);
+    cr_assert_eq(jobs_requeue(&d, &admin, job, &err), 0, "%s", err.msg);
+    cr_assert_eq(job->state, JOB_PENDING, "nothing runs: back at once");
+    cr_assert_eq(job_attempt(job), attempt + 1);
 }
