@@ -171,7 +171,8 @@ void api_reply_text(struct api_req *req, int status, const char *ctype,
     (void)ctype;
     char *text = malloc(len + 1);
     if (text) {
-        memcpy(text, body, len);
+        if (len)
+            memcpy(text, body, len);
         text[len] = '\0';
     }
     free(body);

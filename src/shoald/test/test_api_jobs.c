@@ -49,8 +49,9 @@ static void add_user(const char *name, bool member)
 {
     struct sh_error err = {0};
     struct store_batch *b = shoald_batch(&d);
-    cr_assert_eq(auth_user_create(d.auth, b, name, false, clock_wall_ms(), &err),
-                 0, "%s", err.msg);
+    cr_assert_eq(
+        auth_user_create(d.auth, b, name, false, clock_wall_ms(), &err), 0,
+        "%s", err.msg);
     if (member)
         cr_assert_eq(tenancy_member_set(d.tenancy, b, TENANCY_DEFAULT_PROJECT,
                                         name, TENANCY_ROLE_MEMBER, &err),
@@ -85,8 +86,8 @@ static struct api_req *call_q(api_handler_f h, const struct api_caller *who,
                               const char *query_key, const char *query_value)
 {
     cr_assert_lt(nreqs, (int)(sizeof(reqs) / sizeof(reqs[0])));
-    struct api_req *req = api_harness_req_create(who, param, NULL, body,
-                                                 body ? strlen(body) : 0);
+    struct api_req *req =
+        api_harness_req_create(who, param, NULL, body, body ? strlen(body) : 0);
     cr_assert_not_null(req);
     reqs[nreqs++] = req;
     if (query_key)
@@ -356,8 +357,8 @@ Test(api_jobs, update_sets_a_pending_jobs_time_limit_and_refuses_bad_input)
     cr_assert_eq(job->spec.time_limit, 7200);
 
     struct snapshot before = snap();
-    assert_refused(call(api_jobs_update, &bob, id, "{\"time_limit\": -5}"),
-                   400, "time_limit must be 0..");
+    assert_refused(call(api_jobs_update, &bob, id, "{\"time_limit\": -5}"), 400,
+                   "time_limit must be 0..");
     assert_refused(call(api_jobs_update, &bob, id, "{\"command\": [\"ls\"]}"),
                    400, "'command' cannot be updated");
     assert_refused(call(api_jobs_update, &bob, id, "{}"), 400,
@@ -444,9 +445,9 @@ Test(api_jobs, list_shows_only_what_the_caller_may_see_and_checks_filters)
                  api_harness_answer_text(req));
     json_t *jobs = json_object_get(api_harness_answer(req), "jobs");
     cr_assert_eq(json_array_size(jobs), 1, "%s", api_harness_answer_text(req));
-    cr_assert_eq(json_integer_value(
-                     json_object_get(json_array_get(jobs, 0), "id")),
-                 (json_int_t)pending->id);
+    cr_assert_eq(
+        json_integer_value(json_object_get(json_array_get(jobs, 0), "id")),
+        (json_int_t)pending->id);
 
     req = call(api_jobs_list, &eve, NULL, NULL);
     jobs = json_object_get(api_harness_answer(req), "jobs");
