@@ -141,6 +141,10 @@ struct forkserver *forkserver_start(const char *self_exe, const char *runs_dir,
     }
     struct timeval tv = {.tv_sec = REPLY_TIMEOUT_S};
     setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    /* Room for the largest request whatever the system's default (a
+     * message over the send buffer fails with EMSGSIZE). */
+    int sndbuf = 2 * REQUEST_MAX;
+    setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
     /* Opened before the agent's SIGCHLD loop can reap it. */
     int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
     struct forkserver *fs = pidfd >= 0 ? calloc(1, sizeof(*fs)) : NULL;
