@@ -9,6 +9,8 @@
 # job, most frequent first.
 #   bench/job-path.sh [BUILD_DIR] [JOBS]
 # STRACE=0 leaves the agent untraced (true CPU figures, no system calls);
+# SHIMS=1 traces n1's fork server too (its shims and their jobs: the
+# system calls are then the agent's and everything it started);
 # AGENT=PATH runs another shoal-agent binary (an older build, for a
 # before/after in one sitting).
 set -euo pipefail
@@ -86,7 +88,13 @@ wait_for 60 empty
 ids=$(curl -sf -H "Authorization: Bearer $TOKEN" "$URL/v1/jobs?state=pending" | jq -r '.jobs[].id')
 ST=
 if [ "$STRACE" = 1 ]; then
-    strace -c -f -o "$DIR/strace.txt" -p "${AGENTS[0]}" 2>/dev/null &
+    TRACE=(-p "${AGENTS[0]}")
+    if [ "${SHIMS:-0}" = 1 ]; then
+        for c in $(cat /proc/"${AGENTS[0]}"/task/*/children 2>/dev/null); do
+            grep -qa -- --fork-server "/proc/$c/cmdline" 2>/dev/null && TRACE+=(-p "$c")
+        done
+    fi
+    strace -c -f -o "$DIR/strace.txt" "${TRACE[@]}" 2>/dev/null &
     ST=$!
     sleep 0.5
 fi
@@ -106,7 +114,9 @@ awk -v strace="$STRACE" -v n="$JOBS" -v t0="$t0" -v t1="$t1" -v c="$(echo "$c1 -
     printf "cpu_ms_per_job agents children (shim + job): %.2f\n", k / n
     if (strace) printf "(run under strace on n1: its figures are inflated)\n" }'
 [ "$STRACE" = 1 ] || exit 0
-echo "agent n1 system calls per job ($traced jobs ran there; strace -c -f):"
+who="agent n1"
+[ "${SHIMS:-0}" != 1 ] || who="agent n1, its fork server, shims and jobs"
+echo "$who system calls per job ($traced jobs ran there; strace -c -f):"
 awk -v n="$traced" '$1 ~ /^[0-9.]+$/ && NF >= 5 {
     name = $NF; calls = $4; if (n > 0) printf "  %-20s %8.1f\n", name, calls / n }' \
     "$DIR/strace.txt" | sort -k2 -g -r | head -25

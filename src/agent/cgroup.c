@@ -923,41 +923,52 @@ static int cg_v1_memory(const char *mem, const char *key, uint64_t bytes,
     return 0;
 }
 
+/* FRESH: the job's cgroups were just made by the kernel, so every value
+ * is its default for a new cgroup (unlimited memory and pids, no CPU
+ * quota, a period of CG_CPU_PERIOD_US, thawed): those are not written. */
 static int cg_v1_limits(struct cgroup_ctx *ctx, const char *key,
-                        const struct cgroup_limits *lim, struct sh_error *err)
+                        const struct cgroup_limits *lim, bool fresh,
+                        struct sh_error *err)
 {
     const char *cpu = cg_hdir(ctx, CG_CPU);
     char v[32];
 
-    if (cg_v1_memory(cg_hdir(ctx, CG_MEMORY), key, lim->mem_bytes, err) < 0)
+    if (!(fresh && lim->mem_bytes == 0) &&
+        cg_v1_memory(cg_hdir(ctx, CG_MEMORY), key, lim->mem_bytes, err) < 0)
         return -1;
 
     snprintf(v, sizeof(v), "%d", CG_CPU_PERIOD_US);
-    if (cg_write(cpu, key, "cpu.cfs_period_us", v, err) < 0)
+    if (!fresh && cg_write(cpu, key, "cpu.cfs_period_us", v, err) < 0)
         return -1;
-    if (lim->cpu_millis)
+    if (fresh && lim->cpu_millis == 0)
+        v[0] = '\0';
+    else if (lim->cpu_millis)
         snprintf(v, sizeof(v), "%" PRId64,
                  lim->cpu_millis * (CG_CPU_PERIOD_US / 1000));
     else
         snprintf(v, sizeof(v), "-1");
-    if (cg_write(cpu, key, "cpu.cfs_quota_us", v, err) < 0)
+    if (v[0] && cg_write(cpu, key, "cpu.cfs_quota_us", v, err) < 0)
         return -1;
 
     if (lim->pids_max)
         snprintf(v, sizeof(v), "%" PRId64, lim->pids_max);
     else
         snprintf(v, sizeof(v), "max");
-    if (cg_write(cg_hdir(ctx, CG_PIDS), key, "pids.max", v, err) < 0)
+    if (!(fresh && lim->pids_max == 0) &&
+        cg_write(cg_hdir(ctx, CG_PIDS), key, "pids.max", v, err) < 0)
         return -1;
-    if (ctx->idx[CG_FREEZER] >= 0 &&
+    if (!fresh && ctx->idx[CG_FREEZER] >= 0 &&
         cg_write(cg_hdir(ctx, CG_FREEZER), key, "freezer.state", "THAWED",
                  err) < 0)
         return -1;
     return 0;
 }
 
+/* FRESH: as for cg_v1_limits (memory.max, memory.swap.max and pids.max
+ * "max", cpu.max "max 100000", cgroup.freeze 0 are not written). */
 static int cg_v2_limits(struct cgroup_ctx *ctx, const char *key,
-                        const struct cgroup_limits *lim, struct sh_error *err)
+                        const struct cgroup_limits *lim, bool fresh,
+                        struct sh_error *err)
 {
     const char *dir = ctx->hier[0].dir;
     char v[64];
@@ -966,9 +977,10 @@ static int cg_v2_limits(struct cgroup_ctx *ctx, const char *key,
         snprintf(v, sizeof(v), "%" PRIu64, lim->mem_bytes);
     else
         snprintf(v, sizeof(v), "max");
-    if (cg_write(dir, key, "memory.max", v, err) < 0)
+    bool mem_default = fresh && lim->mem_bytes == 0;
+    if (!mem_default && cg_write(dir, key, "memory.max", v, err) < 0)
         return -1;
-    if (cg_exists(dir, key, "memory.swap.max") &&
+    if (!mem_default && cg_exists(dir, key, "memory.swap.max") &&
         cg_write(dir, key, "memory.swap.max", lim->mem_bytes ? "0" : "max",
                  err) < 0)
         return -1;
@@ -977,15 +989,17 @@ static int cg_v2_limits(struct cgroup_ctx *ctx, const char *key,
                  lim->cpu_millis * (CG_CPU_PERIOD_US / 1000), CG_CPU_PERIOD_US);
     else
         snprintf(v, sizeof(v), "max %d", CG_CPU_PERIOD_US);
-    if (cg_write(dir, key, "cpu.max", v, err) < 0)
+    if (!(fresh && lim->cpu_millis == 0) &&
+        cg_write(dir, key, "cpu.max", v, err) < 0)
         return -1;
     if (lim->pids_max)
         snprintf(v, sizeof(v), "%" PRId64, lim->pids_max);
     else
         snprintf(v, sizeof(v), "max");
-    if (cg_write(dir, key, "pids.max", v, err) < 0)
+    if (!(fresh && lim->pids_max == 0) &&
+        cg_write(dir, key, "pids.max", v, err) < 0)
         return -1;
-    if (cg_exists(dir, key, "cgroup.freeze") &&
+    if (!fresh && cg_exists(dir, key, "cgroup.freeze") &&
         cg_write(dir, key, "cgroup.freeze", "0", err) < 0)
         return -1;
     return 0;
@@ -1002,15 +1016,22 @@ int cgroup_job_create(struct cgroup_ctx *ctx, const char *key,
 
     if (cgroup_key_check(key, err) < 0 || cg_limits_check(lim, err) < 0)
         return -1;
+    bool fresh = true;
     for (int h = 0; h < ctx->nhier; h++) {
         if (cg_join(path, sizeof(path), ctx->hier[h].dir, key, NULL, err) < 0 ||
             cg_mkdir(path, &created[h], err) < 0)
             goto out;
+        fresh &= created[h];
     }
+    /* Made here, and by the kernel (its cgroup.procs is there): the
+     * defaults need not be written (one access instead of up to ten
+     * writes). */
+    fresh =
+        fresh && cg_exists(ctx->hier[ctx->primary].dir, key, "cgroup.procs");
     if (ctx->version == 2)
-        rc = cg_v2_limits(ctx, key, lim, err);
+        rc = cg_v2_limits(ctx, key, lim, fresh, err);
     else
-        rc = cg_v1_limits(ctx, key, lim, err);
+        rc = cg_v1_limits(ctx, key, lim, fresh, err);
 out:
     if (rc < 0) {
         for (int h = 0; h < ctx->nhier; h++) {

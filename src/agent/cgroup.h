@@ -127,8 +127,10 @@ int cgroup_key_check(const char *key, struct sh_error *err);
 
 /* Create the job cgroup `key` in every hierarchy and write `limits`.
  * Idempotent: for an existing job cgroup (the agent restarted and adopts
- * running jobs) the limits are written again, and its processes stay. The
- * job is left thawed. Lowering memory below current usage may fail on v1
+ * running jobs) the limits are written again, and its processes stay. In
+ * job cgroups this call made (the kernel's interface files in place), a
+ * value that is the kernel's default for a new cgroup (no limit, the
+ * 100 ms CPU period, thawed) is not written. The job is left thawed. Lowering memory below current usage may fail on v1
  * (the kernel cannot reclaim enough) and OOM-kill on v2.
  * SH_EINVAL for a bad key or limit. On failure, directories created by this
  * call are removed again. key and limits are borrowed for the call. */

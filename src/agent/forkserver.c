@@ -28,6 +28,9 @@
 
 #define FORKSERVER_FD 3
 #define REPLY_TIMEOUT_S 10
+#define BIND_NOW "LD_BIND_NOW=1"
+/* The largest request: a run folder, a NUL, a launch description. */
+#define REQUEST_MAX (PATH_MAX + 1 + FORKSERVER_LAUNCH_MAX)
 
 extern char **environ;
 
@@ -71,6 +74,26 @@ unsigned long long forkserver_proc_start(pid_t pid)
 
 /* ---- the agent's side ---- */
 
+/* The agent's environment with LD_BIND_NOW=1 added (see forkserver.h);
+ * the strings are borrowed. NULL when out of memory. */
+static char **bind_now_env(void)
+{
+    size_t n = 0;
+    while (environ[n])
+        n++;
+    char **env = calloc(n + 2, sizeof(char *));
+    if (!env)
+        return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (strncmp(environ[i], "LD_BIND_NOW=", 12) != 0)
+            env[k++] = environ[i];
+    }
+    env[k++] = BIND_NOW;
+    env[k] = NULL;
+    return env;
+}
+
 struct forkserver *forkserver_start(const char *self_exe, const char *runs_dir,
                                     struct sh_error *err)
 {
@@ -103,8 +126,10 @@ struct forkserver *forkserver_start(const char *self_exe, const char *runs_dir,
         rc = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
     pid_t pid = -1;
     char *argv[] = {(char *)self_exe, "--fork-server", (char *)runs_dir, NULL};
+    char **env = bind_now_env();
     if (rc == 0)
-        rc = posix_spawn(&pid, self_exe, &fa, &attr, argv, environ);
+        rc = posix_spawn(&pid, self_exe, &fa, &attr, argv, env ? env : environ);
+    free(env);
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&attr);
     close(sv[1]);
@@ -116,6 +141,10 @@ struct forkserver *forkserver_start(const char *self_exe, const char *runs_dir,
     }
     struct timeval tv = {.tv_sec = REPLY_TIMEOUT_S};
     setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    /* Room for the largest request whatever the system's default (a
+     * message over the send buffer fails with EMSGSIZE). */
+    int sndbuf = 2 * REQUEST_MAX;
+    setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
     /* Opened before the agent's SIGCHLD loop can reap it. */
     int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
     struct forkserver *fs = pidfd >= 0 ? calloc(1, sizeof(*fs)) : NULL;
@@ -138,12 +167,34 @@ int forkserver_spawn(struct forkserver *fs, const char *run_dir, pid_t *pid,
                      int *pidfd, unsigned long long *start,
                      struct sh_error *err)
 {
+    return forkserver_spawn_launch(fs, run_dir, NULL, 0, pid, pidfd, start,
+                                   err);
+}
+
+int forkserver_spawn_launch(struct forkserver *fs, const char *run_dir,
+                            const char *launch, size_t launch_len, pid_t *pid,
+                            int *pidfd, unsigned long long *start,
+                            struct sh_error *err)
+{
     size_t len = strlen(run_dir);
     if (len == 0 || len >= PATH_MAX) {
         sh_errorf(err, SH_EINVAL, "bad run folder path");
         return FORKSERVER_REFUSED;
     }
-    ssize_t n = send(fs->sock, run_dir, len, MSG_NOSIGNAL);
+    if (launch && (launch_len == 0 || launch_len > FORKSERVER_LAUNCH_MAX ||
+                   memchr(launch, '\0', launch_len))) {
+        sh_errorf(err, SH_EINVAL,
+                  "a launch description of %zu bytes is not sent (at most "
+                  "%d, no NUL)",
+                  launch_len, FORKSERVER_LAUNCH_MAX);
+        return FORKSERVER_REFUSED;
+    }
+    /* One message: the folder, and after a NUL the description. */
+    struct iovec req[3] = {{.iov_base = (void *)run_dir, .iov_len = len},
+                           {.iov_base = "", .iov_len = 1},
+                           {.iov_base = (void *)launch, .iov_len = launch_len}};
+    struct msghdr rmsg = {.msg_iov = req, .msg_iovlen = launch ? 3 : 1};
+    ssize_t n = sendmsg(fs->sock, &rmsg, MSG_NOSIGNAL);
     if (n < 0) {
         /* Nothing reached the server: no shim was forked. */
         sh_errorf(err, SH_EUNAVAILABLE, "fork server: send: %s",
@@ -233,7 +284,8 @@ static void reap(void)
 
 /* The forked child: what posix_spawn of `shoal-agent --shim` gave the shim,
  * then the shim itself. */
-static void become_shim(const char *run_dir, int log_fd, int sfd)
+static void become_shim(const char *run_dir, char *launch, size_t len,
+                        int log_fd, int sfd)
 {
     close(FORKSERVER_FD);
     close(sfd);
@@ -251,7 +303,10 @@ static void become_shim(const char *run_dir, int log_fd, int sfd)
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    exit(shim_main(run_dir));
+    /* _exit: the shim leaves nothing buffered in stdio (stderr is
+     * unbuffered, stdout /dev/null) and registers no atexit work; exit()
+     * would only run the libraries' teardown in every shim. */
+    _exit(shim_main_launch(run_dir, launch, len));
 }
 
 static void answer(int pid, int e, int pidfd, unsigned long long start)
@@ -278,7 +333,7 @@ static void answer(int pid, int e, int pidfd, unsigned long long start)
     }
 }
 
-static void serve_one(const char *run_dir, int sfd)
+static void serve_one(const char *run_dir, char *launch, size_t len, int sfd)
 {
     char log[PATH_MAX + 16];
     snprintf(log, sizeof(log), "%s/shim.log", run_dir);
@@ -290,7 +345,7 @@ static void serve_one(const char *run_dir, int sfd)
     }
     pid_t pid = fork();
     if (pid == 0)
-        become_shim(run_dir, log_fd, sfd);
+        become_shim(run_dir, launch, len, log_fd, sfd);
     int e = errno;
     close(log_fd);
     if (pid < 0) {
@@ -327,6 +382,15 @@ static bool is_run_dir(const char *runs_dir, const char *dir)
 
 int forkserver_main(const char *runs_dir)
 {
+    /* LD_BIND_NOW did its work when this process was loaded; nothing
+     * started from here (shims, their helpers, jobs) inherits it. */
+    unsetenv("LD_BIND_NOW");
+    /* A request: the run folder, then after a NUL (when sent) the launch
+     * description. The buffer is wiped after every request, served or
+     * refused, as the description may hold secrets (registry credentials,
+     * the job's environment); each forked shim wipes its copy once parsed.
+     * The kernel's socket buffers that carried it are freed, not wiped. */
+    static char req[REQUEST_MAX + 1];
     /* A terminal's signals are the agent's to act on; the server ends
      * when the agent's end of the socket closes. */
     signal(SIGINT, SIG_IGN);
@@ -356,21 +420,29 @@ int forkserver_main(const char *runs_dir)
         }
         if (!p[0].revents)
             continue;
-        char dir[PATH_MAX];
-        struct iovec iov = {.iov_base = dir, .iov_len = sizeof(dir) - 1};
+        struct iovec iov = {.iov_base = req, .iov_len = REQUEST_MAX};
         struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
         ssize_t n = recvmsg(FORKSERVER_FD, &msg, MSG_CMSG_CLOEXEC);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
             break; /* the agent closed its end (or died) */
-        dir[n] = '\0';
-        if ((msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
-            memchr(dir, '\0', (size_t)n) || !is_run_dir(runs_dir, dir)) {
-            answer(0, EINVAL, -1, 0);
-            continue;
+        req[n] = '\0';
+        size_t dir_len = strlen(req);
+        char *launch = NULL;
+        size_t launch_len = 0;
+        if (dir_len < (size_t)n) {
+            launch = req + dir_len + 1;
+            launch_len = (size_t)n - dir_len - 1;
         }
-        serve_one(dir, sfd);
+        if ((msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || dir_len == 0 ||
+            dir_len >= PATH_MAX || !is_run_dir(runs_dir, req) ||
+            (launch && (launch_len == 0 || launch_len > FORKSERVER_LAUNCH_MAX ||
+                        memchr(launch, '\0', launch_len))))
+            answer(0, EINVAL, -1, 0);
+        else
+            serve_one(req, launch, launch_len, sfd);
+        explicit_bzero(req, (size_t)n);
     }
     reap();
     return 0;

@@ -10,13 +10,19 @@
  * shim_main(RUN_DIR).
  *
  * Requests go over a SOCK_SEQPACKET socket pair: the agent sends the run
- * folder; the server answers the shim's pid and passes a pidfd of it
+ * folder and, after a NUL, the run's launch description (launch.h), so no
+ * launch.json is written for a run the server starts; the server answers
+ * the shim's pid and passes a pidfd of it
  * (opened before the server can reap it, so the pid is never a reused
  * one). The server reaps its children as they exit, so a shim's end is
  * seen as the agent sees an adopted shim's (pidfd, /proc start time). It
  * exits when the agent's end of the socket closes; shims it started go on
  * (they are in sessions of their own, as before) and a restarted agent
- * adopts them from their run folders. When the server cannot be used the
+ * adopts them from their run folders. The server is started with
+ * LD_BIND_NOW=1, so the loader resolves every symbol once at its start and
+ * no forked shim resolves (and writes into a copy of) the server's symbol
+ * tables on its first calls; the server drops the variable from its
+ * environment at once, so nothing it starts inherits it. When the server cannot be used the
  * agent falls back to posix_spawn of `shoal-agent --shim`, but never for a
  * run whose request reached the server (it may have forked that run's
  * shim): that run fails. The shim also locks its run folder (flock), so a
@@ -24,6 +30,7 @@
 #ifndef SHOAL_AGENT_FORKSERVER_H
 #define SHOAL_AGENT_FORKSERVER_H
 
+#include <stddef.h>
 #include <sys/types.h>
 
 #include "lib/util/error.h"
@@ -49,12 +56,27 @@ enum {
     FORKSERVER_UNSENT = -3,
 };
 
-/* Fork a shim for RUN_DIR: *PID, *PIDFD (the caller owns it) and *START
- * (its /proc start time) on FORKSERVER_OK; else one of the codes above
- * with ERR set. After BROKEN or UNSENT the server is of no further use. */
+/* The longest launch description sent inside a request; a longer one
+ * goes to the shim in RUN_DIR/launch.json, as without the server. */
+#define FORKSERVER_LAUNCH_MAX (60 * 1024)
+
+/* Fork a shim for RUN_DIR, which reads RUN_DIR/launch.json: *PID, *PIDFD
+ * (the caller owns it) and *START (its /proc start time) on FORKSERVER_OK;
+ * else one of the codes above with ERR set. After BROKEN or UNSENT the
+ * server is of no further use. */
 int forkserver_spawn(struct forkserver *fs, const char *run_dir, pid_t *pid,
                      int *pidfd, unsigned long long *start,
                      struct sh_error *err);
+
+/* The same with the launch description LAUNCH (LEN bytes of JSON text, no
+ * NUL; borrowed) sent in the request: the shim reads no launch.json and
+ * wipes the text once it parsed it. LAUNCH NULL is forkserver_spawn. A
+ * LEN above FORKSERVER_LAUNCH_MAX is refused before anything is sent
+ * (FORKSERVER_REFUSED). The caller wipes its own copy. */
+int forkserver_spawn_launch(struct forkserver *fs, const char *run_dir,
+                            const char *launch, size_t len, pid_t *pid,
+                            int *pidfd, unsigned long long *start,
+                            struct sh_error *err);
 
 /* Close the socket and SIGKILL the server, without waiting: whoever reaps
  * the process's children (the agent's SIGCHLD loop) reaps it. */

@@ -3,7 +3,8 @@
  * command (or the batch script), the environment of the contract
  * (ARCHITECTURE.md, "inside a job"), the user, the working directory and
  * the ranks. Pure: no I/O, so the contract is unit-tested. The result is the
- * launch description the shim reads (launch.json in the run's folder). */
+ * launch description the shim reads: sent in the fork server's request
+ * (forkserver.h), or launch.json in the run's folder without it. */
 #ifndef SHOAL_AGENT_LAUNCH_H
 #define SHOAL_AGENT_LAUNCH_H
 

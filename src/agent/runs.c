@@ -69,6 +69,12 @@ struct run {
     uint64_t sent[2]; /* stdout, stderr bytes the controller has */
     bool wanted;
     bool cg_gone; /* its job cgroup is removed: no retry per tick */
+    /* Ended, reported, every byte of output sent, and nothing of it can
+     * write more: its output files are no longer looked at per tick. */
+    bool logs_done;
+    /* A run in an image: only its shim writes the progress and digest
+     * files, which are not looked for in other runs' folders. */
+    bool image;
     /* The work entry (work.json) while the run is live, so that no
      * per-job pass reads every live run's file again; NULL once exited. */
     json_t *work;
@@ -304,6 +310,7 @@ static void run_save(struct run *r)
         "reported", r->reported, "reported_ms", (json_int_t)r->reported_ms,
         "sent_out", (json_int_t)r->sent[0], "sent_err", (json_int_t)r->sent[1]);
     if (o) {
+        json_object_set_new(o, "image", json_boolean(r->image));
         json_object_set_new(o, "cpu_ns", json_integer((json_int_t)r->cpu_ns));
         json_object_set_new(o, "mem_peak",
                             json_integer((json_int_t)r->mem_peak));
@@ -338,6 +345,9 @@ static void run_load_notes(struct run *r, const json_t *o)
     GETI(mem_peak, "mem_peak");
 #undef GETI
     r->reported = json_is_true(json_object_get(o, "reported"));
+    /* Notes of an older agent do not say: look for the files. */
+    const json_t *image = json_object_get(o, "image");
+    r->image = !json_is_boolean(image) || json_is_true(image);
     const char *s = json_string_value(json_object_get(o, "stop_reason"));
     snprintf(r->stop_reason, sizeof(r->stop_reason), "%s", s ? s : "");
     s = json_string_value(json_object_get(o, "error"));
@@ -588,7 +598,10 @@ static void watch(struct run *r)
 
 /* ---- start ---- */
 
-static int prepare(struct run *r, const json_t *work, struct sh_error *err)
+/* The run folder, work.json, the job cgroup and *LAUNCH, the launch
+ * description (a new reference) for spawn_shim. */
+static int prepare(struct run *r, const json_t *work, json_t **launch_out,
+                   struct sh_error *err)
 {
     struct agent *a = r->runs->a;
     if (mkdir(r->dir, 0711) < 0 && errno != EEXIST)
@@ -599,7 +612,7 @@ static int prepare(struct run *r, const json_t *work, struct sh_error *err)
                          "%s is not a folder of the agent's own: %s", r->dir,
                          strerror(errno));
     /* Without the registry's credentials: only the shim's pull needs
-     * them, from launch.json, which the shim clears once it read it. */
+     * them, from its launch description (spawn_shim). */
     json_t *kept = json_copy((json_t *)work);
     if (kept)
         json_object_del(kept, "registry_auth");
@@ -679,48 +692,102 @@ static int prepare(struct run *r, const json_t *work, struct sh_error *err)
     }
     if (procs)
         json_object_set_new(launch, "cgroup_procs", procs);
-    int rc = write_json(r->dir, "launch.json", launch);
-    json_decref(launch);
+    *launch_out = launch;
+    return 0;
+}
+
+/* RUN/launch.json, for a shim that does not get its description in the
+ * fork server's request. */
+static int write_launch(const struct run *r, const char *text, size_t len,
+                        struct sh_error *err)
+{
+    int dfd = run_dirfd(r->dir);
+    int rc = dfd >= 0 ? file_write_atomic_at(dfd, "launch.json", text, len,
+                                             0600, false, NULL)
+                      : -1;
+    if (dfd >= 0)
+        close(dfd);
     if (rc < 0)
         return sh_errorf(err, SH_EUNAVAILABLE, "cannot write %s/launch.json",
                          r->dir);
     return 0;
 }
 
-/* posix_spawn (a vfork, so the agent's memory is not copied for each job:
- * fork copied its page tables and the child then threw them away at exec),
- * with what the fork's child did before execv: a session of its own (no
- * terminal signal of the agent reaches it and it outlives the agent),
- * stdin and stdout on /dev/null, stderr appended to the run's shim.log,
- * no signal blocked. */
-static int spawn_shim(struct run *r, struct sh_error *err)
+/* The shim through the fork server, the launch description in the
+ * request (no launch.json: one file less per job, and the registry's
+ * credentials never on disk). 1 when the server was gone before it got the
+ * request (UNSENT): the caller starts the shim itself. */
+static int spawn_via_server(struct run *r, const char *text, size_t len,
+                            bool in_request, struct sh_error *err)
+{
+    struct runs *rs = r->runs;
+    pid_t pid;
+    int pidfd;
+    unsigned long long start;
+    int rc = forkserver_spawn_launch(
+        rs->forkserver, r->dir, in_request ? text : NULL, in_request ? len : 0,
+        &pid, &pidfd, &start, err);
+    if (rc == FORKSERVER_OK) {
+        r->shim_pid = pid;
+        r->shim_start = start;
+        r->pidfd = pidfd;
+        return 0;
+    }
+    if (rc == FORKSERVER_REFUSED)
+        return -1; /* the server said why; it serves the next run */
+    /* Gone or broken: shims are exec'd from here on. A request it received
+     * may have forked a shim for this run, so this run fails rather than
+     * getting a second one; only one that never reached the server is
+     * started here. */
+    sh_log(LOG_WARNING, "runs", "%s; starting shims without it", err->msg);
+    forkserver_stop(rs->forkserver);
+    rs->forkserver = NULL;
+    return rc == FORKSERVER_UNSENT ? 1 : -1;
+}
+
+static int exec_shim(struct run *r, struct sh_error *err);
+
+/* Start the shim of r with LAUNCH (borrowed): through the fork server with
+ * the description in its request when it fits (FORKSERVER_LAUNCH_MAX);
+ * else the description goes to launch.json first (no server, too long, or
+ * the server gone before the request). The agent's text of it is wiped
+ * once sent; the json_t it came from is freed unwiped by the caller, as
+ * the work entry it was built from is (launch.h). */
+static int spawn_shim(struct run *r, const json_t *launch, struct sh_error *err)
+{
+    struct runs *rs = r->runs;
+    char *text = json_dumps(launch, JSON_COMPACT);
+    if (!text)
+        return sh_errorf(err, SH_EINTERNAL, "out of memory");
+    size_t len = strlen(text);
+    bool in_request = rs->forkserver && len <= FORKSERVER_LAUNCH_MAX;
+    int rc = in_request ? 0 : write_launch(r, text, len, err);
+    if (rc == 0 && rs->forkserver) {
+        rc = spawn_via_server(r, text, len, in_request, err);
+        if (rc == 1 && in_request)
+            rc = write_launch(r, text, len, err);
+        else if (rc == 1)
+            rc = 0;
+        else
+            goto out; /* started, or failed for good */
+    }
+    if (rc == 0)
+        rc = exec_shim(r, err);
+out:
+    explicit_bzero(text, len);
+    free(text);
+    return rc;
+}
+
+/* posix_spawn of `shoal-agent --shim RUN_DIR`, which reads launch.json (a
+ * vfork, so the agent's memory is not copied for each job: fork copied its
+ * page tables and the child then threw them away at exec), with what the
+ * fork's child did before execv: a session of its own (no terminal signal
+ * of the agent reaches it and it outlives the agent), stdin and stdout on
+ * /dev/null, stderr appended to the run's shim.log, no signal blocked. */
+static int exec_shim(struct run *r, struct sh_error *err)
 {
     struct agent *a = r->runs->a;
-    struct runs *rs = r->runs;
-    if (rs->forkserver) {
-        pid_t pid;
-        int pidfd;
-        unsigned long long start;
-        int rc =
-            forkserver_spawn(rs->forkserver, r->dir, &pid, &pidfd, &start, err);
-        if (rc == FORKSERVER_OK) {
-            r->shim_pid = pid;
-            r->shim_start = start;
-            r->pidfd = pidfd;
-            return 0;
-        }
-        if (rc == FORKSERVER_REFUSED)
-            return -1; /* the server said why; it serves the next run */
-        /* Gone or broken: shims are exec'd from here on. A request it
-         * received may have forked a shim for this run, so this run fails
-         * rather than getting a second one; only one that never reached
-         * the server is started here. */
-        sh_log(LOG_WARNING, "runs", "%s; starting shims without it", err->msg);
-        forkserver_stop(rs->forkserver);
-        rs->forkserver = NULL;
-        if (rc != FORKSERVER_UNSENT)
-            return -1;
-    }
     char log[PATH_MAX + 16];
     snprintf(log, sizeof(log), "%s/shim.log", r->dir);
     posix_spawn_file_actions_t fa;
@@ -771,13 +838,19 @@ static void run_start(struct runs *rs, const json_t *work)
     r->wanted = true;
     r->started_ms = clock_wall_ms();
     r->grace_s = launch_grace_s(work);
-    json_int_t limit = json_integer_value(
-        json_object_get(json_object_get(work, "spec"), "time_limit"));
+    const json_t *spec = json_object_get(work, "spec");
+    json_int_t limit = json_integer_value(json_object_get(spec, "time_limit"));
     r->deadline_ms = limit > 0 ? r->started_ms + limit * 1000 : 0;
+    r->image = json_string_value(json_object_get(spec, "image")) != NULL;
     r->work = json_deep_copy(work);
     if (r->work)
         json_object_del(r->work, "registry_auth");
-    if (prepare(r, work, &err) < 0 || spawn_shim(r, &err) < 0) {
+    json_t *launch = NULL;
+    int rc = prepare(r, work, &launch, &err);
+    if (rc == 0)
+        rc = spawn_shim(r, launch, &err);
+    json_decref(launch);
+    if (rc < 0) {
         sh_log(LOG_ERR, "runs", "run %s cannot start: %s", r->key, err.msg);
         json_decref(r->work);
         r->work = NULL;
@@ -922,8 +995,9 @@ json_t *runs_events_json(struct runs *rs, int *count)
                                 json_integer((json_int_t)r->mem_peak));
         /* A run that ended before a heartbeat told its digest tells it
          * now: the job's other nodes wait for it. */
-        char digest[JOB_IMAGE_DIGEST_LEN + 2];
-        run_digest(r, digest, sizeof(digest));
+        char digest[JOB_IMAGE_DIGEST_LEN + 2] = "";
+        if (r->image)
+            run_digest(r, digest, sizeof(digest));
         if (ev && digest[0])
             json_object_set_new(ev, "digest", json_string(digest));
         json_array_append_new(arr, ev);
@@ -1000,6 +1074,10 @@ json_t *runs_alive_json(struct runs *rs)
             continue;
         json_t *o = json_pack("{s:I, s:i}", "id", (json_int_t)r->id, "attempt",
                               r->attempt);
+        if (!r->image) {
+            json_array_append_new(arr, o);
+            continue;
+        }
         char note[128];
         run_progress(r, note, sizeof(note));
         if (o && note[0])
@@ -1096,6 +1174,16 @@ static long push_output(struct run *r, size_t budget)
     return total;
 }
 
+/* Whether a process of the run may still write its output: until the
+ * shim ended, and then while its job cgroup (which holds whatever the
+ * tasks left behind) is not removed. Without cgroups, what outlived the
+ * shim is not tracked: output written after the run was reported and its
+ * output sent is not looked for. */
+static bool run_may_write(const struct run *r)
+{
+    return r->phase != RUN_EXITED || (r->runs->a->cg && !r->cg_gone);
+}
+
 void runs_tick(struct runs *rs)
 {
     int64_t now = clock_wall_ms();
@@ -1110,12 +1198,16 @@ void runs_tick(struct runs *rs)
         if (r->phase == RUN_EXITED && rs->a->cg && !r->cg_gone &&
             cgroup_job_destroy(rs->a->cg, r->cg_key, NULL) == 0)
             r->cg_gone = true;
-        if (link_ok && budget > 0 && !(r->reported && logs_sent(r))) {
-            long n = push_output(r, budget);
-            if (n < 0)
-                link_ok = false;
-            else
-                budget -= (size_t)n < budget ? (size_t)n : budget;
+        if (link_ok && budget > 0 && !r->logs_done) {
+            if (r->reported && logs_sent(r)) {
+                r->logs_done = !run_may_write(r);
+            } else {
+                long n = push_output(r, budget);
+                if (n < 0)
+                    link_ok = false;
+                else
+                    budget -= (size_t)n < budget ? (size_t)n : budget;
+            }
         }
         if (r->phase == RUN_EXITED && r->reported && !r->wanted &&
             now - r->reported_ms > GC_AFTER_MS) {

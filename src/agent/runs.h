@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The runs of this node. A run is one attempt of a job on this node; its
  * folder <state>/runs/<id>.<attempt>/ holds what the controller asked
- * (work.json), what the shim executes (launch.json), the output (stdout,
+ * (work.json), what the shim executes (launch.json, only when the fork
+ * server does not pass it in its request: forkserver.h), the output (stdout,
  * stderr), the shim's verdict (status.json) and the agent's own notes
  * (run.json: start, stop requests, what was reported and sent). So an agent
  * that restarts finds every run again, adopts the ones still running and

@@ -130,31 +130,44 @@ static bool env_has(const struct shim *s, const char *key)
     return false;
 }
 
-static int load(struct shim *s)
+/* The launch description: TEXT from the fork server's request, parsed and
+ * then wiped at once (it may hold the registry's credentials and the job's
+ * environment). What stays in memory is what the shim needs to run the
+ * job: the parsed description (registry_auth included, for the pull) for
+ * the shim's life, and the freed, unwiped heap blocks of the parser's own
+ * copies; the fork server wipes its copy of the request. Without TEXT (no
+ * fork server, or a description over FORKSERVER_LAUNCH_MAX) the agent
+ * wrote RUN_DIR/launch.json, which is read here. */
+static int load(struct shim *s, char *text, size_t len)
 {
     char path[4300];
     json_error_t jerr;
-    snprintf(path, sizeof(path), "%s/launch.json", s->dir);
-    s->launch = json_load_file(path, 0, &jerr);
+    if (text) {
+        s->launch = json_loadb(text, len, 0, &jerr);
+        explicit_bzero(text, len);
+    } else {
+        snprintf(path, sizeof(path), "%s/launch.json", s->dir);
+        s->launch = json_load_file(path, 0, &jerr);
+    }
     if (!s->launch)
         return -1;
     /* The registry's credentials stay in memory only, for the pull: the
      * run's file goes on without them. */
-    if (json_object_get(s->launch, "registry_auth")) {
+    if (!text && json_object_get(s->launch, "registry_auth")) {
         json_t *kept = json_copy(s->launch);
-        char *text = NULL;
+        char *rest = NULL;
         if (kept) {
             json_object_del(kept, "registry_auth");
-            text = json_dumps(kept, JSON_COMPACT);
+            rest = json_dumps(kept, JSON_COMPACT);
         }
         json_decref(kept);
-        if (!text ||
-            file_write_atomic_at(s->dirfd, "launch.json", text, strlen(text),
+        if (!rest ||
+            file_write_atomic_at(s->dirfd, "launch.json", rest, strlen(rest),
                                  0600, false, NULL) < 0) {
-            free(text);
+            free(rest);
             return -1;
         }
-        free(text);
+        free(rest);
     }
     const json_t *argv = json_object_get(s->launch, "argv");
     const json_t *env = json_object_get(s->launch, "env");
@@ -620,6 +633,11 @@ static void cloexec_inherited(void)
 
 int shim_main(const char *run_dir)
 {
+    return shim_main_launch(run_dir, NULL, 0);
+}
+
+int shim_main_launch(const char *run_dir, char *launch, size_t len)
+{
     struct shim s;
     cloexec_inherited();
     memset(&s, 0, sizeof(s));
@@ -627,13 +645,17 @@ int shim_main(const char *run_dir)
     s.out_fd = -1;
     s.err_fd = -1;
     s.dirfd = open(run_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (s.dirfd < 0)
-        return 1;
     /* One shim per run: a second one started for this folder (by whatever
      * mistake) leaves it to the first. The lock goes with the shim. */
-    if (flock(s.dirfd, LOCK_EX | LOCK_NB) < 0) {
+    if (s.dirfd >= 0 && flock(s.dirfd, LOCK_EX | LOCK_NB) < 0) {
         fprintf(stderr, "shoal-agent --shim: %s: another shim runs it\n",
                 run_dir);
+        close(s.dirfd);
+        s.dirfd = -1;
+    }
+    if (s.dirfd < 0) {
+        if (launch)
+            explicit_bzero(launch, len);
         return 1;
     }
     /* The agent stops a run by signalling its tasks, never the shim. */
@@ -650,7 +672,7 @@ int shim_main(const char *run_dir)
     sa.sa_flags = SA_RESTART;
     sigaction(SHIM_SIG_TERM, &sa, NULL);
     sigaction(SHIM_SIG_KILL, &sa, NULL);
-    if (load(&s) < 0) {
+    if (load(&s, launch, len) < 0) {
         write_status(&s, 127, 0, "the run's launch description is unreadable");
         return 1;
     }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The shim: the supervisor of one run, `shoal-agent --shim RUN_DIR`. The
- * agent starts it in a session of its own; it reads RUN_DIR/launch.json,
- * starts the run's tasks (as the job's user, in its cgroup, in a process
+ * agent starts it in a session of its own; it takes the run's launch
+ * description (launch.h) from the fork server's request, or else reads
+ * RUN_DIR/launch.json, starts the run's tasks (as the job's user, in its cgroup, in a process
  * group of their own, with stdout and stderr appended to RUN_DIR/stdout and
  * RUN_DIR/stderr), waits for every task and writes RUN_DIR/status.json:
  * {"exit_code", "signal", "ended_ms", "error"}. Because the shim, not the
@@ -21,8 +22,16 @@
 #define SHIM_SIG_TERM SIGUSR1 /* send SIGTERM to the tasks */
 #define SHIM_SIG_KILL SIGUSR2 /* send SIGKILL to the tasks */
 
-/* Run the shim; returns the process exit status (0 once status.json is
- * written). */
+#include <stddef.h>
+
+/* Run the shim with RUN_DIR/launch.json; returns the process exit status
+ * (0 once status.json is written). */
 int shim_main(const char *run_dir);
+
+/* The same with the launch description LAUNCH (LEN bytes of JSON text,
+ * from the fork server's request) instead of the file; the text is wiped
+ * (explicit_bzero) as soon as it is parsed, as it may hold secrets.
+ * LAUNCH NULL reads RUN_DIR/launch.json. */
+int shim_main_launch(const char *run_dir, char *launch, size_t len);
 
 #endif

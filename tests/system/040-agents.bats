@@ -3,7 +3,8 @@
 # Focus: nodes joining and running jobs: the join token, the environment
 # contract inside a job, output, exit codes, cancel and time limits stopping
 # whole process trees, gangs all-or-nothing, GPUs handed on at once, a real
-# distributed rendezvous across two agents, drain and resume.
+# distributed rendezvous across two agents, drain and resume, and how a
+# shim gets its launch description (fork server request or launch.json).
 
 load lib/cluster
 
@@ -223,4 +224,41 @@ PY
     [[ "$output" != *survived* ]]
     ok=$(submit --mem 256M -- python3 -c 'x = b"x" * (64 << 20); print("fine")')
     wait_job_state "$ok" completed 30
+}
+
+# The agent's fork server of node1 (shoal-agent --fork-server), by pid.
+fork_server_pid() {
+    local c
+    for c in $(cat /proc/"$(agent_pid node1)"/task/*/children 2>/dev/null); do
+        if grep -qa -- --fork-server "/proc/$c/cmdline" 2>/dev/null; then
+            echo "$c"
+        fi
+    done
+}
+
+@test "agt-014 the launch description goes in the fork server's request; launch.json only for a long one or without the server" {
+    shoal_cluster_start 1 2
+    runs="$SHOAL_TEST_DIR/node1/runs"
+    a=$(submit -- sh -c 'echo small')
+    wait_job_state "$a" completed
+    [ -s "$runs/$a.0/status.json" ]
+    [ ! -e "$runs/$a.0/launch.json" ]
+    # Over 60 KiB (FORKSERVER_LAUNCH_MAX): the shim reads it from the file.
+    v=$(head -c 30000 /dev/zero | tr '\0' x)
+    b=$(submit --env B1="$v" --env B2="$v" --env B3="$v" -- sh -c 'echo "len ${#B1} ${#B3}"')
+    wait_job_state "$b" completed
+    [ -s "$runs/$b.0/launch.json" ]
+    run shoal logs "$b"
+    [ "$output" = "len 30000 30000" ]
+    # Without the server the agent starts the shim itself, from the file.
+    fs=$(fork_server_pid)
+    [ -n "$fs" ]
+    kill -9 "$fs"
+    wait_for 10 sh -c "! grep -q '^State:.*[RS]' /proc/$fs/status 2>/dev/null"
+    c=$(submit -- sh -c 'echo after')
+    wait_job_state "$c" completed
+    [ -s "$runs/$c.0/launch.json" ]
+    run shoal logs "$c"
+    [ "$output" = after ]
+    grep -q "starting shims without it" "$SHOAL_TEST_DIR/node1.log"
 }

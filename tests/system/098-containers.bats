@@ -565,11 +565,12 @@ reg_start() {
     if echo "$output" | grep -q tpass; then false; fi
     [ -z "$(ls -d "$SHOAL_TEST_DIR"/node1/images/auth-* 2>/dev/null)" ]
     # While a job from the registry runs, no file of the node's state holds
-    # the password (work.json, launch.json: the pull had it in memory).
+    # the password (work.json; no launch.json: the fork server passed the
+    # launch description to the shim, whose pull had it in memory).
     e=$(submit --user "$CUSER" --image "$ref" -- sh -c 'echo started; exec sleep 1000')
     wait_for 90 logs_have "$e" started
     b64=$(printf tuser:tpass | base64)
-    [ -s "$(run_dir "$e")/launch.json" ]
+    [ ! -e "$(run_dir "$e")/launch.json" ]
     [ -s "$(run_dir "$e")/work.json" ]
     if grep -rlF -e tpass -e "$b64" "$SHOAL_TEST_DIR/node1"; then false; fi
     shoal cancel "$e"

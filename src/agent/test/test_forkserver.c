@@ -2,7 +2,8 @@
 /* Focus: agent/forkserver.c, the helper that forks a shim per run. The
  * built shoal-agent is started as the server; a run folder with a
  * launch.json runs its command, its shim is watched through the pidfd the
- * server passes, and it writes the run's status; a request the server
+ * server passes, and it writes the run's status; a launch description
+ * sent in the request runs with no launch.json; a request the server
  * cannot serve is refused without ending it. */
 #include <criterion/criterion.h>
 #include <fcntl.h>
@@ -184,6 +185,58 @@ Test(forkserver, a_request_it_cannot_serve_is_refused)
     cr_assert_not_null(st);
     cr_assert(strstr(st, "\"exit_code\":0") != NULL, "status: %s", st);
     remove_run(dir);
+    forkserver_stop(fs);
+    rmdir(runs_root);
+}
+
+/* The description in the request: no launch.json is read or written, and
+ * the server serves the next run. One over FORKSERVER_LAUNCH_MAX is
+ * refused before it is sent. */
+Test(forkserver, a_launch_in_the_request_needs_no_file)
+{
+    struct sh_error err;
+    struct forkserver *fs = start_server();
+    char dir[128];
+    snprintf(dir, sizeof(dir), "%s/77.1", runs_root);
+    cr_assert_eq(mkdir(dir, 0700), 0);
+    const char *launch =
+        "{\"argv\": [\"sh\", \"-c\", \"echo $SECRET; exit 4\"], "
+        "\"env\": [\"PATH=/usr/bin:/bin\", \"SECRET=s3\"], "
+        "\"tasks\": 1, \"node_rank\": 0}";
+    pid_t pid = 0;
+    int pidfd = -1;
+    unsigned long long start = 0;
+    cr_assert_eq(forkserver_spawn_launch(fs, dir, launch, strlen(launch), &pid,
+                                         &pidfd, &start, &err),
+                 FORKSERVER_OK, "%s", err.msg);
+    wait_exit(pidfd);
+    close(pidfd);
+    const char *st = slurp(dir, "status.json");
+    cr_assert_not_null(st);
+    cr_assert(strstr(st, "\"exit_code\":4") != NULL, "status: %s", st);
+    cr_assert_str_eq(slurp(dir, "stdout"), "s3\n");
+    cr_assert_null(slurp(dir, "launch.json"));
+
+    /* Too long: refused here, nothing sent, the server still serves. */
+    size_t big = FORKSERVER_LAUNCH_MAX + 1;
+    char *text = malloc(big);
+    cr_assert_not_null(text);
+    memset(text, ' ', big);
+    cr_assert_eq(
+        forkserver_spawn_launch(fs, dir, text, big, &pid, &pidfd, &start, &err),
+        FORKSERVER_REFUSED);
+    free(text);
+    remove_run(dir);
+    char dir2[128];
+    make_run(dir2, sizeof(dir2), "[\"true\"]");
+    cr_assert_eq(forkserver_spawn(fs, dir2, &pid, &pidfd, &start, &err), 0,
+                 "%s", err.msg);
+    wait_exit(pidfd);
+    close(pidfd);
+    st = slurp(dir2, "status.json");
+    cr_assert(st && strstr(st, "\"exit_code\":0") != NULL, "status: %s",
+              st ? st : "(none)");
+    remove_run(dir2);
     forkserver_stop(fs);
     rmdir(runs_root);
 }
