@@ -222,7 +222,7 @@ static int usage_job(const struct store_job_row *row, const json_t *rec,
     view.spec.project =
         (char *)json_string_value(json_object_get(spec, "project"));
     if (!view.spec.user || !view.spec.project ||
-        !policy_can_view(u->d, u->caller, &view))
+        !policy_can_view(u->d->tenancy, u->caller, &view))
         return 0;
     int64_t start = row->start_ms, end = row->end_ms ? row->end_ms : u->now;
     double total_gpu_s = row->gpu_seconds;

@@ -109,7 +109,7 @@ int gate_check_submit(struct shoald *d, const struct api_caller *caller,
         bool owned;
         struct sh_error ferr;
         struct job *t = jobtab_find(d->jobs, d->store, dep->job, &owned, &ferr);
-        bool visible = t && policy_can_view(d, caller, t);
+        bool visible = t && policy_can_view(d->tenancy, caller, t);
         if (owned)
             job_destroy(t);
         if (!visible)

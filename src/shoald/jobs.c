@@ -121,7 +121,7 @@ static int resolve_owner(struct shoald *d, const struct api_caller *caller,
         if (!spec->project)
             return sh_errorf(err, SH_EINTERNAL, "out of memory");
     }
-    return policy_can_submit(d, caller, spec->project, err);
+    return policy_can_submit(d->tenancy, caller, spec->project, err);
 }
 
 /* An array: one job per task, ids in task order, the first's id the
@@ -389,7 +389,7 @@ bool jobs_requeue_due(const struct job *job)
 int jobs_cancel(struct shoald *d, const struct api_caller *caller,
                 struct job *job, struct sh_error *err)
 {
-    if (policy_can_cancel(d, caller, job, err) < 0)
+    if (policy_can_cancel(d->tenancy, caller, job, err) < 0)
         return -1;
     if (job_state_is_terminal(job->state))
         return sh_errorf(err, SH_ECONFLICT, "job %llu is already %s",
@@ -425,7 +425,7 @@ int jobs_cancel_array(struct shoald *d, const struct api_caller *caller,
 int jobs_hold(struct shoald *d, const struct api_caller *caller,
               struct job *job, struct sh_error *err)
 {
-    if (policy_can_cancel(d, caller, job, err) < 0)
+    if (policy_can_cancel(d->tenancy, caller, job, err) < 0)
         return -1;
     if (job->state != JOB_PENDING)
         return sh_errorf(
@@ -446,7 +446,7 @@ int jobs_hold(struct shoald *d, const struct api_caller *caller,
 int jobs_release(struct shoald *d, const struct api_caller *caller,
                  struct job *job, struct sh_error *err)
 {
-    if (policy_can_cancel(d, caller, job, err) < 0)
+    if (policy_can_cancel(d->tenancy, caller, job, err) < 0)
         return -1;
     if (job->state != JOB_PENDING || !job->held)
         return sh_errorf(err, SH_ECONFLICT, "job %llu is not held",
@@ -463,7 +463,7 @@ int jobs_release(struct shoald *d, const struct api_caller *caller,
 int jobs_requeue(struct shoald *d, const struct api_caller *caller,
                  struct job *job, struct sh_error *err)
 {
-    if (policy_can_cancel(d, caller, job, err) < 0)
+    if (policy_can_cancel(d->tenancy, caller, job, err) < 0)
         return -1;
     if (job->state == JOB_PENDING)
         return sh_errorf(err, SH_ECONFLICT, "job %llu is already pending",
@@ -580,7 +580,7 @@ static int updated_spec(const struct job *job, const json_t *body,
 int jobs_update(struct shoald *d, const struct api_caller *caller,
                 struct job *job, const json_t *body, struct sh_error *err)
 {
-    if (policy_can_cancel(d, caller, job, err) < 0)
+    if (policy_can_cancel(d->tenancy, caller, job, err) < 0)
         return -1;
     if (job->state != JOB_PENDING && job->state != JOB_RUNNING)
         return sh_errorf(err, SH_ECONFLICT,
