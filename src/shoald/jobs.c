@@ -95,6 +95,13 @@ int jobs_persist(struct shoald *d, const struct job *job, struct sh_error *err)
     return 0;
 }
 
+/* The submission's dependencies name jobs the caller may see (gate.h). */
+static int check_deps(struct shoald *d, const struct api_caller *caller,
+                      const struct job_spec *spec, struct sh_error *err)
+{
+    return gate_check_submit(d->jobs, d->store, d->tenancy, caller, spec, err);
+}
+
 /* Fill user and project from the caller and the defaults, and check the
  * caller's right to use them. */
 static int resolve_owner(struct shoald *d, const struct api_caller *caller,
@@ -194,7 +201,7 @@ int jobs_submit(struct shoald *d, const struct api_caller *caller,
         return -1;
     if (resolve_owner(d, caller, &spec, err) < 0 ||
         job_spec_validate(&spec, err) < 0 ||
-        gate_check_submit(d, caller, &spec, err) < 0 ||
+        check_deps(d, caller, &spec, err) < 0 ||
         volumes_check_job(d->volumes, &spec, err) < 0 ||
         cluster_check_submit(d, &spec, err) < 0)
         goto error;
@@ -618,7 +625,7 @@ int jobs_update(struct shoald *d, const struct api_caller *caller,
         cluster_job_updated(d, job); /* its agents learn the new limit */
         return 0;
     }
-    if (gate_check_submit(d, caller, &spec, err) < 0 ||
+    if (check_deps(d, caller, &spec, err) < 0 ||
         cluster_check_submit(d, &spec, err) < 0) {
         job_spec_fini(&spec);
         return -1;
