@@ -53,7 +53,7 @@ static int lead(struct shoald *d, struct sh_error *err)
     if (state_load(d, err) < 0 || cluster_create(d, err) < 0 ||
         state_init_cluster(d, err) < 0)
         return -1;
-    d->logs = logs_create(d, err);
+    d->logs = logs_create(d->cfg.state_dir, d->loop, &d->jobs, err);
     if (!d->logs)
         return -1;
     d->ha->role = HA_LEADER;
