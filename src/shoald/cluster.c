@@ -626,7 +626,7 @@ int cluster_check_submit(struct shoald *d, const struct job_spec *spec,
 
 /* ---- node work and wake-ups ---- */
 
-static void wake_polls(struct shoald *d, bool ok, void *arg);
+static void wake_polls(bool ok, void *arg);
 
 /* Answer node n's held work poll (d->wake_agent, from the HTTP layer). */
 static void wake_agent(struct shoald *d, const struct node *n,
@@ -644,14 +644,16 @@ void cluster_node_touch(struct shoald *d, const char *node)
     rt->generation++;
     rt->wake = true;
     if (!d->cluster->wake_registered &&
-        commit_after(d->commit, wake_polls, NULL) == 0)
+        commit_after(d->commit, wake_polls, d) == 0)
         d->cluster->wake_registered = true;
 }
 
-static void wake_polls(struct shoald *d, bool ok, void *arg)
+/* The commit_done_f of the agent polls' wake-up; arg is the struct
+ * shoald. */
+static void wake_polls(bool ok, void *arg)
 {
+    struct shoald *d = arg;
     (void)ok;
-    (void)arg;
     d->cluster->wake_registered = false;
     for (struct node *n = nodetab_next(d->nodes, NULL); n;
          n = nodetab_next(d->nodes, n)) {

@@ -175,7 +175,7 @@ int ha_start(struct shoald *d, int port, int argc, char **argv,
     if (!ha)
         return sh_errorf(err, SH_EINTERNAL, "out of memory");
     d->ha = ha;
-    commit_on_fenced(d->commit, ha_fenced);
+    commit_on_fenced(d->commit, ha_fenced, d);
     ha->argc = argc;
     ha->argv = argv;
     ha->port = port;
@@ -251,8 +251,9 @@ const char *ha_leader_url(const struct shoald *d)
     return d->ha ? d->ha->leader_url : "";
 }
 
-void ha_fenced(struct shoald *d, const char *why)
+void ha_fenced(void *arg, const char *why)
 {
+    struct shoald *d = arg;
     /* A waiting leader's commits are refused by the store itself. */
     if (d->ha && d->ha->leadership && d->ha->role == HA_LEADER)
         lost(d, why);
