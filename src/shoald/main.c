@@ -455,7 +455,7 @@ static int setup(struct shoald *d, char *store_url, size_t url_size,
              api_port(d->api));
     char line[320];
     snprintf(line, sizeof(line), "%s\n", d->url);
-    return state_write_file(d, "url", line, 0644, err);
+    return state_write_file(d->cfg.state_dir, "url", line, 0644, err);
 }
 
 /* shoald_cron: the controller's periodic duties, every SHOALD_CRON_MS while
