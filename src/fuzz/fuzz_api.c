@@ -48,7 +48,7 @@ struct shoald *fuzz_shoald_create(void)
     struct shoald *d = calloc(1, sizeof(*d));
     if (!d)
         fuzz_fail("out of memory");
-    d->commit = commit_create(d, NULL, NULL, &err);
+    d->commit = commit_create(NULL, NULL, NULL, NULL, &err);
     d->auth = d->commit ? auth_create(&err) : NULL;
     d->tenancy = d->auth ? tenancy_create(&err) : NULL;
     d->jobs = jobtab_create();

@@ -155,10 +155,8 @@ void acct_node_samples(struct shoald *d, struct node *n, int64_t now_ms)
     }
 }
 
-void acct_part_usage(struct shoald *d, struct job *job, uint64_t cpu_ns,
-                     uint64_t mem_peak)
+void acct_part_usage(struct job *job, uint64_t cpu_ns, uint64_t mem_peak)
 {
-    (void)d;
     job->cpu_ns += cpu_ns;
     if (mem_peak > job->mem_peak)
         job->mem_peak = mem_peak;
@@ -179,7 +177,8 @@ struct usage_row {
 };
 
 struct usage_scan {
-    struct shoald *d;
+    const struct tenancy *tenancy;
+    const struct jobtab *jobs;
     const struct api_caller *caller;
     enum acct_usage_by by;
     int64_t from, until, now;
@@ -197,9 +196,8 @@ static const char *row_key(struct usage_scan *u, const json_t *rec,
         return project;
     case ACCT_BY_TEAM: {
         const struct tenancy_project *p =
-            project && u->d->tenancy
-                ? tenancy_project_get(u->d->tenancy, project)
-                : NULL;
+            project && u->tenancy ? tenancy_project_get(u->tenancy, project)
+                                  : NULL;
         return p ? p->team : "(none)";
     }
     default: {
@@ -222,13 +220,13 @@ static int usage_job(const struct store_job_row *row, const json_t *rec,
     view.spec.project =
         (char *)json_string_value(json_object_get(spec, "project"));
     if (!view.spec.user || !view.spec.project ||
-        !policy_can_view(u->d, u->caller, &view))
+        !policy_can_view(u->tenancy, u->caller, &view))
         return 0;
     int64_t start = row->start_ms, end = row->end_ms ? row->end_ms : u->now;
     double total_gpu_s = row->gpu_seconds;
     if (!row->end_ms) {
         /* Running: its stored figure is from its start; count until now. */
-        const struct job *live = jobtab_get(u->d->jobs, row->id);
+        const struct job *live = jobtab_get(u->jobs, row->id);
         if (live)
             total_gpu_s = job_gpu_seconds(live, u->now);
     }
@@ -276,16 +274,17 @@ static int by_key(const struct usage_row *a, const struct usage_row *b)
     return strcmp(a->key, b->key);
 }
 
-json_t *acct_usage(struct shoald *d, const struct api_caller *caller,
+json_t *acct_usage(struct store *store, const struct tenancy *tenancy,
+                   const struct jobtab *jobs, const struct api_caller *caller,
                    enum acct_usage_by by, int64_t from, int64_t until,
                    int64_t now, struct sh_error *err)
 {
-    struct usage_scan u = {.d = d, .caller = caller};
+    struct usage_scan u = {.tenancy = tenancy, .jobs = jobs, .caller = caller};
     u.now = now;
     u.by = by;
     u.from = from;
     u.until = until;
-    int rc = store_scan_jobs(d->store, u.from, u.until, usage_job, &u, err);
+    int rc = store_scan_jobs(store, u.from, u.until, usage_job, &u, err);
     HASH_SORT(u.rows, by_key);
     json_t *rows = json_array();
     struct usage_row *r, *tmp;

@@ -38,8 +38,7 @@ void acct_node_samples(struct shoald *d, struct node *n, int64_t now_ms);
 
 /* A run of job ended on a node with its processes' CPU time and memory
  * peak (from the agent's cgroup). */
-void acct_part_usage(struct shoald *d, struct job *job, uint64_t cpu_ns,
-                     uint64_t mem_peak);
+void acct_part_usage(struct job *job, uint64_t cpu_ns, uint64_t mem_peak);
 
 /* What usage rows are keyed by. */
 enum acct_usage_by {
@@ -50,9 +49,12 @@ enum acct_usage_by {
 };
 
 /* The usage report (`shoal usage`, GET /v1/usage): one row per key, sorted,
- * of the jobs caller may see that ran in [from, until) (until 0 = up to
- * now_ms), from the store's job history. A JSON array, or NULL and err. */
-json_t *acct_usage(struct shoald *d, const struct api_caller *caller,
+ * of the jobs caller may see (by the tenancy's roles) that ran in [from,
+ * until) (until 0 = up to now_ms), from the store's job history; a running
+ * job's GPU time comes from the live table jobs. A JSON array, or NULL and
+ * err. */
+json_t *acct_usage(struct store *store, const struct tenancy *tenancy,
+                   const struct jobtab *jobs, const struct api_caller *caller,
                    enum acct_usage_by by, int64_t from, int64_t until,
                    int64_t now_ms, struct sh_error *err);
 

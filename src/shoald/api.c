@@ -240,10 +240,9 @@ void api_release(struct api_req *req)
     MHD_resume_connection(req->conn);
 }
 
-static void on_committed(struct shoald *d, bool ok, void *arg)
+static void on_committed(bool ok, void *arg)
 {
     struct api_req *req = arg;
-    (void)d;
     if (!ok)
         api_errorf(req, SH_EUNAVAILABLE,
                    "the change could not be stored durably and was not made; "

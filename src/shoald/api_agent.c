@@ -182,7 +182,7 @@ static int apply_event(struct shoald *d, struct node *n, const json_t *ev,
     if (!job_on_node(job, n->name))
         return sh_errorf(err, SH_EFORBIDDEN, "job %lld has no part on node %s",
                          (long long)id, n->name);
-    acct_part_usage(d, job, (uint64_t)cpu_ns, (uint64_t)mem_peak);
+    acct_part_usage(job, (uint64_t)cpu_ns, (uint64_t)mem_peak);
     nodes_job_digest(d, n->name, id, attempt, digest);
     if (nodes_progress_reason(job->reason))
         job_set_reason(job, NULL); /* the end says its own */

@@ -67,7 +67,7 @@ static int history_job(const struct store_job_row *row, const json_t *rec,
     memset(&view, 0, sizeof(view));
     view.spec.user = (char *)row->user;
     view.spec.project = (char *)row->project;
-    if (!policy_can_view(h->d, h->caller, &view))
+    if (!policy_can_view(h->d->tenancy, h->caller, &view))
         return 0;
     const json_t *spec = json_object_get(rec, "spec");
     if (!h->trace) {

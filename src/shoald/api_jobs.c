@@ -131,7 +131,7 @@ static bool list_match(struct shoald *d, struct api_req *req,
     return (mask & (1u << j->state)) &&
            (!user || strcmp(user, j->spec.user) == 0) &&
            (!project || strcmp(project, j->spec.project) == 0) &&
-           policy_can_view(d, api_caller(req), j);
+           policy_can_view(d->tenancy, api_caller(req), j);
 }
 
 /* GET /v1/jobs: the matching jobs in id order, from the first after
@@ -247,7 +247,7 @@ static struct job *path_job(struct shoald *d, struct api_req *req, bool *owned)
         api_reply_error(req, &err);
         return NULL;
     }
-    if (!policy_can_view(d, api_caller(req), job)) {
+    if (!policy_can_view(d->tenancy, api_caller(req), job)) {
         api_errorf(req, SH_ENOTFOUND, "job %lld not found", (long long)id);
         if (*owned)
             job_destroy(job);
@@ -283,7 +283,7 @@ static struct job *live_job(struct shoald *d, struct api_req *req,
 static json_t *job_actions(struct shoald *d, const struct api_caller *caller,
                            const struct job *job, bool owned)
 {
-    bool may = !owned && policy_can_cancel(d, caller, job, NULL) == 0;
+    bool may = !owned && policy_can_cancel(d->tenancy, caller, job, NULL) == 0;
     bool pending = job->state == JOB_PENDING;
     return json_pack("{s:b, s:b, s:b, s:b}", "cancel",
                      may && !job_state_is_terminal(job->state), "hold",

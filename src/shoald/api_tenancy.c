@@ -152,7 +152,8 @@ static bool sees_team(struct shoald *d, const struct api_req *req,
              tenancy_project_next(d->tenancy, NULL);
          p; p = tenancy_project_next(d->tenancy, p)) {
         if (strcmp(p->team, team) == 0 &&
-            policy_role(d, api_caller(req), p->name) != TENANCY_ROLE_NONE)
+            policy_role(d->tenancy, api_caller(req), p->name) !=
+                TENANCY_ROLE_NONE)
             return true;
     }
     return false;
@@ -261,8 +262,8 @@ static json_t *team_view(struct shoald *d, const struct api_req *req,
          p && projects; p = tenancy_project_next(d->tenancy, p)) {
         if (strcmp(p->team, t->name) != 0)
             continue;
-        if (!is_admin(req) &&
-            policy_role(d, api_caller(req), p->name) == TENANCY_ROLE_NONE)
+        if (!is_admin(req) && policy_role(d->tenancy, api_caller(req),
+                                          p->name) == TENANCY_ROLE_NONE)
             continue;
         json_array_append_new(projects, json_string(p->name));
     }
@@ -288,7 +289,7 @@ static json_t *members_view(struct shoald *d, const char *project)
 static json_t *project_view(struct shoald *d, const struct api_req *req,
                             const struct tenancy_project *p, bool members)
 {
-    enum tenancy_role role = policy_role(d, api_caller(req), p->name);
+    enum tenancy_role role = policy_role(d->tenancy, api_caller(req), p->name);
     /* "o" steals each new value. */
     json_t *o =
         json_pack("{s:s, s:s, s:o, s:o, s:i, s:s}", "name", p->name, "team",
@@ -503,8 +504,8 @@ void api_projects_list(struct shoald *d, struct api_req *req)
          p && arr; p = tenancy_project_next(d->tenancy, p)) {
         if (team && strcmp(team, p->team) != 0)
             continue;
-        if (!is_admin(req) &&
-            policy_role(d, api_caller(req), p->name) == TENANCY_ROLE_NONE)
+        if (!is_admin(req) && policy_role(d->tenancy, api_caller(req),
+                                          p->name) == TENANCY_ROLE_NONE)
             continue;
         json_array_append_new(arr, project_view(d, req, p, false));
     }
@@ -517,7 +518,8 @@ void api_projects_show(struct shoald *d, struct api_req *req)
     const struct tenancy_project *p = path_project(d, req);
     if (!p)
         return;
-    if (policy_can_view_project(d, api_caller(req), p->name, &err) < 0) {
+    if (policy_can_view_project(d->tenancy, api_caller(req), p->name, &err) <
+        0) {
         api_reply_error(req, &err);
         return;
     }
@@ -663,7 +665,8 @@ void api_projects_members(struct shoald *d, struct api_req *req)
     const struct tenancy_project *p = path_project(d, req);
     if (!p)
         return;
-    if (policy_can_view_project(d, api_caller(req), p->name, &err) < 0) {
+    if (policy_can_view_project(d->tenancy, api_caller(req), p->name, &err) <
+        0) {
         api_reply_error(req, &err);
         return;
     }
@@ -678,7 +681,8 @@ void api_projects_member_set(struct shoald *d, struct api_req *req)
     struct sh_error err;
     enum tenancy_role role;
     const char *project = api_param(req, 0), *user = api_param(req, 1);
-    if (policy_can_manage_members(d, api_caller(req), project, &err) < 0) {
+    if (policy_can_manage_members(d->tenancy, api_caller(req), project, &err) <
+        0) {
         api_reply_error(req, &err);
         return;
     }
@@ -716,7 +720,8 @@ void api_projects_member_remove(struct shoald *d, struct api_req *req)
 {
     struct sh_error err;
     const char *project = api_param(req, 0), *user = api_param(req, 1);
-    if (policy_can_manage_members(d, api_caller(req), project, &err) < 0) {
+    if (policy_can_manage_members(d->tenancy, api_caller(req), project, &err) <
+        0) {
         api_reply_error(req, &err);
         return;
     }
@@ -759,7 +764,7 @@ static const struct auth_user *path_user(struct shoald *d, struct api_req *req)
 static const struct auth_user *seen_user(struct shoald *d, struct api_req *req)
 {
     struct sh_error err;
-    if (policy_can_view_user(d, api_caller(req), api_param(req, 0), &err) < 0) {
+    if (policy_can_view_user(api_caller(req), api_param(req, 0), &err) < 0) {
         api_reply_error(req, &err);
         return NULL;
     }
@@ -1041,7 +1046,7 @@ void api_users_tokens_revoke_all(struct shoald *d, struct api_req *req)
     const struct auth_user *u = path_user(d, req);
     if (!u)
         return;
-    if (policy_can_revoke_tokens(d, api_caller(req), u->name, &err) < 0) {
+    if (policy_can_revoke_tokens(api_caller(req), u->name, &err) < 0) {
         api_reply_error(req, &err);
         return;
     }
@@ -1072,7 +1077,7 @@ void api_users_tokens_revoke(struct shoald *d, struct api_req *req)
     const char *id = api_param(req, 1);
     if (!u)
         return;
-    if (policy_can_revoke_tokens(d, api_caller(req), u->name, &err) < 0) {
+    if (policy_can_revoke_tokens(api_caller(req), u->name, &err) < 0) {
         api_reply_error(req, &err);
         return;
     }

@@ -38,8 +38,9 @@ void api_usage(struct shoald *d, struct api_req *req)
         api_errorf(req, SH_EINVAL, "until must be after since");
         return;
     }
-    json_t *rows = acct_usage(d, api_caller(req), (enum acct_usage_by)found,
-                              from, until, now, &err);
+    json_t *rows =
+        acct_usage(d->store, d->tenancy, d->jobs, api_caller(req),
+                   (enum acct_usage_by)found, from, until, now, &err);
     if (!rows) {
         api_reply_error(req, &err);
         return;

@@ -325,6 +325,13 @@ static void gated_add(struct cluster *c, uint64_t id)
     c->gate_dirty = true; /* a dependency that can never be met ends it */
 }
 
+/* The gate of a pending job now (gate.h). */
+static enum gate_state gate_now(struct shoald *d, const struct job *job,
+                                char *why, size_t size)
+{
+    return gate_of(d->jobs, d->store, shoald_now_ms(d), job, why, size);
+}
+
 static void engine_add_job(struct shoald *d, struct job *job)
 {
     struct cluster *c = d->cluster;
@@ -332,7 +339,7 @@ static void engine_add_job(struct shoald *d, struct job *job)
     struct sh_error err;
     char why[JOB_REASON_MAX];
     if (job->state == JOB_PENDING &&
-        (gate_of(d, job, why, sizeof(why)) != GATE_OPEN ||
+        (gate_now(d, job, why, sizeof(why)) != GATE_OPEN ||
          array_full(c, job))) {
         gated_add(c, job->id);
         return;
@@ -619,7 +626,7 @@ int cluster_check_submit(struct shoald *d, const struct job_spec *spec,
 
 /* ---- node work and wake-ups ---- */
 
-static void wake_polls(struct shoald *d, bool ok, void *arg);
+static void wake_polls(bool ok, void *arg);
 
 /* Answer node n's held work poll (d->wake_agent, from the HTTP layer). */
 static void wake_agent(struct shoald *d, const struct node *n,
@@ -637,14 +644,16 @@ void cluster_node_touch(struct shoald *d, const char *node)
     rt->generation++;
     rt->wake = true;
     if (!d->cluster->wake_registered &&
-        commit_after(d->commit, wake_polls, NULL) == 0)
+        commit_after(d->commit, wake_polls, d) == 0)
         d->cluster->wake_registered = true;
 }
 
-static void wake_polls(struct shoald *d, bool ok, void *arg)
+/* The commit_done_f of the agent polls' wake-up; arg is the struct
+ * shoald. */
+static void wake_polls(bool ok, void *arg)
 {
+    struct shoald *d = arg;
     (void)ok;
-    (void)arg;
     d->cluster->wake_registered = false;
     for (struct node *n = nodetab_next(d->nodes, NULL); n;
          n = nodetab_next(d->nodes, n)) {
@@ -999,7 +1008,7 @@ static void gate_recheck(struct shoald *d)
             char why[JOB_REASON_MAX];
             enum gate_state g = GATE_OPEN;
             if (job && job->state == JOB_PENDING)
-                g = gate_of(d, job, why, sizeof(why));
+                g = gate_of(d->jobs, d->store, now, job, why, sizeof(why));
             if (g == GATE_HELD || g == GATE_WAIT ||
                 (g == GATE_OPEN && array_full(c, job))) {
                 /* The earliest --begin to come, for the timer. */
@@ -1231,7 +1240,7 @@ void cluster_job_reason(struct shoald *d, const struct job *job, char *buf,
     buf[0] = '\0';
     if (job->state != JOB_PENDING || !c)
         return;
-    if (gate_of(d, job, buf, size) != GATE_OPEN)
+    if (gate_now(d, job, buf, size) != GATE_OPEN)
         return; /* held, or waiting for a dependency: buf says which */
     if (job->array_max > 0 && !job->array_counted) {
         snprintf(buf, size,
@@ -1269,7 +1278,7 @@ const char *cluster_job_wait_kind(struct shoald *d, const struct job *job)
     char why[JOB_REASON_MAX];
     if (job->state != JOB_PENDING || !c)
         return "";
-    switch (gate_of(d, job, why, sizeof(why))) {
+    switch (gate_now(d, job, why, sizeof(why))) {
     case GATE_HELD:
         return "held";
     case GATE_WAIT:
@@ -1295,7 +1304,7 @@ const char *cluster_job_estimate_note(struct shoald *d, const struct job *job)
     char why[JOB_REASON_MAX];
     if (job->state != JOB_PENDING || !c)
         return "";
-    switch (gate_of(d, job, why, sizeof(why))) {
+    switch (gate_now(d, job, why, sizeof(why))) {
     case GATE_HELD:
         return "no estimate: it is held";
     case GATE_WAIT:

@@ -24,11 +24,13 @@ struct waiters {
 };
 
 struct commit {
-    struct shoald *d;
+    struct store *store;
+    struct loop *loop;
     struct store_batch *batch;
     commit_reload_f reload;
     void *reload_arg;
     commit_fenced_f fenced;
+    void *fenced_arg;
     struct waiters open;   /* wait for the open batch */
     struct waiters flying; /* wait for the commit under way */
     bool under_way;        /* a commit was sent and has not ended */
@@ -38,13 +40,15 @@ struct commit {
     struct commit_stats stats;
 };
 
-struct commit *commit_create(struct shoald *d, commit_reload_f reload,
-                             void *reload_arg, struct sh_error *err)
+struct commit *commit_create(struct store *store, struct loop *loop,
+                             commit_reload_f reload, void *reload_arg,
+                             struct sh_error *err)
 {
     struct commit *c = calloc(1, sizeof(*c));
     if (!c)
         goto oom;
-    c->d = d;
+    c->store = store;
+    c->loop = loop;
     c->reload = reload;
     c->reload_arg = reload_arg;
     c->fd = -1;
@@ -58,16 +62,17 @@ oom:
     return NULL;
 }
 
-void commit_on_fenced(struct commit *c, commit_fenced_f fn)
+void commit_on_fenced(struct commit *c, commit_fenced_f fn, void *arg)
 {
     c->fenced = fn;
+    c->fenced_arg = arg;
 }
 
 static void unwatch(struct commit *c)
 {
     if (c->fd < 0)
         return;
-    loop_del_fd(c->d->loop, c->fd);
+    loop_del_fd(c->loop, c->fd);
     close(c->fd);
     c->fd = -1;
 }
@@ -98,7 +103,7 @@ bool commit_pending(const struct commit *c)
     if (c->under_way)
         /* The commit's end may be known already (a read waited for it):
          * nothing would wake the loop for it. */
-        return store_commit_fd(c->d->store) < 0;
+        return store_commit_fd(c->store) < 0;
     return store_batch_count(c->batch) > 0 || c->open.n > 0;
 }
 
@@ -134,7 +139,7 @@ static void run_waiters(struct commit *c, struct waiters *l, bool ok)
     struct waiters w = *l;
     *l = (struct waiters){0};
     for (int i = 0; i < w.n; i++)
-        w.w[i].cb(c->d, ok, w.w[i].arg);
+        w.w[i].cb(ok, w.w[i].arg);
     free(w.w);
 }
 
@@ -150,7 +155,7 @@ static void failed(struct commit *c, int ops, struct sh_error *err)
         sh_log(LOG_ERR, "commit", "commit of %d changes refused: %s", ops,
                err->msg);
         if (c->fenced)
-            c->fenced(c->d, err->msg);
+            c->fenced(c->fenced_arg, err->msg);
     } else {
         sh_log(LOG_ERR, "commit", "commit of %d changes failed: %s; reloading",
                ops, err->msg);
@@ -181,7 +186,7 @@ static int land(struct commit *c, bool wait, struct sh_error *err)
 {
     if (!c->under_way)
         return 0;
-    int rc = store_commit_finish(c->d->store, wait, err);
+    int rc = store_commit_finish(c->store, wait, err);
     if (rc == 1)
         return 1;
     unwatch(c);
@@ -218,7 +223,7 @@ int commit_start(struct commit *c, struct sh_error *err)
         return 0;
     }
     int64_t t0 = clock_mono_us();
-    int rc = store_commit_start(c->d->store, c->batch, err);
+    int rc = store_commit_start(c->store, c->batch, err);
     if (rc < 0) {
         c->stats.total_us += (uint64_t)(clock_mono_us() - t0);
         failed(c, ops, err);
@@ -237,12 +242,12 @@ int commit_start(struct commit *c, struct sh_error *err)
     struct waiters w = c->flying;
     c->flying = c->open;
     c->open = w;
-    int sfd = store_commit_fd(c->d->store);
+    int sfd = store_commit_fd(c->store);
     if (sfd >= 0) {
         c->fd = fcntl(sfd, F_DUPFD_CLOEXEC, 0);
         struct sh_error werr;
-        if (c->fd >= 0 && loop_add_fd(c->d->loop, c->fd, EPOLLIN,
-                                      on_store_ready, c, &werr) < 0) {
+        if (c->fd >= 0 && loop_add_fd(c->loop, c->fd, EPOLLIN, on_store_ready,
+                                      c, &werr) < 0) {
             close(c->fd);
             c->fd = -1;
         }
@@ -263,7 +268,7 @@ int commit_flush(struct commit *c, struct sh_error *err)
         return 0;
     }
     int64_t t0 = clock_mono_us();
-    int rc = store_commit(c->d->store, c->batch, err);
+    int rc = store_commit(c->store, c->batch, err);
     if (rc < 0) {
         c->stats.total_us += (uint64_t)(clock_mono_us() - t0);
         failed(c, ops, err);

@@ -16,27 +16,37 @@
 #define SHOAL_SHOALD_COMMIT_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
-#include "shoald/shoald.h"
+#include "lib/util/error.h"
+
+struct loop;
+struct store;
+struct store_batch;
 
 struct commit;
 
 /* Called after the batch it waited for: ok is true when the batch is
  * durable, false when the commit failed (memory has then been reloaded from
  * the store, so the change it waited for is gone). */
-typedef void (*commit_done_f)(struct shoald *d, bool ok, void *arg);
+typedef void (*commit_done_f)(bool ok, void *arg);
 
 /* Called when a commit failed, to rebuild memory from the store; arg is
  * the reload_arg given to commit_create. */
 typedef int (*commit_reload_f)(void *arg, struct sh_error *err);
 
-struct commit *commit_create(struct shoald *d, commit_reload_f reload,
-                             void *reload_arg, struct sh_error *err);
+/* Commits go to store; loop watches a commit under way on a database
+ * server (both borrowed, NULL only where nothing is ever committed). */
+struct commit *commit_create(struct store *store, struct loop *loop,
+                             commit_reload_f reload, void *reload_arg,
+                             struct sh_error *err);
 
-/* Called when a commit is refused as fenced: another controller leads. */
-typedef void (*commit_fenced_f)(struct shoald *d, const char *why);
-/* Who hears of a fenced commit (ha.c registers ha_fenced); none at first. */
-void commit_on_fenced(struct commit *c, commit_fenced_f fn);
+/* Called when a commit is refused as fenced: another controller leads; arg
+ * is the one given to commit_on_fenced. */
+typedef void (*commit_fenced_f)(void *arg, const char *why);
+/* Who hears of a fenced commit (ha.c registers ha_fenced with its struct
+ * shoald); none at first. */
+void commit_on_fenced(struct commit *c, commit_fenced_f fn, void *arg);
 void commit_destroy(struct commit *c);
 
 /* The open batch. Borrowed. */

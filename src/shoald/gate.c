@@ -13,11 +13,11 @@
 
 /* singleton: an earlier job of the same user and name that has not
  * ended. */
-static const struct job *singleton_blocker(struct shoald *d,
+static const struct job *singleton_blocker(const struct jobtab *jobs,
                                            const struct job *job)
 {
-    for (const struct job *o = jobtab_next(d->jobs, NULL); o;
-         o = jobtab_next(d->jobs, o)) {
+    for (const struct job *o = jobtab_next(jobs, NULL); o;
+         o = jobtab_next(jobs, o)) {
         if (o->id < job->id && !job_state_is_terminal(o->state) &&
             o->spec.name && strcmp(o->spec.name, job->spec.name) == 0 &&
             strcmp(o->spec.user, job->spec.user) == 0)
@@ -26,7 +26,8 @@ static const struct job *singleton_blocker(struct shoald *d,
     return NULL;
 }
 
-enum gate_state gate_of(struct shoald *d, const struct job *job, char *why,
+enum gate_state gate_of(const struct jobtab *jobs, struct store *store,
+                        int64_t now_ms, const struct job *job, char *why,
                         size_t size)
 {
     if (job->state != JOB_PENDING)
@@ -42,7 +43,7 @@ enum gate_state gate_of(struct shoald *d, const struct job *job, char *why,
         const char *kind = job_dep_kind_name(dep->kind);
         if (dep->kind == JOB_DEP_SINGLETON) {
             const struct job *o =
-                job->spec.name ? singleton_blocker(d, job) : NULL;
+                job->spec.name ? singleton_blocker(jobs, job) : NULL;
             if (o && g == GATE_OPEN) {
                 snprintf(why, size,
                          "dependency: singleton: waiting for job %llu (%s, "
@@ -54,7 +55,7 @@ enum gate_state gate_of(struct shoald *d, const struct job *job, char *why,
         }
         bool owned;
         struct sh_error err;
-        struct job *t = jobtab_find(d->jobs, d->store, dep->job, &owned, &err);
+        struct job *t = jobtab_find(jobs, store, dep->job, &owned, &err);
         enum job_dep_status st =
             t ? job_dep_eval(dep->kind, t->state, t->spec.requeue)
               : JOB_DEP_NEVER;
@@ -84,7 +85,7 @@ enum gate_state gate_of(struct shoald *d, const struct job *job, char *why,
     }
     /* --begin: not eligible before its time (the liveness timer wakes
      * the gate: cluster.c keeps the earliest begin of the gated jobs). */
-    if (g == GATE_OPEN && job->spec.begin_ms > shoald_now_ms(d)) {
+    if (g == GATE_OPEN && job->spec.begin_ms > now_ms) {
         char at[32];
         clock_format_iso(job->spec.begin_ms, at, sizeof(at));
         snprintf(why, size, "begin: eligible at %s", at);
@@ -93,7 +94,9 @@ enum gate_state gate_of(struct shoald *d, const struct job *job, char *why,
     return g;
 }
 
-int gate_check_submit(struct shoald *d, const struct api_caller *caller,
+int gate_check_submit(const struct jobtab *jobs, struct store *store,
+                      const struct tenancy *tenancy,
+                      const struct api_caller *caller,
                       const struct job_spec *spec, struct sh_error *err)
 {
     for (int i = 0; i < spec->ndeps; i++) {
@@ -108,8 +111,8 @@ int gate_check_submit(struct shoald *d, const struct api_caller *caller,
         }
         bool owned;
         struct sh_error ferr;
-        struct job *t = jobtab_find(d->jobs, d->store, dep->job, &owned, &ferr);
-        bool visible = t && policy_can_view(d, caller, t);
+        struct job *t = jobtab_find(jobs, store, dep->job, &owned, &ferr);
+        bool visible = t && policy_can_view(tenancy, caller, t);
         if (owned)
             job_destroy(t);
         if (!visible)

@@ -12,10 +12,15 @@
 #define SHOAL_SHOALD_GATE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "lib/model/job.h"
+#include "lib/util/error.h"
 #include "shoald/auth.h"
-#include "shoald/shoald.h"
+
+struct jobtab;
+struct store;
+struct tenancy;
 
 enum gate_state {
     GATE_OPEN = 0, /* the engine may schedule it */
@@ -25,14 +30,19 @@ enum gate_state {
 };
 
 /* The gate of a pending job; why gets the reason for anything but OPEN,
- * e.g. "dependency: waiting for job 12 (running)". */
-enum gate_state gate_of(struct shoald *d, const struct job *job, char *why,
+ * e.g. "dependency: waiting for job 12 (running)". Dependencies are looked
+ * up in jobs, and in store for jobs no longer in memory; now_ms is the wall
+ * clock the job's --begin is compared with. */
+enum gate_state gate_of(const struct jobtab *jobs, struct store *store,
+                        int64_t now_ms, const struct job *job, char *why,
                         size_t size);
 
 /* A submission's dependencies: every job named exists and the caller may
  * see it (the same answer for both, so ids of hidden jobs do not leak);
  * singleton needs a job name. SH_EINVAL. */
-int gate_check_submit(struct shoald *d, const struct api_caller *caller,
+int gate_check_submit(const struct jobtab *jobs, struct store *store,
+                      const struct tenancy *tenancy,
+                      const struct api_caller *caller,
                       const struct job_spec *spec, struct sh_error *err);
 
 #endif

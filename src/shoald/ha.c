@@ -53,7 +53,7 @@ static int lead(struct shoald *d, struct sh_error *err)
     if (state_load(d, err) < 0 || cluster_create(d, err) < 0 ||
         state_init_cluster(d, err) < 0)
         return -1;
-    d->logs = logs_create(d, err);
+    d->logs = logs_create(d->cfg.state_dir, d->loop, &d->jobs, err);
     if (!d->logs)
         return -1;
     d->ha->role = HA_LEADER;
@@ -175,7 +175,7 @@ int ha_start(struct shoald *d, int port, int argc, char **argv,
     if (!ha)
         return sh_errorf(err, SH_EINTERNAL, "out of memory");
     d->ha = ha;
-    commit_on_fenced(d->commit, ha_fenced);
+    commit_on_fenced(d->commit, ha_fenced, d);
     ha->argc = argc;
     ha->argv = argv;
     ha->port = port;
@@ -251,8 +251,9 @@ const char *ha_leader_url(const struct shoald *d)
     return d->ha ? d->ha->leader_url : "";
 }
 
-void ha_fenced(struct shoald *d, const char *why)
+void ha_fenced(void *arg, const char *why)
 {
+    struct shoald *d = arg;
     /* A waiting leader's commits are refused by the store itself. */
     if (d->ha && d->ha->leadership && d->ha->role == HA_LEADER)
         lost(d, why);

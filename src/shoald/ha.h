@@ -48,8 +48,9 @@ const char *ha_role(const struct shoald *d);
 const char *ha_leader_url(const struct shoald *d);
 
 /* A commit was refused as fenced: another controller leads. Stops the
- * loop; ha_finish then starts this process again as a follower. */
-void ha_fenced(struct shoald *d, const char *why);
+ * loop; ha_finish then starts this process again as a follower. The
+ * commit_fenced_f, arg a struct shoald. */
+void ha_fenced(void *arg, const char *why);
 
 /* After teardown (the store closed): frees what ha_start made; a deposed
  * leader executes itself again (it comes back as a follower) and returns

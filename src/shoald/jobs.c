@@ -95,6 +95,13 @@ int jobs_persist(struct shoald *d, const struct job *job, struct sh_error *err)
     return 0;
 }
 
+/* The submission's dependencies name jobs the caller may see (gate.h). */
+static int check_deps(struct shoald *d, const struct api_caller *caller,
+                      const struct job_spec *spec, struct sh_error *err)
+{
+    return gate_check_submit(d->jobs, d->store, d->tenancy, caller, spec, err);
+}
+
 /* Fill user and project from the caller and the defaults, and check the
  * caller's right to use them. */
 static int resolve_owner(struct shoald *d, const struct api_caller *caller,
@@ -121,7 +128,7 @@ static int resolve_owner(struct shoald *d, const struct api_caller *caller,
         if (!spec->project)
             return sh_errorf(err, SH_EINTERNAL, "out of memory");
     }
-    return policy_can_submit(d, caller, spec->project, err);
+    return policy_can_submit(d->tenancy, caller, spec->project, err);
 }
 
 /* An array: one job per task, ids in task order, the first's id the
@@ -194,7 +201,7 @@ int jobs_submit(struct shoald *d, const struct api_caller *caller,
         return -1;
     if (resolve_owner(d, caller, &spec, err) < 0 ||
         job_spec_validate(&spec, err) < 0 ||
-        gate_check_submit(d, caller, &spec, err) < 0 ||
+        check_deps(d, caller, &spec, err) < 0 ||
         volumes_check_job(d->volumes, &spec, err) < 0 ||
         cluster_check_submit(d, &spec, err) < 0)
         goto error;
@@ -389,7 +396,7 @@ bool jobs_requeue_due(const struct job *job)
 int jobs_cancel(struct shoald *d, const struct api_caller *caller,
                 struct job *job, struct sh_error *err)
 {
-    if (policy_can_cancel(d, caller, job, err) < 0)
+    if (policy_can_cancel(d->tenancy, caller, job, err) < 0)
         return -1;
     if (job_state_is_terminal(job->state))
         return sh_errorf(err, SH_ECONFLICT, "job %llu is already %s",
@@ -425,7 +432,7 @@ int jobs_cancel_array(struct shoald *d, const struct api_caller *caller,
 int jobs_hold(struct shoald *d, const struct api_caller *caller,
               struct job *job, struct sh_error *err)
 {
-    if (policy_can_cancel(d, caller, job, err) < 0)
+    if (policy_can_cancel(d->tenancy, caller, job, err) < 0)
         return -1;
     if (job->state != JOB_PENDING)
         return sh_errorf(
@@ -446,7 +453,7 @@ int jobs_hold(struct shoald *d, const struct api_caller *caller,
 int jobs_release(struct shoald *d, const struct api_caller *caller,
                  struct job *job, struct sh_error *err)
 {
-    if (policy_can_cancel(d, caller, job, err) < 0)
+    if (policy_can_cancel(d->tenancy, caller, job, err) < 0)
         return -1;
     if (job->state != JOB_PENDING || !job->held)
         return sh_errorf(err, SH_ECONFLICT, "job %llu is not held",
@@ -463,7 +470,7 @@ int jobs_release(struct shoald *d, const struct api_caller *caller,
 int jobs_requeue(struct shoald *d, const struct api_caller *caller,
                  struct job *job, struct sh_error *err)
 {
-    if (policy_can_cancel(d, caller, job, err) < 0)
+    if (policy_can_cancel(d->tenancy, caller, job, err) < 0)
         return -1;
     if (job->state == JOB_PENDING)
         return sh_errorf(err, SH_ECONFLICT, "job %llu is already pending",
@@ -580,7 +587,7 @@ static int updated_spec(const struct job *job, const json_t *body,
 int jobs_update(struct shoald *d, const struct api_caller *caller,
                 struct job *job, const json_t *body, struct sh_error *err)
 {
-    if (policy_can_cancel(d, caller, job, err) < 0)
+    if (policy_can_cancel(d->tenancy, caller, job, err) < 0)
         return -1;
     if (job->state != JOB_PENDING && job->state != JOB_RUNNING)
         return sh_errorf(err, SH_ECONFLICT,
@@ -618,7 +625,7 @@ int jobs_update(struct shoald *d, const struct api_caller *caller,
         cluster_job_updated(d, job); /* its agents learn the new limit */
         return 0;
     }
-    if (gate_check_submit(d, caller, &spec, err) < 0 ||
+    if (check_deps(d, caller, &spec, err) < 0 ||
         cluster_check_submit(d, &spec, err) < 0) {
         job_spec_fini(&spec);
         return -1;

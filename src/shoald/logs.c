@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "lib/loop/loop.h"
+#include "lib/util/clock.h"
 #include "lib/util/utf8.h"
 #include "shoald/jobtab.h"
 
@@ -29,7 +30,10 @@ struct log_waiter {
 };
 
 struct logs {
-    struct shoald *d;
+    struct loop *loop;
+    /* The controller's job table; through its owner's pointer, which a
+     * reload after a failed commit replaces. */
+    struct jobtab *const *jobs;
     char dir[4096];
     struct log_waiter *waiters;
     int64_t timer;
@@ -71,7 +75,7 @@ static int64_t tick(struct loop *loop, void *arg)
 {
     struct logs *l = arg;
     (void)loop;
-    int64_t now = shoald_now_ms(l->d);
+    int64_t now = clock_wall_ms();
     struct log_waiter **pp = &l->waiters;
     while (*pp) {
         struct log_waiter *w = *pp;
@@ -85,22 +89,24 @@ static int64_t tick(struct loop *loop, void *arg)
     return LOGS_TICK_MS;
 }
 
-struct logs *logs_create(struct shoald *d, struct sh_error *err)
+struct logs *logs_create(const char *state_dir, struct loop *loop,
+                         struct jobtab *const *jobs, struct sh_error *err)
 {
     struct logs *l = calloc(1, sizeof(*l));
     if (!l) {
         sh_errorf(err, SH_EINTERNAL, "out of memory");
         return NULL;
     }
-    l->d = d;
-    snprintf(l->dir, sizeof(l->dir), "%s/logs", d->cfg.state_dir);
+    l->loop = loop;
+    l->jobs = jobs;
+    snprintf(l->dir, sizeof(l->dir), "%s/logs", state_dir);
     if (mkdir(l->dir, 0750) < 0 && errno != EEXIST) {
         sh_errorf(err, SH_EUNAVAILABLE, "cannot create %s: %s", l->dir,
                   strerror(errno));
         free(l);
         return NULL;
     }
-    l->timer = loop_add_timer(d->loop, LOGS_TICK_MS, tick, l);
+    l->timer = loop_add_timer(loop, LOGS_TICK_MS, tick, l);
     return l;
 }
 
@@ -113,7 +119,7 @@ void logs_destroy(struct logs *l)
         l->waiters = w->next;
         answer(l, w);
     }
-    loop_del_timer(l->d->loop, l->timer);
+    loop_del_timer(l->loop, l->timer);
     free(l);
 }
 
@@ -245,7 +251,7 @@ static json_t *read_answer(struct logs *l, const struct job *job, int attempt,
 
 static void answer(struct logs *l, struct log_waiter *w)
 {
-    const struct job *job = jobtab_get(l->d->jobs, w->job);
+    const struct job *job = jobtab_get(*l->jobs, w->job);
     w->fn(w->job,
           job ? read_answer(l, job, w->attempt, w->stream, w->offset) : NULL,
           w->arg);

@@ -18,7 +18,10 @@
 #include <stdint.h>
 
 #include "lib/model/job.h"
-#include "shoald/shoald.h"
+#include "lib/util/error.h"
+
+struct loop;
+struct jobtab;
 
 #define LOGS_JOB_MAX (256ull << 20)
 #define LOGS_READ_MAX (1u << 20)
@@ -26,7 +29,11 @@
 
 struct logs;
 
-struct logs *logs_create(struct shoald *d, struct sh_error *err);
+/* Output lives under <state_dir>/logs; loop runs the timer that ends
+ * waits at their deadline; *jobs is the job table (read through jobs at
+ * each use, as a reload after a failed commit replaces it). */
+struct logs *logs_create(const char *state_dir, struct loop *loop,
+                         struct jobtab *const *jobs, struct sh_error *err);
 /* Answers every held read and frees. NULL-safe. */
 void logs_destroy(struct logs *l);
 

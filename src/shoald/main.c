@@ -443,7 +443,7 @@ static int setup(struct shoald *d, char *store_url, size_t url_size,
     d->secrets = secrets_create(d->cfg.state_dir, err);
     if (!d->secrets)
         return -1;
-    d->commit = commit_create(d, state_reload, d, err);
+    d->commit = commit_create(d->store, d->loop, state_reload, d, err);
     if (!d->commit)
         return -1;
     d->api = api_create(d, api_routes, err);
@@ -455,7 +455,7 @@ static int setup(struct shoald *d, char *store_url, size_t url_size,
              api_port(d->api));
     char line[320];
     snprintf(line, sizeof(line), "%s\n", d->url);
-    return state_write_file(d, "url", line, 0644, err);
+    return state_write_file(d->cfg.state_dir, "url", line, 0644, err);
 }
 
 /* shoald_cron: the controller's periodic duties, every SHOALD_CRON_MS while

@@ -64,21 +64,22 @@ static bool is_user(const struct api_caller *caller)
     return caller && caller->role == API_USER && caller->user;
 }
 
-enum tenancy_role policy_role(struct shoald *d, const struct api_caller *caller,
+enum tenancy_role policy_role(const struct tenancy *t,
+                              const struct api_caller *caller,
                               const char *project)
 {
-    if (!is_user(caller) || !d->tenancy || !project)
+    if (!is_user(caller) || !t || !project)
         return TENANCY_ROLE_NONE;
-    return tenancy_role(d->tenancy, project, caller->user);
+    return tenancy_role(t, project, caller->user);
 }
 
-static struct policy_subject subject_of(struct shoald *d,
+static struct policy_subject subject_of(const struct tenancy *t,
                                         const struct api_caller *caller,
                                         const char *project, bool owner)
 {
     struct policy_subject s = {
         .cluster_admin = is_user(caller) && caller->admin,
-        .role = policy_role(d, caller, project),
+        .role = policy_role(t, caller, project),
         .owner = is_user(caller) && owner,
     };
     return s;
@@ -108,7 +109,8 @@ static int refuse_project(const struct api_caller *caller,
 }
 
 /* Check a project action on an existing project. */
-static int check_project(struct shoald *d, const struct api_caller *caller,
+static int check_project(const struct tenancy *t,
+                         const struct api_caller *caller,
                          enum policy_action action, const char *project,
                          struct sh_error *err)
 {
@@ -117,40 +119,40 @@ static int check_project(struct shoald *d, const struct api_caller *caller,
                          "only users may %s a project; this token is not a "
                          "user's",
                          rules[action].name);
-    if (!project || !d->tenancy || !tenancy_project_exists(d->tenancy, project))
+    if (!project || !t || !tenancy_project_exists(t, project))
         return sh_errorf(err, SH_ENOTFOUND, "project %.*s does not exist",
                          UTF8_CUT(project ? project : "", 64));
-    struct policy_subject s = subject_of(d, caller, project, false);
+    struct policy_subject s = subject_of(t, caller, project, false);
     if (policy_allows(action, &s))
         return 0;
     return refuse_project(caller, action, s.role, project, err);
 }
 
-int policy_can_submit(struct shoald *d, const struct api_caller *caller,
+int policy_can_submit(const struct tenancy *t, const struct api_caller *caller,
                       const char *project, struct sh_error *err)
 {
     if (!is_user(caller))
         return sh_errorf(err, SH_EFORBIDDEN, "only users submit jobs");
-    return check_project(d, caller, POLICY_SUBMIT, project, err);
+    return check_project(t, caller, POLICY_SUBMIT, project, err);
 }
 
-bool policy_can_view(struct shoald *d, const struct api_caller *caller,
+bool policy_can_view(const struct tenancy *t, const struct api_caller *caller,
                      const struct job *job)
 {
     if (!is_user(caller))
         return false;
     struct policy_subject s =
-        subject_of(d, caller, job->spec.project, owns_job(caller, job));
+        subject_of(t, caller, job->spec.project, owns_job(caller, job));
     return policy_allows(POLICY_VIEW_JOB, &s);
 }
 
-int policy_can_cancel(struct shoald *d, const struct api_caller *caller,
+int policy_can_cancel(const struct tenancy *t, const struct api_caller *caller,
                       const struct job *job, struct sh_error *err)
 {
     if (!is_user(caller))
         return sh_errorf(err, SH_EFORBIDDEN, "only users cancel jobs");
     struct policy_subject s =
-        subject_of(d, caller, job->spec.project, owns_job(caller, job));
+        subject_of(t, caller, job->spec.project, owns_job(caller, job));
     if (policy_allows(POLICY_CANCEL_JOB, &s))
         return 0;
     return sh_errorf(err, SH_EFORBIDDEN,
@@ -164,16 +166,18 @@ int policy_can_cancel(struct shoald *d, const struct api_caller *caller,
                      job->spec.project);
 }
 
-int policy_can_view_project(struct shoald *d, const struct api_caller *caller,
+int policy_can_view_project(const struct tenancy *t,
+                            const struct api_caller *caller,
                             const char *project, struct sh_error *err)
 {
-    return check_project(d, caller, POLICY_VIEW_PROJECT, project, err);
+    return check_project(t, caller, POLICY_VIEW_PROJECT, project, err);
 }
 
-int policy_can_manage_members(struct shoald *d, const struct api_caller *caller,
+int policy_can_manage_members(const struct tenancy *t,
+                              const struct api_caller *caller,
                               const char *project, struct sh_error *err)
 {
-    return check_project(d, caller, POLICY_MANAGE_MEMBERS, project, err);
+    return check_project(t, caller, POLICY_MANAGE_MEMBERS, project, err);
 }
 
 static int check_self(const struct api_caller *caller,
@@ -196,16 +200,14 @@ static int check_self(const struct api_caller *caller,
                      UTF8_CUT(user ? user : "", 64));
 }
 
-int policy_can_view_user(struct shoald *d, const struct api_caller *caller,
-                         const char *user, struct sh_error *err)
+int policy_can_view_user(const struct api_caller *caller, const char *user,
+                         struct sh_error *err)
 {
-    (void)d;
     return check_self(caller, POLICY_VIEW_USER, user, err);
 }
 
-int policy_can_revoke_tokens(struct shoald *d, const struct api_caller *caller,
-                             const char *user, struct sh_error *err)
+int policy_can_revoke_tokens(const struct api_caller *caller, const char *user,
+                             struct sh_error *err)
 {
-    (void)d;
     return check_self(caller, POLICY_REVOKE_TOKENS, user, err);
 }

@@ -19,7 +19,6 @@
 
 #include "lib/model/job.h"
 #include "shoald/auth.h"
-#include "shoald/shoald.h"
 #include "shoald/tenancy.h"
 
 enum policy_action {
@@ -51,40 +50,43 @@ const char *policy_action_name(enum policy_action action);
 /* May caller submit to project? SH_ENOTFOUND when the project does not
  * exist, SH_EFORBIDDEN for non-members and viewers (and non-users). All
  * arguments borrowed for the call. */
-int policy_can_submit(struct shoald *d, const struct api_caller *caller,
+int policy_can_submit(const struct tenancy *t, const struct api_caller *caller,
                       const char *project, struct sh_error *err);
 
 /* May caller see this job (show, list, logs)? Own jobs, jobs of projects
  * where the caller holds any role, and every job for cluster admins. */
-bool policy_can_view(struct shoald *d, const struct api_caller *caller,
+bool policy_can_view(const struct tenancy *t, const struct api_caller *caller,
                      const struct job *job);
 
 /* May caller cancel this job? Own jobs, any job of a project the caller
  * administers, every job for cluster admins. SH_EFORBIDDEN otherwise. */
-int policy_can_cancel(struct shoald *d, const struct api_caller *caller,
+int policy_can_cancel(const struct tenancy *t, const struct api_caller *caller,
                       const struct job *job, struct sh_error *err);
 
 /* May caller see project (its quotas and members)? SH_ENOTFOUND when it
  * does not exist, SH_EFORBIDDEN for non-members. */
-int policy_can_view_project(struct shoald *d, const struct api_caller *caller,
+int policy_can_view_project(const struct tenancy *t,
+                            const struct api_caller *caller,
                             const char *project, struct sh_error *err);
 
 /* May caller add, change or remove members of project? Cluster admins and
  * the project's admins. SH_ENOTFOUND / SH_EFORBIDDEN. */
-int policy_can_manage_members(struct shoald *d, const struct api_caller *caller,
+int policy_can_manage_members(const struct tenancy *t,
+                              const struct api_caller *caller,
                               const char *project, struct sh_error *err);
 
 /* May caller see user's record, limits and token list? The user and
  * cluster admins. SH_EFORBIDDEN. */
-int policy_can_view_user(struct shoald *d, const struct api_caller *caller,
-                         const char *user, struct sh_error *err);
+int policy_can_view_user(const struct api_caller *caller, const char *user,
+                         struct sh_error *err);
 
 /* May caller revoke user's tokens? The user and cluster admins. */
-int policy_can_revoke_tokens(struct shoald *d, const struct api_caller *caller,
-                             const char *user, struct sh_error *err);
+int policy_can_revoke_tokens(const struct api_caller *caller, const char *user,
+                             struct sh_error *err);
 
 /* The caller's role in project (TENANCY_ROLE_NONE for non-users). */
-enum tenancy_role policy_role(struct shoald *d, const struct api_caller *caller,
+enum tenancy_role policy_role(const struct tenancy *t,
+                              const struct api_caller *caller,
                               const char *project);
 
 #endif

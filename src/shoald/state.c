@@ -129,11 +129,11 @@ int state_reload(void *arg, struct sh_error *err)
     return 0;
 }
 
-int state_write_file(const struct shoald *d, const char *name, const char *text,
+int state_write_file(const char *state_dir, const char *name, const char *text,
                      int mode, struct sh_error *err)
 {
     char path[4096];
-    snprintf(path, sizeof(path), "%s/%s", d->cfg.state_dir, name);
+    snprintf(path, sizeof(path), "%s/%s", state_dir, name);
     return file_write_atomic(path, text, strlen(text), mode, true, err);
 }
 
@@ -177,8 +177,9 @@ int state_init_cluster(struct shoald *d, struct sh_error *err)
     /* The token files are written under a temporary name first and renamed
      * after the commit, so a crash in between leaves either no cluster or
      * a cluster with its token files. */
-    if (state_write_file(d, "admin.token.init", admin, 0600, err) < 0 ||
-        state_write_file(d, "join.token.init", join, 0600, err) < 0 ||
+    const char *dir = d->cfg.state_dir;
+    if (state_write_file(dir, "admin.token.init", admin, 0600, err) < 0 ||
+        state_write_file(dir, "join.token.init", join, 0600, err) < 0 ||
         ensure_cluster_id(d, false, err) < 0 ||
         commit_flush(d->commit, err) < 0)
         return -1;

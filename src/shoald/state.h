@@ -20,7 +20,7 @@ int state_reload(void *d, struct sh_error *err);
 int state_init_cluster(struct shoald *d, struct sh_error *err);
 
 /* Write text to <state_dir>/name atomically (temp file, fsync, rename). */
-int state_write_file(const struct shoald *d, const char *name, const char *text,
+int state_write_file(const char *state_dir, const char *name, const char *text,
                      int mode, struct sh_error *err);
 
 #endif

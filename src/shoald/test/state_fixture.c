@@ -46,7 +46,7 @@ void state_fixture_open(struct shoald *d, char *dir, size_t dir_size,
     d->tenancy = tenancy_create(&err);
     d->volumes = volumes_create(&err);
     d->secrets = secrets_create(dir, &err);
-    d->commit = commit_create(d, state_reload, d, &err);
+    d->commit = commit_create(d->store, d->loop, state_reload, d, &err);
     cr_assert(d->loop && d->auth && d->slices && d->tenancy && d->volumes &&
               d->secrets && d->commit);
     cr_assert_eq(state_load(d, &err), 0, "%s", err.msg);

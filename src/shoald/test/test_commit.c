@@ -5,7 +5,7 @@
  * the batch was empty; a failed commit (the "fault:N:PATH" store) reloads
  * memory, answers every waiter with ok = false, stores nothing and leaves
  * an empty batch for the next iteration. And the counters /metrics shows.
- * The struct shoald holds only what commit.c uses: the store. */
+ * The commit is made over the store alone (no loop: SQLite commits at once). */
 #include <criterion/criterion.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -13,13 +13,13 @@
 #include <unistd.h>
 
 #include "shoald/commit.h"
-#include "shoald/shoald.h"
 #include "store/store.h"
 
 struct fx {
     char dir[64];
     char db[128];
-    struct shoald d;
+    struct store *store;
+    struct commit *commit;
     int reloads;
     int reload_rc;
     bool reload_dirties; /* the reload leaves a change in the batch */
@@ -31,7 +31,7 @@ static int reload(void *arg, struct sh_error *err)
     struct fx *f = arg;
     f->reloads++;
     if (f->reload_dirties)
-        store_batch_del(commit_batch(f->d.commit), "node", "ghost");
+        store_batch_del(commit_batch(f->commit), "node", "ghost");
     if (f->reload_rc < 0)
         return sh_errorf(err, SH_EUNAVAILABLE, "reload refused");
     return 0;
@@ -48,16 +48,16 @@ static void fx_open(struct fx *f, const char *prefix)
     char url[200];
     snprintf(url, sizeof(url), "%s%s", prefix, f->db);
     struct sh_error err = {0};
-    f->d.store = store_open(url, &err);
-    cr_assert_not_null(f->d.store, "%s: %s", url, err.msg);
-    f->d.commit = commit_create(&f->d, reload, f, &err);
-    cr_assert_not_null(f->d.commit, "%s", err.msg);
+    f->store = store_open(url, &err);
+    cr_assert_not_null(f->store, "%s: %s", url, err.msg);
+    f->commit = commit_create(f->store, NULL, reload, f, &err);
+    cr_assert_not_null(f->commit, "%s", err.msg);
 }
 
 static void fx_close(struct fx *f)
 {
-    commit_destroy(f->d.commit);
-    store_close(f->d.store);
+    commit_destroy(f->commit);
+    store_close(f->store);
     const char *suffix[] = {"", "-wal", "-shm", "-journal"};
     for (size_t i = 0; i < sizeof(suffix) / sizeof(suffix[0]); i++) {
         char p[160];
@@ -72,13 +72,13 @@ static void fx_close(struct fx *f)
 static int flush(struct fx *f)
 {
     struct sh_error err = {0};
-    return commit_flush(f->d.commit, &err);
+    return commit_flush(f->commit, &err);
 }
 
 static void put_node(struct fx *f, const char *name)
 {
     json_t *rec = json_pack("{s:s}", "name", name);
-    cr_assert_eq(store_batch_put(commit_batch(f->d.commit), "node", name, rec),
+    cr_assert_eq(store_batch_put(commit_batch(f->commit), "node", name, rec),
                  0);
     json_decref(rec);
 }
@@ -98,7 +98,7 @@ static int stored_nodes(struct fx *f)
 {
     int n = 0;
     struct sh_error err = {0};
-    cr_assert_eq(store_load_objects(f->d.store, "node", count_object, &n, &err),
+    cr_assert_eq(store_load_objects(f->store, "node", count_object, &n, &err),
                  0, "%s", err.msg);
     return n;
 }
@@ -114,10 +114,9 @@ struct waiter {
 
 static int call_seq;
 
-static void done(struct shoald *d, bool ok, void *arg)
+static void done(bool ok, void *arg)
 {
     struct waiter *w = arg;
-    (void)d;
     w->calls++;
     w->ok = ok;
     w->order = ++call_seq;
@@ -131,19 +130,19 @@ Test(commit, callback_runs_after_the_flush_once_the_change_is_durable)
     fx_open(&f, "");
     struct waiter w = {.fx = &f};
     put_node(&f, "gpu01");
-    cr_assert_eq(commit_after(f.d.commit, done, &w), 0);
-    cr_assert(commit_dirty(f.d.commit));
-    cr_assert(commit_pending(f.d.commit));
+    cr_assert_eq(commit_after(f.commit, done, &w), 0);
+    cr_assert(commit_dirty(f.commit));
+    cr_assert(commit_pending(f.commit));
     cr_assert_eq(w.calls, 0, "nothing is answered before the flush");
     cr_assert_eq(stored_nodes(&f), 0);
     struct sh_error err = {0};
-    cr_assert_eq(commit_flush(f.d.commit, &err), 0, "%s", err.msg);
+    cr_assert_eq(commit_flush(f.commit, &err), 0, "%s", err.msg);
     cr_assert_eq(w.calls, 1);
     cr_assert(w.ok);
     cr_assert_eq(w.stored_at_call, 1, "the change was in the store first");
-    cr_assert_not(commit_dirty(f.d.commit));
-    cr_assert_not(commit_pending(f.d.commit));
-    cr_assert_eq(commit_flush(f.d.commit, &err), 0);
+    cr_assert_not(commit_dirty(f.commit));
+    cr_assert_not(commit_pending(f.commit));
+    cr_assert_eq(commit_flush(f.commit, &err), 0);
     cr_assert_eq(w.calls, 1, "a callback runs once");
     fx_close(&f);
 }
@@ -153,16 +152,16 @@ Test(commit, empty_batch_still_runs_waiting_callbacks)
     struct fx f;
     fx_open(&f, "");
     struct waiter w = {0};
-    cr_assert_eq(commit_after(f.d.commit, done, &w), 0);
-    cr_assert_not(commit_dirty(f.d.commit));
-    cr_assert(commit_pending(f.d.commit), "a waiter alone keeps it pending");
+    cr_assert_eq(commit_after(f.commit, done, &w), 0);
+    cr_assert_not(commit_dirty(f.commit));
+    cr_assert(commit_pending(f.commit), "a waiter alone keeps it pending");
     cr_assert_eq(flush(&f), 0);
     cr_assert_eq(w.calls, 1);
     cr_assert(w.ok);
     struct commit_stats st;
-    commit_get_stats(f.d.commit, &st);
+    commit_get_stats(f.commit, &st);
     cr_assert_eq(st.commits, 0, "nothing was written");
-    cr_assert_not(commit_pending(f.d.commit));
+    cr_assert_not(commit_pending(f.commit));
     fx_close(&f);
 }
 
@@ -175,7 +174,7 @@ Test(commit, callbacks_run_in_the_order_they_were_registered)
     call_seq = 0;
     put_node(&f, "gpu01");
     for (int i = 0; i < 100; i++) /* past the first allocation of 64 */
-        cr_assert_eq(commit_after(f.d.commit, done, &w[i]), 0);
+        cr_assert_eq(commit_after(f.commit, done, &w[i]), 0);
     cr_assert_eq(flush(&f), 0);
     for (int i = 0; i < 100; i++) {
         cr_assert_eq(w[i].calls, 1, "waiter %d", i);
@@ -192,10 +191,9 @@ struct chain {
     int calls;
 };
 
-static void done_then_wait(struct shoald *d, bool ok, void *arg)
+static void done_then_wait(bool ok, void *arg)
 {
     struct chain *ch = arg;
-    (void)d;
     (void)ok;
     ch->calls++;
     commit_after(ch->c, done, ch->next);
@@ -206,12 +204,12 @@ Test(commit, waiter_added_by_a_callback_waits_for_the_next_flush)
     struct fx f;
     fx_open(&f, "");
     struct waiter later = {0};
-    struct chain ch = {.next = &later, .c = f.d.commit};
-    cr_assert_eq(commit_after(f.d.commit, done_then_wait, &ch), 0);
+    struct chain ch = {.next = &later, .c = f.commit};
+    cr_assert_eq(commit_after(f.commit, done_then_wait, &ch), 0);
     cr_assert_eq(flush(&f), 0);
     cr_assert_eq(ch.calls, 1);
     cr_assert_eq(later.calls, 0, "it waits for its own batch");
-    cr_assert(commit_pending(f.d.commit));
+    cr_assert(commit_pending(f.commit));
     cr_assert_eq(flush(&f), 0);
     cr_assert_eq(later.calls, 1);
     cr_assert(later.ok);
@@ -226,10 +224,10 @@ Test(commit, failed_commit_reloads_and_answers_every_waiter_not_ok)
     struct waiter b = {0};
     put_node(&f, "gpu01");
     put_node(&f, "gpu02");
-    cr_assert_eq(commit_after(f.d.commit, done, &a), 0);
-    cr_assert_eq(commit_after(f.d.commit, done, &b), 0);
+    cr_assert_eq(commit_after(f.commit, done, &a), 0);
+    cr_assert_eq(commit_after(f.commit, done, &b), 0);
     struct sh_error err = {0};
-    cr_assert_eq(commit_flush(f.d.commit, &err), -1);
+    cr_assert_eq(commit_flush(f.commit, &err), -1);
     cr_assert_eq(err.code, SH_EUNAVAILABLE);
     cr_assert(strstr(err.msg, "injected") != NULL, "%s", err.msg);
     cr_assert_eq(f.reloads, 1, "memory is rebuilt from the store");
@@ -238,8 +236,8 @@ Test(commit, failed_commit_reloads_and_answers_every_waiter_not_ok)
     cr_assert_not(a.ok);
     cr_assert_not(b.ok);
     cr_assert_eq(stored_nodes(&f), 0, "nothing of the batch was stored");
-    cr_assert_not(commit_dirty(f.d.commit), "the failed batch is dropped");
-    cr_assert_not(commit_pending(f.d.commit));
+    cr_assert_not(commit_dirty(f.commit), "the failed batch is dropped");
+    cr_assert_not(commit_pending(f.commit));
     fx_close(&f);
 }
 
@@ -251,7 +249,7 @@ Test(commit, changes_queued_by_the_reload_are_dropped)
     put_node(&f, "gpu01");
     cr_assert_eq(flush(&f), -1);
     cr_assert_eq(f.reloads, 1);
-    cr_assert_not(commit_dirty(f.d.commit));
+    cr_assert_not(commit_dirty(f.commit));
     fx_close(&f);
 }
 
@@ -262,7 +260,7 @@ Test(commit, failed_reload_still_answers_the_waiters)
     f.reload_rc = -1;
     struct waiter w = {0};
     put_node(&f, "gpu01");
-    cr_assert_eq(commit_after(f.d.commit, done, &w), 0);
+    cr_assert_eq(commit_after(f.commit, done, &w), 0);
     cr_assert_eq(flush(&f), -1);
     cr_assert_eq(f.reloads, 1);
     cr_assert_eq(w.calls, 1);
@@ -277,20 +275,20 @@ Test(commit, commit_after_a_failure_starts_from_an_empty_batch)
     struct waiter w1 = {.fx = &f};
     struct waiter w2 = {.fx = &f};
     put_node(&f, "gpu01");
-    cr_assert_eq(commit_after(f.d.commit, done, &w1), 0);
+    cr_assert_eq(commit_after(f.commit, done, &w1), 0);
     cr_assert_eq(flush(&f), 0);
     cr_assert(w1.ok);
     cr_assert_eq(w1.stored_at_call, 1);
     put_node(&f, "gpu02");
     put_node(&f, "gpu03");
-    cr_assert_eq(commit_after(f.d.commit, done, &w2), 0);
+    cr_assert_eq(commit_after(f.commit, done, &w2), 0);
     cr_assert_eq(flush(&f), -1);
     cr_assert_not(w2.ok);
     cr_assert_eq(w2.stored_at_call, 1, "only the first batch is stored");
     /* A waiter with nothing to write is still answered (ok) even though
      * the store now fails every commit. */
     struct waiter w3 = {0};
-    cr_assert_eq(commit_after(f.d.commit, done, &w3), 0);
+    cr_assert_eq(commit_after(f.commit, done, &w3), 0);
     cr_assert_eq(flush(&f), 0);
     cr_assert(w3.ok);
     cr_assert_eq(f.reloads, 1);
@@ -313,14 +311,14 @@ Test(commit, stats_count_commits_ops_and_failures)
         cr_assert_eq(flush(&f), 0, "empty: not counted");
     }
     struct commit_stats st;
-    commit_get_stats(f.d.commit, &st);
+    commit_get_stats(f.commit, &st);
     cr_assert_eq(st.commits, 3);
     cr_assert_eq(st.ops, 6);
     cr_assert_eq(st.max_batch, 3);
     cr_assert_eq(st.failures, 0);
     put_node(&f, "gpu99");
     cr_assert_eq(flush(&f), -1);
-    commit_get_stats(f.d.commit, &st);
+    commit_get_stats(f.commit, &st);
     cr_assert_eq(st.commits, 3, "a failed commit is not a commit");
     cr_assert_eq(st.ops, 6);
     cr_assert_eq(st.failures, 1);

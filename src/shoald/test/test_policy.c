@@ -97,23 +97,22 @@ Test(policy_table, unknown_actions_are_refused_even_for_admins)
 
 /* ---- the functions, on a real tenancy ---- */
 
-static struct shoald d;
+static struct tenancy *tenancy;
 static struct store_batch *batch;
 
 static void setup(void)
 {
     struct sh_error err;
-    memset(&d, 0, sizeof(d));
-    d.tenancy = tenancy_create(&err);
+    tenancy = tenancy_create(&err);
     batch = store_batch_create();
-    cr_assert_not_null(d.tenancy);
+    cr_assert_not_null(tenancy);
     cr_assert_not_null(batch);
     cr_assert_eq(
-        tenancy_team_create(d.tenancy, batch, "research", NULL, 0, 1, &err), 0,
+        tenancy_team_create(tenancy, batch, "research", NULL, 0, 1, &err), 0,
         "%s", err.msg);
     const char *projects[] = {"vision", "nlp"};
     for (int i = 0; i < 2; i++)
-        cr_assert_eq(tenancy_project_create(d.tenancy, batch, projects[i],
+        cr_assert_eq(tenancy_project_create(tenancy, batch, projects[i],
                                             "research", NULL, 0, 1, &err),
                      0, "%s", err.msg);
     struct {
@@ -126,11 +125,11 @@ static void setup(void)
         {"victor", TENANCY_ROLE_VIEWER},
     };
     for (size_t i = 0; i < sizeof(members) / sizeof(members[0]); i++)
-        cr_assert_eq(tenancy_member_set(d.tenancy, batch, "vision",
+        cr_assert_eq(tenancy_member_set(tenancy, batch, "vision",
                                         members[i].user, members[i].role, &err),
                      0, "%s", err.msg);
     /* carol belongs to nlp only. */
-    cr_assert_eq(tenancy_member_set(d.tenancy, batch, "nlp", "carol",
+    cr_assert_eq(tenancy_member_set(tenancy, batch, "nlp", "carol",
                                     TENANCY_ROLE_MEMBER, &err),
                  0);
 }
@@ -138,8 +137,8 @@ static void setup(void)
 static void teardown(void)
 {
     struct sh_error err;
-    cr_assert(tenancy_check_invariants(d.tenancy, &err), "%s", err.msg);
-    tenancy_destroy(d.tenancy);
+    cr_assert(tenancy_check_invariants(tenancy, &err), "%s", err.msg);
+    tenancy_destroy(tenancy);
     store_batch_destroy(batch);
 }
 
@@ -184,7 +183,7 @@ Test(policy, submit_needs_member_or_admin_role)
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct api_caller c = user(cases[i].user, cases[i].admin);
         sh_error_clear(&err);
-        int rc = policy_can_submit(&d, &c, cases[i].project, &err);
+        int rc = policy_can_submit(tenancy, &c, cases[i].project, &err);
         cr_expect_eq(rc, cases[i].rc, "%s -> %s: rc %d (%s)", cases[i].user,
                      cases[i].project, rc, err.msg);
         if (rc < 0)
@@ -198,10 +197,10 @@ Test(policy, refusals_say_why)
     struct sh_error err;
     struct api_caller viewer = user("victor", false);
     struct api_caller stranger = user("carol", false);
-    cr_assert_eq(policy_can_submit(&d, &viewer, "vision", &err), -1);
+    cr_assert_eq(policy_can_submit(tenancy, &viewer, "vision", &err), -1);
     cr_expect(strstr(err.msg, "viewer") != NULL, "%s", err.msg);
     cr_expect(strstr(err.msg, "member") != NULL, "%s", err.msg);
-    cr_assert_eq(policy_can_submit(&d, &stranger, "vision", &err), -1);
+    cr_assert_eq(policy_can_submit(tenancy, &stranger, "vision", &err), -1);
     cr_expect(strstr(err.msg, "not a member of project vision") != NULL, "%s",
               err.msg);
 }
@@ -230,7 +229,7 @@ Test(policy, view_own_jobs_and_jobs_of_own_projects)
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct api_caller c = user(cases[i].caller, cases[i].admin);
         struct job j = job_of(cases[i].owner, cases[i].project);
-        cr_expect_eq(policy_can_view(&d, &c, &j), cases[i].can,
+        cr_expect_eq(policy_can_view(tenancy, &c, &j), cases[i].can,
                      "%s sees %s's job in %s: expected %d", cases[i].caller,
                      cases[i].owner, cases[i].project, cases[i].can);
     }
@@ -258,7 +257,7 @@ Test(policy, cancel_own_jobs_or_as_project_admin)
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct api_caller c = user(cases[i].caller, cases[i].admin);
         struct job j = job_of(cases[i].owner, cases[i].project);
-        int rc = policy_can_cancel(&d, &c, &j, &err);
+        int rc = policy_can_cancel(tenancy, &c, &j, &err);
         cr_expect_eq(rc == 0, cases[i].can,
                      "%s cancels %s's job in %s: expected %d (%s)",
                      cases[i].caller, cases[i].owner, cases[i].project,
@@ -279,17 +278,17 @@ Test(policy, agents_join_tokens_and_anonymous_callers_are_never_users)
     const struct api_caller *callers[] = {&agent, &join, &anon, &fake};
     struct job j = job_of("alice", "vision");
     for (int i = 0; i < 4; i++) {
-        cr_expect_eq(policy_can_submit(&d, callers[i], "vision", &err), -1);
+        cr_expect_eq(policy_can_submit(tenancy, callers[i], "vision", &err),
+                     -1);
         cr_expect_eq(err.code, SH_EFORBIDDEN);
-        cr_expect_not(policy_can_view(&d, callers[i], &j));
-        cr_expect_eq(policy_can_cancel(&d, callers[i], &j, &err), -1);
-        cr_expect_eq(policy_can_view_project(&d, callers[i], "vision", &err),
-                     -1);
-        cr_expect_eq(policy_can_manage_members(&d, callers[i], "vision", &err),
-                     -1);
-        cr_expect_eq(policy_can_view_user(&d, callers[i], "alice", &err), -1);
-        cr_expect_eq(policy_can_revoke_tokens(&d, callers[i], "alice", &err),
-                     -1);
+        cr_expect_not(policy_can_view(tenancy, callers[i], &j));
+        cr_expect_eq(policy_can_cancel(tenancy, callers[i], &j, &err), -1);
+        cr_expect_eq(
+            policy_can_view_project(tenancy, callers[i], "vision", &err), -1);
+        cr_expect_eq(
+            policy_can_manage_members(tenancy, callers[i], "vision", &err), -1);
+        cr_expect_eq(policy_can_view_user(callers[i], "alice", &err), -1);
+        cr_expect_eq(policy_can_revoke_tokens(callers[i], "alice", &err), -1);
     }
 }
 
@@ -299,13 +298,16 @@ Test(policy, project_admins_manage_members_of_their_project_only)
     struct api_caller padmin = user("padmin", false);
     struct api_caller alice = user("alice", false);
     struct api_caller root = user("root", true);
-    cr_expect_eq(policy_can_manage_members(&d, &padmin, "vision", &err), 0);
-    cr_expect_eq(policy_can_manage_members(&d, &padmin, "nlp", &err), -1);
+    cr_expect_eq(policy_can_manage_members(tenancy, &padmin, "vision", &err),
+                 0);
+    cr_expect_eq(policy_can_manage_members(tenancy, &padmin, "nlp", &err), -1);
     cr_expect_eq(err.code, SH_EFORBIDDEN);
-    cr_expect_eq(policy_can_manage_members(&d, &alice, "vision", &err), -1);
+    cr_expect_eq(policy_can_manage_members(tenancy, &alice, "vision", &err),
+                 -1);
     cr_expect(strstr(err.msg, "admin") != NULL, "%s", err.msg);
-    cr_expect_eq(policy_can_manage_members(&d, &root, "nlp", &err), 0);
-    cr_expect_eq(policy_can_manage_members(&d, &root, "nowhere", &err), -1);
+    cr_expect_eq(policy_can_manage_members(tenancy, &root, "nlp", &err), 0);
+    cr_expect_eq(policy_can_manage_members(tenancy, &root, "nowhere", &err),
+                 -1);
     cr_expect_eq(err.code, SH_ENOTFOUND);
 }
 
@@ -314,26 +316,26 @@ Test(policy, users_see_themselves_admins_see_everyone)
     struct sh_error err;
     struct api_caller alice = user("alice", false);
     struct api_caller root = user("root", true);
-    cr_expect_eq(policy_can_view_user(&d, &alice, "alice", &err), 0);
-    cr_expect_eq(policy_can_view_user(&d, &alice, "bob", &err), -1);
+    cr_expect_eq(policy_can_view_user(&alice, "alice", &err), 0);
+    cr_expect_eq(policy_can_view_user(&alice, "bob", &err), -1);
     cr_expect_eq(err.code, SH_EFORBIDDEN);
-    cr_expect_eq(policy_can_view_user(&d, &root, "bob", &err), 0);
-    cr_expect_eq(policy_can_revoke_tokens(&d, &alice, "alice", &err), 0);
-    cr_expect_eq(policy_can_revoke_tokens(&d, &alice, "bob", &err), -1);
+    cr_expect_eq(policy_can_view_user(&root, "bob", &err), 0);
+    cr_expect_eq(policy_can_revoke_tokens(&alice, "alice", &err), 0);
+    cr_expect_eq(policy_can_revoke_tokens(&alice, "bob", &err), -1);
 }
 
 Test(policy, roles_follow_membership_changes)
 {
     struct sh_error err;
     struct api_caller bob = user("bob", false);
-    cr_assert_eq(policy_can_submit(&d, &bob, "vision", &err), 0);
-    cr_assert_eq(tenancy_member_set(d.tenancy, batch, "vision", "bob",
+    cr_assert_eq(policy_can_submit(tenancy, &bob, "vision", &err), 0);
+    cr_assert_eq(tenancy_member_set(tenancy, batch, "vision", "bob",
                                     TENANCY_ROLE_VIEWER, &err),
                  0);
-    cr_expect_eq(policy_can_submit(&d, &bob, "vision", &err), -1);
-    cr_assert_eq(tenancy_member_remove(d.tenancy, batch, "vision", "bob", &err),
+    cr_expect_eq(policy_can_submit(tenancy, &bob, "vision", &err), -1);
+    cr_assert_eq(tenancy_member_remove(tenancy, batch, "vision", "bob", &err),
                  0);
     struct job j = job_of("alice", "vision");
-    cr_expect_not(policy_can_view(&d, &bob, &j));
-    cr_expect_eq(policy_role(&d, &bob, "vision"), TENANCY_ROLE_NONE);
+    cr_expect_not(policy_can_view(tenancy, &bob, &j));
+    cr_expect_eq(policy_role(tenancy, &bob, "vision"), TENANCY_ROLE_NONE);
 }
