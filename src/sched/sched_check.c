@@ -105,6 +105,12 @@ static int check_jobs(const struct sched *s, struct sh_error *err)
         if (idmap_get(&s->ids, j->id) != ji)
             FAIL("job %llu: id map points elsewhere",
                  (unsigned long long)j->id);
+        if (sched_job_cpu(j)) {
+            if ((j->state == SCHED_JOB_PENDING) != (j->place == NULL))
+                FAIL("job %llu without GPUs: placement and state disagree",
+                     (unsigned long long)j->id);
+            continue; /* counted by cpu_check() */
+        }
         if (j->state == SCHED_JOB_PENDING) {
             pending++;
             if (j->place)
@@ -313,6 +319,10 @@ static int check_usage(const struct sched *s, struct sh_error *err)
         const struct sjob *j = &s->jobs[ji];
         if (j->state == SJOB_FREE)
             continue;
+        if (sched_job_cpu(j)) { /* no GPU quota: only the user's count */
+            ur[j->user] += j->state != SCHED_JOB_PENDING;
+            continue;
+        }
         uint32_t t = s->projects[j->project].team;
         struct susage *x[2] = {&pu[j->project],
                                t != SCHED_NONE ? &tu[t] : NULL};
@@ -426,9 +436,10 @@ out:
 
 int sched_check_invariants(const struct sched *s, struct sh_error *err)
 {
-    if (check_jobs(s, err) < 0 || check_gpus(s, err) < 0 ||
-        check_index(s, err) < 0 || check_usage(s, err) < 0 ||
-        check_queues(s, err) < 0 || node_check_models(s, err) < 0)
+    if (check_jobs(s, err) < 0 || cpu_check(s, err) < 0 ||
+        check_gpus(s, err) < 0 || check_index(s, err) < 0 ||
+        check_usage(s, err) < 0 || check_queues(s, err) < 0 ||
+        node_check_models(s, err) < 0)
         return -1;
     return 0;
 }
