@@ -1103,6 +1103,7 @@ static void running_remove(struct sched *s, uint32_t j)
 static void job_stop(struct sched *s, uint32_t j, int64_t now)
 {
     struct sjob *job = &s->jobs[j];
+    cpu_note_stop(s, job);
     if (sched_job_cpu(job)) {
         cpu_release(s, j);
         job_free(s, j);

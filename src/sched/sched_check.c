@@ -313,7 +313,8 @@ static int check_usage(const struct sched *s, struct sh_error *err)
     struct susage *tu = calloc(nt ? nt : 1, sizeof(*tu));
     int64_t *uu = calloc(nu ? nu : 1, sizeof(*uu));
     int *ur = calloc(nu ? nu : 1, sizeof(*ur));
-    if (!pu || !tu || !uu || !ur)
+    uint32_t *cp = calloc(nu ? nu : 1, sizeof(*cp));
+    if (!pu || !tu || !uu || !ur || !cp)
         FAIL("out of memory");
     for (uint32_t ji = 0; ji < s->jobs_cap; ji++) {
         const struct sjob *j = &s->jobs[ji];
@@ -321,6 +322,7 @@ static int check_usage(const struct sched *s, struct sh_error *err)
             continue;
         if (sched_job_cpu(j)) { /* no GPU quota: only the user's count */
             ur[j->user] += j->state != SCHED_JOB_PENDING;
+            cp[j->user] += j->state == SCHED_JOB_PENDING;
             continue;
         }
         uint32_t t = s->projects[j->project].team;
@@ -366,7 +368,8 @@ static int check_usage(const struct sched *s, struct sh_error *err)
     }
     for (uint32_t u = 0; u < nu; u++) {
         const struct suser *us = &s->users[u];
-        if (uu[u] != us->used_units || ur[u] != us->running)
+        if (uu[u] != us->used_units || ur[u] != us->running ||
+            cp[u] != us->cpu_pending)
             FAIL("user %s: usage drifted", s->user_names.names[u]);
         if (!quota_user_within(us) && !us->over_ok)
             FAIL("user %s: above a limit", s->user_names.names[u]);
@@ -377,6 +380,7 @@ out:
     free(tu);
     free(uu);
     free(ur);
+    free(cp);
     return rc;
 }
 

@@ -37,6 +37,9 @@ void cpu_queue_add(struct sched *s, uint32_t j)
     q->tail = j;
     q->count++;
     s->ncpu_pending++;
+    s->ncpu_excl_pending += job->excl;
+    s->users[job->user].cpu_pending++;
+    s->cpu_wake = true;
 }
 
 void cpu_queue_remove(struct sched *s, uint32_t j)
@@ -54,6 +57,15 @@ void cpu_queue_remove(struct sched *s, uint32_t j)
     job->next = job->prev = SCHED_NONE;
     q->count--;
     s->ncpu_pending--;
+    s->ncpu_excl_pending -= job->excl;
+    s->users[job->user].cpu_pending--;
+}
+
+void cpu_note_stop(struct sched *s, const struct sjob *j)
+{
+    if (s->users[j->user].cpu_pending > 0 || j->excl ||
+        s->ncpu_excl_pending > 0)
+        s->cpu_wake = true;
 }
 
 /* ----------------------------------------------------------- hold, free */
@@ -296,13 +308,18 @@ nomem:
     return -1;
 }
 
-int cpu_pass_begin(struct sched *s)
+int cpu_pass_begin(struct sched *s, bool full)
 {
     s->cpu_norder = s->cpu_next = 0;
     s->cpu_plain_want = 0;
     s->cpu_plain_est = 0;
-    if (s->ncpu_pending == 0)
+    /* FIFO and no backfill: a GPU job starting may free the ones behind
+     * it, so every pass walks them. */
+    bool always =
+        s->cfg.policy == SCHED_POLICY_FIFO || s->cfg.max_reservations == 0;
+    if (s->ncpu_pending == 0 || (!full && !s->cpu_wake && !always))
         return 0;
+    s->cpu_wake = false;
     if (s->cpu_order_cap < s->ncpu_pending) {
         void *o = s->cpu_order;
         if (sched_grow(&o, &s->cpu_order_cap, s->ncpu_pending,

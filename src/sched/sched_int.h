@@ -210,7 +210,8 @@ struct suser {
     bool own;            /* set with sched_user_set() */
     int64_t used_units;
     int running;
-    bool over_ok; /* above a limit lowered under its usage */
+    bool over_ok;         /* above a limit lowered under its usage */
+    uint32_t cpu_pending; /* pending jobs without GPUs */
 };
 
 enum sjob_kind {
@@ -387,6 +388,12 @@ struct sched {
      * running[] while they run. */
     struct squeue cpu;
     uint32_t ncpu_pending;
+    uint32_t ncpu_excl_pending; /* ... of them exclusive */
+    /* Something since the last walk of them may let one start: a new one,
+     * a job of a user with some pending ended, a node freed for an
+     * exclusive one. Without it an incremental pass skips them (their
+     * reasons stand); a full pass always walks them. */
+    bool cpu_wake;
     uint32_t *cpu_running; /* running ones; a job's prev is its slot */
     uint32_t ncpu_running;
     uint32_t cpu_running_cap;
@@ -669,7 +676,9 @@ void cpu_release(struct sched *s, uint32_t j);
  * before GPU job `before` (SCHED_NONE: all the rest) and can, and gives
  * the others a reason and estimate. blocked_head: the job nothing passes
  * (FIFO, no backfill), or SCHED_NONE. -1 when memory is short. */
-int cpu_pass_begin(struct sched *s);
+int cpu_pass_begin(struct sched *s, bool full);
+/* Running job j is about to stop: wake the CPU jobs it may let start. */
+void cpu_note_stop(struct sched *s, const struct sjob *j);
 int cpu_pass_upto(struct sched *s, int64_t now, uint32_t before,
                   uint32_t blocked_head, struct sched_decisions *out);
 /* When the CPU jobs running on node n end at the latest (0: none). */

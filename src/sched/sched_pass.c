@@ -1229,7 +1229,7 @@ int sched_run(struct sched *s, int64_t now, bool full,
     pass_begin(s, &ps);
     out->full_pass = ps.full;
     if (sched_queues_sort(s) < 0 || merge_init(s, &ps) < 0 ||
-        cpu_pass_begin(s) < 0 || phase1(s, &ps) < 0 ||
+        cpu_pass_begin(s, ps.full) < 0 || phase1(s, &ps) < 0 ||
         cpu_pass_upto(s, now, SCHED_NONE, cpu_blocker(s, &ps), out) < 0 ||
         phase2(s, &ps) < 0 ||
         (ps.full ? reason_walk(s, &ps) : fresh_reasons(s, &ps)) < 0)
