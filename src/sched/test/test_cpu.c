@@ -233,3 +233,31 @@ Test(sched_cpu, recovered_and_removed)
         "expect state 1 gone\n";
     run("cpu_recover", scn);
 }
+
+Test(sched_cpu, incremental_passes_see_what_lets_one_start)
+{
+    /* Between full passes the jobs without GPUs are looked at when a job
+     * of their user ends or a new one comes, and start at once. */
+    static const char scn[] =
+        "config full_pass_interval=60\n"
+        "node a gpus=1xH100-80GB\n"
+        "user u max_jobs=1\n"
+        "job 1 gpus=1 submit=1\n"
+        "job 2 gpus=0 submit=2\n"
+        "run 10\n"
+        "expect start 1\n"
+        "expect reason 2 \"limit: user u runs 1/1 jobs\"\n"
+        "run 15\n"
+        "expect full no\n"
+        "expect starts 0\n"
+        "expect reason 2 \"limit: user u runs 1/1 jobs\"\n"
+        "end 1 at=20\n"
+        "run 20\n"
+        "expect full no\n"
+        "expect start 2 on=a\n"
+        "job 3 gpus=0 user=v submit=3\n"
+        "run 21\n"
+        "expect full no\n"
+        "expect start 3 on=a\n";
+    run("cpu_incremental", scn);
+}
