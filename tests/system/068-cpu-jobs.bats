@@ -68,3 +68,26 @@ limit_jobs() {
     agent_start node9 1 H100-80GB
     wait_job_state "$j" completed 30
 }
+
+@test "cpu-004 a running job without GPUs is the engine's again after a controller restart" {
+    shoal_cluster_start 2 2
+    a=$(submit -- sleep 300)
+    wait_job_state "$a" running 20
+    user=$(job_field "$a" .user)
+    limit_jobs "$user" 1
+    node=$(job_field "$a" '.placement[0].node')
+    shoald_stop
+    shoald_start
+    wait_for 20 nodes_up_is 2
+    wait_job_state "$a" running 20
+    [ "$(job_field "$a" '.placement[0].node')" = "$node" ]
+    # Recovered, it still counts against the limit ...
+    b=$(submit -- true)
+    wait_for 20 reason_matches "$b" "^limit: user $user runs 1/1 jobs\$"
+    # ... and holds its node: without the limit the next one goes to the
+    # other node (the fewest running jobs).
+    limit_jobs "$user" 0
+    wait_job_state "$b" completed 30
+    [ "$(job_field "$b" '.placement[0].node')" != "$node" ]
+    shoal cancel "$a" >/dev/null
+}
