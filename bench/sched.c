@@ -8,10 +8,13 @@
  * rebuild from scratch with the running jobs, and peak memory. Figures
  * only; nothing here passes or fails on time.
  *
- *   bench-sched [--pending N] [--seed S] [--random-submit]
+ *   bench-sched [--pending N] [--seed S] [--random-submit] [--cpu-held N]
  * --random-submit gives jobs submit times in random order of their ids
  * (as if added out of order): the job table is then walked in random
- * memory order, the worst case for caches.
+ * memory order, the worst case for caches. --cpu-held N adds N jobs
+ * without GPUs of one user limited to one running job: one runs, the
+ * others stay pending, and every pass (full and incremental) orders and
+ * looks at them (the rebuild figures leave them out).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +43,7 @@ static uint32_t rnd(struct rng *r, uint32_t n)
 
 static const char *models[] = {"H100-80GB", "A100-80GB", "L40S-48GB"};
 static bool random_submit;
+static int cpu_held;
 static char project_names[PROJECTS][16];
 static char user_names[USERS][16];
 
@@ -212,6 +216,22 @@ static struct sched *build(const struct sched_config *cfg, uint64_t seed,
         if (sched_job_add(s, &d, &err) < 0)
             die("add", &err);
     }
+    /* Jobs without GPUs held by their user's limit (one running job). */
+    if (cpu_held > 0 &&
+        sched_user_set(s, "cpuheld", SCHED_UNLIMITED, 1, 0, &err) < 0)
+        die("user", &err);
+    for (int i = 1; i <= cpu_held; i++) {
+        struct sched_job_desc d = {
+            .id = (uint64_t)(pending + i),
+            .user = "cpuheld",
+            .project = project_names[rnd(&r, PROJECTS)],
+            .priority = JOB_PRIO_NORMAL,
+            .nodes = 1,
+            .submit_ms = now - (int64_t)rnd(&r, 86400) * 1000,
+        };
+        if (sched_job_add(s, &d, &err) < 0)
+            die("add", &err);
+    }
     return s;
 }
 
@@ -314,6 +334,8 @@ int main(int argc, char **argv)
             pending = (int)strtol(argv[++i], NULL, 10);
         else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc)
             seed = strtoull(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--cpu-held") == 0 && i + 1 < argc)
+            cpu_held = (int)strtol(argv[++i], NULL, 10);
     }
     struct sched_config cfg;
     sched_config_init(&cfg);
@@ -360,6 +382,9 @@ int main(int argc, char **argv)
            "jobs, %d projects%s\n",
            NODES, GPUS, (NODES + 31) / 32, pending, PROJECTS,
            random_submit ? ", random submit order" : "");
+    if (cpu_held > 0)
+        printf("  with %d jobs without GPUs held by their user's limit\n",
+               cpu_held);
     printf("  build engine (nodes, quotas, %d jobs)  %9.2f ms\n", pending,
            build_ms);
     printf("  full pass, empty cluster              %9.2f ms  (%zu starts)\n",

@@ -144,6 +144,7 @@ struct sched *sched_create(const struct sched_config *cfg, struct sh_error *err)
     s->cfg = *cfg;
     s->free_job = SCHED_NONE;
     s->fifo.head = s->fifo.tail = SCHED_NONE;
+    s->cpu.head = s->cpu.tail = SCHED_NONE;
     s->dirty = true;
     s->memopts_dirty = true;
     s->epoch = 1; /* GPUs start with epoch 0: no reservation */
@@ -198,6 +199,8 @@ void sched_destroy(struct sched *s)
     idmap_fini(&s->ids);
     free(s->running);
     free(s->by_end);
+    free(s->cpu_running);
+    free(s->cpu_order);
     free(s->resv_ids);
     free(s->resv_prev);
     free(s->plan_est);
@@ -786,8 +789,10 @@ static int desc_validate(const struct sched *s, const struct sched_job_desc *d,
             return sh_errorf(err, SH_EINVAL, "a memory job needs gpu_mem");
         return 0;
     }
+    if (d->gpus == 0) /* a job without GPUs: nodes only */
+        return 0;
     if (d->gpus < 1)
-        return sh_errorf(err, SH_EINVAL, "gpus must be >= 1");
+        return sh_errorf(err, SH_EINVAL, "gpus must be >= 0");
     if (d->nodes >= 1 && d->gpus > GPU_PER_NODE_MAX)
         return sh_errorf(err, SH_EINVAL, "gpus per node must be 1..%d",
                          GPU_PER_NODE_MAX);
@@ -815,9 +820,11 @@ static int job_alloc(struct sched *s, const struct sched_job_desc *d,
     uint32_t user, project;
     uint16_t profile = SCHED_NONE16;
     uint64_t models = 0;
+    bool cpu = d->gpus == 0 && !d->slice && !d->flexible;
     if (sched_user_intern(s, d->user, &user) < 0 ||
         sched_project_intern(s, d->project, &project) < 0 ||
-        (d->gpu_type && sched_models_intern(s, d->gpu_type, &models) < 0) ||
+        (d->gpu_type && !cpu &&
+         sched_models_intern(s, d->gpu_type, &models) < 0) ||
         (d->slice && sched_profile_intern(s, d->slice, &profile) < 0))
         return sh_errorf(err, SH_EINTERNAL, "out of memory");
     if (s->free_job == SCHED_NONE) {
@@ -854,9 +861,14 @@ static int job_alloc(struct sched *s, const struct sched_job_desc *d,
     job->attained = d->attained_gpu_ms;
     job->queued = d->queued_ms ? d->queued_ms : d->submit_ms;
     job->mem_mib = (uint32_t)((d->gpu_mem + (1024 * 1024) - 1) / (1024 * 1024));
-    job->kind = d->slice ? SJOB_SLICE : d->flexible ? SJOB_FLEX : SJOB_WHOLE;
+    job->kind = cpu           ? SJOB_CPU
+                : d->slice    ? SJOB_SLICE
+                : d->flexible ? SJOB_FLEX
+                              : SJOB_WHOLE;
     job->gpus = (uint32_t)d->gpus;
-    job->nodes = (uint16_t)(job->kind == SJOB_WHOLE ? d->nodes : 1);
+    job->nodes = (uint16_t)(job->kind == SJOB_WHOLE ? d->nodes
+                            : cpu && d->nodes > 1   ? d->nodes
+                                                    : 1);
     job->next = job->prev = SCHED_NONE;
     if (filter_set(s, job, d) < 0) {
         idmap_del(&s->ids, d->id);
@@ -892,6 +904,12 @@ int sched_job_add(struct sched *s, const struct sched_job_desc *d,
                          (unsigned long long)d->id);
     if (job_alloc(s, d, &j, err) < 0)
         return -1;
+    if (sched_job_cpu(&s->jobs[j])) {
+        s->jobs[j].state = SCHED_JOB_PENDING;
+        s->jobs[j].wait = SCHED_WAIT_NEW;
+        cpu_queue_add(s, j);
+        return 0;
+    }
     if (s->nfresh == s->fresh_cap) {
         void *p = s->fresh;
         if (sched_grow(&p, &s->fresh_cap, s->nfresh + 1, sizeof(*s->fresh)) <
@@ -1085,6 +1103,12 @@ static void running_remove(struct sched *s, uint32_t j)
 static void job_stop(struct sched *s, uint32_t j, int64_t now)
 {
     struct sjob *job = &s->jobs[j];
+    cpu_note_stop(s, job);
+    if (sched_job_cpu(job)) {
+        cpu_release(s, j);
+        job_free(s, j);
+        return;
+    }
     if (job->state == SCHED_JOB_PREEMPTING) {
         struct sjob *f = sched_job_get(s, job->other);
         if (f && f->state == SCHED_JOB_PENDING && f->victims > 0) {
@@ -1109,6 +1133,11 @@ int sched_job_remove(struct sched *s, uint64_t id, struct sh_error *err)
     if (j == SCHED_NONE)
         return sh_errorf(err, SH_ENOTFOUND, "job %llu is not known",
                          (unsigned long long)id);
+    if (s->jobs[j].state == SCHED_JOB_PENDING && sched_job_cpu(&s->jobs[j])) {
+        cpu_queue_remove(s, j);
+        job_free(s, j);
+        return 0;
+    }
     if (s->jobs[j].state == SCHED_JOB_PENDING) {
         claim_release(s, j);
         sched_queue_unlink(s, j);
@@ -1137,6 +1166,32 @@ int sched_job_end(struct sched *s, uint64_t id, int64_t now,
     return 0;
 }
 
+/* A job without GPUs found running: its nodes, one entry each (gpu -1). */
+static int cpu_recover(struct sched *s, const struct sched_job_desc *d,
+                       int64_t start_ms, struct splace *p, int n,
+                       struct sh_error *err)
+{
+    uint32_t j;
+    if (job_alloc(s, d, &j, err) < 0) {
+        free(p);
+        return -1;
+    }
+    if (cpu_hold(s, j, p, n) < 0) {
+        free(p);
+        job_free(s, j);
+        return sh_errorf(err, SH_ECONFLICT,
+                         "job %llu: its nodes are given twice, run an "
+                         "exclusive job, or memory is short",
+                         (unsigned long long)d->id);
+    }
+    struct sjob *job = &s->jobs[j];
+    job->state = SCHED_JOB_RUNNING;
+    job->start = start_ms;
+    job->est = start_ms + sched_job_duration(s, job);
+    quota_excuse(s);
+    return 0;
+}
+
 int sched_job_recover(struct sched *s, const struct sched_job_desc *d,
                       int64_t start_ms, const struct sched_place *places, int n,
                       struct sh_error *err)
@@ -1148,7 +1203,9 @@ int sched_job_recover(struct sched *s, const struct sched_job_desc *d,
     if (idmap_get(&s->ids, d->id) != SCHED_NONE)
         return sh_errorf(err, SH_ECONFLICT, "job %llu is already known",
                          (unsigned long long)d->id);
-    if (n < 1 || n > JOB_NODES_MAX * GPU_PER_NODE_MAX || !places)
+    bool cpu = d->gpus == 0 && !d->slice && !d->flexible;
+    if (n < 1 || n > (cpu ? JOB_NODES_MAX : JOB_NODES_MAX * GPU_PER_NODE_MAX) ||
+        !places)
         return sh_errorf(err, SH_EINVAL, "a running job needs a placement");
     p = calloc((size_t)n, sizeof(*p));
     if (!p)
@@ -1168,15 +1225,26 @@ int sched_job_recover(struct sched *s, const struct sched_job_desc *d,
         p[i].node = nd;
         p[i].gpu = (uint8_t)(places[i].gpu < 0 ? 255 : places[i].gpu);
         p[i].slice = (int8_t)(places[i].slice < -1 ? 127 : places[i].slice);
-        if (places[i].gpu < 0 || places[i].gpu >= s->nodes[nd].ngpus ||
-            places[i].slice >= GPU_SLICES_MAX || places[i].slice < -1) {
+        if (cpu ? places[i].gpu >= 0 || places[i].slice != -1
+                : places[i].gpu < 0 || places[i].gpu >= s->nodes[nd].ngpus ||
+                      places[i].slice >= GPU_SLICES_MAX ||
+                      places[i].slice < -1) {
             free(p);
             return sh_errorf(err, SH_EINVAL,
                              "job %llu: no GPU %d slice %d "
-                             "on node %s",
+                             "on node %s%s",
                              (unsigned long long)d->id, places[i].gpu,
-                             places[i].slice, places[i].node);
+                             places[i].slice, places[i].node,
+                             cpu ? " for a job without GPUs (gpu -1)" : "");
         }
+    }
+    if (cpu)
+        return cpu_recover(s, d, start_ms, p, n, err);
+    /* Room first: once node_hold() succeeds the job owns p, and only
+     * job_free() may free it. */
+    if (sched_running_reserve(s, 1) < 0) {
+        free(p);
+        return sh_errorf(err, SH_EINTERNAL, "out of memory");
     }
     if (job_alloc(s, d, &j, err) < 0) {
         free(p);
@@ -1189,12 +1257,6 @@ int sched_job_recover(struct sched *s, const struct sched_job_desc *d,
                          "job %llu: its GPUs or slices "
                          "are not free",
                          (unsigned long long)d->id);
-    }
-    if (sched_running_reserve(s, 1) < 0) {
-        node_release(s, j);
-        free(p);
-        job_free(s, j);
-        return sh_errorf(err, SH_EINTERNAL, "out of memory");
     }
     struct sjob *job = &s->jobs[j];
     job->state = SCHED_JOB_RUNNING;
@@ -1220,7 +1282,16 @@ int sched_job_status(const struct sched *s, uint64_t id,
                          (unsigned long long)id);
     memset(st, 0, sizeof(*st));
     st->state = (enum sched_job_state)j->state;
-    if (j->state == SCHED_JOB_PENDING) {
+    if (j->state == SCHED_JOB_PENDING && sched_job_cpu(j)) {
+        /* No plan: the pass leaves its estimate, or says why none. */
+        st->wait = (enum sched_wait)j->wait;
+        st->est_start_ms = j->est;
+        st->other_job = j->other;
+        st->est_why = j->est > 0                        ? SCHED_EST_OK
+                      : j->wait == SCHED_WAIT_USER_JOBS ? SCHED_EST_LIMITS
+                      : j->wait == SCHED_WAIT_RESOURCES ? SCHED_EST_NO_ROOM
+                                                        : SCHED_EST_STALE;
+    } else if (j->state == SCHED_JOB_PENDING) {
         st->wait = (enum sched_wait)j->wait;
         st->est_start_ms = j->est;
         st->other_job = j->other;
@@ -1249,7 +1320,7 @@ int sched_job_placement(const struct sched *s, uint64_t id,
         return -1;
     for (int i = 0; i < j->nplace && i < max; i++) {
         out[i].node = s->node_names.names[j->place[i].node];
-        out[i].gpu = j->place[i].gpu;
+        out[i].gpu = sched_job_cpu(j) ? -1 : j->place[i].gpu;
         out[i].slice = j->place[i].slice;
     }
     return j->nplace;
@@ -1264,8 +1335,8 @@ void sched_stats_get(const struct sched *s, struct sched_stats *st)
         st->nodes++;
         st->gpus += s->nodes[n].ngpus;
     }
-    st->pending = s->npending;
-    st->running = s->nrunning;
+    st->pending = s->npending + s->ncpu_pending;
+    st->running = s->nrunning + s->ncpu_running;
     st->free_units = s->free_whole * SCHED_UNITS_PER_GPU;
     for (uint32_t n = 0; n < s->node_names.n; n++) {
         const struct snode *nd = &s->nodes[n];

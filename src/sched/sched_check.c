@@ -105,6 +105,12 @@ static int check_jobs(const struct sched *s, struct sh_error *err)
         if (idmap_get(&s->ids, j->id) != ji)
             FAIL("job %llu: id map points elsewhere",
                  (unsigned long long)j->id);
+        if (sched_job_cpu(j)) {
+            if ((j->state == SCHED_JOB_PENDING) != (j->place == NULL))
+                FAIL("job %llu without GPUs: placement and state disagree",
+                     (unsigned long long)j->id);
+            continue; /* counted by cpu_check() */
+        }
         if (j->state == SCHED_JOB_PENDING) {
             pending++;
             if (j->place)
@@ -307,12 +313,18 @@ static int check_usage(const struct sched *s, struct sh_error *err)
     struct susage *tu = calloc(nt ? nt : 1, sizeof(*tu));
     int64_t *uu = calloc(nu ? nu : 1, sizeof(*uu));
     int *ur = calloc(nu ? nu : 1, sizeof(*ur));
-    if (!pu || !tu || !uu || !ur)
+    uint32_t *cp = calloc(nu ? nu : 1, sizeof(*cp));
+    if (!pu || !tu || !uu || !ur || !cp)
         FAIL("out of memory");
     for (uint32_t ji = 0; ji < s->jobs_cap; ji++) {
         const struct sjob *j = &s->jobs[ji];
         if (j->state == SJOB_FREE)
             continue;
+        if (sched_job_cpu(j)) { /* no GPU quota: only the user's count */
+            ur[j->user] += j->state != SCHED_JOB_PENDING;
+            cp[j->user] += j->state == SCHED_JOB_PENDING;
+            continue;
+        }
         uint32_t t = s->projects[j->project].team;
         struct susage *x[2] = {&pu[j->project],
                                t != SCHED_NONE ? &tu[t] : NULL};
@@ -356,7 +368,8 @@ static int check_usage(const struct sched *s, struct sh_error *err)
     }
     for (uint32_t u = 0; u < nu; u++) {
         const struct suser *us = &s->users[u];
-        if (uu[u] != us->used_units || ur[u] != us->running)
+        if (uu[u] != us->used_units || ur[u] != us->running ||
+            cp[u] != us->cpu_pending)
             FAIL("user %s: usage drifted", s->user_names.names[u]);
         if (!quota_user_within(us) && !us->over_ok)
             FAIL("user %s: above a limit", s->user_names.names[u]);
@@ -367,6 +380,7 @@ out:
     free(tu);
     free(uu);
     free(ur);
+    free(cp);
     return rc;
 }
 
@@ -426,9 +440,10 @@ out:
 
 int sched_check_invariants(const struct sched *s, struct sh_error *err)
 {
-    if (check_jobs(s, err) < 0 || check_gpus(s, err) < 0 ||
-        check_index(s, err) < 0 || check_usage(s, err) < 0 ||
-        check_queues(s, err) < 0 || node_check_models(s, err) < 0)
+    if (check_jobs(s, err) < 0 || cpu_check(s, err) < 0 ||
+        check_gpus(s, err) < 0 || check_index(s, err) < 0 ||
+        check_usage(s, err) < 0 || check_queues(s, err) < 0 ||
+        node_check_models(s, err) < 0)
         return -1;
     return 0;
 }

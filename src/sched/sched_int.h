@@ -131,7 +131,9 @@ struct snode {
     /* Labels, for jobs' constraints (owned copies). */
     struct node_label *labels;
     int nlabels;
-    uint32_t excl; /* the exclusive job running here, or SCHED_NONE */
+    uint32_t excl;  /* the exclusive job running here, or SCHED_NONE */
+    uint32_t njobs; /* running jobs with a part here (GPU and CPU) */
+    uint32_t ncpu;  /* ... of them without GPUs */
 };
 
 struct smodel {
@@ -208,13 +210,15 @@ struct suser {
     bool own;            /* set with sched_user_set() */
     int64_t used_units;
     int running;
-    bool over_ok; /* above a limit lowered under its usage */
+    bool over_ok;         /* above a limit lowered under its usage */
+    uint32_t cpu_pending; /* pending jobs without GPUs */
 };
 
 enum sjob_kind {
     SJOB_WHOLE = 0,
     SJOB_SLICE,
     SJOB_FLEX, /* smallest slice or whole GPU with gpu_mem */
+    SJOB_CPU,  /* no GPU: a node only (sched_cpu.c) */
 };
 
 struct splace {
@@ -379,6 +383,26 @@ struct sched {
     uint32_t nfresh;
     uint32_t fresh_cap;
     struct squeue fifo; /* the FIFO policy's one queue */
+    /* Jobs without GPUs (sched_cpu.c): their own queue, in no order
+     * (sorted by sched_before() in each pass), not in npending, nor in
+     * running[] while they run. */
+    struct squeue cpu;
+    uint32_t ncpu_pending;
+    uint32_t ncpu_excl_pending; /* ... of them exclusive */
+    /* Something since the last walk of them may let one start: a new one,
+     * a job of a user with some pending ended, a node freed for an
+     * exclusive one. Without it an incremental pass skips them (their
+     * reasons stand); a full pass always walks them. */
+    bool cpu_wake;
+    uint32_t *cpu_running; /* running ones; a job's prev is its slot */
+    uint32_t ncpu_running;
+    uint32_t cpu_running_cap;
+    uint32_t *cpu_order; /* this pass: the pending ones in order */
+    uint32_t cpu_order_cap;
+    uint32_t cpu_norder;
+    uint32_t cpu_next;     /* the next of them to look at */
+    int cpu_plain_want;    /* this pass: the fewest nodes a job without */
+    int64_t cpu_plain_est; /* wishes found not, and its estimate */
     /* passes */
     bool dirty; /* next run must be full */
     bool ran;
@@ -498,7 +522,7 @@ static inline bool sched_node_ok(const struct sched *s, const struct sjob *j,
     uint32_t self = (uint32_t)(j - s->jobs);
     if (nd->excl != SCHED_NONE && nd->excl != self)
         return false;
-    if (j->excl && nd->excl != self && nd->nheld > 0)
+    if (j->excl && nd->excl != self && (nd->nheld > 0 || nd->ncpu > 0))
         return false;
     if (!j->filter)
         return true;
@@ -632,6 +656,35 @@ bool las_victim_ok(const struct sched *s, const struct sjob *j,
 void las_job_added(struct sched *s, struct sjob *j);
 /* A job starts at now (its units held): the hold (las_hold_ms). */
 void las_job_started(const struct sched *s, struct sjob *j, int64_t now);
+
+/* sched_cpu.c: jobs without GPUs. */
+static inline bool sched_job_cpu(const struct sjob *j)
+{
+    return j->kind == SJOB_CPU;
+}
+/* A new pending CPU job j joins its queue; leaves it (removed). */
+void cpu_queue_add(struct sched *s, uint32_t j);
+void cpu_queue_remove(struct sched *s, uint32_t j);
+/* Hold nodes p (np entries, one per node, owned by the job from now on)
+ * for CPU job j and count it as running; -1 when memory is short or a
+ * node is not free for it (p is not taken then). */
+int cpu_hold(struct sched *s, uint32_t j, struct splace *p, int np);
+/* A running CPU job stops: its nodes and its user's count free. */
+void cpu_release(struct sched *s, uint32_t j);
+/* A pass: the pending CPU jobs in order (cpu_pass_begin()); then, as
+ * phase 1 walks the GPU jobs, cpu_pass_upto() starts those that come
+ * before GPU job `before` (SCHED_NONE: all the rest) and can, and gives
+ * the others a reason and estimate. blocked_head: the job nothing passes
+ * (FIFO, no backfill), or SCHED_NONE. -1 when memory is short. */
+int cpu_pass_begin(struct sched *s, bool full);
+/* Running job j is about to stop: wake the CPU jobs it may let start. */
+void cpu_note_stop(struct sched *s, const struct sjob *j);
+int cpu_pass_upto(struct sched *s, int64_t now, uint32_t before,
+                  uint32_t blocked_head, struct sched_decisions *out);
+/* When the CPU jobs running on node n end at the latest (0: none). */
+int64_t cpu_node_busy_until(const struct sched *s, uint32_t n);
+/* sched_check_invariants() for CPU jobs: queue, counts, node counts. */
+int cpu_check(const struct sched *s, struct sh_error *err);
 
 /* sched_preempt.c */
 int preempt_plan(struct sched *s, uint32_t j, const struct sopt *o,

@@ -241,6 +241,19 @@ static uint32_t place_units(const struct sched *s, const struct splace *p)
     return p->slice < 0 ? SCHED_UNITS_PER_GPU : gp->slices[p->slice].units;
 }
 
+/* Whether place i is the first of its node in p (a job's running-job
+ * count on a node, snode.njobs, counts it once). */
+static bool first_on_node(const struct splace *p, int i)
+{
+    if (i > 0 && p[i - 1].node == p[i].node)
+        return false;
+    for (int k = 0; k < i; k++) {
+        if (p[k].node == p[i].node)
+            return false;
+    }
+    return true;
+}
+
 int node_hold(struct sched *s, uint32_t j, const struct splace *p, int np)
 {
     int i;
@@ -271,6 +284,8 @@ int node_hold(struct sched *s, uint32_t j, const struct splace *p, int np)
     job->run_model = s->nodes[p[0].node].gpus[p[0].gpu].model;
     for (i = 0; i < np && job->excl; i++)
         s->nodes[p[i].node].excl = j;
+    for (i = 0; i < np; i++)
+        s->nodes[p[i].node].njobs += first_on_node(p, i);
     return 0;
 }
 
@@ -287,6 +302,7 @@ void node_release(struct sched *s, uint32_t j)
         node_index_add(s, job->place[i].node);
         if (s->nodes[job->place[i].node].excl == j)
             s->nodes[job->place[i].node].excl = SCHED_NONE;
+        s->nodes[job->place[i].node].njobs -= first_on_node(job->place, i);
     }
 }
 
@@ -854,6 +870,10 @@ int sched_node_remove(struct sched *s, const char *name, struct sh_error *err)
         return sh_errorf(err, SH_ENOTFOUND, "node %s is not known",
                          name ? name : "(null)");
     struct snode *nd = &s->nodes[n];
+    if (nd->ncpu > 0)
+        return sh_errorf(err, SH_ECONFLICT,
+                         "node %s: %u jobs without GPUs run on it", name,
+                         nd->ncpu);
     if (nd->nheld > 0)
         return sh_errorf(err, SH_ECONFLICT,
                          "node %s: jobs hold %u GPUs or "

@@ -1002,7 +1002,8 @@ static void pass_begin(struct sched *s, struct pass *ps)
         s->pend_default = 0;
         s->pend_flex = 0;
         for (uint32_t j = 0; j < s->jobs_cap; j++) {
-            if (s->jobs[j].state != SCHED_JOB_PENDING)
+            if (s->jobs[j].state != SCHED_JOB_PENDING ||
+                sched_job_cpu(&s->jobs[j]))
                 continue;
             uint32_t cls = sched_job_class(&s->jobs[j]);
             uint8_t lb = s->jobs[j].lb;
@@ -1067,6 +1068,9 @@ static int phase1(struct sched *s, struct pass *ps)
         uint32_t ji = merge_next(s, ps);
         if (ji == SCHED_NONE)
             break;
+        /* The jobs without GPUs that come before it (sched_cpu.c). */
+        if (cpu_pass_upto(s, ps->now, ji, ps->blocked_head, ps->out) < 0)
+            return -1;
         ps->out->visited++;
         if (eval_claimed(s, ps, ji, 1) < 0)
             return -1;
@@ -1185,6 +1189,22 @@ static int reason_walk(struct sched *s, struct pass *ps)
     return fresh_reasons(s, ps);
 }
 
+/* The job no CPU job behind it may pass once phase 1 is done: the pass's
+ * blocked head (FIFO, no backfill); with FIFO also the first pending GPU
+ * job that can fit, which phase 1 may not have reached when nothing
+ * could start. */
+static uint32_t cpu_blocker(const struct sched *s, const struct pass *ps)
+{
+    if (ps->blocked_head != SCHED_NONE || s->cfg.policy != SCHED_POLICY_FIFO ||
+        s->ncpu_pending == 0)
+        return ps->blocked_head;
+    for (uint32_t j = s->fifo.head; j != SCHED_NONE; j = s->jobs[j].next) {
+        if (s->jobs[j].wait != SCHED_WAIT_NEVER)
+            return j;
+    }
+    return SCHED_NONE;
+}
+
 int sched_run(struct sched *s, int64_t now, bool full,
               struct sched_decisions *out, struct sh_error *err)
 {
@@ -1209,7 +1229,9 @@ int sched_run(struct sched *s, int64_t now, bool full,
     pass_begin(s, &ps);
     out->full_pass = ps.full;
     if (sched_queues_sort(s) < 0 || merge_init(s, &ps) < 0 ||
-        phase1(s, &ps) < 0 || phase2(s, &ps) < 0 ||
+        cpu_pass_begin(s, ps.full) < 0 || phase1(s, &ps) < 0 ||
+        cpu_pass_upto(s, now, SCHED_NONE, cpu_blocker(s, &ps), out) < 0 ||
+        phase2(s, &ps) < 0 ||
         (ps.full ? reason_walk(s, &ps) : fresh_reasons(s, &ps)) < 0)
         goto nomem;
     rc = 0;

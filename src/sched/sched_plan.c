@@ -165,8 +165,11 @@ static int64_t plan_whole(struct plan_ctx *c, const struct sjob *j,
             int64_t t = node_time(c, n, m, g, &pick);
             if (t == INT64_MAX)
                 continue;
-            if (j->excl) /* the whole node must be free */
+            if (j->excl) { /* the whole node must be free */
                 t = node_all_free(c, n, t);
+                int64_t cpu = cpu_node_busy_until(s, n);
+                t = cpu > t ? cpu : t;
+            }
             c->pn[np] = (struct plan_node){n, t, pick};
             if (c->pn[np].t < c->pn[first].t)
                 first = np;
@@ -383,7 +386,8 @@ int sched_plan_estimates(struct sched *s, int64_t now, struct sh_error *err)
     }
     uint32_t np = 0;
     for (uint32_t j = 0; j < s->jobs_cap && np < s->npending; j++) {
-        if (s->jobs[j].state == SCHED_JOB_PENDING)
+        if (s->jobs[j].state == SCHED_JOB_PENDING &&
+            !sched_job_cpu(&s->jobs[j]))
             order[np++] = j;
     }
     qsort_r(order, np, sizeof(*order), job_order_cmp, s);

@@ -145,7 +145,15 @@ static void resources_text(const struct sched *s, const struct sjob *j,
     }
     if (!model && present == 1 && j->kind == SJOB_WHOLE)
         model = s->model_names.names[only];
-    if (j->kind == SJOB_SLICE) {
+    if (sched_job_cpu(j)) {
+        if (j->nodes > 1)
+            snprintf(buf, size,
+                     "resources: needs %u up nodes without an exclusive job",
+                     j->nodes);
+        else
+            snprintf(buf, size,
+                     "resources: needs an up node without an exclusive job");
+    } else if (j->kind == SJOB_SLICE) {
         const char *p = s->profile_names.names[j->profile];
         int w = snprintf(buf, size, "resources: needs a %s slice%s%s", p,
                          model ? " of " : "", model ? model : "");

@@ -71,7 +71,7 @@ static uint64_t resv_bits(const struct sched *s, uint32_t ji, uint32_t n,
     const struct sfilter *f = j->filter;
     if (f && !(n < f->nbits && bits_test(f->allow, n)))
         return 0;
-    if (j->excl && (nd->shadow & nd->whole) != nd->whole)
+    if (j->excl && ((nd->shadow & nd->whole) != nd->whole || nd->ncpu > 0))
         return 0;
     return nd->shadow & model_bits(nd, m);
 }

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Binding jobs to nodes through the scheduling engine (see cluster.h).
  *
- * The engine knows GPU jobs only. Jobs that ask for no GPU are placed here
- * on the up node with the fewest active jobs (they hold no GPU, so they
- * never compete with the engine's placements). */
+ * Every job goes through the engine, those that ask for no GPU too: they
+ * are the engine's own queue class (src/sched/sched_cpu.c), ordered and
+ * limited like GPU jobs, and placed on the eligible up node with the
+ * fewest running jobs. */
 #include "shoald/cluster.h"
 
 #include <stdbool.h>
@@ -45,9 +46,6 @@ struct cluster {
     bool wake_registered;  /* a commit_after for agent polls is queued */
     int64_t last_pass_ms;
     int64_t last_evict_ms;
-    uint64_t *cpu_queue; /* pending jobs without GPUs, in id order */
-    int ncpu;
-    int cpu_cap;
     struct array_rt *arrays; /* arrays with a %M: tasks counted against it */
     uint64_t *gated;         /* pending jobs held or waiting for dependencies */
     int ngated;
@@ -168,32 +166,6 @@ static bool uses_gpus(const struct job *job)
     return job_spec_uses_gpus(&job->spec);
 }
 
-static int cpu_queue_add(struct cluster *c, uint64_t id)
-{
-    if (c->ncpu == c->cpu_cap) {
-        int cap = c->cpu_cap ? c->cpu_cap * 2 : 16;
-        uint64_t *q = realloc(c->cpu_queue, (size_t)cap * sizeof(*q));
-        if (!q)
-            return -1;
-        c->cpu_queue = q;
-        c->cpu_cap = cap;
-    }
-    c->cpu_queue[c->ncpu++] = id;
-    return 0;
-}
-
-static void cpu_queue_remove(struct cluster *c, uint64_t id)
-{
-    for (int i = 0; i < c->ncpu; i++) {
-        if (c->cpu_queue[i] == id) {
-            memmove(&c->cpu_queue[i], &c->cpu_queue[i + 1],
-                    (size_t)(c->ncpu - i - 1) * sizeof(uint64_t));
-            c->ncpu--;
-            return;
-        }
-    }
-}
-
 void cluster_each_gpu_holder(struct shoald *d, const struct node *n,
                              cluster_gpu_holder_f fn, void *arg)
 {
@@ -225,6 +197,13 @@ static int placement_of(struct shoald *d, const struct job *job,
         const struct node *node = nodetab_get(d->nodes, al->node);
         if (!node || al->done)
             continue;
+        if (!uses_gpus(job) && n < max) { /* a node, no GPU */
+            places[n].node = node->name;
+            places[n].gpu = -1;
+            places[n].slice = -1;
+            n++;
+            continue;
+        }
         for (int g = 0; g < al->ngpus && n < max; g++) {
             int slice;
             const struct gpu_info *gi =
@@ -346,11 +325,6 @@ static void engine_add_job(struct shoald *d, struct job *job)
     }
     if (job->state == JOB_PENDING || job->state == JOB_RUNNING)
         array_count(c, job);
-    if (!uses_gpus(job)) {
-        if (job->state == JOB_PENDING)
-            cpu_queue_add(c, job->id);
-        return;
-    }
     job_desc(job, &desc);
     if (job->state == JOB_PENDING) {
         if (sched_job_add(c->sched, &desc, &err) < 0)
@@ -444,7 +418,6 @@ static int build(struct shoald *d, struct sh_error *err)
     c->sched = sched_create(&cfg, err);
     if (!c->sched)
         return -1;
-    c->ncpu = 0;
     c->ngated = 0; /* engine_add_job() gates them again */
     arrays_clear(c);
     for (struct job *j = jobtab_next(d->jobs, NULL); j;
@@ -534,7 +507,6 @@ void cluster_destroy(struct shoald *d)
         return;
     sched_decisions_fini(&c->dec);
     sched_destroy(c->sched);
-    free(c->cpu_queue);
     free(c->gated);
     arrays_clear(c);
     free(c);
@@ -810,9 +782,6 @@ static struct job_alloc *alloc_from_places(struct shoald *d,
         return NULL;
     for (int i = 0; i < n; i++) {
         const struct node *node = nodetab_get(d->nodes, p[i].node);
-        const struct gpu_info *g = &node->gpus[p[i].gpu];
-        const char *uuid =
-            p[i].slice >= 0 ? g->slices[p[i].slice].uuid : g->uuid;
         if (na == 0 || strcmp(alloc[na - 1].node, node->name) != 0) {
             alloc[na].node = strdup(node->name);
             alloc[na].gpus = calloc((size_t)n, sizeof(char *));
@@ -821,6 +790,11 @@ static struct job_alloc *alloc_from_places(struct shoald *d,
             if (!alloc[na - 1].node || !alloc[na - 1].gpus)
                 goto oom;
         }
+        if (p[i].gpu < 0)
+            continue; /* a job without GPUs: the node only */
+        const struct gpu_info *g = &node->gpus[p[i].gpu];
+        const char *uuid =
+            p[i].slice >= 0 ? g->slices[p[i].slice].uuid : g->uuid;
         struct job_alloc *a = &alloc[na - 1];
         if (!(a->gpus[a->ngpus] = strdup(uuid)))
             goto oom;
@@ -920,79 +894,6 @@ static void apply_preempts(struct shoald *d)
     }
 }
 
-/* Whether a job without GPUs may go to node n: its wishes allow it
- * (the engine's rule, lib/model/job_place.h) and no exclusive job runs
- * there. */
-static bool cpu_node_ok(struct shoald *d, const struct job_spec *spec,
-                        const struct node *n)
-{
-    if (!job_place_allows(spec->nodelist, spec->exclude, spec->constraint,
-                          n->name, n->labels, n->nlabels))
-        return false;
-    const struct node_rt *rt = nodetab_rt(d->nodes, n->name);
-    for (int i = 0; i < rt->njobs; i++) {
-        const struct job *other = jobtab_get(d->jobs, rt->jobs[i]);
-        if (other && other->spec.exclusive)
-            return false;
-    }
-    return true;
-}
-
-/* Jobs without GPUs: the up node with the fewest active jobs, or the
- * fewest nodes' worth for a multi-node job. */
-static void place_cpu_jobs(struct shoald *d)
-{
-    struct cluster *c = d->cluster;
-    int i = 0;
-    while (i < c->ncpu) {
-        struct job *job = jobtab_get(d->jobs, c->cpu_queue[i]);
-        if (!job || job->state != JOB_PENDING) {
-            cpu_queue_remove(c, c->cpu_queue[i]);
-            continue;
-        }
-        int want = job->spec.nodes;
-        struct node *picked[JOB_NODES_MAX];
-        int np = 0;
-        for (int k = 0; k < want; k++) {
-            struct node *best = NULL;
-            for (struct node *n = nodetab_next(d->nodes, NULL); n;
-                 n = nodetab_next(d->nodes, n)) {
-                bool taken = false;
-                for (int q = 0; q < np; q++)
-                    taken |= picked[q] == n;
-                if (taken || node_state(n) != NODE_UP ||
-                    nodetab_rt(d->nodes, n->name)->stale > 0 ||
-                    !cpu_node_ok(d, &job->spec, n))
-                    continue;
-                if (!best || n->running < best->running)
-                    best = n;
-            }
-            if (!best)
-                break;
-            picked[np++] = best;
-        }
-        if (np < want) {
-            i++;
-            continue;
-        }
-        struct job_alloc *alloc = calloc((size_t)np, sizeof(*alloc));
-        if (!alloc)
-            return;
-        for (int k = 0; k < np; k++) {
-            alloc[k].node = strdup(picked[k]->name);
-            alloc[k].gpus = calloc(1, sizeof(char *));
-            alloc[k].exit_code = -1;
-            if (!alloc[k].node || !alloc[k].gpus) {
-                /* Out of memory: the job stays queued for the next pass. */
-                job_alloc_free(alloc, k + 1);
-                return;
-            }
-        }
-        cpu_queue_remove(c, job->id);
-        start_job(d, job, alloc, np);
-    }
-}
-
 /* Look at the gated jobs again after a change: an open gate sends the
  * job to the engine, one that can never open cancels it with the reason
  * (which may open other gates: afterany, afternotok). */
@@ -1040,10 +941,7 @@ static void gate_recheck(struct shoald *d)
 void cluster_job_hold(struct shoald *d, struct job *job)
 {
     struct cluster *c = d->cluster;
-    if (uses_gpus(job))
-        sched_job_remove(c->sched, job->id, NULL);
-    else
-        cpu_queue_remove(c, job->id);
+    sched_job_remove(c->sched, job->id, NULL);
     array_uncount(c, job);
     gated_add(c, job->id);
     shoald_schedule_soon(d);
@@ -1061,10 +959,9 @@ void cluster_job_updated(struct shoald *d, struct job *job)
     }
     if (job->state != JOB_PENDING)
         return;
-    /* Out of the engine (or the queue of jobs without GPUs) and in again
-     * as it is now; a gated job is looked at again. */
+    /* Out of the engine and in again as it is now; a gated job is
+     * looked at again. */
     sched_job_remove(c->sched, job->id, NULL);
-    cpu_queue_remove(c, job->id);
     array_uncount(c, job);
     engine_add_job(d, job);
     c->gate_dirty = true;
@@ -1099,7 +996,6 @@ void cluster_before_sleep(struct shoald *d)
     }
     apply_preempts(d);
     apply_starts(d);
-    place_cpu_jobs(d);
     histogram_observe(&c->pass_seconds, (double)(clock_mono_us() - t0) / 1e6);
 }
 
@@ -1118,14 +1014,14 @@ void cluster_job_added(struct shoald *d, struct job *job)
     shoald_schedule_soon(d);
 }
 
-/* All parts of a job are gone: the engine sees its GPUs free. */
+/* All parts of a job are gone: the engine sees its GPUs (or, for a job
+ * without GPUs, its place on its nodes) free. */
 void cluster_job_free(struct shoald *d, struct job *job)
 {
     struct cluster *c = d->cluster;
     if (!c)
         return;
-    if (uses_gpus(job))
-        sched_job_end(c->sched, job->id, shoald_now_ms(d), NULL);
+    sched_job_end(c->sched, job->id, shoald_now_ms(d), NULL);
     if (job->start_ms > 0 && uses_gpus(job)) {
         /* Its service so far, for the LAS policy's level when requeued. */
         int64_t end =
@@ -1142,10 +1038,7 @@ void cluster_job_ended(struct shoald *d, struct job *job, enum job_state from)
         return;
     array_uncount(c, job);
     if (from == JOB_PENDING && job->state == JOB_CANCELLED) {
-        if (uses_gpus(job))
-            sched_job_remove(c->sched, job->id, NULL);
-        else
-            cpu_queue_remove(c, job->id);
+        sched_job_remove(c->sched, job->id, NULL);
     } else if (from == JOB_RUNNING) {
         /* Tell every node still running a part to stop it. */
         for (int a = 0; a < job->nalloc; a++) {
@@ -1249,13 +1142,6 @@ void cluster_job_reason(struct shoald *d, const struct job *job, char *buf,
                  job->array_max, (unsigned long long)job->array_id);
         return;
     }
-    if (!uses_gpus(job)) {
-        snprintf(buf, size, "%s",
-                 nodetab_count(d->nodes) == 0
-                     ? "resources: no node has joined yet"
-                     : "resources: waiting for an up node");
-        return;
-    }
     if (nodetab_count(d->nodes) == 0) {
         snprintf(buf, size, "resources: no node has joined yet");
         return;
@@ -1289,8 +1175,6 @@ const char *cluster_job_wait_kind(struct shoald *d, const struct job *job)
     }
     if (job->array_max > 0 && !job->array_counted)
         return "array";
-    if (!uses_gpus(job))
-        return "resources";
     struct sched_job_status st;
     if (sched_job_status(c->sched, job->id, &st, NULL) < 0)
         return "new";
@@ -1315,9 +1199,6 @@ const char *cluster_job_estimate_note(struct shoald *d, const struct job *job)
     }
     if (job->array_max > 0 && !job->array_counted)
         return "no estimate: it waits for a place in its array";
-    if (!uses_gpus(job))
-        return "no estimate: jobs without GPUs start on the first up node "
-               "with room";
     if (sched_job_status(c->sched, job->id, &st, NULL) < 0)
         return "no estimate: not planned yet";
     return sched_est_why_text(st.est_why);

@@ -589,7 +589,8 @@ static int do_job(struct scn *c, char **w, int n)
     return 0;
 }
 
-/* on=n1:0,1,2,3;n2:0,1 or on=n1:3/2 (GPU 3, slice 2) */
+/* on=n1:0,1,2,3;n2:0,1 or on=n1:3/2 (GPU 3, slice 2), or on=n1;n2 (the
+ * nodes of a job without GPUs) */
 static int places_parse(struct scn *c, const char *on, struct sched_place *p,
                         int max, int *np, char names[][64])
 {
@@ -599,8 +600,15 @@ static int places_parse(struct scn *c, const char *on, struct sched_place *p,
     for (char *s1 = NULL, *t = strtok_r(buf, ";", &s1); t;
          t = strtok_r(NULL, ";", &s1)) {
         char *colon = strchr(t, ':');
+        if (!colon && nn < 64 && n < max) { /* a node, no GPU */
+            snprintf(names[nn], 64, "%s", t);
+            p[n].node = names[nn++];
+            p[n].gpu = -1;
+            p[n++].slice = -1;
+            continue;
+        }
         if (!colon || nn == 64)
-            return failf(c, "on= wants NODE:GPU[,GPU][;NODE:...]");
+            return failf(c, "on= wants NODE[:GPU[,GPU]][;NODE...]");
         *colon = '\0';
         snprintf(names[nn], 64, "%s", t);
         for (char *s2 = NULL, *g = strtok_r(colon + 1, ",", &s2); g;
@@ -788,7 +796,10 @@ static void placement_text(struct scn *c, const struct sched_start *st,
         const struct sched_place *p = &c->dec.places[st->first + (size_t)i];
         bool same = last && strcmp(last, p->node) == 0;
         int wr;
-        if (p->slice >= 0)
+        if (p->gpu < 0) /* a job without GPUs: the node */
+            wr = snprintf(buf + off, size - off, "%s%s", last ? ";" : "",
+                          p->node);
+        else if (p->slice >= 0)
             wr = snprintf(buf + off, size - off, "%s%s%s%d/%d",
                           same ? "," : (last ? ";" : ""), same ? "" : p->node,
                           same ? "" : ":", p->gpu, p->slice);
