@@ -147,11 +147,12 @@ struct forkserver *forkserver_start(const char *self_exe, const char *runs_dir,
     int sndbuf = 2 * REQUEST_MAX;
     setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
     /* The kernel caps it at net.core.wmem_max (and doubles what it
-     * grants, for its own bookkeeping): a request that does not fit is
-     * refused with EMSGSIZE and its run gets a launch.json instead. */
+     * grants, for its own bookkeeping): a message over what it reads
+     * back less 32 bytes is refused with EMSGSIZE (unix_dgram_sendmsg)
+     * and its run gets a launch.json instead. */
     socklen_t optlen = sizeof(sndbuf);
     if (getsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &sndbuf, &optlen) == 0 &&
-        sndbuf < (int)REQUEST_MAX)
+        sndbuf - 32 < (int)REQUEST_MAX)
         sh_log(LOG_WARNING, "forkserver",
                "send buffer of %d bytes (net.core.wmem_max) is below the "
                "largest request (%d bytes): longer launch descriptions go "
