@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "agent/shim.h"
+#include "lib/util/log.h"
 
 #ifndef P_PIDFD
 #define P_PIDFD 3
@@ -145,6 +146,18 @@ struct forkserver *forkserver_start(const char *self_exe, const char *runs_dir,
      * message over the send buffer fails with EMSGSIZE). */
     int sndbuf = 2 * REQUEST_MAX;
     setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
+    /* The kernel caps it at net.core.wmem_max (and doubles what it
+     * grants, for its own bookkeeping): a message over what it reads
+     * back less 32 bytes is refused with EMSGSIZE (unix_dgram_sendmsg)
+     * and its run gets a launch.json instead. */
+    socklen_t optlen = sizeof(sndbuf);
+    if (getsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &sndbuf, &optlen) == 0 &&
+        sndbuf - 32 < (int)REQUEST_MAX)
+        sh_log(LOG_WARNING, "forkserver",
+               "send buffer of %d bytes (net.core.wmem_max) is below the "
+               "largest request (%d bytes): longer launch descriptions go "
+               "through launch.json",
+               sndbuf, (int)REQUEST_MAX);
     /* Opened before the agent's SIGCHLD loop can reap it. */
     int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
     struct forkserver *fs = pidfd >= 0 ? calloc(1, sizeof(*fs)) : NULL;
@@ -194,12 +207,28 @@ int forkserver_spawn_launch(struct forkserver *fs, const char *run_dir,
                            {.iov_base = "", .iov_len = 1},
                            {.iov_base = (void *)launch, .iov_len = launch_len}};
     struct msghdr rmsg = {.msg_iov = req, .msg_iovlen = launch ? 3 : 1};
-    ssize_t n = sendmsg(fs->sock, &rmsg, MSG_NOSIGNAL);
+    size_t total = len + (launch ? 1 + launch_len : 0);
+    ssize_t n;
+    do
+        n = sendmsg(fs->sock, &rmsg, MSG_NOSIGNAL);
+    while (n < 0 && errno == EINTR);
     if (n < 0) {
         /* Nothing reached the server: no shim was forked. */
-        sh_errorf(err, SH_EUNAVAILABLE, "fork server: send: %s",
-                  strerror(errno));
+        int e = errno;
+        sh_errorf(err, SH_EUNAVAILABLE, "fork server: send: %s", strerror(e));
+        /* Too big for the send buffer, or no kernel memory for it now:
+         * this request's trouble, not the server's. */
+        if (e == EMSGSIZE || e == ENOBUFS || e == ENOMEM)
+            return FORKSERVER_NOT_SENT;
         return FORKSERVER_UNSENT;
+    }
+    if ((size_t)n != total) {
+        /* A SOCK_SEQPACKET message goes whole or not at all: a short count
+         * is a socket that is not what it should be, and part of the
+         * request may have reached the server. */
+        sh_errorf(err, SH_EUNAVAILABLE,
+                  "fork server: send: %zd of %zu bytes sent", n, total);
+        return FORKSERVER_BROKEN;
     }
     /* From here on the server may have forked a shim for this run: the
      * caller must not start another one. */

@@ -52,8 +52,15 @@ enum {
      * gone, a pid without its pidfd): a shim may be running for RUN_DIR,
      * so none may be started for it by other means. */
     FORKSERVER_BROKEN = -2,
-    /* The request never reached the server: no shim was forked. */
+    /* The request never reached the server: no shim was forked, and the
+     * server is gone (the socket's other end closed, or another error of
+     * the socket). */
     FORKSERVER_UNSENT = -3,
+    /* This request could not be sent (EMSGSIZE: over the socket's send
+     * buffer, capped by net.core.wmem_max; ENOBUFS, ENOMEM): no shim was
+     * forked, and the server is still of use, for a shorter request (the
+     * run folder alone, its description in launch.json) or the next run. */
+    FORKSERVER_NOT_SENT = -4,
 };
 
 /* The longest launch description sent inside a request; a longer one
@@ -63,7 +70,7 @@ enum {
 /* Fork a shim for RUN_DIR, which reads RUN_DIR/launch.json: *PID, *PIDFD
  * (the caller owns it) and *START (its /proc start time) on FORKSERVER_OK;
  * else one of the codes above with ERR set. After BROKEN or UNSENT the
- * server is of no further use. */
+ * server is of no further use; after REFUSED or NOT_SENT it is. */
 int forkserver_spawn(struct forkserver *fs, const char *run_dir, pid_t *pid,
                      int *pidfd, unsigned long long *start,
                      struct sh_error *err);

@@ -713,10 +713,26 @@ static int write_launch(const struct run *r, const char *text, size_t len,
     return 0;
 }
 
+/* Remove RUN/launch.json once no shim will read it: it may hold the
+ * registry's credentials and the job's environment, which must not wait
+ * on disk for the run folder's collection. */
+static void unlink_launch(const struct run *r)
+{
+    int dfd = run_dirfd(r->dir);
+    if (dfd < 0 || (unlinkat(dfd, "launch.json", 0) < 0 && errno != ENOENT))
+        sh_log(LOG_WARNING, "runs", "run %s: cannot remove %s/launch.json: %s",
+               r->key, r->dir, strerror(errno));
+    if (dfd >= 0)
+        close(dfd);
+}
+
 /* The shim through the fork server, the launch description in the
- * request (no launch.json: one file less per job, and the registry's
- * credentials never on disk). 1 when the server was gone before it got the
- * request (UNSENT): the caller starts the shim itself. */
+ * request when IN_REQUEST (no launch.json: one file less per job, and the
+ * registry's credentials never on disk), else the run folder alone (the
+ * shim reads launch.json). 1 when the server was gone before it got the
+ * request (UNSENT; the server is dropped), 2 when this request could not
+ * be sent (NOT_SENT; the server is kept): the caller starts the shim by
+ * other means. */
 static int spawn_via_server(struct run *r, const char *text, size_t len,
                             bool in_request, struct sh_error *err)
 {
@@ -735,6 +751,13 @@ static int spawn_via_server(struct run *r, const char *text, size_t len,
     }
     if (rc == FORKSERVER_REFUSED)
         return -1; /* the server said why; it serves the next run */
+    if (rc == FORKSERVER_NOT_SENT) {
+        /* Over the send buffer (net.core.wmem_max) or short of kernel
+         * memory: this request's trouble; the server serves the next. */
+        sh_log(LOG_WARNING, "runs", "run %s: %s; its launch goes to a file",
+               r->key, err->msg);
+        return 2;
+    }
     /* Gone or broken: shims are exec'd from here on. A request it received
      * may have forked a shim for this run, so this run fails rather than
      * getting a second one; only one that never reached the server is
@@ -749,10 +772,12 @@ static int exec_shim(struct run *r, struct sh_error *err);
 
 /* Start the shim of r with LAUNCH (borrowed): through the fork server with
  * the description in its request when it fits (FORKSERVER_LAUNCH_MAX);
- * else the description goes to launch.json first (no server, too long, or
- * the server gone before the request). The agent's text of it is wiped
- * once sent; the json_t it came from is freed unwiped by the caller, as
- * the work entry it was built from is (launch.h). */
+ * else the description goes to launch.json first (no server, too long,
+ * the request not sent, or the server gone before the request), and the
+ * shim is started through the server when it is still there, else
+ * exec'd. When no shim was started, launch.json is removed. The agent's
+ * text of it is wiped once sent; the json_t it came from is freed unwiped
+ * by the caller, as the work entry it was built from is (launch.h). */
 static int spawn_shim(struct run *r, const json_t *launch, struct sh_error *err)
 {
     struct runs *rs = r->runs;
@@ -762,18 +787,25 @@ static int spawn_shim(struct run *r, const json_t *launch, struct sh_error *err)
     size_t len = strlen(text);
     bool in_request = rs->forkserver && len <= FORKSERVER_LAUNCH_MAX;
     int rc = in_request ? 0 : write_launch(r, text, len, err);
-    if (rc == 0 && rs->forkserver) {
+    bool on_disk = !in_request && rc == 0;
+    /* 1: the shim still to be started by exec (also with no server). */
+    rc = rc == 0 ? 1 : rc;
+    if (rc == 1 && rs->forkserver) {
         rc = spawn_via_server(r, text, len, in_request, err);
-        if (rc == 1 && in_request)
+        if (rc > 0 && !on_disk) {
             rc = write_launch(r, text, len, err);
-        else if (rc == 1)
-            rc = 0;
-        else
-            goto out; /* started, or failed for good */
+            on_disk = rc == 0;
+            /* Still there after NOT_SENT: the run folder alone. */
+            if (rc == 0)
+                rc = rs->forkserver ? spawn_via_server(r, text, len, false, err)
+                                    : 1;
+        }
     }
-    if (rc == 0)
+    /* 0: started through the server; below 0: failed for good. */
+    if (rc > 0)
         rc = exec_shim(r, err);
-out:
+    if (rc < 0 && on_disk)
+        unlink_launch(r);
     explicit_bzero(text, len);
     free(text);
     return rc;
@@ -1268,6 +1300,16 @@ static void adopt(struct runs *rs, const char *name)
     if (notes) {
         run_load_notes(r, notes);
         json_decref(notes);
+    } else {
+        /* No notes (the agent ended between the spawn and their first
+         * save): whether the run is in an image, as run_start decided it,
+         * from its work entry; when that is unreadable too, in one, so
+         * that its shim's digest is looked for (a run without one wrote
+         * none). */
+        json_t *work = read_json(r->dir, "work.json");
+        const json_t *spec = json_object_get(work, "spec");
+        r->image = !work || json_string_value(json_object_get(spec, "image"));
+        json_decref(work);
     }
     if (r->phase == RUN_EXITED)
         return;

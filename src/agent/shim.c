@@ -130,6 +130,53 @@ static bool env_has(const struct shim *s, const char *key)
     return false;
 }
 
+/* The largest launch.json read: the job's environment (JOB_ENV_MAX values
+ * of JOB_ENV_VALUE_MAX bytes) and arguments (JOB_ARGV_TOTAL_MAX) with
+ * room to spare. */
+#define LAUNCH_FILE_MAX (16 << 20)
+
+/* RUN/launch.json, opened under the run folder's descriptor (hostile-path
+ * rules, doc/design/security.md): a symbolic link is not followed, a
+ * FIFO or device is not opened, a file not of the shim's own user (the
+ * agent wrote it) or over LAUNCH_FILE_MAX is not read. The text is wiped
+ * once parsed. NULL when it cannot be read. */
+static json_t *load_launch_file(int dirfd)
+{
+    int fd = file_open_regular_at(dirfd, "launch.json");
+    if (fd < 0) {
+        fprintf(stderr, "shoal-agent --shim: launch.json: %s\n",
+                strerror(errno));
+        return NULL;
+    }
+    struct stat st;
+    if (fstat(fd, &st) < 0 || st.st_uid != geteuid() || st.st_size <= 0 ||
+        st.st_size > LAUNCH_FILE_MAX) {
+        fprintf(stderr,
+                "shoal-agent --shim: launch.json: not the agent's, empty or "
+                "over %d bytes\n",
+                LAUNCH_FILE_MAX);
+        close(fd);
+        return NULL;
+    }
+    size_t cap = (size_t)st.st_size;
+    char *buf = malloc(cap);
+    size_t got = 0;
+    while (buf && got < cap) {
+        ssize_t n = read(fd, buf + got, cap - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    close(fd);
+    json_t *launch = buf ? json_loadb(buf, got, 0, NULL) : NULL;
+    if (buf)
+        explicit_bzero(buf, cap);
+    free(buf);
+    return launch;
+}
+
 /* The launch description: TEXT from the fork server's request, parsed and
  * then wiped at once (it may hold the registry's credentials and the job's
  * environment). What stays in memory is what the shim needs to run the
@@ -140,14 +187,12 @@ static bool env_has(const struct shim *s, const char *key)
  * wrote RUN_DIR/launch.json, which is read here. */
 static int load(struct shim *s, char *text, size_t len)
 {
-    char path[4300];
     json_error_t jerr;
     if (text) {
         s->launch = json_loadb(text, len, 0, &jerr);
         explicit_bzero(text, len);
     } else {
-        snprintf(path, sizeof(path), "%s/launch.json", s->dir);
-        s->launch = json_load_file(path, 0, &jerr);
+        s->launch = load_launch_file(s->dirfd);
     }
     if (!s->launch)
         return -1;

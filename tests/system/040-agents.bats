@@ -262,3 +262,22 @@ fork_server_pid() {
     [ "$output" = after ]
     grep -q "starting shims without it" "$SHOAL_TEST_DIR/node1.log"
 }
+
+@test "agt-015 a shim that cannot be started leaves no launch.json behind" {
+    shoal_cluster_start 1 2
+    runs="$SHOAL_TEST_DIR/node1/runs"
+    a=$(submit -- true)
+    wait_job_state "$a" completed
+    # The next job's run folder, planted with a shim.log that is a link:
+    # the fork server will not open it (O_NOFOLLOW), so no shim starts.
+    next=$((a + 1))
+    mkdir -p "$runs/$next.0"
+    ln -s /nonexistent "$runs/$next.0/shim.log"
+    # Over 60 KiB: the description (and any credentials) go to launch.json.
+    v=$(head -c 30000 /dev/zero | tr '\0' x)
+    b=$(submit --env B1="$v" --env B2="$v" --env B3="$v" -- true)
+    [ "$b" = "$next" ]
+    wait_job_state "$b" failed 30
+    [ -s "$runs/$b.0/work.json" ]
+    [ ! -e "$runs/$b.0/launch.json" ]
+}

@@ -44,6 +44,8 @@
 #           holds it: taken from the user first, removed by root without
 #           following planted links, not stalled by a stopped user process;
 #           a folder without a lock (an older shim's) is given time
+#   ctr-022 a run adopted by a restarted agent without its notes (run.json)
+#           still reports the digest its image resolved to
 
 load lib/cluster
 
@@ -479,7 +481,8 @@ reg_start() {
         printf '%s' "${1:-}"
     } >"$d/config.yml"
     docker-registry serve "$d/config.yml" >"$d/registry.log" 2>&1 &
-    record_pid $!
+    REG_PID=$!
+    record_pid "$REG_PID"
     wait_for 20 grep -q "listening on 127.0.0.1:" "$d/registry.log"
     REG_PORT=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$d/registry.log" | head -1)
     [ -n "$REG_PORT" ]
@@ -779,4 +782,36 @@ busybox chown 0 /own/g 2>/dev/null && echo chowned || echo g=refused'
     wait_for 60 job_done "$a"
     [ "$(job_state "$a")" = completed ]
     [ "$(ls -A "$inc")" = old1 ]
+}
+
+@test "ctr-022 a run adopted without its notes still reports its image's digest" {
+    # Silence of the stopped agent below is not a lost node.
+    shoald_start --heartbeat-timeout 120s
+    reg_start
+    AGENT_KEEP_JOBS=1 agent_start node1 1 H100-80GB --image-tls-insecure
+    wait_for 20 nodes_up_is 1
+    open_test_dir
+    skopeo --insecure-policy copy --quiet --dest-tls-verify=false \
+        "oci-archive:$CTR_IMG_DIR/busybox.tar" "docker://127.0.0.1:$REG_PORT/test/busybox:1"
+    ref="127.0.0.1:$REG_PORT/test/busybox:1"
+    want=$(skopeo inspect --tls-verify=false --format '{{.Digest}}' "docker://$ref")
+    # The registry stopped, the shim's resolution waits on it; the agent
+    # is stopped once it noted the run, so the digest and the job's end
+    # come while it is away, unreported.
+    kill -STOP "$REG_PID"
+    id=$(submit --user "$CUSER" --image "$ref" -- true)
+    d=$(run_dir "$id")
+    wait_for 30 test -s "$d/run.json"
+    kill -STOP "$(agent_pid node1)"
+    kill -CONT "$REG_PID"
+    wait_for 90 test -s "$d/status.json"
+    [ "$(cat "$d/digest")" = "$want" ]
+    [ -z "$(job_field "$id" ".image_digest // empty")" ]
+    # As if the agent had ended between the spawn and the notes' first
+    # save: the restarted one adopts the run from its work entry alone.
+    kill -9 "$(agent_pid node1)"
+    rm "$d/run.json"
+    AGENT_KEEP_JOBS=1 agent_start node1 1 H100-80GB --image-tls-insecure
+    wait_for 60 job_done "$id"
+    [ "$(job_field "$id" .image_digest)" = "$want" ]
 }

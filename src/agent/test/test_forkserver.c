@@ -4,7 +4,9 @@
  * launch.json runs its command, its shim is watched through the pidfd the
  * server passes, and it writes the run's status; a launch description
  * sent in the request runs with no launch.json; a request the server
- * cannot serve is refused without ending it. */
+ * cannot serve is refused without ending it, and one the socket cannot
+ * carry is not sent without ending it; a launch.json that is a link or a
+ * FIFO is not read. */
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -12,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -237,6 +240,115 @@ Test(forkserver, a_launch_in_the_request_needs_no_file)
     cr_assert(st && strstr(st, "\"exit_code\":0") != NULL, "status: %s",
               st ? st : "(none)");
     remove_run(dir2);
+    forkserver_stop(fs);
+    rmdir(runs_root);
+}
+
+/* The descriptors of this process that are sockets, as a bit set. */
+static void sockets_open(unsigned char *set, int max)
+{
+    memset(set, 0, (size_t)max);
+    for (int fd = 0; fd < max; fd++) {
+        struct stat sb;
+        if (fstat(fd, &sb) == 0 && S_ISSOCK(sb.st_mode))
+            set[fd] = 1;
+    }
+}
+
+/* A request over the socket's send buffer (as with a small
+ * net.core.wmem_max) fails with EMSGSIZE: NOT_SENT, no shim, and the
+ * server serves the next request. */
+Test(forkserver, a_request_over_the_send_buffer_keeps_the_server)
+{
+    struct sh_error err;
+    unsigned char before[1024], after[1024];
+    sockets_open(before, 1024);
+    struct forkserver *fs = start_server();
+    sockets_open(after, 1024);
+    int sock = -1;
+    for (int fd = 0; fd < 1024; fd++) {
+        if (after[fd] && !before[fd])
+            sock = fd;
+    }
+    cr_assert_geq(sock, 0, "the server's socket not found");
+    int small = 4096;
+    cr_assert_eq(setsockopt(sock, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)),
+                 0);
+    char dir[128];
+    snprintf(dir, sizeof(dir), "%s/78.1", runs_root);
+    cr_assert_eq(mkdir(dir, 0700), 0);
+    /* A valid description padded with spaces to the longest sent. */
+    size_t len = FORKSERVER_LAUNCH_MAX;
+    char *text = malloc(len);
+    cr_assert_not_null(text);
+    memset(text, ' ', len);
+    const char *launch = "{\"argv\": [\"true\"], \"env\": [], \"tasks\": 1}";
+    memcpy(text, launch, strlen(launch));
+    pid_t pid = 0;
+    int pidfd = -1;
+    unsigned long long start = 0;
+    cr_assert_eq(
+        forkserver_spawn_launch(fs, dir, text, len, &pid, &pidfd, &start, &err),
+        FORKSERVER_NOT_SENT, "%s", err.msg);
+    cr_assert(strstr(err.msg, "too long") != NULL, "%s", err.msg);
+    free(text);
+    cr_assert_null(slurp(dir, "shim.log"), "a shim was started");
+    remove_run(dir);
+    /* The run folder alone fits: served. */
+    make_run(dir, sizeof(dir), "[\"true\"]");
+    cr_assert_eq(forkserver_spawn(fs, dir, &pid, &pidfd, &start, &err), 0, "%s",
+                 err.msg);
+    wait_exit(pidfd);
+    close(pidfd);
+    const char *st = slurp(dir, "status.json");
+    cr_assert(st && strstr(st, "\"exit_code\":0") != NULL, "status: %s",
+              st ? st : "(none)");
+    remove_run(dir);
+    forkserver_stop(fs);
+    rmdir(runs_root);
+}
+
+/* The shim reads launch.json under its run folder's descriptor: a link
+ * (to a description that would run) is not followed and a FIFO does not
+ * block it; neither runs anything. */
+Test(forkserver, a_launch_json_link_or_fifo_is_not_read)
+{
+    struct sh_error err;
+    struct forkserver *fs = start_server();
+    char real[128], ran[128];
+    snprintf(real, sizeof(real), "%s/real-launch.json", runs_root);
+    snprintf(ran, sizeof(ran), "%s/ran", runs_root);
+    FILE *f = fopen(real, "w");
+    cr_assert_not_null(f);
+    fprintf(f,
+            "{\"argv\": [\"touch\", \"%s\"], \"env\": "
+            "[\"PATH=/usr/bin:/bin\"], \"tasks\": 1, \"node_rank\": 0}",
+            ran);
+    fclose(f);
+    for (int i = 0; i < 2; i++) {
+        char dir[128], path[192];
+        snprintf(dir, sizeof(dir), "%s/%d.0", runs_root, 80 + i);
+        cr_assert_eq(mkdir(dir, 0700), 0);
+        snprintf(path, sizeof(path), "%s/launch.json", dir);
+        if (i == 0)
+            cr_assert_eq(symlink(real, path), 0);
+        else
+            cr_assert_eq(mkfifo(path, 0600), 0);
+        pid_t pid = 0;
+        int pidfd = -1;
+        unsigned long long start = 0;
+        cr_assert_eq(forkserver_spawn(fs, dir, &pid, &pidfd, &start, &err), 0,
+                     "%s", err.msg);
+        wait_exit(pidfd); /* a FIFO opened for reading would block here */
+        close(pidfd);
+        const char *log = slurp(dir, "shim.log");
+        cr_assert(log && strstr(log, "launch.json"), "shim.log: %s",
+                  log ? log : "(none)");
+        struct stat sb;
+        cr_assert_neq(stat(ran, &sb), 0, "the linked description ran");
+        remove_run(dir);
+    }
+    unlink(real);
     forkserver_stop(fs);
     rmdir(runs_root);
 }
