@@ -514,7 +514,7 @@ static int start_apply(struct sched *s, struct pass *ps, uint32_t ji,
     struct sched_decisions *d = ps->out;
     int np = 0;
     for (int i = 0; i < f->nnodes; i++)
-        np += f->slice_gpu >= 0 ? 1 : __builtin_popcountll(f->masks[i]);
+        np += f->slice_gpu >= 0 ? 1 : sched_popcount64(f->masks[i]);
     struct splace *p = malloc(sizeof(*p) * (size_t)np);
     void *a = d->starts, *b = d->places;
     if (!p || grow(&a, &d->starts_cap, d->nstarts + 1, sizeof(*d->starts)) ||
