@@ -216,7 +216,8 @@ static int check_index(const struct sched *s, struct sh_error *err)
                  nd->indexed, up);
         for (int i = 0; i < nd->nmodels && nd->indexed; i++) {
             uint16_t m = nd->models[i].model;
-            uint32_t k = (uint32_t)sched_popcount64(nd->free & nd->models[i].mask);
+            uint32_t k =
+                (uint32_t)sched_popcount64(nd->free & nd->models[i].mask);
             const uint64_t *r = s->models[m].by_free;
             for (uint32_t x = 1; x <= SCHED_KMAX; x++) {
                 if (bits_test(r + (size_t)x * s->nwords, n) != (x == k))

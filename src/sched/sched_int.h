@@ -381,7 +381,7 @@ struct sched {
      * a pass reads only the jobs whose level or eligibility changes. */
     struct slas_slot *las_slots;
     uint32_t las_slots_cap;
-    int64_t las_slots_now;  /* the pass time they are for */
+    int64_t las_slots_now;    /* the pass time they are for */
     uint64_t las_key_changes; /* bumped when a slot's part changes */
     uint32_t npending;
     uint32_t nunsorted; /* queues marked unsorted */
@@ -456,9 +456,9 @@ struct sched {
     size_t scratch2_cap;
     struct sfound found;
     struct sfound found2;
-    uint32_t nodes_version; /* bumped when a node is set or removed */
+    uint32_t nodes_version;       /* bumped when a node is set or removed */
     uint32_t node_states_version; /* ... and when one's state is set */
-    uint32_t filters_at;    /* nodes_version every filter was fresh for */
+    uint32_t filters_at;          /* nodes_version every filter was fresh for */
 };
 
 /* ---------------------------------------------- internal functions */

@@ -419,7 +419,8 @@ static bool node_layout_same(const struct snode *a, const struct snode *b)
         return false;
     for (int i = 0; i < a->nmodels; i++) {
         if (a->models[i].model != b->models[i].model ||
-            sched_popcount64(a->models[i].mask) != sched_popcount64(b->models[i].mask))
+            sched_popcount64(a->models[i].mask) !=
+                sched_popcount64(b->models[i].mask))
             return false;
     }
     for (int g = 0; g < a->ngpus; g++) {

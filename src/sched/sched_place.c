@@ -130,7 +130,8 @@ uint64_t nvl_pick(const struct snode *nd, uint64_t usable, uint32_t g)
         if (gi < 0)
             break;
         used_groups |= UINT64_C(1) << gi;
-        pick |= low_bits(usable & nd->nvl[gi], g - (uint32_t)sched_popcount64(pick));
+        pick |= low_bits(usable & nd->nvl[gi],
+                         g - (uint32_t)sched_popcount64(pick));
     }
     return pick;
 }

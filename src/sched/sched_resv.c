@@ -81,7 +81,8 @@ static void recount(struct sched *s, uint32_t ji, struct rmodel *rm, int nrm)
             continue;
         shadow_load(s, n, ji);
         for (int i = 0; i < nrm; i++) {
-            if ((uint32_t)sched_popcount64(resv_bits(s, ji, n, rm[i].m)) >= rm[i].g)
+            if ((uint32_t)sched_popcount64(resv_bits(s, ji, n, rm[i].m)) >=
+                rm[i].g)
                 rm[i].cnt++;
         }
     }
