@@ -200,6 +200,9 @@ void sched_destroy(struct sched *s)
     free(s->running);
     free(s->by_end);
     free(s->las_slots);
+    free(s->plan_buf);
+    free(s->merge_heap);
+    free(s->merge_rest);
     free(s->resv_ids);
     free(s->resv_prev);
     free(s->plan_est);

@@ -437,6 +437,10 @@ struct sched {
     uint64_t vc_adds, vc_removes;
     uint16_t vc_model;
     uint64_t run_adds, run_removes; /* jobs that started, stopped */
+    void *plan_buf; /* preemption plans' scratch (sched_preempt.c) */
+    void *merge_heap, *merge_rest; /* a pass's queue cursors (sched_pass.c) */
+    uint32_t merge_heap_cap, merge_rest_cap;
+    size_t plan_buf_cap;
     size_t full_passes;
     size_t incr_passes;
     /* Estimated starts of the last plan (sched_plan.c), by job slot. */

@@ -176,16 +176,18 @@ void las_pass_begin(struct sched *s, int64_t now, bool full)
             s->las_slots[i].until = INT64_MIN;
     }
     s->las_slots_now = now;
+    struct slas_slot *slots = s->las_slots;
+    uint8_t maxlvl = 0;
     for (uint32_t i = 0; i < s->nrunning; i++) {
         /* Every running job's level for the pass (victim_ok, the victims'
          * order): it does not change during a pass. A job is read only
          * when its level or its eligibility may have changed. */
-        struct slas_slot *sl = &s->las_slots[i];
-        if (now >= sl->until)
-            slot_update(s, sl, &s->jobs[s->running[i]], now);
-        if (sl->key > s->las_maxlvl)
-            s->las_maxlvl = sl->key;
+        if (now >= slots[i].until)
+            slot_update(s, &slots[i], &s->jobs[s->running[i]], now);
+        if (slots[i].key > maxlvl)
+            maxlvl = slots[i].key;
     }
+    s->las_maxlvl = maxlvl;
 }
 
 bool las_victim_ok(const struct sched *s, const struct sjob *j,

@@ -212,12 +212,19 @@ static int merge_init(struct sched *s, struct pass *ps)
     uint32_t nq = s->cfg.policy == SCHED_POLICY_FIFO
                       ? 1
                       : s->project_names.n * SCHED_NQUEUES;
-    free(ps->heap);
-    free(ps->rest);
-    ps->heap = malloc(sizeof(*ps->heap) * (nq ? nq : 1));
-    ps->rest = malloc(sizeof(*ps->rest) * (nq ? nq : 1));
-    if (!ps->heap || !ps->rest)
+    /* The cursors' arrays are kept across passes (sched_destroy() frees
+     * them). */
+    void *heap = s->merge_heap, *rest = s->merge_rest;
+    if (sched_grow(&heap, &s->merge_heap_cap, nq ? nq : 1,
+                   sizeof(*ps->heap)) < 0)
         return -1;
+    s->merge_heap = heap;
+    if (sched_grow(&rest, &s->merge_rest_cap, nq ? nq : 1,
+                   sizeof(*ps->rest)) < 0)
+        return -1;
+    s->merge_rest = rest;
+    ps->heap = heap;
+    ps->rest = rest;
     ps->nheap = 0;
     ps->nrest = 0;
     if (s->cfg.policy == SCHED_POLICY_FIFO) {
@@ -1217,7 +1224,5 @@ int sched_run(struct sched *s, int64_t now, bool full,
 nomem:
     sh_errorf(err, SH_EINTERNAL, "out of memory in a scheduling pass");
 out:
-    free(ps.heap);
-    free(ps.rest);
     return rc;
 }

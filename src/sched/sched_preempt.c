@@ -414,12 +414,21 @@ static int plan_whole(struct sched *s, uint32_t ji, uint16_t m,
     if ((cached ? collect_cached(s, ji, m, &e, &ne)
                 : collect(s, ji, m, &e, &ne)) < 0)
         return -1;
-    struct nplan *plans = calloc(ne + 1, sizeof(*plans));
-    int *vpick = calloc(ne + 1, sizeof(*vpick));
-    uint32_t *victims = calloc(ne + 1, sizeof(*victims));
+    /* Plans, picks and victims: at most one each per entry, every one
+     * written before it is read; one buffer kept across plans. */
+    size_t need = (ne + 1) * (sizeof(struct nplan) + sizeof(int) +
+                              sizeof(uint32_t));
     int rc = -1;
-    if (!plans || !vpick || !victims)
-        goto done;
+    if (need > s->plan_buf_cap) {
+        void *nb = realloc(s->plan_buf, need);
+        if (!nb)
+            goto done;
+        s->plan_buf = nb;
+        s->plan_buf_cap = need;
+    }
+    struct nplan *plans = s->plan_buf;
+    int *vpick = (int *)(plans + ne + 1);
+    uint32_t *victims = (uint32_t *)(vpick + ne + 1);
     if (ne > 0 && !cached)
         qsort_r(e, ne, sizeof(*e), ventry_cmp, s);
     size_t np = node_plans(s, ji, m, g, e, ne, plans, vpick);
@@ -441,9 +450,6 @@ static int plan_whole(struct sched *s, uint32_t ji, uint16_t m,
     int nv = union_victims(e, plans, want, vpick, victims);
     rc = apply(s, ji, victims, nv, m, o->units, now, out);
 done:
-    free(plans);
-    free(vpick);
-    free(victims);
     free(e);
     return rc;
 }
