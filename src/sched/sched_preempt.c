@@ -416,8 +416,8 @@ static int plan_whole(struct sched *s, uint32_t ji, uint16_t m,
         return -1;
     /* Plans, picks and victims: at most one each per entry, every one
      * written before it is read; one buffer kept across plans. */
-    size_t need = (ne + 1) * (sizeof(struct nplan) + sizeof(int) +
-                              sizeof(uint32_t));
+    size_t need =
+        (ne + 1) * (sizeof(struct nplan) + sizeof(int) + sizeof(uint32_t));
     int rc = -1;
     if (need > s->plan_buf_cap) {
         void *nb = realloc(s->plan_buf, need);
