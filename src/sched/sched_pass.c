@@ -215,12 +215,12 @@ static int merge_init(struct sched *s, struct pass *ps)
     /* The cursors' arrays are kept across passes (sched_destroy() frees
      * them). */
     void *heap = s->merge_heap, *rest = s->merge_rest;
-    if (sched_grow(&heap, &s->merge_heap_cap, nq ? nq : 1,
-                   sizeof(*ps->heap)) < 0)
+    if (sched_grow(&heap, &s->merge_heap_cap, nq ? nq : 1, sizeof(*ps->heap)) <
+        0)
         return -1;
     s->merge_heap = heap;
-    if (sched_grow(&rest, &s->merge_rest_cap, nq ? nq : 1,
-                   sizeof(*ps->rest)) < 0)
+    if (sched_grow(&rest, &s->merge_rest_cap, nq ? nq : 1, sizeof(*ps->rest)) <
+        0)
         return -1;
     s->merge_rest = rest;
     ps->heap = heap;
