@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t model_bits(const struct snode *nd, uint16_t m)
+static inline uint64_t model_bits(const struct snode *nd, uint16_t m)
 {
     for (int i = 0; i < nd->nmodels; i++) {
         if (nd->models[i].model == m)
@@ -40,7 +40,7 @@ static uint64_t reserved_bits(const struct sched *s, const struct snode *nd,
     return r;
 }
 
-static void shadow_load(struct sched *s, uint32_t n, uint32_t ji)
+static inline void shadow_load(struct sched *s, uint32_t n, uint32_t ji)
 {
     struct snode *nd = &s->nodes[n];
     if (nd->shadow_stamp == s->stamp)
@@ -58,10 +58,9 @@ struct rmodel {
 /* The shadow-free GPUs of model m on node n that job ji may use: none on
  * a node its wishes exclude, and for an exclusive job none unless every
  * whole GPU of the node is free in the shadow. */
-static uint64_t resv_bits(const struct sched *s, uint32_t ji, uint32_t n,
-                          uint16_t m)
+static inline uint64_t resv_bits(const struct sched *s, const struct sjob *j,
+                                 uint32_t n, uint16_t m)
 {
-    const struct sjob *j = &s->jobs[ji];
     const struct snode *nd = &s->nodes[n];
     const struct sfilter *f = j->filter;
     if (f && !(n < f->nbits && bits_test(f->allow, n)))
@@ -81,8 +80,8 @@ static void recount(struct sched *s, uint32_t ji, struct rmodel *rm, int nrm)
             continue;
         shadow_load(s, n, ji);
         for (int i = 0; i < nrm; i++) {
-            if ((uint32_t)sched_popcount64(resv_bits(s, ji, n, rm[i].m)) >=
-                rm[i].g)
+            if ((uint32_t)sched_popcount64(
+                    resv_bits(s, &s->jobs[ji], n, rm[i].m)) >= rm[i].g)
                 rm[i].cnt++;
         }
     }
@@ -120,7 +119,7 @@ static int mark(struct sched *s, uint32_t ji, const struct rmodel *rm,
         const struct snode *nd = &s->nodes[n];
         if (nd->shadow_stamp != s->stamp || !nd->indexed)
             continue;
-        uint64_t u = resv_bits(s, ji, n, rm->m);
+        uint64_t u = resv_bits(s, &s->jobs[ji], n, rm->m);
         uint32_t k = (uint32_t)sched_popcount64(u);
         if (k >= rm->g && k <= kmax) {
             at[k]++;
@@ -184,7 +183,7 @@ int resv_compute(struct sched *s, uint32_t ji, uint64_t mask, int64_t now)
             continue;
         shadow_load(s, n, ji);
         for (int i = 0; i < nrm; i++) {
-            uint64_t u = resv_bits(s, ji, n, rm[i].m);
+            uint64_t u = resv_bits(s, &s->jobs[ji], n, rm[i].m);
             if ((uint32_t)sched_popcount64(u) >= rm[i].g)
                 rm[i].cnt++;
         }
