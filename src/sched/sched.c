@@ -142,6 +142,7 @@ struct sched *sched_create(const struct sched_config *cfg, struct sh_error *err)
     if (!s)
         goto nomem;
     s->cfg = *cfg;
+    s->las_slots_now = INT64_MAX; /* no pass yet */
     s->free_job = SCHED_NONE;
     s->fifo.head = s->fifo.tail = SCHED_NONE;
     s->cpu.head = s->cpu.tail = SCHED_NONE;
@@ -201,6 +202,10 @@ void sched_destroy(struct sched *s)
     free(s->by_end);
     free(s->cpu_running);
     free(s->cpu_order);
+    free(s->las_slots);
+    free(s->plan_buf);
+    free(s->merge_heap);
+    free(s->merge_rest);
     free(s->resv_ids);
     free(s->resv_prev);
     free(s->plan_est);
@@ -851,7 +856,7 @@ static int job_alloc(struct sched *s, const struct sched_job_desc *d,
     job->user = user;
     job->project = project;
     job->models = models;
-    job->model = __builtin_popcountll(models) == 1
+    job->model = sched_popcount64(models) == 1
                      ? (uint16_t)__builtin_ctzll(models)
                      : SCHED_NONE16;
     job->profile = profile;
@@ -1037,6 +1042,11 @@ int sched_running_reserve(struct sched *s, uint32_t more)
         0)
         return -1;
     s->by_end = b;
+    void *c = s->las_slots;
+    if (sched_grow(&c, &s->las_slots_cap, s->nrunning + more,
+                   sizeof(*s->las_slots)) < 0)
+        return -1;
+    s->las_slots = c;
     return 0;
 }
 
@@ -1085,6 +1095,7 @@ void sched_by_end_remove(struct sched *s, uint32_t j)
 void sched_running_add(struct sched *s, uint32_t j)
 {
     s->jobs[j].prev = s->nrunning;
+    s->las_slots[s->nrunning] = (struct slas_slot){INT64_MIN, 0};
     s->running[s->nrunning++] = j;
     s->run_adds++;
     sched_by_end_insert(s, j);
@@ -1097,6 +1108,7 @@ static void running_remove(struct sched *s, uint32_t j)
     uint32_t last = s->running[--s->nrunning];
     s->run_removes++;
     s->running[slot] = last;
+    s->las_slots[slot] = s->las_slots[s->nrunning];
     s->jobs[last].prev = slot;
 }
 

@@ -15,11 +15,6 @@
         goto out;                                                              \
     } while (0)
 
-static int popcount64(uint64_t x)
-{
-    return __builtin_popcountll(x);
-}
-
 /* A running job: every placement entry names a GPU or slice it holds,
  * of one model; its units add up; a gang has its shape. */
 static int check_running(const struct sched *s, uint32_t ji,
@@ -227,7 +222,8 @@ static int check_index(const struct sched *s, struct sh_error *err)
                  nd->indexed, up);
         for (int i = 0; i < nd->nmodels && nd->indexed; i++) {
             uint16_t m = nd->models[i].model;
-            uint32_t k = (uint32_t)popcount64(nd->free & nd->models[i].mask);
+            uint32_t k =
+                (uint32_t)sched_popcount64(nd->free & nd->models[i].mask);
             const uint64_t *r = s->models[m].by_free;
             for (uint32_t x = 1; x <= SCHED_KMAX; x++) {
                 if (bits_test(r + (size_t)x * s->nwords, n) != (x == k))

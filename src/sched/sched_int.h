@@ -64,7 +64,24 @@ static inline bool bits_test(const uint64_t *w, uint32_t i)
     return (w[i >> 6] >> (i & 63)) & 1;
 }
 
+/* Set bits of x. Inline: the build targets baseline x86-64 (no POPCNT), where
+ * __builtin_popcountll is a call into libgcc's table walk, and GPU masks are
+ * counted in the engine's hottest loops (reservations, placement). */
+static inline int sched_popcount64(uint64_t x)
+{
+    x = x - ((x >> 1) & UINT64_C(0x5555555555555555));
+    x = (x & UINT64_C(0x3333333333333333)) +
+        ((x >> 2) & UINT64_C(0x3333333333333333));
+    x = (x + (x >> 4)) & UINT64_C(0x0f0f0f0f0f0f0f0f);
+    return (int)((x * UINT64_C(0x0101010101010101)) >> 56);
+}
+
 /* ------------------------------------------------------------- state */
+
+struct slas_slot {
+    int64_t until;
+    uint8_t key;
+};
 
 enum {
     SGPU_SLICED = 1 << 0,
@@ -362,6 +379,14 @@ struct sched {
     uint32_t running_cap;
     uint32_t *by_end; /* the same, by (estimated end, id) */
     uint32_t by_end_cap;
+    /* LAS, per running[] slot (sched_las.c): the job's part in las_maxlvl
+     * (its level when the LAS rule may preempt it, else 0) and until when
+     * that and its level hold (INT64_MIN: look at the job again), so that
+     * a pass reads only the jobs whose level or eligibility changes. */
+    struct slas_slot *las_slots;
+    uint32_t las_slots_cap;
+    int64_t las_slots_now;    /* the pass time they are for */
+    uint64_t las_key_changes; /* bumped when a slot's part changes */
     uint32_t npending;
     uint32_t nunsorted; /* queues marked unsorted */
     /* Pending demand, for stopping an incremental pass early: jobs by the
@@ -426,14 +451,20 @@ struct sched {
     uint8_t las_maxlvl;
     int64_t las_next_promote;
     /* LAS without quotas: the preemption candidates of one model, sorted
-     * (sched_preempt.c), kept for a pass while no running job stops (and
+     * (sched_preempt.c), kept while no running job stops, none becomes a
+     * candidate or changes level (las_key_changes), no node is set (and
      * none starts, without a quantum). */
     void *vc_entries;
     size_t vc_n;
-    size_t vc_pass;
+    uint64_t vc_key_changes;
+    uint32_t vc_nodes_version, vc_node_states_version;
     uint64_t vc_adds, vc_removes;
     uint16_t vc_model;
     uint64_t run_adds, run_removes; /* jobs that started, stopped */
+    void *plan_buf; /* preemption plans' scratch (sched_preempt.c) */
+    void *merge_heap, *merge_rest; /* a pass's queue cursors (sched_pass.c) */
+    uint32_t merge_heap_cap, merge_rest_cap;
+    size_t plan_buf_cap;
     size_t full_passes;
     size_t incr_passes;
     /* Estimated starts of the last plan (sched_plan.c), by job slot. */
@@ -453,8 +484,9 @@ struct sched {
     size_t scratch2_cap;
     struct sfound found;
     struct sfound found2;
-    uint32_t nodes_version; /* bumped when a node is set or removed */
-    uint32_t filters_at;    /* nodes_version every filter was fresh for */
+    uint32_t nodes_version;       /* bumped when a node is set or removed */
+    uint32_t node_states_version; /* ... and when one's state is set */
+    uint32_t filters_at;          /* nodes_version every filter was fresh for */
 };
 
 /* ---------------------------------------------- internal functions */

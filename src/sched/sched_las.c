@@ -140,6 +140,30 @@ static void promote(struct sched *s, int64_t now)
     s->las_next_promote = next;
 }
 
+/* Running job v's part in las_maxlvl at now (its level when the LAS rule
+ * may preempt it, else 0) into its slot, with the time until which that
+ * and its level hold. */
+static void slot_update(struct sched *s, struct slas_slot *sl, struct sjob *v,
+                        int64_t now)
+{
+    if (now >= v->las_run_next || v->las_run_start != v->start)
+        run_level(s, v, now);
+    uint8_t key = 0;
+    sl->until = v->las_run_next;
+    if (v->state == SCHED_JOB_RUNNING && v->ckpt) {
+        int64_t wait = s->cfg.las_quantum_ms > v->las_guard_ms
+                           ? s->cfg.las_quantum_ms
+                           : v->las_guard_ms;
+        if (now - v->start >= wait)
+            key = v->las_run_lvl;
+        else if (v->start + wait < sl->until)
+            sl->until = v->start + wait;
+    }
+    if (key != sl->key)
+        s->las_key_changes++;
+    sl->key = key;
+}
+
 void las_pass_begin(struct sched *s, int64_t now, bool full)
 {
     s->las_maxlvl = 0;
@@ -147,19 +171,23 @@ void las_pass_begin(struct sched *s, int64_t now, bool full)
         return;
     if (full && now >= s->las_next_promote)
         promote(s, now);
-    for (uint32_t i = 0; i < s->nrunning; i++) {
-        struct sjob *v = &s->jobs[s->running[i]];
-        /* Every running job's level for the pass (victim_ok, the victims'
-         * order): it does not change during a pass. */
-        if (now >= v->las_run_next || v->las_run_start != v->start)
-            run_level(s, v, now);
-        if (v->state != SCHED_JOB_RUNNING || !v->ckpt ||
-            now - v->start < s->cfg.las_quantum_ms ||
-            now - v->start < v->las_guard_ms)
-            continue;
-        if (v->las_run_lvl > s->las_maxlvl)
-            s->las_maxlvl = v->las_run_lvl;
+    if (now < s->las_slots_now) { /* not seen at this time: every job */
+        for (uint32_t i = 0; i < s->nrunning; i++)
+            s->las_slots[i].until = INT64_MIN;
     }
+    s->las_slots_now = now;
+    struct slas_slot *slots = s->las_slots;
+    uint8_t maxlvl = 0;
+    for (uint32_t i = 0; i < s->nrunning; i++) {
+        /* Every running job's level for the pass (victim_ok, the victims'
+         * order): it does not change during a pass. A job is read only
+         * when its level or its eligibility may have changed. */
+        if (now >= slots[i].until)
+            slot_update(s, &slots[i], &s->jobs[s->running[i]], now);
+        if (slots[i].key > maxlvl)
+            maxlvl = slots[i].key;
+    }
+    s->las_maxlvl = maxlvl;
 }
 
 bool las_victim_ok(const struct sched *s, const struct sjob *j,

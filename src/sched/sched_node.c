@@ -14,11 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int popcount64(uint64_t x)
-{
-    return __builtin_popcountll(x);
-}
-
 /* ------------------------------------------------------ bitset sizes */
 
 /* A copy of rows (nrows x old_words) widened to words per row. */
@@ -157,7 +152,7 @@ void node_index_add(struct sched *s, uint32_t n)
     for (int i = 0; i < nd->nmodels; i++) {
         struct snode_model *nm = &nd->models[i];
         struct smodel *md = &s->models[nm->model];
-        int k = popcount64(nd->free & nm->mask);
+        int k = sched_popcount64(nd->free & nm->mask);
         nm->k = (uint8_t)k;
         if (k > 0) {
             bits_set(model_row(s, nm->model, (uint32_t)k), n);
@@ -333,7 +328,7 @@ static void node_fold(const struct sched *s, const struct snode *nd,
 {
     for (int i = 0; i < nd->nmodels; i++) {
         struct smodel *md = &models[nd->models[i].model];
-        int c = popcount64(nd->models[i].mask);
+        int c = sched_popcount64(nd->models[i].mask);
         if (c > md->maxper)
             md->maxper = c;
         for (int k = 1; k <= c; k++)
@@ -440,7 +435,8 @@ static bool node_layout_same(const struct snode *a, const struct snode *b)
         return false;
     for (int i = 0; i < a->nmodels; i++) {
         if (a->models[i].model != b->models[i].model ||
-            popcount64(a->models[i].mask) != popcount64(b->models[i].mask))
+            sched_popcount64(a->models[i].mask) !=
+                sched_popcount64(b->models[i].mask))
             return false;
     }
     for (int g = 0; g < a->ngpus; g++) {
@@ -860,6 +856,7 @@ int sched_node_set_state(struct sched *s, const char *name,
     s->nodes[n].state = (uint8_t)state;
     node_index_add(s, n);
     s->dirty = true;
+    s->node_states_version++;
     return 0;
 }
 

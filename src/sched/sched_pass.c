@@ -212,12 +212,19 @@ static int merge_init(struct sched *s, struct pass *ps)
     uint32_t nq = s->cfg.policy == SCHED_POLICY_FIFO
                       ? 1
                       : s->project_names.n * SCHED_NQUEUES;
-    free(ps->heap);
-    free(ps->rest);
-    ps->heap = malloc(sizeof(*ps->heap) * (nq ? nq : 1));
-    ps->rest = malloc(sizeof(*ps->rest) * (nq ? nq : 1));
-    if (!ps->heap || !ps->rest)
+    /* The cursors' arrays are kept across passes (sched_destroy() frees
+     * them). */
+    void *heap = s->merge_heap, *rest = s->merge_rest;
+    if (sched_grow(&heap, &s->merge_heap_cap, nq ? nq : 1, sizeof(*ps->heap)) <
+        0)
         return -1;
+    s->merge_heap = heap;
+    if (sched_grow(&rest, &s->merge_rest_cap, nq ? nq : 1, sizeof(*ps->rest)) <
+        0)
+        return -1;
+    s->merge_rest = rest;
+    ps->heap = heap;
+    ps->rest = rest;
     ps->nheap = 0;
     ps->nrest = 0;
     if (s->cfg.policy == SCHED_POLICY_FIFO) {
@@ -514,7 +521,7 @@ static int start_apply(struct sched *s, struct pass *ps, uint32_t ji,
     struct sched_decisions *d = ps->out;
     int np = 0;
     for (int i = 0; i < f->nnodes; i++)
-        np += f->slice_gpu >= 0 ? 1 : __builtin_popcountll(f->masks[i]);
+        np += f->slice_gpu >= 0 ? 1 : sched_popcount64(f->masks[i]);
     struct splace *p = malloc(sizeof(*p) * (size_t)np);
     void *a = d->starts, *b = d->places;
     if (!p || grow(&a, &d->starts_cap, d->nstarts + 1, sizeof(*d->starts)) ||
@@ -1239,7 +1246,5 @@ int sched_run(struct sched *s, int64_t now, bool full,
 nomem:
     sh_errorf(err, SH_EINTERNAL, "out of memory in a scheduling pass");
 out:
-    free(ps.heap);
-    free(ps.rest);
     return rc;
 }

@@ -21,11 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int popcount64(uint64_t x)
-{
-    return __builtin_popcountll(x);
-}
-
 uint64_t model_mask_for(const struct sched *s, const struct sjob *j)
 {
     uint64_t mask = 0;
@@ -113,7 +108,7 @@ uint64_t nvl_pick(const struct snode *nd, uint64_t usable, uint32_t g)
 {
     int best = -1, best_c = 0;
     for (int i = 0; i < nd->nnvl; i++) {
-        int c = popcount64(usable & nd->nvl[i]);
+        int c = sched_popcount64(usable & nd->nvl[i]);
         if ((uint32_t)c >= g && (best < 0 || c < best_c)) {
             best = i;
             best_c = c;
@@ -123,10 +118,10 @@ uint64_t nvl_pick(const struct snode *nd, uint64_t usable, uint32_t g)
         return low_bits(usable & nd->nvl[best], g);
     /* No group holds them: take the fullest groups first. */
     uint64_t pick = 0, used_groups = 0;
-    while ((uint32_t)popcount64(pick) < g) {
+    while ((uint32_t)sched_popcount64(pick) < g) {
         int gi = -1, gc = 0;
         for (int i = 0; i < nd->nnvl; i++) {
-            int c = popcount64(usable & nd->nvl[i]);
+            int c = sched_popcount64(usable & nd->nvl[i]);
             if (!((used_groups >> i) & 1) && c > gc) {
                 gi = i;
                 gc = c;
@@ -135,7 +130,8 @@ uint64_t nvl_pick(const struct snode *nd, uint64_t usable, uint32_t g)
         if (gi < 0)
             break;
         used_groups |= UINT64_C(1) << gi;
-        pick |= low_bits(usable & nd->nvl[gi], g - (uint32_t)popcount64(pick));
+        pick |= low_bits(usable & nd->nvl[gi],
+                         g - (uint32_t)sched_popcount64(pick));
     }
     return pick;
 }
@@ -158,7 +154,7 @@ static uint32_t single_node(const struct sched *s, const struct sjob *j,
         for (uint64_t b = r[w]; b; b &= b - 1) {
             uint32_t n = w * 64 + (uint32_t)__builtin_ctzll(b);
             uint64_t u = node_usable(s, &s->nodes[n], m, end, self);
-            if ((uint32_t)popcount64(u) >= g) {
+            if ((uint32_t)sched_popcount64(u) >= g) {
                 *usable = u;
                 return n;
             }
@@ -236,7 +232,7 @@ static bool gang_nodes(struct sched *s, uint16_t m, uint32_t nn, uint32_t g,
             for (uint64_t b = r[w]; b; b &= b - 1) {
                 uint32_t n = w * 64 + (uint32_t)__builtin_ctzll(b);
                 uint64_t u = node_usable(s, &s->nodes[n], m, end, self);
-                if ((uint32_t)popcount64(u) < g)
+                if ((uint32_t)sched_popcount64(u) < g)
                     continue;
                 usable[ne] = u;
                 elig[ne++] = n;
@@ -316,7 +312,7 @@ bool place_slice(struct sched *s, const struct sjob *j, uint16_t profile,
                 if (!gpu_serves_slices(gp, mask) || gp->slice_free == 0 ||
                     gpu_fenced_off(gp, j->project))
                     continue;
-                int score = popcount64(gp->slice_free);
+                int score = sched_popcount64(gp->slice_free);
                 if (score >= best_score)
                     continue;
                 for (int k = 0; k < gp->nslices; k++) {
@@ -473,7 +469,7 @@ static uint64_t model_total(const struct sched *s, uint16_t m)
         const struct snode *nd = &s->nodes[n];
         for (int i = 0; nd->present && i < nd->nmodels; i++) {
             if (nd->models[i].model == m)
-                total += (uint64_t)__builtin_popcountll(nd->models[i].mask);
+                total += (uint64_t)sched_popcount64(nd->models[i].mask);
         }
     }
     return total;

@@ -105,7 +105,7 @@ static int64_t node_time(const struct plan_ctx *c, uint32_t n, uint16_t m,
             mb = nd->models[i].mask;
     }
     mb &= nd->whole;
-    if ((uint32_t)__builtin_popcountll(mb) < g)
+    if ((uint32_t)sched_popcount64(mb) < g)
         return INT64_MAX;
     const uint8_t *o = c->ord + c->gpu_off[n];
     uint64_t chosen = 0;

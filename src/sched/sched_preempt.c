@@ -221,6 +221,7 @@ static int apply(struct sched *s, uint32_t ji, const uint32_t *victims, int nv,
     for (int i = 0; i < nv; i++) {
         struct sjob *v = &s->jobs[victims[i]];
         v->state = SCHED_JOB_PREEMPTING;
+        s->las_slots[v->prev].until = INT64_MIN; /* no longer a victim */
         v->other = j->id;
         if (v->est > ready) {
             /* It ends by the end of its grace: move it in by_end. */
@@ -282,18 +283,21 @@ static int collect(struct sched *s, uint32_t ji, uint16_t m,
 
 /* LAS without quotas: a victim's fitness for job ji depends on ji only
  * through its level (las_victim_ok()). The candidates of model m for
- * level 0 are collected and sorted once per pass while running jobs do
- * not change; a job of level L takes those above L, still sorted (a
- * subset of a sorted list). *out is allocated (free it). */
+ * level 0 are collected and sorted once, and again only when the running
+ * jobs change: one stops, one becomes a candidate (its quantum is over)
+ * or changes level (both bump las_key_changes at a pass's start,
+ * sched_las.c), a node is set. A job of level L takes those above L,
+ * still sorted (a subset of a sorted list). *out is allocated (free it). */
 static int collect_cached(struct sched *s, uint32_t ji, uint16_t m,
                           struct ventry **out, size_t *nout)
 {
-    size_t pass = s->full_passes + s->incr_passes;
-    /* A job started in this pass has not run its quantum: no candidate
-     * (without a quantum every start counts). Preempted ones are skipped
-     * below (no longer running). */
+    /* A job started since has not run its quantum: no candidate (without
+     * a quantum every start counts). Preempted ones are skipped below (no
+     * longer running). */
     bool added = s->vc_adds != s->run_adds && s->cfg.las_quantum_ms <= 0;
-    if (s->vc_entries == NULL || s->vc_pass != pass || added ||
+    if (s->vc_entries == NULL || s->vc_key_changes != s->las_key_changes ||
+        s->vc_nodes_version != s->nodes_version ||
+        s->vc_node_states_version != s->node_states_version || added ||
         s->vc_removes != s->run_removes || s->vc_model != m) {
         struct sjob *j = &s->jobs[ji];
         uint8_t lvl = j->las_lvl;
@@ -311,7 +315,9 @@ static int collect_cached(struct sched *s, uint32_t ji, uint16_t m,
         free(s->vc_entries);
         s->vc_entries = e;
         s->vc_n = ne;
-        s->vc_pass = pass;
+        s->vc_key_changes = s->las_key_changes;
+        s->vc_nodes_version = s->nodes_version;
+        s->vc_node_states_version = s->node_states_version;
         s->vc_adds = s->run_adds;
         s->vc_removes = s->run_removes;
         s->vc_model = m;
@@ -347,7 +353,7 @@ static size_t node_plans(const struct sched *s, uint32_t ji, uint16_t m,
             b++;
         const struct snode *nd = &s->nodes[e[a].node];
         uint32_t freen =
-            (uint32_t)__builtin_popcountll(node_usable(s, nd, m, -1, ji));
+            (uint32_t)sched_popcount64(node_usable(s, nd, m, -1, ji));
         uint32_t need = g > freen ? g - freen : 0;
         int pick[64];
         int c = need == 0 ? 0 : node_plan(s, &e[a], (int)(b - a), need, pick);
@@ -408,12 +414,21 @@ static int plan_whole(struct sched *s, uint32_t ji, uint16_t m,
     if ((cached ? collect_cached(s, ji, m, &e, &ne)
                 : collect(s, ji, m, &e, &ne)) < 0)
         return -1;
-    struct nplan *plans = calloc(ne + 1, sizeof(*plans));
-    int *vpick = calloc(ne + 1, sizeof(*vpick));
-    uint32_t *victims = calloc(ne + 1, sizeof(*victims));
+    /* Plans, picks and victims: at most one each per entry, every one
+     * written before it is read; one buffer kept across plans. */
+    size_t need =
+        (ne + 1) * (sizeof(struct nplan) + sizeof(int) + sizeof(uint32_t));
     int rc = -1;
-    if (!plans || !vpick || !victims)
-        goto done;
+    if (need > s->plan_buf_cap) {
+        void *nb = realloc(s->plan_buf, need);
+        if (!nb)
+            goto done;
+        s->plan_buf = nb;
+        s->plan_buf_cap = need;
+    }
+    struct nplan *plans = s->plan_buf;
+    int *vpick = (int *)(plans + ne + 1);
+    uint32_t *victims = (uint32_t *)(vpick + ne + 1);
     if (ne > 0 && !cached)
         qsort_r(e, ne, sizeof(*e), ventry_cmp, s);
     size_t np = node_plans(s, ji, m, g, e, ne, plans, vpick);
@@ -435,9 +450,6 @@ static int plan_whole(struct sched *s, uint32_t ji, uint16_t m,
     int nv = union_victims(e, plans, want, vpick, victims);
     rc = apply(s, ji, victims, nv, m, o->units, now, out);
 done:
-    free(plans);
-    free(vpick);
-    free(victims);
     free(e);
     return rc;
 }

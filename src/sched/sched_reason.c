@@ -288,7 +288,7 @@ static int temp_job(const struct sched *s, const struct sched_job_desc *d,
         if (!present)
             return sh_errorf(err, SH_EINVAL, "unknown GPU model '%s'",
                              d->gpu_type);
-        if (__builtin_popcountll(j->models) == 1)
+        if (sched_popcount64(j->models) == 1)
             j->model = (uint16_t)__builtin_ctzll(j->models);
     }
     if (d->slice) {
@@ -345,7 +345,7 @@ static int64_t limit_of_job(const struct sched *s, const struct squota *q,
                             uint64_t allowed)
 {
     uint16_t m = SCHED_NONE16;
-    if (__builtin_popcountll(allowed) == 1)
+    if (sched_popcount64(allowed) == 1)
         return limit_of(q, (uint16_t)__builtin_ctzll(allowed));
     int64_t best = -2;
     for (uint32_t i = 0; i < s->model_names.n; i++) {

@@ -16,12 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int popcount64(uint64_t x)
-{
-    return __builtin_popcountll(x);
-}
-
-static uint64_t model_bits(const struct snode *nd, uint16_t m)
+static inline uint64_t model_bits(const struct snode *nd, uint16_t m)
 {
     for (int i = 0; i < nd->nmodels; i++) {
         if (nd->models[i].model == m)
@@ -45,7 +40,7 @@ static uint64_t reserved_bits(const struct sched *s, const struct snode *nd,
     return r;
 }
 
-static void shadow_load(struct sched *s, uint32_t n, uint32_t ji)
+static inline void shadow_load(struct sched *s, uint32_t n, uint32_t ji)
 {
     struct snode *nd = &s->nodes[n];
     if (nd->shadow_stamp == s->stamp)
@@ -63,10 +58,9 @@ struct rmodel {
 /* The shadow-free GPUs of model m on node n that job ji may use: none on
  * a node its wishes exclude, and for an exclusive job none unless every
  * whole GPU of the node is free in the shadow. */
-static uint64_t resv_bits(const struct sched *s, uint32_t ji, uint32_t n,
-                          uint16_t m)
+static inline uint64_t resv_bits(const struct sched *s, const struct sjob *j,
+                                 uint32_t n, uint16_t m)
 {
-    const struct sjob *j = &s->jobs[ji];
     const struct snode *nd = &s->nodes[n];
     const struct sfilter *f = j->filter;
     if (f && !(n < f->nbits && bits_test(f->allow, n)))
@@ -86,7 +80,8 @@ static void recount(struct sched *s, uint32_t ji, struct rmodel *rm, int nrm)
             continue;
         shadow_load(s, n, ji);
         for (int i = 0; i < nrm; i++) {
-            if ((uint32_t)popcount64(resv_bits(s, ji, n, rm[i].m)) >= rm[i].g)
+            if ((uint32_t)sched_popcount64(
+                    resv_bits(s, &s->jobs[ji], n, rm[i].m)) >= rm[i].g)
                 rm[i].cnt++;
         }
     }
@@ -106,24 +101,30 @@ static int mark(struct sched *s, uint32_t ji, const struct rmodel *rm,
                 int64_t t)
 {
     uint32_t nn = s->node_names.n;
-    uint32_t *elig = malloc(sizeof(*elig) * (nn + 1));
-    uint64_t *usable = malloc(sizeof(*usable) * (nn + 1));
+    uint32_t *elig = malloc(sizeof(*elig) * (nn + 1) * 2);
+    uint64_t *usable = malloc(sizeof(*usable) * (nn + 1) * 2);
     int rc = -1;
     if (!elig || !usable)
         goto out;
     /* Best fit: nodes with the fewest shadow-free GPUs first, each count
-     * in node order (a counting sort by count: one walk of the nodes). */
+     * in node order (a counting sort by count: one walk of the nodes,
+     * whose GPUs and counts the second half of each array keeps for the
+     * sort). */
     uint32_t ne = 0;
     uint32_t kmax = (uint32_t)s->models[rm->m].maxper;
     uint32_t at[65] = {0};
+    uint64_t *cand_bits = usable + nn + 1;
+    uint32_t *cand = elig + nn + 1;
     for (uint32_t n = 0; n < nn; n++) {
         const struct snode *nd = &s->nodes[n];
         if (nd->shadow_stamp != s->stamp || !nd->indexed)
             continue;
-        uint32_t k = (uint32_t)popcount64(resv_bits(s, ji, n, rm->m));
+        uint64_t u = resv_bits(s, &s->jobs[ji], n, rm->m);
+        uint32_t k = (uint32_t)sched_popcount64(u);
         if (k >= rm->g && k <= kmax) {
             at[k]++;
-            ne++;
+            cand_bits[ne] = u;
+            cand[ne++] = n;
         }
     }
     for (uint32_t k = rm->g, sum = 0; k <= kmax; k++) {
@@ -131,16 +132,11 @@ static int mark(struct sched *s, uint32_t ji, const struct rmodel *rm,
         at[k] = sum;
         sum += c;
     }
-    for (uint32_t n = 0; n < nn && ne > 0; n++) {
-        const struct snode *nd = &s->nodes[n];
-        if (nd->shadow_stamp != s->stamp || !nd->indexed)
-            continue;
-        uint64_t u = resv_bits(s, ji, n, rm->m);
-        uint32_t k = (uint32_t)popcount64(u);
-        if (k < rm->g || k > kmax)
-            continue;
+    for (uint32_t i = 0; i < ne; i++) {
+        uint64_t u = cand_bits[i];
+        uint32_t k = (uint32_t)sched_popcount64(u);
         usable[at[k]] = u;
-        elig[at[k]++] = n;
+        elig[at[k]++] = cand[i];
     }
     struct sfound *f = &s->found2;
     if (!gang_choose(s, elig, usable, ne, rm->nn, rm->g, f))
@@ -187,8 +183,8 @@ int resv_compute(struct sched *s, uint32_t ji, uint64_t mask, int64_t now)
             continue;
         shadow_load(s, n, ji);
         for (int i = 0; i < nrm; i++) {
-            uint64_t u = resv_bits(s, ji, n, rm[i].m);
-            if ((uint32_t)popcount64(u) >= rm[i].g)
+            uint64_t u = resv_bits(s, &s->jobs[ji], n, rm[i].m);
+            if ((uint32_t)sched_popcount64(u) >= rm[i].g)
                 rm[i].cnt++;
         }
     }
@@ -214,7 +210,7 @@ int resv_compute(struct sched *s, uint32_t ji, uint64_t mask, int64_t now)
                 uint64_t mb = model_bits(nd, rm[i].m);
                 if (!(mb & bit))
                     continue;
-                if ((uint32_t)popcount64(nd->shadow & mb) + 1 == rm[i].g)
+                if ((uint32_t)sched_popcount64(nd->shadow & mb) + 1 == rm[i].g)
                     rm[i].cnt++;
             }
             nd->shadow |= bit;
