@@ -719,10 +719,9 @@ int sched_queues_sort(struct sched *s)
     return 0;
 }
 
-void sched_queue_unlink(struct sched *s, uint32_t j)
+void sched_list_unlink(struct sched *s, struct squeue *q, uint32_t j)
 {
     struct sjob *job = &s->jobs[j];
-    struct squeue *q = sched_job_queue(s, job);
     if (job->prev == SCHED_NONE)
         q->head = job->next;
     else
@@ -733,6 +732,13 @@ void sched_queue_unlink(struct sched *s, uint32_t j)
         s->jobs[job->next].prev = job->prev;
     job->next = job->prev = SCHED_NONE;
     q->count--;
+}
+
+void sched_queue_unlink(struct sched *s, uint32_t j)
+{
+    struct sjob *job = &s->jobs[j];
+    struct squeue *q = sched_job_queue(s, job);
+    sched_list_unlink(s, q, j);
     if (s->cfg.policy != SCHED_POLICY_FIFO) {
         s->projects[job->project].npending--;
         if (q->count == 0)

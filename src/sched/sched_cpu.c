@@ -45,17 +45,7 @@ void cpu_queue_add(struct sched *s, uint32_t j)
 void cpu_queue_remove(struct sched *s, uint32_t j)
 {
     struct sjob *job = &s->jobs[j];
-    struct squeue *q = &s->cpu;
-    if (job->prev == SCHED_NONE)
-        q->head = job->next;
-    else
-        s->jobs[job->prev].next = job->next;
-    if (job->next == SCHED_NONE)
-        q->tail = job->prev;
-    else
-        s->jobs[job->next].prev = job->prev;
-    job->next = job->prev = SCHED_NONE;
-    q->count--;
+    sched_list_unlink(s, &s->cpu, j);
     s->ncpu_pending--;
     s->ncpu_excl_pending -= job->excl;
     s->users[job->user].cpu_pending--;
@@ -157,16 +147,6 @@ int64_t cpu_node_busy_until(const struct sched *s, uint32_t n)
 
 /* ----------------------------------------------------------------- pass */
 
-static int order_cmp(const void *a, const void *b, void *arg)
-{
-    const struct sched *s = arg;
-    const struct sjob *x = &s->jobs[*(const uint32_t *)a];
-    const struct sjob *y = &s->jobs[*(const uint32_t *)b];
-    if (sched_before(s, x, y))
-        return -1;
-    return sched_before(s, y, x) ? 1 : 0;
-}
-
 /* The nodes for job j: the want eligible ones with the fewest running
  * jobs (node order among equals), into nodes. How many it found. */
 static int cpu_pick(const struct sched *s, const struct sjob *j, int want,
@@ -250,35 +230,13 @@ static int64_t cpu_estimate(const struct sched *s, const struct sjob *j,
     return est;
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t size)
-{
-    if (need <= *cap)
-        return 0;
-    size_t ncap = *cap ? *cap : 64;
-    while (ncap < need)
-        ncap *= 2;
-    void *np = realloc(*p, ncap * size);
-    if (!np)
-        return -1;
-    *p = np;
-    *cap = ncap;
-    return 0;
-}
-
 /* Start CPU job ji on nodes: held in the engine and told in out. */
 static int cpu_start(struct sched *s, uint32_t ji, const uint32_t *nodes,
                      int np, int64_t now, struct sched_decisions *out)
 {
     struct splace *p = malloc(sizeof(*p) * (size_t)np);
-    void *a = out->starts, *b = out->places;
-    if (!p ||
-        grow(&a, &out->starts_cap, out->nstarts + 1, sizeof(*out->starts)))
+    if (!p || sched_decisions_reserve(out, (size_t)np) < 0)
         goto nomem;
-    out->starts = a;
-    if (grow(&b, &out->places_cap, out->nplaces + (size_t)np,
-             sizeof(*out->places)))
-        goto nomem;
-    out->places = b;
     for (int i = 0; i < np; i++)
         p[i] = (struct splace){nodes[i], 0xff, -1};
     cpu_queue_remove(s, ji);
@@ -330,7 +288,7 @@ int cpu_pass_begin(struct sched *s, bool full)
     uint32_t n = 0;
     for (uint32_t j = s->cpu.head; j != SCHED_NONE; j = s->jobs[j].next)
         s->cpu_order[n++] = j;
-    qsort_r(s->cpu_order, n, sizeof(*s->cpu_order), order_cmp, s);
+    qsort_r(s->cpu_order, n, sizeof(*s->cpu_order), sched_order_cmp, s);
     s->cpu_norder = n;
     return 0;
 }

@@ -511,6 +511,8 @@ void sched_models_str(const struct sched *s, uint64_t mask, char *buf,
                       size_t size);
 void sched_queue_insert(struct sched *s, uint32_t j);
 void sched_queue_unlink(struct sched *s, uint32_t j);
+/* Take job j out of list q (its prev/next links); counts are the caller's. */
+void sched_list_unlink(struct sched *s, struct squeue *q, uint32_t j);
 int sched_queues_sort(struct sched *s);
 int sched_running_reserve(struct sched *s, uint32_t more);
 void sched_running_add(struct sched *s, uint32_t j);
@@ -621,6 +623,11 @@ bool gang_choose(struct sched *s, const uint32_t *elig, const uint64_t *usable,
  * priority class, fair-share score plus age, submit time, id. */
 bool sched_before(const struct sched *s, const struct sjob *a,
                   const struct sjob *b);
+/* qsort_r comparator of job indexes in that order (arg: the engine). */
+int sched_order_cmp(const void *a, const void *b, void *arg);
+/* Room in d for one more start with nplaces more places (sched_pass.c);
+ * -1 when memory is short (d unchanged but possibly grown). */
+int sched_decisions_reserve(struct sched_decisions *d, size_t nplaces);
 
 /* Whether a GPU's reservation holds against job x (an index): it belongs to
  * a job still waiting for it that comes before x in the order. A job ahead

@@ -108,6 +108,18 @@ static int grow(void **p, size_t *cap, size_t need, size_t size)
     return 0;
 }
 
+int sched_decisions_reserve(struct sched_decisions *d, size_t nplaces)
+{
+    void *a = d->starts, *b = d->places;
+    if (grow(&a, &d->starts_cap, d->nstarts + 1, sizeof(*d->starts)))
+        return -1;
+    d->starts = a;
+    if (grow(&b, &d->places_cap, d->nplaces + nplaces, sizeof(*d->places)))
+        return -1;
+    d->places = b;
+    return 0;
+}
+
 int decisions_add_preempt(struct sched_decisions *d, uint64_t job,
                           uint64_t for_job, enum sched_preempt_reason why)
 {
@@ -170,6 +182,16 @@ bool sched_before(const struct sched *s, const struct sjob *a,
     if (a->submit != b->submit)
         return a->submit < b->submit;
     return a->id < b->id;
+}
+
+int sched_order_cmp(const void *a, const void *b, void *arg)
+{
+    const struct sched *s = arg;
+    const struct sjob *x = &s->jobs[*(const uint32_t *)a];
+    const struct sjob *y = &s->jobs[*(const uint32_t *)b];
+    if (sched_before(s, x, y))
+        return -1;
+    return sched_before(s, y, x) ? 1 : 0;
 }
 
 static bool cursor_before(const struct sched *s, const struct cursor *a,
@@ -523,11 +545,8 @@ static int start_apply(struct sched *s, struct pass *ps, uint32_t ji,
     for (int i = 0; i < f->nnodes; i++)
         np += f->slice_gpu >= 0 ? 1 : sched_popcount64(f->masks[i]);
     struct splace *p = malloc(sizeof(*p) * (size_t)np);
-    void *a = d->starts, *b = d->places;
-    if (!p || grow(&a, &d->starts_cap, d->nstarts + 1, sizeof(*d->starts)) ||
-        (d->starts = a, 0) ||
-        grow(&b, &d->places_cap, d->nplaces + (size_t)np, sizeof(*d->places)) ||
-        (d->places = b, 0) || sched_running_reserve(s, 1) < 0) {
+    if (!p || sched_decisions_reserve(d, (size_t)np) < 0 ||
+        sched_running_reserve(s, 1) < 0) {
         free(p);
         return -1;
     }

@@ -37,16 +37,6 @@ static int plan_node_cmp(const void *a, const void *b)
     return x->n < y->n ? -1 : x->n > y->n;
 }
 
-static int job_order_cmp(const void *a, const void *b, void *arg)
-{
-    const struct sched *s = arg;
-    const struct sjob *x = &s->jobs[*(const uint32_t *)a];
-    const struct sjob *y = &s->jobs[*(const uint32_t *)b];
-    if (sched_before(s, x, y))
-        return -1;
-    return sched_before(s, y, x) ? 1 : 0;
-}
-
 /* A fingerprint of everything a plan reads: it changes with every pass,
  * job and node change the controller reports. */
 static uint64_t plan_key(const struct sched *s)
@@ -390,7 +380,7 @@ int sched_plan_estimates(struct sched *s, int64_t now, struct sh_error *err)
             !sched_job_cpu(&s->jobs[j]))
             order[np++] = j;
     }
-    qsort_r(order, np, sizeof(*order), job_order_cmp, s);
+    qsort_r(order, np, sizeof(*order), sched_order_cmp, s);
     uint32_t planned = 0;
     for (uint32_t i = 0; i < np; i++) {
         uint32_t j = order[i];
