@@ -19,7 +19,6 @@
 #include "lib/util/clock.h"
 #include "lib/util/log.h"
 #include "lib/util/strbuf.h"
-#include "lib/util/utf8.h"
 #include "shoald/api_handlers.h"
 #include "shoald/auth.h"
 #include "shoald/ha.h"
@@ -79,31 +78,6 @@ struct api {
     long log_repeats;
 };
 
-int api_status_for(enum sh_errc code)
-{
-    switch (code) {
-    case SH_OK:
-        return 200;
-    case SH_EINVAL:
-        return 400;
-    case SH_EUNAUTH:
-        return 401;
-    case SH_EFORBIDDEN:
-    case SH_EQUOTA:
-        return 403;
-    case SH_ENOTFOUND:
-        return 404;
-    case SH_ECONFLICT:
-        return 409;
-    case SH_ETOOLARGE:
-        return 413;
-    case SH_EUNAVAILABLE:
-        return 503;
-    default:
-        return 500;
-    }
-}
-
 /* ---- answers ---- */
 
 static void set_resp(struct api_req *req, int status, const char *ctype,
@@ -139,17 +113,9 @@ void api_reply_text(struct api_req *req, int status, const char *ctype,
 
 void api_reply_error(struct api_req *req, const struct sh_error *err)
 {
-    enum sh_errc code = err->code == SH_OK ? SH_EINTERNAL : err->code;
-    /* Messages quote what the client sent (a path, a query argument, a
-     * name), which need not be UTF-8, and JSON strings must be: every
-     * invalid byte becomes U+FFFD, so a bad request gets its 4xx instead
-     * of a failed encoding. */
-    char *msg = utf8_sanitize(err->msg, strnlen(err->msg, sizeof(err->msg)));
-    json_t *body = msg ? json_pack("{s:{s:s, s:s}}", "error", "code",
-                                   sh_errc_name(code), "message", msg)
-                       : NULL;
-    free(msg);
-    api_reply_json(req, api_status_for(code), body);
+    int status;
+    json_t *body = api_error_body(err, &status);
+    api_reply_json(req, status, body);
 }
 
 int api_errorf(struct api_req *req, enum sh_errc code, const char *fmt, ...)

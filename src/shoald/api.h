@@ -95,7 +95,10 @@ void api_release(struct api_req *req);
 void api_set_user_data(struct api_req *req, void *data);
 void *api_get_user_data(const struct api_req *req);
 
-/* The HTTP status for an error code. */
+/* The HTTP status for an error code (api_error.c). */
 int api_status_for(enum sh_errc code);
+/* The error body {"error": {"code", "message"}} for err (SH_OK counts as
+ * internal), its status in *status; NULL when memory is short. */
+json_t *api_error_body(const struct sh_error *err, int *status);
 
 #endif

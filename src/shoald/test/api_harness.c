@@ -8,8 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/util/utf8.h"
-
 struct api_query_arg {
     const char *key;
     const char *value;
@@ -179,41 +177,11 @@ void api_reply_text(struct api_req *req, int status, const char *ctype,
     set_answer(req, text ? status : 500, text);
 }
 
-/* api.c's api_status_for(), which lives with the HTTP server. */
-static int status_for(enum sh_errc code)
-{
-    switch (code) {
-    case SH_OK:
-        return 200;
-    case SH_EINVAL:
-        return 400;
-    case SH_EUNAUTH:
-        return 401;
-    case SH_EFORBIDDEN:
-    case SH_EQUOTA:
-        return 403;
-    case SH_ENOTFOUND:
-        return 404;
-    case SH_ECONFLICT:
-        return 409;
-    case SH_ETOOLARGE:
-        return 413;
-    case SH_EUNAVAILABLE:
-        return 503;
-    default:
-        return 500;
-    }
-}
-
 void api_reply_error(struct api_req *req, const struct sh_error *err)
 {
-    enum sh_errc code = err->code == SH_OK ? SH_EINTERNAL : err->code;
-    char *msg = utf8_sanitize(err->msg, strnlen(err->msg, sizeof(err->msg)));
-    json_t *body = msg ? json_pack("{s:{s:s, s:s}}", "error", "code",
-                                   sh_errc_name(code), "message", msg)
-                       : NULL;
-    free(msg);
-    api_reply_json(req, status_for(code), body);
+    int status;
+    json_t *body = api_error_body(err, &status);
+    api_reply_json(req, status, body);
 }
 
 int api_errorf(struct api_req *req, enum sh_errc code, const char *fmt, ...)
