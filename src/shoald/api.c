@@ -111,24 +111,6 @@ void api_reply_text(struct api_req *req, int status, const char *ctype,
     set_resp(req, status, ctype, body, len);
 }
 
-void api_reply_error(struct api_req *req, const struct sh_error *err)
-{
-    int status;
-    json_t *body = api_error_body(err, &status);
-    api_reply_json(req, status, body);
-}
-
-int api_errorf(struct api_req *req, enum sh_errc code, const char *fmt, ...)
-{
-    struct sh_error err;
-    va_list ap;
-    va_start(ap, fmt);
-    sh_verrorf(&err, code, fmt, ap);
-    va_end(ap);
-    api_reply_error(req, &err);
-    return -1;
-}
-
 bool api_replied(const struct api_req *req)
 {
     return req->has_resp;

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* What an error looks like on the wire: its HTTP status and its JSON body.
- * Apart from api.c so that the handlers' request stand-in for tests and
- * fuzz targets (test/api_harness.c) answers errors exactly as the server
- * does without linking the HTTP server. */
+/* What an error looks like on the wire: its HTTP status and its JSON body,
+ * and the handlers' error answers (api_reply_error, api_errorf) built on
+ * api_reply_json. Apart from api.c so that the handlers' request stand-in
+ * for tests and fuzz targets (test/api_harness.c) answers errors exactly as
+ * the server does without linking the HTTP server. */
+#include <stdarg.h>
 #include <string.h>
 
 #include "lib/util/utf8.h"
@@ -47,4 +49,22 @@ json_t *api_error_body(const struct sh_error *err, int *status)
     free(msg);
     *status = api_status_for(code);
     return body;
+}
+
+void api_reply_error(struct api_req *req, const struct sh_error *err)
+{
+    int status;
+    json_t *body = api_error_body(err, &status);
+    api_reply_json(req, status, body);
+}
+
+int api_errorf(struct api_req *req, enum sh_errc code, const char *fmt, ...)
+{
+    struct sh_error err;
+    va_list ap;
+    va_start(ap, fmt);
+    sh_verrorf(&err, code, fmt, ap);
+    va_end(ap);
+    api_reply_error(req, &err);
+    return -1;
 }

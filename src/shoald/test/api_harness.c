@@ -2,7 +2,6 @@
 /* A stand-in for the request side of shoald/api.c (api_harness.h). */
 #include "api_harness.h"
 
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -175,24 +174,6 @@ void api_reply_text(struct api_req *req, int status, const char *ctype,
     }
     free(body);
     set_answer(req, text ? status : 500, text);
-}
-
-void api_reply_error(struct api_req *req, const struct sh_error *err)
-{
-    int status;
-    json_t *body = api_error_body(err, &status);
-    api_reply_json(req, status, body);
-}
-
-int api_errorf(struct api_req *req, enum sh_errc code, const char *fmt, ...)
-{
-    struct sh_error err;
-    va_list ap;
-    va_start(ap, fmt);
-    sh_verrorf(&err, code, fmt, ap);
-    va_end(ap);
-    api_reply_error(req, &err);
-    return -1;
 }
 
 bool api_replied(const struct api_req *req)
