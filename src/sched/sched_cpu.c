@@ -60,8 +60,30 @@ void cpu_note_stop(struct sched *s, const struct sjob *j)
 
 /* ----------------------------------------------------------- hold, free */
 
+/* Whether node n holds a live reservation of a job ahead of CPU job j
+ * that a start of j there would delay: an exclusive job's (it needs the
+ * node empty), or any job's when j itself is exclusive. */
+static bool cpu_node_reserved(const struct sched *s, const struct sjob *j,
+                              uint32_t n)
+{
+    const struct snode *nd = &s->nodes[n];
+    if (nd->resv_epoch != s->epoch)
+        return false;
+    uint32_t x = (uint32_t)(j - s->jobs);
+    for (uint8_t g = 0; g < nd->ngpus; g++) {
+        const struct sgpu *gp = &nd->gpus[g];
+        if (gp->resv_epoch == s->epoch && resv_live(s, gp, x) &&
+            (j->excl || s->jobs[gp->resv_job].excl))
+            return true;
+    }
+    return false;
+}
+
 /* Whether CPU job j may start on node n now: an up node its wishes allow,
- * no exclusive job there, and for an exclusive job no job at all. */
+ * no exclusive job there, and for an exclusive job no job at all; not a
+ * node an exclusive job ahead has reserved (a stream of CPU jobs would
+ * keep it waiting for ever), nor, for an exclusive CPU job, one whose GPUs
+ * a job ahead has reserved. */
 static bool cpu_node_ok(const struct sched *s, const struct sjob *j, uint32_t n)
 {
     const struct snode *nd = &s->nodes[n];
@@ -69,7 +91,8 @@ static bool cpu_node_ok(const struct sched *s, const struct sjob *j, uint32_t n)
         return false;
     if (j->filter && !(n < j->filter->nbits && bits_test(j->filter->allow, n)))
         return false;
-    return nd->excl == SCHED_NONE && (!j->excl || nd->njobs == 0);
+    return nd->excl == SCHED_NONE && (!j->excl || nd->njobs == 0) &&
+           !cpu_node_reserved(s, j, n);
 }
 
 int cpu_hold(struct sched *s, uint32_t j, struct splace *p, int np)

@@ -180,6 +180,31 @@ Test(sched_cpu, exclusive_jobs_wait_for_each_other)
     run("cpu_exclusive", scn);
 }
 
+Test(sched_cpu, reserved_nodes_are_kept_for_exclusive_jobs)
+{
+    /* Job 2 needs both nodes whole and holds a reservation for when job
+     * 1 ends; a later CPU job must not take the idle node b meanwhile (a
+     * stream of them would keep job 2 waiting for ever), and an exclusive
+     * CPU job no reserved node at all. */
+    static const char scn[] = "node a gpus=2xH100-80GB\n"
+                              "node b gpus=2xH100-80GB\n"
+                              "running 1 on=a:0 limit=100\n"
+                              "job 2 gpus=2 nodes=2 exclusive submit=2\n"
+                              "run 10\n"
+                              "expect nostart 2\n"
+                              "expect est 2 100\n"
+                              "job 3 gpus=0 submit=3\n"
+                              "job 4 gpus=0 exclusive submit=4\n"
+                              "run 20\n"
+                              "expect starts 0\n"
+                              "end 1 at=50\n"
+                              "run 50\n"
+                              "expect start 2\n"
+                              "expect nostart 3\n"
+                              "expect nostart 4\n";
+    run("cpu_reserved", scn);
+}
+
 Test(sched_cpu, pending_reasons_and_estimates)
 {
     static const char scn[] =
