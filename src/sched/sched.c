@@ -634,13 +634,19 @@ void sched_queue_insert(struct sched *s, uint32_t j)
         q->unsorted = true;
         s->nunsorted++;
     }
-    job->prev = q->tail;
-    job->next = SCHED_NONE;
     if (s->cfg.policy != SCHED_POLICY_FIFO) {
         s->projects[job->project].npending++;
         s->projects[job->project].qmask |=
             UINT32_C(1) << (job->prio * SCHED_CLASSES + sched_job_class(job));
     }
+    sched_list_append(s, q, j);
+}
+
+void sched_list_append(struct sched *s, struct squeue *q, uint32_t j)
+{
+    struct sjob *job = &s->jobs[j];
+    job->prev = q->tail;
+    job->next = SCHED_NONE;
     if (q->tail == SCHED_NONE)
         q->head = j;
     else

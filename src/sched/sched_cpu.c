@@ -27,15 +27,7 @@
 void cpu_queue_add(struct sched *s, uint32_t j)
 {
     struct sjob *job = &s->jobs[j];
-    struct squeue *q = &s->cpu;
-    job->prev = q->tail;
-    job->next = SCHED_NONE;
-    if (q->tail == SCHED_NONE)
-        q->head = j;
-    else
-        s->jobs[q->tail].next = j;
-    q->tail = j;
-    q->count++;
+    sched_list_append(s, &s->cpu, j);
     s->ncpu_pending++;
     s->ncpu_excl_pending += job->excl;
     s->users[job->user].cpu_pending++;

@@ -511,7 +511,9 @@ void sched_models_str(const struct sched *s, uint64_t mask, char *buf,
                       size_t size);
 void sched_queue_insert(struct sched *s, uint32_t j);
 void sched_queue_unlink(struct sched *s, uint32_t j);
-/* Take job j out of list q (its prev/next links); counts are the caller's. */
+/* Append job j to list q, or take it out (its prev/next links and q's
+ * count; other counts are the caller's). */
+void sched_list_append(struct sched *s, struct squeue *q, uint32_t j);
 void sched_list_unlink(struct sched *s, struct squeue *q, uint32_t j);
 int sched_queues_sort(struct sched *s);
 int sched_running_reserve(struct sched *s, uint32_t more);
