@@ -614,7 +614,7 @@ struct squeue *sched_job_queue(struct sched *s, const struct sjob *j)
 
 static bool job_before(const struct sjob *a, const struct sjob *b)
 {
-    if (a->las_lvl != b->las_lvl) /* 0 unless the LAS policy */
+    if (a->las_lvl != b->las_lvl) /* 0 unless the LAS rules are on */
         return a->las_lvl < b->las_lvl;
     if (a->submit != b->submit)
         return a->submit < b->submit;
@@ -939,6 +939,8 @@ int sched_job_add(struct sched *s, const struct sched_job_desc *d,
     s->fresh[s->nfresh++] = d->id;
     s->jobs[j].state = SCHED_JOB_PENDING;
     s->jobs[j].wait = SCHED_WAIT_NEW;
+    if (d->checkpointable && s->cfg.policy == SCHED_POLICY_DEFAULT)
+        s->las_ckpt = true;
     las_job_added(s, &s->jobs[j]);
     sched_pending_count(s, j, +1); /* sets lb, which picks the queue */
     sched_queue_insert(s, j);

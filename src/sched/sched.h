@@ -56,8 +56,10 @@ struct sched;
 /* ---------------------------------------------------------------- config */
 
 enum sched_policy {
-    SCHED_POLICY_DEFAULT = 0, /* priority, fair share, quotas, backfill */
-    SCHED_POLICY_FIFO,        /* submit order; nothing passes the head job */
+    /* Priority, fair share, quotas, backfill; checkpointable jobs also
+     * by LAS level first and LAS preemption among them (sched_las.c). */
+    SCHED_POLICY_DEFAULT = 0,
+    SCHED_POLICY_FIFO, /* submit order; nothing passes the head job */
     /* Least attained service (Tiresias-style, sched_las.c): priority, then
      * the level of the GPU time a job has had, then submit order; backfill
      * and quotas as default; checkpointable jobs of a higher level are

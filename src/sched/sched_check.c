@@ -111,18 +111,24 @@ static int check_jobs(const struct sched *s, struct sh_error *err)
             if (j->place)
                 FAIL("pending job %llu has a placement",
                      (unsigned long long)j->id);
+            if (j->las_lvl > 0 && !(sched_las(s) && las_leveled(s, j)))
+                FAIL("pending job %llu has a LAS level it may not have",
+                     (unsigned long long)j->id);
             continue;
         }
         running++;
         if (check_running(s, ji, err) < 0)
             return -1;
-        /* LAS: a run's level kept for the pass's time holds (sched_las.c). */
+        /* LAS: a run's level kept for the pass's time holds (sched_las.c);
+         * a job without a level (the default policy, not checkpointable)
+         * stays at 0. */
+        uint8_t lvl = las_leveled(s, j)
+                          ? las_level(s, las_attained(s, j, s->last_now))
+                          : 0;
         if (sched_las(s) && s->ran && j->las_run_start == j->start &&
-            s->last_now < j->las_run_next &&
-            j->las_run_lvl != las_level(s, las_attained(s, j, s->last_now)))
+            s->last_now < j->las_run_next && j->las_run_lvl != lvl)
             FAIL("job %llu: LAS level %u kept, %u now",
-                 (unsigned long long)j->id, j->las_run_lvl,
-                 las_level(s, las_attained(s, j, s->last_now)));
+                 (unsigned long long)j->id, j->las_run_lvl, lvl);
     }
     if (running != s->nrunning || pending != s->npending)
         FAIL("counts: %u running (kept %u), %u pending (kept %u)", running,

@@ -450,6 +450,9 @@ struct sched {
      * is due for promotion (INT64_MAX: none). */
     uint8_t las_maxlvl;
     int64_t las_next_promote;
+    /* The default policy: a checkpointable job was added, so the LAS rules
+     * are on for checkpointable jobs (sched_las()); never cleared. */
+    bool las_ckpt;
     /* LAS without quotas: the preemption candidates of one model, sorted
      * (sched_preempt.c), kept while no running job stops, none becomes a
      * candidate or changes level (las_key_changes), no node is set (and
@@ -677,9 +680,18 @@ bool sched_plan_get(const struct sched *s, uint32_t j, int64_t *est,
 int resv_compute(struct sched *s, uint32_t j, uint64_t mask, int64_t now);
 
 /* sched_las.c */
+/* Whether the LAS rules are on: the LAS policy, or the default policy
+ * once a checkpointable job was added (levels, guard, hold and the LAS
+ * preemption, for checkpointable jobs only; sched_las.c). */
 static inline bool sched_las(const struct sched *s)
 {
-    return s->cfg.policy == SCHED_POLICY_LAS;
+    return s->cfg.policy == SCHED_POLICY_LAS || s->las_ckpt;
+}
+/* Whether job j's attained service gives it a level: every job in the
+ * LAS policy, only checkpointable ones in the default. */
+static inline bool las_leveled(const struct sched *s, const struct sjob *j)
+{
+    return s->cfg.policy == SCHED_POLICY_LAS || j->ckpt;
 }
 /* GPU-ms of service of a job at now: earlier runs plus the current one. */
 int64_t las_attained(const struct sched *s, const struct sjob *j, int64_t now);

@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The least-attained-service policy (SCHED_POLICY_LAS), after Tiresias's
+/* The least-attained-service rules: the LAS policy (SCHED_POLICY_LAS),
+ * and the default policy's rules for checkpointable jobs (sched_las():
+ * once one is added; only they have levels, las_leveled(), so the others
+ * keep the fair-share order and are never LAS victims). After Tiresias's
  * discretised LAS: a job's attained service is the GPU time it has had
  * (GPUs x ms, over all its runs); its level is how many of the configured
  * thresholds that has reached. Pending jobs are ordered by priority class,
- * then level, then submit time (sched.c's queue order, sched_pass.c's
- * merge), and a waiting job may preempt running checkpointable jobs of a
- * higher level once they have run a quantum (sched_preempt.c). The rest is
+ * then level, then submit time (the default: fair share and age; sched.c's
+ * queue order, sched_pass.c's merge), and a waiting job may preempt
+ * running checkpointable jobs of a higher level once they have run a
+ * quantum (sched_preempt.c). The rest is
  * the default policy's: backfill with reservations, quotas and reclaim.
  *
  * Starvation guard: a pending job of level > 0 that has waited since it
@@ -56,11 +60,13 @@ uint8_t las_level(const struct sched *s, int64_t attained)
  * X - attained (integer division, as las_attained()). */
 static void run_level(const struct sched *s, struct sjob *j, int64_t now)
 {
-    uint8_t l = las_level(s, las_attained(s, j, now));
+    /* The default policy: a job that is not checkpointable has no level. */
+    bool leveled = las_leveled(s, j);
+    uint8_t l = leveled ? las_level(s, las_attained(s, j, now)) : 0;
     j->las_run_lvl = l;
     j->las_run_start = j->start;
     j->las_run_next = INT64_MAX;
-    if (l < s->cfg.las_nthresholds && j->units > 0) {
+    if (leveled && l < s->cfg.las_nthresholds && j->units > 0) {
         int64_t need =
             (s->cfg.las_thresholds[l] - j->attained) * SCHED_UNITS_PER_GPU;
         int64_t dt = (need + (int64_t)j->units - 1) / (int64_t)j->units;
@@ -84,7 +90,7 @@ static int64_t promote_at(const struct sched *s, const struct sjob *j)
 void las_job_added(struct sched *s, struct sjob *j)
 {
     j->las_lvl = 0;
-    if (!sched_las(s))
+    if (!sched_las(s) || !las_leveled(s, j))
         return;
     j->las_lvl = las_level(s, j->attained);
     if (j->las_lvl > 0) {

@@ -42,6 +42,7 @@ struct cursor {
     uint32_t project;
     uint8_t prio;
     uint8_t cls; /* size class (sched_job_class) */
+    uint8_t lvl; /* its job's LAS level (0 unless the LAS rules are on) */
     int64_t score;
 };
 
@@ -155,10 +156,11 @@ static void cursor_load(const struct sched *s, const struct pass *ps,
                         struct cursor *c)
 {
     const struct sjob *j = &s->jobs[c->job];
-    /* LAS: the level alone (then submit order): a queue is sorted by it. */
-    c->score = s->cfg.policy == SCHED_POLICY_FIFO ? 0
-               : sched_las(s)
-                   ? -(int64_t)j->las_lvl
+    /* The LAS level goes first (a queue is sorted by it); then LAS takes
+     * submit order, the default fair share and age. */
+    c->lvl = j->las_lvl;
+    c->score = s->cfg.policy != SCHED_POLICY_DEFAULT
+                   ? 0
                    : s->projects[c->project].key +
                          age_score(s, ps->now, j->submit - short_credit(s, j));
 }
@@ -171,7 +173,7 @@ bool sched_before(const struct sched *s, const struct sjob *a,
         return a->prio < b->prio;
     if (sched_las(s) && a->las_lvl != b->las_lvl)
         return a->las_lvl < b->las_lvl;
-    if (!fifo && !sched_las(s)) {
+    if (s->cfg.policy == SCHED_POLICY_DEFAULT) {
         int64_t sa = s->projects[a->project].key +
                      age_score(s, s->last_now, a->submit - short_credit(s, a));
         int64_t sb = s->projects[b->project].key +
@@ -199,6 +201,8 @@ static bool cursor_before(const struct sched *s, const struct cursor *a,
 {
     if (a->prio != b->prio)
         return a->prio < b->prio;
+    if (a->lvl != b->lvl)
+        return a->lvl < b->lvl;
     if (a->score != b->score)
         return a->score > b->score;
     const struct sjob *x = &s->jobs[a->job], *y = &s->jobs[b->job];
@@ -251,7 +255,7 @@ static int merge_init(struct sched *s, struct pass *ps)
     ps->nrest = 0;
     if (s->cfg.policy == SCHED_POLICY_FIFO) {
         if (s->fifo.head != SCHED_NONE) {
-            ps->heap[0] = (struct cursor){s->fifo.head, 0, 0, 0, 0};
+            ps->heap[0] = (struct cursor){s->fifo.head, 0, 0, 0, 0, 0};
             ps->nheap = 1;
         }
         return 0;

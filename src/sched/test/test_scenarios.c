@@ -171,3 +171,13 @@ Test(sched_scenario, las_hold_keeps_the_run_of_a_job_that_waited_long)
 {
     run("las_hold.scn");
 }
+
+Test(sched_scenario, default_orders_checkpointable_jobs_by_level_first)
+{
+    run("default_las_order.scn");
+}
+
+Test(sched_scenario, default_preempts_only_checkpointable_jobs_by_level)
+{
+    run("default_las_preempt.scn");
+}

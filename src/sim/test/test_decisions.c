@@ -129,8 +129,10 @@ struct replay {
 };
 
 /* las: the LAS policy (LAS_CKPT: every job checkpointing, free restore;
- * LAS_HOLD: the same with a 20-minute hold, LAS_CKPT without one). */
-enum { LAS_OFF = 0, LAS_CKPT, LAS_PLAIN, LAS_HOLD };
+ * LAS_HOLD: the same with a 20-minute hold, LAS_CKPT without one);
+ * DEFAULT_CKPT: the default policy with every job checkpointing, free
+ * restore (its LAS rules, the default hold). */
+enum { LAS_OFF = 0, LAS_CKPT, LAS_PLAIN, LAS_HOLD, DEFAULT_CKPT };
 static void replay_run_policy(struct replay *rp, const char *cluster,
                               const char *trace, const char *tenants,
                               bool all_reasons, bool controller_settings,
@@ -142,8 +144,14 @@ static void replay_run_policy(struct replay *rp, const char *cluster,
     sim_options_init(&o);
     o.sched.all_reasons = all_reasons;
     if (las) {
-        o.sched.policy = SCHED_POLICY_LAS;
+        if (las != DEFAULT_CKPT)
+            o.sched.policy = SCHED_POLICY_LAS;
         o.sched.las_quantum_ms = 60 * 1000;
+    }
+    if (las == DEFAULT_CKPT) {
+        cr_assert(sim_resume_parse("all:0s", &o.resume[0], &err) == 0, "%s",
+                  err.msg);
+        o.nresume = 1;
     }
     if (las == LAS_CKPT || las == LAS_HOLD) {
         cr_assert(sim_resume_parse("all:0s", &o.resume[0], &err) == 0, "%s",
@@ -425,6 +433,35 @@ Test(sim_decisions, the_simulator_decides_as_the_controller)
         assert_overloaded(&sim, what);
         strbuf_fini(&ctl.log);
         replay_fini(&sim);
+        free(trace);
+    }
+}
+
+/* The default policy with checkpointing jobs: its LAS rules preempt, and
+ * the decisions are the same whether or not reasons are given. */
+Test(sim_decisions,
+     all_reasons_does_not_change_a_default_replay_that_checkpoints)
+{
+    for (uint64_t seed = 33; seed <= 34; seed++) {
+        char *trace = overloaded_trace(seed * 7777, 300);
+        struct replay with, without, plain;
+        char what[64];
+        snprintf(what, sizeof(what), "seed %llu, default with checkpoints",
+                 (unsigned long long)seed);
+        replay_run_policy(&with, "4x8xH100-80GB@2", trace, NULL, true, true,
+                          DEFAULT_CKPT);
+        replay_run_policy(&without, "4x8xH100-80GB@2", trace, NULL, false, true,
+                          DEFAULT_CKPT);
+        replay_run_policy(&plain, "4x8xH100-80GB@2", trace, NULL, false, true,
+                          LAS_OFF);
+        cr_assert(with.r.preemptions > 0, "%s: nothing preempted", what);
+        cr_assert(with.r.resumes > 0, "%s: nothing resumed", what);
+        cr_assert_eq(plain.r.preemptions, 0, "%s: plain default preempted",
+                     what);
+        assert_same_decisions(&with, &without, what);
+        replay_fini(&with);
+        replay_fini(&without);
+        replay_fini(&plain);
         free(trace);
     }
 }
