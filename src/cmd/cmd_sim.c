@@ -29,8 +29,9 @@ static const char usage[] =
     "  --trace-format F      auto (default: by the header), shoal, philly,\n"
     "                        tiresias or pollux\n"
     "  --policy NAME         default (priority, fair share, quotas,\n"
-    "                        backfill), fifo (strict order, no backfill) or\n"
-    "                        las (least attained service first; preempts\n"
+    "                        backfill; jobs that checkpoint share GPUs by\n"
+    "                        LAS levels), fifo (strict order, no backfill)\n"
+    "                        or las (least attained service first; preempts\n"
     "                        jobs that checkpoint, see --resume)\n"
     "  --json                print the metrics as JSON\n"
     "  --exact-limits        jobs without a time limit get their duration as\n"
@@ -46,6 +47,8 @@ static const char usage[] =
     "                        fifth); default 10d, as the controller; 0s = off\n"
     "  --grace DUR           preemption grace period (default 10s, as\n"
     "                        shoald --kill-grace)\n"
+    "  The --las-* options apply to las, and to default for the jobs\n"
+    "  that checkpoint:\n"
     "  --las-levels LIST     las: GPU-time thresholds of the levels\n"
     "                        (default 1h,10h)\n"
     "  --las-quantum DUR     las: run time before a job may be preempted\n"
@@ -270,9 +273,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         if (rc != 0)
             return rc;
     }
-    if (o->las_set && o->sim.sched.policy != SCHED_POLICY_LAS)
+    if (o->las_set && o->sim.sched.policy == SCHED_POLICY_FIFO)
         return fail(2, "sim: --las-levels, --las-quantum, --las-hold* and "
-                       "--las-starve-* need --policy las");
+                       "--las-starve-* need --policy las or default");
     if (!o->trace)
         return fail(2, "sim: --trace FILE is required (see shoal sim "
                        "--help)");

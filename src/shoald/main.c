@@ -84,9 +84,12 @@ static const char usage[] =
     "                         need (and back to whole GPUs)\n"
     "  --reslice-hold DUR     leave a re-sliced GPU alone this long (1m)\n"
     "  --policy NAME          queue order: default (priority, fair share,\n"
-    "                         small jobs first), fifo (submit order, nothing\n"
+    "                         small jobs first; checkpointable jobs by\n"
+    "                         LAS levels), fifo (submit order, nothing\n"
     "                         passes the first job) or las (least attained\n"
     "                         GPU time first, preempting checkpointable jobs)\n"
+    "  The --las-* options apply to las, and to default for checkpointable\n"
+    "  jobs:\n"
     "  --las-levels LIST      las: GPU-time thresholds of the levels\n"
     "                         (default 1h,10h)\n"
     "  --las-quantum DUR      las: a job runs this long before it may be\n"
@@ -335,9 +338,10 @@ static int parse_args(int argc, char **argv, struct shoald_config *cfg)
     if ((cfg->las_levels || cfg->las_quantum_ms >= 0 || cfg->las_hold_ms >= 0 ||
          cfg->las_starve_factor >= 0 || cfg->las_starve_max_ms >= 0 ||
          cfg->las_hold_gpus >= 0) &&
-        cfg->policy != SCHED_POLICY_LAS) {
+        cfg->policy == SCHED_POLICY_FIFO) {
+        /* The default policy uses them for checkpointable jobs. */
         fprintf(stderr, "shoald: --las-levels, --las-quantum, --las-hold* "
-                        "and --las-starve-* need --policy las\n");
+                        "and --las-starve-* need --policy las or default\n");
         return -1;
     }
     return 0;

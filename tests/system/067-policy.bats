@@ -5,10 +5,14 @@
 #   pol-001 without --policy the controller runs the default policy
 #   pol-002 --policy las is accepted, shows in health, and jobs still run
 #   pol-003 a bad policy name is refused with the choices named, and no
-#           controller starts; LAS settings without --policy las too
+#           controller starts; LAS settings with --policy fifo too (the
+#           default policy takes them for checkpointable jobs)
 #   pol-004 under las a checkpointable job that has had more GPU time is
 #           preempted for a new job, requeued, and runs again after it
 #   pol-005 --checkpointable without requeue is refused through the API
+#   pol-006 the default policy preempts a checkpointable job that has had
+#           more GPU time for a new checkpointable job, requeues it, and
+#           runs it again after it
 
 load lib/cluster
 
@@ -40,13 +44,13 @@ health_policy() { curl -sf "$SHOAL_URL/v1/health" | jq -r .policy; }
     [ ! -e "$SHOAL_TEST_DIR/bad/url" ]
 }
 
-@test "pol-003b LAS settings need --policy las; bad levels, hold and guard are refused" {
+@test "pol-003b LAS settings need --policy las or default; bad levels, hold and guard are refused" {
     shoal_tmp_init
     mkdir -p "$SHOAL_TEST_DIR/bad"
-    run "$SHOALD" --state "$SHOAL_TEST_DIR/bad" --port 0 --las-quantum 1m
+    run "$SHOALD" --state "$SHOAL_TEST_DIR/bad" --port 0 --policy fifo --las-quantum 1m
     [ "$status" -ne 0 ]
     echo "$output" | grep -q -- "need --policy las"
-    run "$SHOALD" --state "$SHOAL_TEST_DIR/bad" --port 0 --las-hold 7d
+    run "$SHOALD" --state "$SHOAL_TEST_DIR/bad" --port 0 --policy fifo --las-hold 7d
     [ "$status" -ne 0 ]
     echo "$output" | grep -q -- "need --policy las"
     run "$SHOALD" --state "$SHOAL_TEST_DIR/bad" --port 0 --policy las --las-starve-factor 1001
@@ -88,4 +92,21 @@ health_policy() { curl -sf "$SHOAL_URL/v1/health" | jq -r .policy; }
     echo "$body" | jq -r .error.message | grep -q "checkpointable needs requeue"
     api POST /v1/jobs '{"command":["true"],"gpus":1,"checkpointable":true,"requeue":true}'
     [ "$status_code" = 201 ]
+}
+
+# The default policy with the same small levels: both jobs checkpoint; the
+# long one reaches level 1 after 2 s on its GPU and, once it ran the 1 s
+# quantum, the new one (level 0) preempts it.
+@test "pol-006 default preempts a checkpointable job for a new checkpointable one" {
+    shoald_start --las-levels 2s --las-quantum 1s --kill-grace 2s
+    [ "$(health_policy)" = default ]
+    agent_start node1 1
+    wait_for 20 nodes_up_is 1
+    long=$(submit --gpus 1 --checkpointable -- sleep 600)
+    wait_job_state "$long" running 30
+    short=$(submit --gpus 1 --checkpointable -- true)
+    wait_job_state "$short" completed 60
+    [ "$(job_field "$long" .requeues)" -ge 1 ]
+    wait_job_state "$long" running 30
+    shoal cancel "$long"
 }
