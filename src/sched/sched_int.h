@@ -142,9 +142,15 @@ struct snode {
     struct snode_pf *pf;
     uint32_t nheld;      /* GPUs and slices held by jobs */
     uint32_t resv_epoch; /* some GPU here is reserved in this epoch */
-    /* Reservation shadow (the future, as running jobs end). */
+    /* Reservation shadow (the future, as running jobs end): the free GPUs,
+     * the jobs without GPUs still running, and while the exclusive job
+     * here runs (shadow_excl) the GPUs it keeps from others (shadow_held,
+     * not in shadow). */
     uint64_t shadow;
+    uint64_t shadow_held;
     uint32_t shadow_stamp;
+    uint32_t shadow_ncpu;
+    uint32_t shadow_excl;
     /* Labels, for jobs' constraints (owned copies). */
     struct node_label *labels;
     int nlabels;

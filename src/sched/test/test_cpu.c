@@ -286,3 +286,42 @@ Test(sched_cpu, incremental_passes_see_what_lets_one_start)
         "expect start 3 on=a\n";
     run("cpu_incremental", scn);
 }
+
+Test(sched_cpu, exclusive_gpu_job_reserves_for_when_cpu_jobs_end)
+{
+    /* The CPU job on a ends at 100 (its limit): the exclusive job gets
+     * the node then, a reservation that keeps a later CPU job off a. */
+    static const char scn[] = "node a gpus=2xH100-80GB\n"
+                              "running 1 gpus=0 on=a limit=100\n"
+                              "job 2 gpus=2 exclusive submit=2\n"
+                              "run 10\n"
+                              "expect nostart 2\n"
+                              "expect est 2 100\n"
+                              "job 3 gpus=0 submit=3\n"
+                              "run 20\n"
+                              "expect starts 0\n"
+                              "expect est 2 100\n"
+                              "end 1 at=60\n"
+                              "run 60\n"
+                              "expect start 2\n";
+    run("cpu_resv_excl", scn);
+}
+
+Test(sched_cpu, reservation_waits_for_an_exclusive_cpu_job)
+{
+    /* Node a's GPUs are idle but an exclusive CPU job holds it until
+     * 100; b's GPUs free at 200. Job 3 (2 GPUs) can have a at 100, not
+     * now. */
+    static const char scn[] = "node a gpus=2xH100-80GB\n"
+                              "node b gpus=2xH100-80GB\n"
+                              "running 1 gpus=0 exclusive on=a limit=100\n"
+                              "running 2 gpus=2 on=b:0,1 limit=200\n"
+                              "job 3 gpus=2 submit=3\n"
+                              "run 10\n"
+                              "expect nostart 3\n"
+                              "expect est 3 100\n"
+                              "end 1 at=50\n"
+                              "run 50\n"
+                              "expect start 3 on=a:0,1\n";
+    run("cpu_resv_held", scn);
+}
