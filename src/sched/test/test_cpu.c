@@ -325,3 +325,32 @@ Test(sched_cpu, reservation_waits_for_an_exclusive_cpu_job)
                               "expect start 3 on=a:0,1\n";
     run("cpu_resv_held", scn);
 }
+
+Test(sched_cpu, without_backfill_incremental_and_full_passes_agree)
+{
+    /* No backfill: a CPU job waits behind the blocked GPU job ahead of
+     * it. Project other borrows a GPU (so a full pass walks on to job 2
+     * though nothing can start); an incremental pass must not let a CPU
+     * job pass job 2 either. */
+    static const char scn[] =
+        "config max_reservations=0 full_pass_interval=60\n"
+        "node a gpus=2xH100-80GB\n"
+        "project own guaranteed=2\n"
+        "project other limit=2\n"
+        "running 1 project=other on=a:0 limit=1000\n"
+        "job 2 project=own gpus=2 nodelist=a submit=2\n"
+        "job 3 project=own gpus=0 submit=3\n"
+        "run 10\n"
+        "expect full\n"
+        "expect nostart 3\n"
+        "expect reason 3 \"priority: behind higher-priority jobs\"\n"
+        "job 4 project=own gpus=0 submit=4\n"
+        "run 20\n"
+        "expect full no\n"
+        "expect starts 0\n"
+        "expect reason 4 \"priority: behind higher-priority jobs\"\n"
+        "run 70\n"
+        "expect full\n"
+        "expect starts 0\n";
+    run("cpu_no_backfill", scn);
+}
