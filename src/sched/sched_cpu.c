@@ -87,13 +87,14 @@ static bool cpu_node_ok(const struct sched *s, const struct sjob *j, uint32_t n)
            !cpu_node_reserved(s, j, n);
 }
 
-int cpu_hold(struct sched *s, uint32_t j, struct splace *p, int np)
+int cpu_hold(struct sched *s, uint32_t j, struct splace *p, int np,
+             bool recover)
 {
     struct sjob *job = &s->jobs[j];
     for (int i = 0; i < np; i++) {
         const struct snode *nd = &s->nodes[p[i].node];
-        if (!nd->present || nd->excl != SCHED_NONE ||
-            (job->excl && nd->njobs > 0))
+        if (!nd->present || (!recover && (nd->excl != SCHED_NONE ||
+                                          (job->excl && nd->njobs > 0))))
             return -1;
         for (int k = 0; k < i; k++) {
             if (p[k].node == p[i].node)
@@ -111,7 +112,7 @@ int cpu_hold(struct sched *s, uint32_t j, struct splace *p, int np)
         struct snode *nd = &s->nodes[p[i].node];
         nd->njobs++;
         nd->ncpu++;
-        if (job->excl)
+        if (job->excl && nd->excl == SCHED_NONE)
             nd->excl = j;
     }
     job->place = p;
@@ -130,10 +131,10 @@ void cpu_release(struct sched *s, uint32_t j)
     struct sjob *job = &s->jobs[j];
     for (int i = 0; i < job->nplace; i++) {
         struct snode *nd = &s->nodes[job->place[i].node];
+        node_excl_drop(s, job->place[i].node, j);
         nd->njobs--;
         nd->ncpu--;
-        if (nd->excl == j)
-            nd->excl = SCHED_NONE;
+        nd->shared = nd->shared && nd->njobs > 0;
     }
     uint32_t slot = job->prev;
     uint32_t last = s->cpu_running[--s->ncpu_running];
@@ -255,7 +256,7 @@ static int cpu_start(struct sched *s, uint32_t ji, const uint32_t *nodes,
     for (int i = 0; i < np; i++)
         p[i] = (struct splace){nodes[i], 0xff, -1};
     cpu_queue_remove(s, ji);
-    if (cpu_hold(s, ji, p, np) < 0) {
+    if (cpu_hold(s, ji, p, np, false) < 0) {
         cpu_queue_add(s, ji);
         goto nomem;
     }

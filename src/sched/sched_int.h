@@ -155,6 +155,8 @@ struct snode {
     struct node_label *labels;
     int nlabels;
     uint32_t excl;  /* the exclusive job running here, or SCHED_NONE */
+    bool shared;    /* recovery found an exclusive job here beside others
+                       (kept until no job runs here) */
     uint32_t njobs; /* running jobs with a part here (GPU and CPU) */
     uint32_t ncpu;  /* ... of them without GPUs */
 };
@@ -577,6 +579,12 @@ void node_index_add(struct sched *s, uint32_t n);
 void node_free_changed(struct sched *s, uint32_t n);
 int node_hold(struct sched *s, uint32_t j, const struct splace *p, int np);
 void node_release(struct sched *s, uint32_t j);
+/* Job j, ending, no longer holds node n exclusive: another exclusive job
+ * recovery left there does, or none. */
+void node_excl_drop(struct sched *s, uint32_t n, uint32_t j);
+/* After a recovery of job j: mark its nodes shared where it runs beside
+ * an exclusive job, or exclusive beside others. */
+void node_mark_shared(struct sched *s, uint32_t j);
 void node_recount_models(struct sched *s);
 /* For sched_check_invariants(): the figures node_recount_models() keeps
  * equal a recount. 0, or -1 with SH_EINTERNAL. */
@@ -715,7 +723,8 @@ void cpu_queue_remove(struct sched *s, uint32_t j);
 /* Hold nodes p (np entries, one per node, owned by the job from now on)
  * for CPU job j and count it as running; -1 when memory is short or a
  * node is not free for it (p is not taken then). */
-int cpu_hold(struct sched *s, uint32_t j, struct splace *p, int np);
+int cpu_hold(struct sched *s, uint32_t j, struct splace *p, int np,
+             bool recover);
 /* A running CPU job stops: its nodes and its user's count free. */
 void cpu_release(struct sched *s, uint32_t j);
 /* A pass: the pending CPU jobs in order (cpu_pass_begin()); then, as

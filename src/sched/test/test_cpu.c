@@ -248,7 +248,7 @@ Test(sched_cpu, recovered_and_removed)
         "running 1 gpus=0 nodes=2 on=a;b start=5\n"
         "expect state 1 running\n"
         "running 2 gpus=0 on=a:0 error=\"for a job without GPUs\"\n"
-        "running 3 gpus=0 exclusive on=a error=\"exclusive\"\n"
+        "running 3 gpus=0 exclusive on=a start=5\n" /* it runs: taken */
         "job 4 gpus=0 submit=4\n"
         "remove 4\n"
         "expect state 4 gone\n"
@@ -353,4 +353,47 @@ Test(sched_cpu, without_backfill_incremental_and_full_passes_agree)
         "expect full\n"
         "expect starts 0\n";
     run("cpu_no_backfill", scn);
+}
+
+/* Recovery takes the jobs that run whatever their order: an exclusive job
+ * and another on one node are both taken (exclusivity is for new starts),
+ * nothing new starts there while the exclusive one runs, and the node is
+ * everyone's once it ended. */
+static void recover_both(const char *name, const char *first,
+                         const char *second, int plain, int excl)
+{
+    char scn[1024];
+    snprintf(scn, sizeof(scn),
+             "node a gpus=2xH100-80GB\n"
+             "%s\n%s\n"
+             "expect state 1 running\n"
+             "expect state 2 running\n"
+             "job 3 gpus=0 submit=3\n"
+             "job 4 gpus=1 submit=4\n"
+             "run 10\n"
+             "expect starts 0\n"
+             "end %d at=20\n"
+             "run 20\n"
+             "expect starts 0\n"
+             "end %d at=30\n"
+             "run 30\n"
+             "expect start 3 on=a\n"
+             "expect start 4\n",
+             first, second, plain, excl);
+    run(name, scn);
+}
+
+Test(sched_cpu, recovery_order_does_not_matter)
+{
+    const char *gpu_excl = "running 1 gpus=1 exclusive on=a:0 start=5";
+    const char *cpu = "running 2 gpus=0 on=a start=5";
+    const char *gpu = "running 1 gpus=1 on=a:0 start=5";
+    const char *cpu_excl = "running 2 gpus=0 exclusive on=a start=5";
+    recover_both("cpu_recover_gpu_first", gpu_excl, cpu, 2, 1);
+    recover_both("cpu_recover_cpu_first", cpu, gpu_excl, 2, 1);
+    recover_both("cpu_recover_excl_cpu_first", cpu_excl, gpu, 1, 2);
+    recover_both("cpu_recover_excl_cpu_second", gpu, cpu_excl, 1, 2);
+    /* Two exclusive ones: the node is held until both ended. */
+    recover_both("cpu_recover_both_excl", gpu_excl, cpu_excl, 1, 2);
+    recover_both("cpu_recover_both_excl_cpu_first", cpu_excl, gpu_excl, 1, 2);
 }
