@@ -202,6 +202,7 @@ void sched_destroy(struct sched *s)
     free(s->by_end);
     free(s->cpu_running);
     free(s->cpu_order);
+    free(s->cpu_times);
     free(s->las_slots);
     free(s->plan_buf);
     free(s->merge_heap);

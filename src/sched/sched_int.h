@@ -431,6 +431,8 @@ struct sched {
     uint32_t ncpu_running;
     uint32_t cpu_running_cap;
     uint32_t *cpu_order; /* this pass: the pending ones in order */
+    int64_t *cpu_times;  /* cpu_estimate()'s room: per node, twice */
+    uint32_t cpu_times_cap;
     uint32_t cpu_order_cap;
     uint32_t cpu_norder;
     uint32_t cpu_next;     /* the next of them to look at */

@@ -397,3 +397,42 @@ Test(sched_cpu, recovery_order_does_not_matter)
     recover_both("cpu_recover_both_excl", gpu_excl, cpu_excl, 1, 2);
     recover_both("cpu_recover_both_excl_cpu_first", cpu_excl, gpu_excl, 1, 2);
 }
+
+Test(sched_cpu, estimate_is_when_the_wanted_node_count_is_free)
+{
+    /* Each node held by an exclusive job: a job of N nodes can start when
+     * the N-th eligible node frees (ends 300, 100, 200, 400). */
+    static const char held[] = "node a gpus=1xH100-80GB\n"
+                               "node b gpus=1xH100-80GB\n"
+                               "node c gpus=1xH100-80GB\n"
+                               "node d gpus=1xH100-80GB\n"
+                               "running 1 exclusive on=a:0 limit=300\n"
+                               "running 2 exclusive on=b:0 limit=100\n"
+                               "running 3 exclusive on=c:0 limit=200\n"
+                               "running 4 exclusive on=d:0 limit=400\n"
+                               "job 5 gpus=0 nodes=2 exclude=b submit=5\n"
+                               "job 6 gpus=0 nodes=3 submit=6\n"
+                               "job 7 gpus=0 nodes=4 nodelist=a,b,c,d "
+                               "submit=7\n"
+                               "run 10\n"
+                               "expect starts 0\n"
+                               "expect est 5 300\n"
+                               "expect est 6 300\n"
+                               "expect est 7 400\n";
+    run("cpu_est_held", held);
+    /* An exclusive job waits for every job of a node, GPU or not: e's
+     * end at 700 (its CPU job), f's at 600, g now. */
+    static const char busy[] = "node e gpus=2xH100-80GB\n"
+                               "node f gpus=2xH100-80GB\n"
+                               "node g gpus=2xH100-80GB\n"
+                               "running 11 on=e:0 limit=500\n"
+                               "running 12 gpus=0 on=e limit=700\n"
+                               "running 13 on=f:0 limit=600\n"
+                               "job 14 gpus=0 nodes=2 exclusive submit=14\n"
+                               "job 15 gpus=0 nodes=3 exclusive submit=15\n"
+                               "run 10\n"
+                               "expect starts 0\n"
+                               "expect est 14 600\n"
+                               "expect est 15 700\n";
+    run("cpu_est_busy", busy);
+}
