@@ -9,12 +9,16 @@
  * only; nothing here passes or fails on time.
  *
  *   bench-sched [--pending N] [--seed S] [--random-submit] [--cpu-held N]
+ *               [--cpu-waiting N]
  * --random-submit gives jobs submit times in random order of their ids
  * (as if added out of order): the job table is then walked in random
  * memory order, the worst case for caches. --cpu-held N adds N jobs
  * without GPUs of one user limited to one running job: one runs, the
  * others stay pending, and every pass (full and incremental) orders and
- * looks at them (the rebuild figures leave them out).
+ * looks at them (the rebuild figures leave them out). --cpu-waiting N
+ * adds, at the end, N exclusive jobs without GPUs (no user limit) to the
+ * full cluster and times a full pass: each finds no idle node and gets an
+ * estimate (when every job of a node ends).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +48,7 @@ static uint32_t rnd(struct rng *r, uint32_t n)
 static const char *models[] = {"H100-80GB", "A100-80GB", "L40S-48GB"};
 static bool random_submit;
 static int cpu_held;
+static int cpu_waiting;
 static char project_names[PROJECTS][16];
 static char user_names[USERS][16];
 
@@ -235,6 +240,25 @@ static struct sched *build(const struct sched_config *cfg, uint64_t seed,
     return s;
 }
 
+/* N exclusive jobs without GPUs, ids from first. */
+static void add_cpu_waiting(struct sched *s, uint64_t first, int n, int64_t now)
+{
+    struct sh_error err;
+    for (int i = 0; i < n; i++) {
+        struct sched_job_desc d = {
+            .id = first + (uint64_t)i,
+            .user = "cpuwait",
+            .project = project_names[i % PROJECTS],
+            .priority = JOB_PRIO_NORMAL,
+            .nodes = 1,
+            .exclusive = true,
+            .submit_ms = now,
+        };
+        if (sched_job_add(s, &d, &err) < 0)
+            die("add", &err);
+    }
+}
+
 struct incr {
     int rounds, nfull;
     double total, max, full_total;
@@ -336,6 +360,8 @@ int main(int argc, char **argv)
             seed = strtoull(argv[++i], NULL, 10);
         else if (strcmp(argv[i], "--cpu-held") == 0 && i + 1 < argc)
             cpu_held = (int)strtol(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--cpu-waiting") == 0 && i + 1 < argc)
+            cpu_waiting = (int)strtol(argv[++i], NULL, 10);
     }
     struct sched_config cfg;
     sched_config_init(&cfg);
@@ -376,6 +402,15 @@ int main(int argc, char **argv)
         rebuild(s, &cfg, seed, pending, now, &recovered, &readded);
     double rebuild_ms = ms_since(t0);
     double rebuilt_pass_ms = timed_run(s2, now, &dec);
+    double waiting_ms = 0;
+    size_t waiting_starts = 0;
+    if (cpu_waiting > 0) {
+        add_cpu_waiting(s, (uint64_t)pending + (uint64_t)cpu_held + 1,
+                        cpu_waiting, now);
+        now += 1000;
+        waiting_ms = timed_run(s, now, &dec);
+        waiting_starts = dec.nstarts;
+    }
 
     int ninc = in.rounds - in.nfull;
     printf("bench-sched: %d nodes x %d GPUs (%d switch groups), %d pending "
@@ -405,6 +440,10 @@ int main(int argc, char **argv)
            rebuild_ms, recovered, readded);
     printf("  first pass of the rebuilt engine      %9.2f ms\n",
            rebuilt_pass_ms);
+    if (cpu_waiting > 0)
+        printf("  full pass, %d exclusive without GPUs  %9.2f ms  (%zu "
+               "starts)\n",
+               cpu_waiting, waiting_ms, waiting_starts);
     printf("  state: %zu running, %zu pending, %lld of %lld units free\n",
            st.running, st.pending, (long long)st.free_units,
            (long long)(NODES * GPUS * SCHED_UNITS_PER_GPU));

@@ -202,6 +202,7 @@ void sched_destroy(struct sched *s)
     free(s->by_end);
     free(s->cpu_running);
     free(s->cpu_order);
+    free(s->cpu_times);
     free(s->las_slots);
     free(s->plan_buf);
     free(s->merge_heap);
@@ -1202,14 +1203,15 @@ static int cpu_recover(struct sched *s, const struct sched_job_desc *d,
         free(p);
         return -1;
     }
-    if (cpu_hold(s, j, p, n) < 0) {
+    if (cpu_hold(s, j, p, n, true) < 0) {
         free(p);
         job_free(s, j);
         return sh_errorf(err, SH_ECONFLICT,
-                         "job %llu: its nodes are given twice, run an "
-                         "exclusive job, or memory is short",
+                         "job %llu: its nodes are given twice, or memory "
+                         "is short",
                          (unsigned long long)d->id);
     }
+    node_mark_shared(s, j);
     struct sjob *job = &s->jobs[j];
     job->state = SCHED_JOB_RUNNING;
     job->start = start_ms;
@@ -1284,6 +1286,7 @@ int sched_job_recover(struct sched *s, const struct sched_job_desc *d,
                          "are not free",
                          (unsigned long long)d->id);
     }
+    node_mark_shared(s, j);
     struct sjob *job = &s->jobs[j];
     job->state = SCHED_JOB_RUNNING;
     job->start = start_ms;

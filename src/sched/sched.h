@@ -332,7 +332,8 @@ struct sched_place {
 
 /* Add a job already running (restart recovery) with its placement (n
  * entries, borrowed). The GPUs/slices must exist and be free: SH_ECONFLICT
- * otherwise. Limits and quotas are not checked (it already runs). */
+ * otherwise. Limits, quotas and exclusivity are not checked (it already
+ * runs), so the order jobs are recovered in does not matter. */
 int sched_job_recover(struct sched *s, const struct sched_job_desc *d,
                       int64_t start_ms, const struct sched_place *places, int n,
                       struct sh_error *err);

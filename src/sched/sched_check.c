@@ -41,8 +41,9 @@ static int check_running(const struct sched *s, uint32_t ji,
             FAIL("job %llu: GPU %s/%d not held by it",
                  (unsigned long long)j->id, s->node_names.names[p->node],
                  p->gpu);
-        if ((nd->excl != SCHED_NONE && nd->excl != ji) ||
-            (j->excl && nd->excl != ji))
+        if ((j->excl && nd->excl == SCHED_NONE) ||
+            (!nd->shared && ((nd->excl != SCHED_NONE && nd->excl != ji) ||
+                             (j->excl && nd->excl != ji))))
             FAIL("job %llu: shares node %s with an exclusive job",
                  (unsigned long long)j->id, s->node_names.names[p->node]);
         if (p->slice >= 0 &&

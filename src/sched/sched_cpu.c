@@ -87,13 +87,14 @@ static bool cpu_node_ok(const struct sched *s, const struct sjob *j, uint32_t n)
            !cpu_node_reserved(s, j, n);
 }
 
-int cpu_hold(struct sched *s, uint32_t j, struct splace *p, int np)
+int cpu_hold(struct sched *s, uint32_t j, struct splace *p, int np,
+             bool recover)
 {
     struct sjob *job = &s->jobs[j];
     for (int i = 0; i < np; i++) {
         const struct snode *nd = &s->nodes[p[i].node];
-        if (!nd->present || nd->excl != SCHED_NONE ||
-            (job->excl && nd->njobs > 0))
+        if (!nd->present || (!recover && (nd->excl != SCHED_NONE ||
+                                          (job->excl && nd->njobs > 0))))
             return -1;
         for (int k = 0; k < i; k++) {
             if (p[k].node == p[i].node)
@@ -111,7 +112,7 @@ int cpu_hold(struct sched *s, uint32_t j, struct splace *p, int np)
         struct snode *nd = &s->nodes[p[i].node];
         nd->njobs++;
         nd->ncpu++;
-        if (job->excl)
+        if (job->excl && nd->excl == SCHED_NONE)
             nd->excl = j;
     }
     job->place = p;
@@ -130,10 +131,10 @@ void cpu_release(struct sched *s, uint32_t j)
     struct sjob *job = &s->jobs[j];
     for (int i = 0; i < job->nplace; i++) {
         struct snode *nd = &s->nodes[job->place[i].node];
+        node_excl_drop(s, job->place[i].node, j);
         nd->njobs--;
         nd->ncpu--;
-        if (nd->excl == j)
-            nd->excl = SCHED_NONE;
+        nd->shared = nd->shared && nd->njobs > 0;
     }
     uint32_t slot = job->prev;
     uint32_t last = s->cpu_running[--s->ncpu_running];
@@ -188,39 +189,71 @@ static int cpu_pick(const struct sched *s, const struct sjob *j, int want,
     return got;
 }
 
-/* When every job holding node n ends (estimated), for an exclusive job. */
-static int64_t node_all_jobs_end(const struct sched *s, uint32_t n)
+/* When every job holding each node ends (estimated), into end (one per
+ * node; 0 for a node without jobs): one walk of the running jobs. */
+static void node_jobs_end(const struct sched *s, int64_t *end)
 {
-    int64_t t = cpu_node_busy_until(s, n);
-    if (s->nodes[n].nheld == 0)
-        return t;
-    for (uint32_t i = 0; i < s->nrunning; i++) {
-        const struct sjob *j = &s->jobs[s->running[i]];
-        for (int k = 0; k < j->nplace; k++) {
-            if (j->place[k].node == n && j->est > t)
-                t = j->est;
+    const uint32_t count[2] = {s->nrunning, s->ncpu_running};
+    const uint32_t *list[2] = {s->running, s->cpu_running};
+    memset(end, 0, sizeof(*end) * s->node_names.n);
+    for (int l = 0; l < 2; l++) {
+        for (uint32_t i = 0; i < count[l]; i++) {
+            const struct sjob *j = &s->jobs[list[l][i]];
+            for (int k = 0; k < j->nplace; k++) {
+                if (j->est > end[j->place[k].node])
+                    end[j->place[k].node] = j->est;
+            }
         }
     }
-    return t;
 }
 
-static int int64_cmp(const void *a, const void *b)
+/* The k-th smallest (from 0) of t[0..n), k < n; reorders t (Hoare's
+ * selection). */
+static int64_t nth_smallest(int64_t *t, long n, long k)
 {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return x < y ? -1 : x > y;
+    long lo = 0, hi = n - 1;
+    while (lo < hi) {
+        int64_t pivot = t[lo + (hi - lo) / 2];
+        long i = lo, j = hi;
+        while (i <= j) {
+            while (t[i] < pivot)
+                i++;
+            while (t[j] > pivot)
+                j--;
+            if (i <= j) {
+                int64_t x = t[i];
+                t[i++] = t[j];
+                t[j--] = x;
+            }
+        }
+        if (k <= j)
+            hi = j;
+        else if (k >= i)
+            lo = i;
+        else
+            break;
+    }
+    return t[k];
 }
 
 /* The estimated start of a CPU job that found no node now: when the
  * want-th eligible up node is free for it (running jobs end at their
- * time limits). 0 when fewer than want nodes are eligible at all. */
-static int64_t cpu_estimate(const struct sched *s, const struct sjob *j,
-                            int want, int64_t now)
+ * time limits). 0 when fewer than want nodes are eligible at all. The
+ * room is kept across calls; an exclusive job's node ends come from one
+ * walk of the running jobs. */
+static int64_t cpu_estimate(struct sched *s, const struct sjob *j, int want,
+                            int64_t now)
 {
     uint32_t nn = s->node_names.n;
-    int64_t *t = malloc(sizeof(*t) * (nn ? nn : 1));
-    int k = 0;
-    if (!t)
+    void *room = s->cpu_times;
+    if (sched_grow(&room, &s->cpu_times_cap, nn * 2 + 1,
+                   sizeof(*s->cpu_times)) < 0)
         return 0;
+    s->cpu_times = room;
+    int64_t *t = s->cpu_times, *end = s->cpu_times + nn;
+    if (j->excl)
+        node_jobs_end(s, end);
+    long k = 0;
     for (uint32_t n = 0; n < nn; n++) {
         const struct snode *nd = &s->nodes[n];
         if (!nd->present || nd->state != SCHED_NODE_UP ||
@@ -230,19 +263,14 @@ static int64_t cpu_estimate(const struct sched *s, const struct sjob *j,
         int64_t at = now;
         if (nd->excl != SCHED_NONE && s->jobs[nd->excl].est > at)
             at = s->jobs[nd->excl].est;
-        if (j->excl && nd->njobs > 0) {
-            int64_t e = node_all_jobs_end(s, n);
-            at = e > at ? e : at;
-        }
+        if (j->excl && nd->njobs > 0 && end[n] > at)
+            at = end[n];
         t[k++] = at;
     }
-    int64_t est = 0;
-    if (k >= want) {
-        qsort(t, (size_t)k, sizeof(*t), int64_cmp);
-        est = t[want - 1] > now ? t[want - 1] : now + 1;
-    }
-    free(t);
-    return est;
+    if (k < want)
+        return 0;
+    int64_t at = nth_smallest(t, k, want - 1);
+    return at > now ? at : now + 1;
 }
 
 /* Start CPU job ji on nodes: held in the engine and told in out. */
@@ -255,7 +283,7 @@ static int cpu_start(struct sched *s, uint32_t ji, const uint32_t *nodes,
     for (int i = 0; i < np; i++)
         p[i] = (struct splace){nodes[i], 0xff, -1};
     cpu_queue_remove(s, ji);
-    if (cpu_hold(s, ji, p, np) < 0) {
+    if (cpu_hold(s, ji, p, np, false) < 0) {
         cpu_queue_add(s, ji);
         goto nomem;
     }

@@ -142,13 +142,21 @@ struct snode {
     struct snode_pf *pf;
     uint32_t nheld;      /* GPUs and slices held by jobs */
     uint32_t resv_epoch; /* some GPU here is reserved in this epoch */
-    /* Reservation shadow (the future, as running jobs end). */
+    /* Reservation shadow (the future, as running jobs end): the free GPUs,
+     * the jobs without GPUs still running, and while the exclusive job
+     * here runs (shadow_excl) the GPUs it keeps from others (shadow_held,
+     * not in shadow). */
     uint64_t shadow;
+    uint64_t shadow_held;
     uint32_t shadow_stamp;
+    uint32_t shadow_ncpu;
+    uint32_t shadow_excl;
     /* Labels, for jobs' constraints (owned copies). */
     struct node_label *labels;
     int nlabels;
     uint32_t excl;  /* the exclusive job running here, or SCHED_NONE */
+    bool shared;    /* recovery found an exclusive job here beside others
+                       (kept until no job runs here) */
     uint32_t njobs; /* running jobs with a part here (GPU and CPU) */
     uint32_t ncpu;  /* ... of them without GPUs */
 };
@@ -423,6 +431,8 @@ struct sched {
     uint32_t ncpu_running;
     uint32_t cpu_running_cap;
     uint32_t *cpu_order; /* this pass: the pending ones in order */
+    int64_t *cpu_times;  /* cpu_estimate()'s room: per node, twice */
+    uint32_t cpu_times_cap;
     uint32_t cpu_order_cap;
     uint32_t cpu_norder;
     uint32_t cpu_next;     /* the next of them to look at */
@@ -574,6 +584,12 @@ void node_index_add(struct sched *s, uint32_t n);
 void node_free_changed(struct sched *s, uint32_t n);
 int node_hold(struct sched *s, uint32_t j, const struct splace *p, int np);
 void node_release(struct sched *s, uint32_t j);
+/* Job j, ending, no longer holds node n exclusive: another exclusive job
+ * recovery left there does, or none. */
+void node_excl_drop(struct sched *s, uint32_t n, uint32_t j);
+/* After a recovery of job j: mark its nodes shared where it runs beside
+ * an exclusive job, or exclusive beside others. */
+void node_mark_shared(struct sched *s, uint32_t j);
 void node_recount_models(struct sched *s);
 /* For sched_check_invariants(): the figures node_recount_models() keeps
  * equal a recount. 0, or -1 with SH_EINTERNAL. */
@@ -721,7 +737,8 @@ void cpu_queue_remove(struct sched *s, uint32_t j);
 /* Hold nodes p (np entries, one per node, owned by the job from now on)
  * for CPU job j and count it as running; -1 when memory is short or a
  * node is not free for it (p is not taken then). */
-int cpu_hold(struct sched *s, uint32_t j, struct splace *p, int np);
+int cpu_hold(struct sched *s, uint32_t j, struct splace *p, int np,
+             bool recover);
 /* A running CPU job stops: its nodes and its user's count free. */
 void cpu_release(struct sched *s, uint32_t j);
 /* A pass: the pending CPU jobs in order (cpu_pass_begin()); then, as

@@ -277,8 +277,10 @@ int node_hold(struct sched *s, uint32_t j, const struct splace *p, int np)
     job->nplace = (uint16_t)np;
     job->units = units;
     job->run_model = s->nodes[p[0].node].gpus[p[0].gpu].model;
-    for (i = 0; i < np && job->excl; i++)
-        s->nodes[p[i].node].excl = j;
+    for (i = 0; i < np && job->excl; i++) {
+        if (s->nodes[p[i].node].excl == SCHED_NONE)
+            s->nodes[p[i].node].excl = j;
+    }
     for (i = 0; i < np; i++)
         s->nodes[p[i].node].njobs += first_on_node(p, i);
     return 0;
@@ -294,10 +296,47 @@ void node_release(struct sched *s, uint32_t j)
     for (int i = 0; i < job->nplace; i++)
         node_derive(s, &s->nodes[job->place[i].node]);
     for (int i = 0; i < job->nplace; i++) {
+        struct snode *nd = &s->nodes[job->place[i].node];
         node_index_add(s, job->place[i].node);
-        if (s->nodes[job->place[i].node].excl == j)
-            s->nodes[job->place[i].node].excl = SCHED_NONE;
-        s->nodes[job->place[i].node].njobs -= first_on_node(job->place, i);
+        node_excl_drop(s, job->place[i].node, j);
+        nd->njobs -= first_on_node(job->place, i);
+        nd->shared = nd->shared && nd->njobs > 0;
+    }
+}
+
+void node_excl_drop(struct sched *s, uint32_t n, uint32_t j)
+{
+    struct snode *nd = &s->nodes[n];
+    if (nd->excl != j)
+        return;
+    nd->excl = SCHED_NONE;
+    if (!nd->shared)
+        return;
+    const uint32_t count[2] = {s->nrunning, s->ncpu_running};
+    const uint32_t *list[2] = {s->running, s->cpu_running};
+    for (int l = 0; l < 2; l++) {
+        for (uint32_t i = 0; i < count[l]; i++) {
+            const struct sjob *x = &s->jobs[list[l][i]];
+            if (list[l][i] == j || !x->excl)
+                continue;
+            for (int k = 0; k < x->nplace; k++) {
+                if (x->place[k].node == n) {
+                    nd->excl = list[l][i];
+                    return;
+                }
+            }
+        }
+    }
+}
+
+void node_mark_shared(struct sched *s, uint32_t j)
+{
+    const struct sjob *job = &s->jobs[j];
+    for (int i = 0; i < job->nplace; i++) {
+        struct snode *nd = &s->nodes[job->place[i].node];
+        if ((nd->excl != SCHED_NONE && nd->excl != j) ||
+            (job->excl && nd->njobs > 1))
+            nd->shared = true;
     }
 }
 

@@ -1076,7 +1076,12 @@ static bool may_stop(struct sched *s, struct pass *ps)
 {
     if (!nothing_can_start(s, ps))
         return false;
-    if (!ps->full || s->cfg.policy == SCHED_POLICY_FIFO)
+    /* Without backfill a GPU job that cannot start holds up the jobs
+     * without GPUs behind it: while some are left to walk, an incremental
+     * pass goes as far as a full one would, to find the same blocked head
+     * (its jobs preempt only as they would anyway). */
+    bool cpu_left = s->cfg.max_reservations == 0 && s->cpu_next < s->cpu_norder;
+    if ((!ps->full && !cpu_left) || s->cfg.policy == SCHED_POLICY_FIFO)
         return true;
     if (s->quotas_on && s->nborrowing > 0)
         return false;

@@ -6,6 +6,10 @@
  * node's free GPUs. The GPUs chosen at T are marked reserved: later jobs may
  * use them only if they end by T, so no later job delays the reservation.
  *
+ * The walk takes the ends of the jobs without GPUs too, merged by time: an
+ * exclusive job needs a node without them, and a node an exclusive job
+ * runs on (with or without GPUs) is no one else's until that job ends.
+ *
  * GPUs reserved by an earlier reservation of the same pass never count as
  * free in the shadow (conservative: a later reservation never takes them).
  * Slice jobs get no reservation: they never compete with whole-GPU jobs for
@@ -47,6 +51,13 @@ static inline void shadow_load(struct sched *s, uint32_t n, uint32_t ji)
         return;
     nd->shadow_stamp = s->stamp;
     nd->shadow = nd->indexed ? nd->free & ~reserved_bits(s, nd, ji) : 0;
+    nd->shadow_ncpu = nd->ncpu;
+    nd->shadow_excl = nd->excl;
+    nd->shadow_held = 0;
+    if (nd->excl != SCHED_NONE) {
+        nd->shadow_held = nd->shadow;
+        nd->shadow = 0;
+    }
 }
 
 struct rmodel {
@@ -65,7 +76,8 @@ static inline uint64_t resv_bits(const struct sched *s, const struct sjob *j,
     const struct sfilter *f = j->filter;
     if (f && !(n < f->nbits && bits_test(f->allow, n)))
         return 0;
-    if (j->excl && ((nd->shadow & nd->whole) != nd->whole || nd->ncpu > 0))
+    if (j->excl &&
+        ((nd->shadow & nd->whole) != nd->whole || nd->shadow_ncpu > 0))
         return 0;
     return nd->shadow & model_bits(nd, m);
 }
@@ -163,6 +175,99 @@ out:
     return rc;
 }
 
+/* Running jobs by (estimated end, id), as s->by_end. */
+static int end_cmp(const void *a, const void *b, void *arg)
+{
+    const struct sched *s = arg;
+    const struct sjob *x = &s->jobs[*(const uint32_t *)a];
+    const struct sjob *y = &s->jobs[*(const uint32_t *)b];
+    if (x->est != y->est)
+        return x->est < y->est ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* GPUs come free on node nd in the shadow; for a job without wishes,
+ * count the nodes they give enough of a shape (with wishes recount()
+ * does). */
+static void shadow_grow(struct snode *nd, uint64_t bits, struct rmodel *rm,
+                        int nrm, bool wishes)
+{
+    for (int i = 0; i < nrm && !wishes; i++) {
+        uint64_t mb = model_bits(nd, rm[i].m);
+        uint32_t had = (uint32_t)sched_popcount64(nd->shadow & mb);
+        uint32_t has = (uint32_t)sched_popcount64((nd->shadow | bits) & mb);
+        if (had < rm[i].g && has >= rm[i].g)
+            rm[i].cnt++;
+    }
+    nd->shadow |= bits;
+}
+
+/* Job vi, exclusive on node nd, ends in the shadow: the node's GPUs are
+ * everyone's again. */
+static void shadow_excl_end(struct snode *nd, uint32_t vi, struct rmodel *rm,
+                            int nrm, bool wishes)
+{
+    if (nd->shadow_excl != vi)
+        return;
+    nd->shadow_excl = SCHED_NONE;
+    uint64_t held = nd->shadow_held;
+    nd->shadow_held = 0;
+    shadow_grow(nd, held, rm, nrm, wishes);
+}
+
+/* Running GPU job vi ends in the shadow of job ji's reservation. */
+static void shadow_end_gpu_job(struct sched *s, uint32_t ji, uint32_t vi,
+                               struct rmodel *rm, int nrm, bool wishes)
+{
+    const struct sjob *v = &s->jobs[vi];
+    for (int k = 0; k < v->nplace; k++) {
+        const struct splace *p = &v->place[k];
+        struct snode *nd = &s->nodes[p->node];
+        uint64_t bit = UINT64_C(1) << p->gpu;
+        if (p->slice >= 0 || !nd->indexed || !(nd->whole & bit))
+            continue;
+        shadow_load(s, p->node, ji);
+        if (nd->shadow & bit)
+            continue;
+        if (nd->gpus[p->gpu].resv_epoch == s->epoch &&
+            resv_live(s, &nd->gpus[p->gpu], ji))
+            continue;
+        if (nd->shadow_excl != SCHED_NONE) { /* free when that job ends */
+            nd->shadow_held |= bit;
+            continue;
+        }
+        for (int i = 0; i < nrm && !wishes; i++) {
+            uint64_t mb = model_bits(nd, rm[i].m);
+            if (!(mb & bit))
+                continue;
+            if ((uint32_t)sched_popcount64(nd->shadow & mb) + 1 == rm[i].g)
+                rm[i].cnt++;
+        }
+        nd->shadow |= bit;
+    }
+    for (int k = 0; k < v->nplace && v->excl; k++) {
+        struct snode *nd = &s->nodes[v->place[k].node];
+        if (nd->shadow_stamp == s->stamp)
+            shadow_excl_end(nd, vi, rm, nrm, wishes);
+    }
+}
+
+/* Running job vi without GPUs ends in the shadow of job ji's reservation:
+ * one job fewer on its nodes (an exclusive job waits for none), and if
+ * exclusive, its nodes are free for others. */
+static void shadow_end_cpu_job(struct sched *s, uint32_t ji, uint32_t vi,
+                               struct rmodel *rm, int nrm, bool wishes)
+{
+    const struct sjob *v = &s->jobs[vi];
+    for (int k = 0; k < v->nplace; k++) {
+        struct snode *nd = &s->nodes[v->place[k].node];
+        shadow_load(s, v->place[k].node, ji);
+        if (nd->shadow_ncpu > 0)
+            nd->shadow_ncpu--;
+        shadow_excl_end(nd, vi, rm, nrm, wishes);
+    }
+}
+
 int resv_compute(struct sched *s, uint32_t ji, uint64_t mask, int64_t now)
 {
     struct sjob *j = &s->jobs[ji];
@@ -190,36 +295,33 @@ int resv_compute(struct sched *s, uint32_t ji, uint64_t mask, int64_t now)
     }
     bool wishes = j->filter || j->excl;
     const uint32_t *order = s->by_end; /* running jobs by end */
+    uint32_t ncpu = s->ncpu_running;
+    uint32_t *cpu_order = NULL; /* those without GPUs, by end */
+    if (ncpu > 0) {
+        cpu_order = malloc(sizeof(*cpu_order) * ncpu);
+        if (!cpu_order)
+            return -1;
+        memcpy(cpu_order, s->cpu_running, sizeof(*cpu_order) * ncpu);
+        qsort_r(cpu_order, ncpu, sizeof(*cpu_order), end_cmp, s);
+    }
     int64_t t = now;
     bool ok = fits(rm, nrm);
-    for (uint32_t r = 0; r < s->nrunning && !ok; r++) {
-        const struct sjob *v = &s->jobs[order[r]];
-        for (int k = 0; k < v->nplace; k++) {
-            const struct splace *p = &v->place[k];
-            struct snode *nd = &s->nodes[p->node];
-            uint64_t bit = UINT64_C(1) << p->gpu;
-            if (p->slice >= 0 || !nd->indexed || !(nd->whole & bit))
-                continue;
-            shadow_load(s, p->node, ji);
-            if (nd->shadow & bit)
-                continue;
-            if (nd->gpus[p->gpu].resv_epoch == s->epoch &&
-                resv_live(s, &nd->gpus[p->gpu], ji))
-                continue;
-            for (int i = 0; i < nrm && !wishes; i++) {
-                uint64_t mb = model_bits(nd, rm[i].m);
-                if (!(mb & bit))
-                    continue;
-                if ((uint32_t)sched_popcount64(nd->shadow & mb) + 1 == rm[i].g)
-                    rm[i].cnt++;
-            }
-            nd->shadow |= bit;
+    for (uint32_t r = 0, c = 0; !ok && (r < s->nrunning || c < ncpu);) {
+        uint32_t vi;
+        if (c == ncpu || (r < s->nrunning &&
+                          s->jobs[order[r]].est <= s->jobs[cpu_order[c]].est)) {
+            vi = order[r++];
+            shadow_end_gpu_job(s, ji, vi, rm, nrm, wishes);
+        } else {
+            vi = cpu_order[c++];
+            shadow_end_cpu_job(s, ji, vi, rm, nrm, wishes);
         }
         if (wishes) /* not one bit at a time: count again */
             recount(s, ji, rm, nrm);
-        t = v->est > now ? v->est : now;
+        t = s->jobs[vi].est > now ? s->jobs[vi].est : now;
         ok = fits(rm, nrm);
     }
+    free(cpu_order);
     if (!ok)
         return 0; /* not even when everything ends: nodes are down */
     for (int i = 0; i < nrm; i++) {

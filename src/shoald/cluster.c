@@ -1103,7 +1103,13 @@ void cluster_node_removed(struct shoald *d, const char *name)
     struct sh_error err;
     sh_errorf(&err, SH_ENOTFOUND, "node %s was removed", name);
     wake_agent(d, n, &err);
-    sched_node_remove(d->cluster->sched, name, NULL);
+    if (sched_node_remove(d->cluster->sched, name, &err) < 0 &&
+        err.code == SH_ECONFLICT) {
+        /* Jobs the engine still holds there (the table saw none): start
+         * the engine over from the tables, which no longer have it. */
+        sh_log(LOG_WARNING, "cluster", "node %s: %s", name, err.msg);
+        d->cluster->rebuild = true;
+    }
     nodetab_remove(d->nodes, name);
     shoald_schedule_soon(d);
 }

@@ -248,7 +248,7 @@ Test(sched_cpu, recovered_and_removed)
         "running 1 gpus=0 nodes=2 on=a;b start=5\n"
         "expect state 1 running\n"
         "running 2 gpus=0 on=a:0 error=\"for a job without GPUs\"\n"
-        "running 3 gpus=0 exclusive on=a error=\"exclusive\"\n"
+        "running 3 gpus=0 exclusive on=a start=5\n" /* it runs: taken */
         "job 4 gpus=0 submit=4\n"
         "remove 4\n"
         "expect state 4 gone\n"
@@ -285,4 +285,154 @@ Test(sched_cpu, incremental_passes_see_what_lets_one_start)
         "expect full no\n"
         "expect start 3 on=a\n";
     run("cpu_incremental", scn);
+}
+
+Test(sched_cpu, exclusive_gpu_job_reserves_for_when_cpu_jobs_end)
+{
+    /* The CPU job on a ends at 100 (its limit): the exclusive job gets
+     * the node then, a reservation that keeps a later CPU job off a. */
+    static const char scn[] = "node a gpus=2xH100-80GB\n"
+                              "running 1 gpus=0 on=a limit=100\n"
+                              "job 2 gpus=2 exclusive submit=2\n"
+                              "run 10\n"
+                              "expect nostart 2\n"
+                              "expect est 2 100\n"
+                              "job 3 gpus=0 submit=3\n"
+                              "run 20\n"
+                              "expect starts 0\n"
+                              "expect est 2 100\n"
+                              "end 1 at=60\n"
+                              "run 60\n"
+                              "expect start 2\n";
+    run("cpu_resv_excl", scn);
+}
+
+Test(sched_cpu, reservation_waits_for_an_exclusive_cpu_job)
+{
+    /* Node a's GPUs are idle but an exclusive CPU job holds it until
+     * 100; b's GPUs free at 200. Job 3 (2 GPUs) can have a at 100, not
+     * now. */
+    static const char scn[] = "node a gpus=2xH100-80GB\n"
+                              "node b gpus=2xH100-80GB\n"
+                              "running 1 gpus=0 exclusive on=a limit=100\n"
+                              "running 2 gpus=2 on=b:0,1 limit=200\n"
+                              "job 3 gpus=2 submit=3\n"
+                              "run 10\n"
+                              "expect nostart 3\n"
+                              "expect est 3 100\n"
+                              "end 1 at=50\n"
+                              "run 50\n"
+                              "expect start 3 on=a:0,1\n";
+    run("cpu_resv_held", scn);
+}
+
+Test(sched_cpu, without_backfill_incremental_and_full_passes_agree)
+{
+    /* No backfill: a CPU job waits behind the blocked GPU job ahead of
+     * it. Project other borrows a GPU (so a full pass walks on to job 2
+     * though nothing can start); an incremental pass must not let a CPU
+     * job pass job 2 either. */
+    static const char scn[] =
+        "config max_reservations=0 full_pass_interval=60\n"
+        "node a gpus=2xH100-80GB\n"
+        "project own guaranteed=2\n"
+        "project other limit=2\n"
+        "running 1 project=other on=a:0 limit=1000\n"
+        "job 2 project=own gpus=2 nodelist=a submit=2\n"
+        "job 3 project=own gpus=0 submit=3\n"
+        "run 10\n"
+        "expect full\n"
+        "expect nostart 3\n"
+        "expect reason 3 \"priority: behind higher-priority jobs\"\n"
+        "job 4 project=own gpus=0 submit=4\n"
+        "run 20\n"
+        "expect full no\n"
+        "expect starts 0\n"
+        "expect reason 4 \"priority: behind higher-priority jobs\"\n"
+        "run 70\n"
+        "expect full\n"
+        "expect starts 0\n";
+    run("cpu_no_backfill", scn);
+}
+
+/* Recovery takes the jobs that run whatever their order: an exclusive job
+ * and another on one node are both taken (exclusivity is for new starts),
+ * nothing new starts there while the exclusive one runs, and the node is
+ * everyone's once it ended. */
+static void recover_both(const char *name, const char *first,
+                         const char *second, int plain, int excl)
+{
+    char scn[1024];
+    snprintf(scn, sizeof(scn),
+             "node a gpus=2xH100-80GB\n"
+             "%s\n%s\n"
+             "expect state 1 running\n"
+             "expect state 2 running\n"
+             "job 3 gpus=0 submit=3\n"
+             "job 4 gpus=1 submit=4\n"
+             "run 10\n"
+             "expect starts 0\n"
+             "end %d at=20\n"
+             "run 20\n"
+             "expect starts 0\n"
+             "end %d at=30\n"
+             "run 30\n"
+             "expect start 3 on=a\n"
+             "expect start 4\n",
+             first, second, plain, excl);
+    run(name, scn);
+}
+
+Test(sched_cpu, recovery_order_does_not_matter)
+{
+    const char *gpu_excl = "running 1 gpus=1 exclusive on=a:0 start=5";
+    const char *cpu = "running 2 gpus=0 on=a start=5";
+    const char *gpu = "running 1 gpus=1 on=a:0 start=5";
+    const char *cpu_excl = "running 2 gpus=0 exclusive on=a start=5";
+    recover_both("cpu_recover_gpu_first", gpu_excl, cpu, 2, 1);
+    recover_both("cpu_recover_cpu_first", cpu, gpu_excl, 2, 1);
+    recover_both("cpu_recover_excl_cpu_first", cpu_excl, gpu, 1, 2);
+    recover_both("cpu_recover_excl_cpu_second", gpu, cpu_excl, 1, 2);
+    /* Two exclusive ones: the node is held until both ended. */
+    recover_both("cpu_recover_both_excl", gpu_excl, cpu_excl, 1, 2);
+    recover_both("cpu_recover_both_excl_cpu_first", cpu_excl, gpu_excl, 1, 2);
+}
+
+Test(sched_cpu, estimate_is_when_the_wanted_node_count_is_free)
+{
+    /* Each node held by an exclusive job: a job of N nodes can start when
+     * the N-th eligible node frees (ends 300, 100, 200, 400). */
+    static const char held[] = "node a gpus=1xH100-80GB\n"
+                               "node b gpus=1xH100-80GB\n"
+                               "node c gpus=1xH100-80GB\n"
+                               "node d gpus=1xH100-80GB\n"
+                               "running 1 exclusive on=a:0 limit=300\n"
+                               "running 2 exclusive on=b:0 limit=100\n"
+                               "running 3 exclusive on=c:0 limit=200\n"
+                               "running 4 exclusive on=d:0 limit=400\n"
+                               "job 5 gpus=0 nodes=2 exclude=b submit=5\n"
+                               "job 6 gpus=0 nodes=3 submit=6\n"
+                               "job 7 gpus=0 nodes=4 nodelist=a,b,c,d "
+                               "submit=7\n"
+                               "run 10\n"
+                               "expect starts 0\n"
+                               "expect est 5 300\n"
+                               "expect est 6 300\n"
+                               "expect est 7 400\n";
+    run("cpu_est_held", held);
+    /* An exclusive job waits for every job of a node, GPU or not: e's
+     * end at 700 (its CPU job), f's at 600, g now. */
+    static const char busy[] = "node e gpus=2xH100-80GB\n"
+                               "node f gpus=2xH100-80GB\n"
+                               "node g gpus=2xH100-80GB\n"
+                               "running 11 on=e:0 limit=500\n"
+                               "running 12 gpus=0 on=e limit=700\n"
+                               "running 13 on=f:0 limit=600\n"
+                               "job 14 gpus=0 nodes=2 exclusive submit=14\n"
+                               "job 15 gpus=0 nodes=3 exclusive submit=15\n"
+                               "run 10\n"
+                               "expect starts 0\n"
+                               "expect est 14 600\n"
+                               "expect est 15 700\n";
+    run("cpu_est_busy", busy);
 }

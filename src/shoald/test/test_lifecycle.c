@@ -10,8 +10,9 @@
  * through the lifecycle; a held job starts once released; a clean exit
  * completes a job and a time limit ends it as timeout; `shoal requeue`
  * stops a running job and brings it back as a new attempt once its
- * processes are gone, an ended one at once. Jobs here ask for no GPU, on
- * nodes without GPUs. */
+ * processes are gone, an ended one at once; a node removed while the
+ * engine still holds a job there rebuilds the engine. Jobs here ask for no
+ * GPU, on nodes without GPUs. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -270,4 +271,20 @@ Test(lifecycle, a_requeued_failed_job_goes_back_at_once)
     cr_assert_eq(jobs_requeue(&d, &admin, job, &err), 0, "%s", err.msg);
     cr_assert_eq(job->state, JOB_PENDING, "nothing runs: back at once");
     cr_assert_eq(job_attempt(job), attempt + 1);
+}
+
+Test(lifecycle, a_node_the_engine_keeps_is_rebuilt_away)
+{
+    /* The engine refuses to remove n1 (job a still runs there, as far as
+     * it knows): the engine is rebuilt from the tables, so the next job
+     * goes to n2 rather than to the node the table no longer has. */
+    add_node("n1");
+    add_node("n2");
+    struct job *a = submit_and_start(2, false);
+    cr_assert_eq(a->state, JOB_RUNNING);
+    cluster_node_removed(&d, "n1");
+    cr_assert_null(nodetab_get(d.nodes, "n1"));
+    struct job *b = submit_and_start(1, false);
+    cr_assert_eq(b->state, JOB_RUNNING, "started on the node left");
+    cr_assert_str_eq(b->alloc[0].node, "n2");
 }
