@@ -615,26 +615,38 @@ void cluster_node_touch(struct shoald *d, const char *node)
         return;
     rt->generation++;
     rt->wake = true;
+    rt->wake_batch = commit_open_batch(d->commit);
     if (!d->cluster->wake_registered &&
         commit_after(d->commit, wake_polls, d) == 0)
         d->cluster->wake_registered = true;
 }
 
 /* The commit_done_f of the agent polls' wake-up; arg is the struct
- * shoald. */
+ * shoald. The wake-up may have been registered for a commit that was
+ * already under way when a later change touched a node: that node waits
+ * for the batch of its change, so no agent hears of a change before it is
+ * durable. */
 static void wake_polls(bool ok, void *arg)
 {
     struct shoald *d = arg;
     (void)ok;
     d->cluster->wake_registered = false;
+    uint64_t ended = commit_ended_batches(d->commit);
+    bool waiting = false;
     for (struct node *n = nodetab_next(d->nodes, NULL); n;
          n = nodetab_next(d->nodes, n)) {
         struct node_rt *rt = nodetab_rt(d->nodes, n->name);
         if (!rt->wake)
             continue;
+        if (rt->wake_batch >= ended) {
+            waiting = true;
+            continue;
+        }
         rt->wake = false;
         wake_agent(d, n, NULL);
     }
+    if (waiting && commit_after(d->commit, wake_polls, d) == 0)
+        d->cluster->wake_registered = true;
 }
 
 static const char *stop_reason(const struct job *job)
@@ -973,6 +985,12 @@ void cluster_job_release(struct shoald *d, struct job *job)
     (void)job;
     d->cluster->gate_dirty = true;
     shoald_schedule_soon(d);
+}
+
+bool cluster_pass_due(const struct shoald *d)
+{
+    const struct cluster *c = d->cluster;
+    return c && (c->schedule_pending || c->rebuild || c->gate_dirty);
 }
 
 void cluster_before_sleep(struct shoald *d)

@@ -121,7 +121,11 @@ const char *cluster_job_estimate_note(struct shoald *d, const struct job *job);
 void cluster_tick(struct shoald *d, int64_t now);
 
 /* Run a scheduling pass when one was asked for; called before the loop
- * sleeps, before the group commit. */
+ * sleeps, after the group commit of what came before (main.c) and before
+ * the one of the starts it decides. */
 void cluster_before_sleep(struct shoald *d);
+/* True when cluster_before_sleep has work: a pass was asked for, the
+ * engine is to be rebuilt or gated jobs are to be looked at again. */
+bool cluster_pass_due(const struct shoald *d);
 
 #endif

@@ -34,6 +34,7 @@ struct commit {
     struct waiters open;   /* wait for the open batch */
     struct waiters flying; /* wait for the commit under way */
     bool under_way;        /* a commit was sent and has not ended */
+    uint64_t opened;       /* the open batch's number (commit_open_batch) */
     int fd;                /* dup of the store's descriptor we watch, or -1 */
     int flying_ops;
     int64_t flying_t0_us;
@@ -149,6 +150,7 @@ static void failed(struct commit *c, int ops, struct sh_error *err)
 {
     c->stats.failures++;
     store_batch_reset(c->batch);
+    c->opened++; /* the open batch is lost with the one it was built on */
     if (err->code == SH_ECONFLICT) {
         /* Fenced: another controller leads. Nothing is reloaded or
          * committed any more; the process stops (ha.c). */
@@ -217,6 +219,7 @@ int commit_start(struct commit *c, struct sh_error *err)
     if (c->under_way && land(c, false, err) != 0)
         return c->under_way ? 0 : -1;
     int ops = store_batch_count(c->batch);
+    c->opened++; /* the open batch ends here: sent, or empty */
     if (ops == 0) {
         if (c->open.n)
             run_waiters(c, &c->open, true);
@@ -262,6 +265,7 @@ int commit_flush(struct commit *c, struct sh_error *err)
     if (land(c, true, err) < 0)
         return -1;
     int ops = store_batch_count(c->batch);
+    c->opened++;
     if (ops == 0) {
         if (c->open.n)
             run_waiters(c, &c->open, true);
@@ -277,6 +281,16 @@ int commit_flush(struct commit *c, struct sh_error *err)
     committed(c, ops, t0);
     run_waiters(c, &c->open, true);
     return 0;
+}
+
+uint64_t commit_open_batch(const struct commit *c)
+{
+    return c->opened;
+}
+
+uint64_t commit_ended_batches(const struct commit *c)
+{
+    return c->under_way ? c->opened - 1 : c->opened;
 }
 
 void commit_get_stats(const struct commit *c, struct commit_stats *out)

@@ -78,6 +78,15 @@ int commit_start(struct commit *c, struct sh_error *err);
  * says why; the callbacks have run with ok = false). */
 int commit_flush(struct commit *c, struct sh_error *err);
 
+/* Batches are numbered in the order they go out, from 0. A change made
+ * now goes out in the open batch, numbered commit_open_batch(), or in an
+ * earlier one. Every batch numbered below commit_ended_batches() has ended:
+ * it is durable, or it failed and memory was reloaded from the store. A
+ * callback of commit_after that acts on changes made after it was
+ * registered (the agents' wake-up) checks their batch has ended. */
+uint64_t commit_open_batch(const struct commit *c);
+uint64_t commit_ended_batches(const struct commit *c);
+
 /* Counters for /metrics and the benchmark. */
 struct commit_stats {
     uint64_t commits;

@@ -367,8 +367,17 @@ static int before_sleep(struct loop *loop, void *arg)
     struct shoald *d = arg;
     struct sh_error err;
     (void)loop;
-    if (ha_serving(d))
+    if (ha_serving(d)) {
+        /* What is queued so far (submissions, the agents' reports) goes
+         * out, and its answers with it, before the scheduling pass: the
+         * starts the pass decides go into the next commit, and a submitter
+         * does not wait for the start of its job. */
+        if (commit_pending(d->commit) && cluster_pass_due(d)) {
+            commit_start(d->commit, &err); /* failures: logged, answered */
+            api_before_sleep(d->api);
+        }
         cluster_before_sleep(d);
+    }
     commit_start(d->commit, &err); /* failures are logged and answered */
     int timeout = api_before_sleep(d->api);
     /* Running MHD may have accepted new changes (a kept-alive client sends

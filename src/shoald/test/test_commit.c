@@ -4,7 +4,8 @@
  * ok = true once the batch is durable (readable from the store), also when
  * the batch was empty; a failed commit (the "fault:N:PATH" store) reloads
  * memory, answers every waiter with ok = false, stores nothing and leaves
- * an empty batch for the next iteration. And the counters /metrics shows.
+ * an empty batch for the next iteration. The batches' numbers (what the
+ * agents' wake-up checks). And the counters /metrics shows.
  * The commit is made over the store alone (no loop: SQLite commits at once). */
 #include <criterion/criterion.h>
 #include <stddef.h>
@@ -213,6 +214,57 @@ Test(commit, waiter_added_by_a_callback_waits_for_the_next_flush)
     cr_assert_eq(flush(&f), 0);
     cr_assert_eq(later.calls, 1);
     cr_assert(later.ok);
+    fx_close(&f);
+}
+
+/* Seen from a callback: the batch it waited for has ended. */
+struct batch_seen {
+    struct commit *c;
+    uint64_t open_at_call;
+    uint64_t ended_at_call;
+};
+
+static void note_batches(bool ok, void *arg)
+{
+    struct batch_seen *b = arg;
+    (void)ok;
+    b->open_at_call = commit_open_batch(b->c);
+    b->ended_at_call = commit_ended_batches(b->c);
+}
+
+Test(commit, batches_are_numbered_and_end_in_order)
+{
+    struct fx f;
+    fx_open(&f, "");
+    uint64_t first = commit_open_batch(f.commit);
+    cr_assert_eq(commit_ended_batches(f.commit), first, "none under way");
+    put_node(&f, "gpu01");
+    struct batch_seen b = {.c = f.commit};
+    cr_assert_eq(commit_after(f.commit, note_batches, &b), 0);
+    cr_assert_eq(commit_open_batch(f.commit), first, "a change numbers none");
+    cr_assert_eq(flush(&f), 0);
+    cr_assert_gt(b.ended_at_call, first, "its batch had ended");
+    cr_assert_eq(b.open_at_call, b.ended_at_call);
+    cr_assert_eq(commit_open_batch(f.commit), first + 1);
+    cr_assert_eq(flush(&f), 0);
+    cr_assert_eq(commit_open_batch(f.commit), first + 2,
+                 "an empty batch ends too");
+    fx_close(&f);
+}
+
+/* The "fault:1:" store fails the first commit: the open batch is lost with
+ * it and a later one is numbered after it. */
+Test(commit, failed_batch_ends_too)
+{
+    struct fx f;
+    fx_open(&f, "fault:1:");
+    uint64_t first = commit_open_batch(f.commit);
+    put_node(&f, "gpu01");
+    struct batch_seen b = {.c = f.commit};
+    cr_assert_eq(commit_after(f.commit, note_batches, &b), 0);
+    cr_assert_eq(flush(&f), -1);
+    cr_assert_gt(b.ended_at_call, first);
+    cr_assert_eq(commit_ended_batches(f.commit), commit_open_batch(f.commit));
     fx_close(&f);
 }
 
