@@ -55,15 +55,37 @@ struct shim {
     struct cgroup_attach att;
     bool attach;
     struct shim_ctr *ctr; /* a run in an image (shim_ctr.h); NULL = bare */
-    gid_t groups[256];    /* the user's groups, for the container */
+    gid_t groups[SHIM_GROUPS_MAX]; /* the user's groups */
     int ngroups;
-    char **ctr_argv; /* the command inside the container */
+    bool groups_known; /* groups[] holds them (from the fork server) */
+    char **ctr_argv;   /* the command inside the container */
 };
 
 /* The tasks' process group, from fork; a stop the agent asked for before
  * it existed. Read by the signal handler. */
 static volatile sig_atomic_t task_pgid;
 static volatile sig_atomic_t pending_sig;
+
+/* The dispositions the shim changes: ignored (the first four) or caught
+ * (on_forward). Every other signal is at its default in the shim (the fork
+ * server starts from defaults, shim_main resets what an exec'd shim
+ * inherited), so a task resets these alone, not all 64. */
+static const int shim_signals[] = {SIGINT,  SIGTERM,       SIGHUP,
+                                   SIGPIPE, SHIM_SIG_TERM, SHIM_SIG_KILL};
+#define SHIM_NSIGNALS (int)(sizeof(shim_signals) / sizeof(shim_signals[0]))
+
+void shim_reset_signals(void)
+{
+    for (int sig = 1; sig < NSIG; sig++)
+        signal(sig, SIG_DFL);
+}
+
+/* In a task before its exec: every disposition at its default. */
+static void task_default_signals(void)
+{
+    for (int i = 0; i < SHIM_NSIGNALS; i++)
+        signal(shim_signals[i], SIG_DFL);
+}
 
 static void on_forward(int sig)
 {
@@ -238,48 +260,74 @@ static int load(struct shim *s, char *text, size_t len)
 /* A Shoal user name maps straight to a Unix account: root and system
  * accounts (below the agent's minimum uid) run jobs only when the admin
  * named them. */
-static bool user_may_run(const struct shim *s, const struct passwd *pw)
+static bool user_may_run(const struct shim *s, uid_t uid, const char *name)
 {
     json_int_t min = json_integer_value(json_object_get(s->launch, "min_uid"));
-    if ((json_int_t)pw->pw_uid >= min)
+    if ((json_int_t)uid >= min)
         return true;
     size_t i;
     const json_t *v;
     json_array_foreach (json_object_get(s->launch, "allow_users"), i, v) {
-        if (json_is_string(v) && strcmp(json_string_value(v), pw->pw_name) == 0)
+        if (json_is_string(v) && strcmp(json_string_value(v), name) == 0)
             return true;
     }
     return false;
 }
 
-/* Who runs the tasks, and where. */
-static int resolve_user(struct shim *s)
+/* The account of USER (NULL: the shim's own) into s: KNOWN when the fork
+ * server resolved that very name, else NSS's answer. 0 when there is
+ * none. */
+static int lookup_user(struct shim *s, const char *user,
+                       const struct shim_user *known)
 {
-    const char *user = json_string_value(json_object_get(s->launch, "user"));
+    if (user && known && strcmp(known->name, user) == 0 &&
+        known->ngroups >= 0 && known->ngroups <= SHIM_GROUPS_MAX) {
+        s->uid = known->uid;
+        s->gid = known->gid;
+        snprintf(s->user, sizeof(s->user), "%s", known->name);
+        snprintf(s->home, sizeof(s->home), "%s", known->home);
+        snprintf(s->shell, sizeof(s->shell), "%s", known->shell);
+        memcpy(s->groups, known->groups,
+               (size_t)known->ngroups * sizeof(gid_t));
+        s->ngroups = known->ngroups;
+        s->groups_known = true;
+        return 1;
+    }
     struct passwd *pw = user ? getpwnam(user) : getpwuid(getuid());
     if (!pw)
-        return fail_start(s, "user %s does not exist on this node",
-                          user ? user : "of the agent");
-    if (user && !user_may_run(s, pw))
-        return fail_start(
-            s,
-            "user %s (uid %u) may not run jobs on this node: accounts below "
-            "uid %lld (root and system accounts) are refused unless the "
-            "cluster admin allows them (shoal-agent --min-job-uid, "
-            "--allow-job-user)",
-            pw->pw_name, (unsigned)pw->pw_uid,
-            (long long)json_integer_value(
-                json_object_get(s->launch, "min_uid")));
-    s->switch_user = user != NULL && pw->pw_uid != getuid();
+        return 0;
     s->uid = pw->pw_uid;
     s->gid = pw->pw_gid;
     snprintf(s->user, sizeof(s->user), "%s", pw->pw_name);
     snprintf(s->home, sizeof(s->home), "%s", pw->pw_dir);
     snprintf(s->shell, sizeof(s->shell), "%s",
              pw->pw_shell && *pw->pw_shell ? pw->pw_shell : "/bin/sh");
+    return 1;
+}
+
+/* Who runs the tasks, and where. */
+static int resolve_user(struct shim *s, const struct shim_user *known)
+{
+    const char *user = json_string_value(json_object_get(s->launch, "user"));
+    if (!lookup_user(s, user, known))
+        return fail_start(s, "user %s does not exist on this node",
+                          user ? user : "of the agent");
+    if (user && !user_may_run(s, s->uid, s->user))
+        return fail_start(
+            s,
+            "user %s (uid %u) may not run jobs on this node: accounts below "
+            "uid %lld (root and system accounts) are refused unless the "
+            "cluster admin allows them (shoal-agent --min-job-uid, "
+            "--allow-job-user)",
+            s->user, (unsigned)s->uid,
+            (long long)json_integer_value(
+                json_object_get(s->launch, "min_uid")));
+    s->switch_user = user != NULL && s->uid != getuid();
     const char *wd = json_string_value(json_object_get(s->launch, "workdir"));
     snprintf(s->workdir, sizeof(s->workdir), "%s", wd ? wd : s->home);
-    if (s->switch_user && initgroups(s->user, s->gid) < 0)
+    if (s->switch_user &&
+        (s->groups_known ? setgroups((size_t)s->ngroups, s->groups)
+                         : initgroups(s->user, s->gid)) < 0)
         return fail_start(s, "cannot set the groups of %s: %s", s->user,
                           strerror(errno));
     /* The usual login variables unless the job set its own. */
@@ -362,9 +410,11 @@ static int prepare_container(struct shim *s)
                               key ? key + 1 : s->dir, why, sizeof(why));
     if (!s->ctr)
         return fail_start(s, "%s", why);
-    s->ngroups = (int)(sizeof(s->groups) / sizeof(s->groups[0]));
-    if (getgrouplist(s->user, s->gid, s->groups, &s->ngroups) < 0)
-        s->ngroups = 0;
+    if (!s->groups_known) {
+        s->ngroups = (int)(sizeof(s->groups) / sizeof(s->groups[0]));
+        if (getgrouplist(s->user, s->gid, s->groups, &s->ngroups) < 0)
+            s->ngroups = 0;
+    }
     if (shim_ctr_check_mounts(s->ctr, s->uid, s->gid, s->groups, s->ngroups,
                               why, sizeof(why)) < 0)
         return fail_start(s, "%s", why);
@@ -480,8 +530,7 @@ static void exec_task(struct shim *s, pid_t pgid, int errfd, char **envp)
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
-        for (int sig = 1; sig < NSIG; sig++)
-            signal(sig, SIG_DFL);
+        task_default_signals();
         if (chdir("/") < 0)
             goto fail;
         execvpe(envp[0], envp, crun_env);
@@ -504,8 +553,7 @@ static void exec_task(struct shim *s, pid_t pgid, int errfd, char **envp)
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    for (int sig = 1; sig < NSIG; sig++)
-        signal(sig, SIG_DFL);
+    task_default_signals();
     execvpe(s->argv[0], s->argv, envp);
     if (errno == ENOEXEC) {
         /* A script without "#!": run it with the shell, as sh(1) would. */
@@ -678,10 +726,19 @@ static void cloexec_inherited(void)
 
 int shim_main(const char *run_dir)
 {
+    /* Exec'd by the agent: whatever it ignored (SIGPIPE, what its own
+     * parent ignored) is ignored here too until reset. */
+    shim_reset_signals();
     return shim_main_launch(run_dir, NULL, 0);
 }
 
 int shim_main_launch(const char *run_dir, char *launch, size_t len)
+{
+    return shim_main_forked(run_dir, launch, len, NULL);
+}
+
+int shim_main_forked(const char *run_dir, char *launch, size_t len,
+                     const struct shim_user *user)
 {
     struct shim s;
     cloexec_inherited();
@@ -722,7 +779,7 @@ int shim_main_launch(const char *run_dir, char *launch, size_t len)
         return 1;
     }
     s.err_fd = open_output(&s, "stderr");
-    if (resolve_user(&s) > 0) {
+    if (resolve_user(&s, user) > 0) {
         s.out_fd = open_output(&s, "stdout");
         if (s.out_fd < 0 || s.err_fd < 0) {
             fail_start(&s, "cannot open the output files in %s: %s", s.dir,
