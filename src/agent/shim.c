@@ -29,6 +29,8 @@
 #include "lib/util/clock.h"
 #include "lib/util/file.h"
 
+extern char **environ;
+
 #define SHIM_TASKS_MAX 256
 
 struct shim {
@@ -554,7 +556,10 @@ static void exec_task(struct shim *s, pid_t pgid, int errfd, char **envp)
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
     task_default_signals();
-    execvpe(s->argv[0], s->argv, envp);
+    /* The command is looked up on the job's PATH: glibc's execvpe would
+     * search the agent's. */
+    environ = envp;
+    execvp(s->argv[0], s->argv);
     if (errno == ENOEXEC) {
         /* A script without "#!": run it with the shell, as sh(1) would. */
         char *shargv[SHIM_TASKS_MAX + 8];

@@ -281,3 +281,20 @@ fork_server_pid() {
     [ -s "$runs/$b.0/work.json" ]
     [ ! -e "$runs/$b.0/launch.json" ]
 }
+
+@test "agt-016 a job's command is looked up on the job's PATH, not the agent's" {
+    # A command only on the agent's PATH is not found for a job...
+    mkdir -p "$BATS_TEST_TMPDIR/agentbin" "$BATS_TEST_TMPDIR/jobbin"
+    printf '#!/bin/sh\necho agent-only\n' >"$BATS_TEST_TMPDIR/agentbin/shoal-probe-agent"
+    printf '#!/bin/sh\necho job-path\n' >"$BATS_TEST_TMPDIR/jobbin/shoal-probe-job"
+    chmod 755 "$BATS_TEST_TMPDIR/agentbin/shoal-probe-agent" "$BATS_TEST_TMPDIR/jobbin/shoal-probe-job"
+    PATH="$BATS_TEST_TMPDIR/agentbin:$PATH" shoal_cluster_start 1 1
+    hidden=$(submit -- shoal-probe-agent)
+    wait_job_state "$hidden" failed
+    job_field "$hidden" .reason | grep -q "cannot start shoal-probe-agent"
+    # ...and one on the PATH the job sets is.
+    found=$(submit --env "PATH=$BATS_TEST_TMPDIR/jobbin:/usr/bin:/bin" -- shoal-probe-job)
+    wait_job_state "$found" completed
+    run shoal logs "$found"
+    [ "$output" = job-path ]
+}
