@@ -186,3 +186,8 @@ Test(sched_scenario, default_rebuilt_engine_recovers_las_rules_and_holds)
 {
     run("default_las_recover.scn");
 }
+
+Test(sched_scenario, default_quota_reclaim_keeps_its_order_with_las_rules)
+{
+    run("default_las_quota.scn");
+}
