@@ -895,6 +895,11 @@ static int job_alloc(struct sched *s, const struct sched_job_desc *d,
         s->free_job = j;
         return sh_errorf(err, SH_EINTERNAL, "out of memory");
     }
+    /* The default policy: the first checkpointable GPU job, added or
+     * recovered running (a rebuilt engine decides as the one before it),
+     * turns the LAS rules on before las_job_added()/las_job_started(). */
+    if (job->ckpt && !cpu && s->cfg.policy == SCHED_POLICY_DEFAULT)
+        s->las_ckpt = true;
     *out = j;
     return 0;
 }
@@ -940,8 +945,6 @@ int sched_job_add(struct sched *s, const struct sched_job_desc *d,
     s->fresh[s->nfresh++] = d->id;
     s->jobs[j].state = SCHED_JOB_PENDING;
     s->jobs[j].wait = SCHED_WAIT_NEW;
-    if (d->checkpointable && s->cfg.policy == SCHED_POLICY_DEFAULT)
-        s->las_ckpt = true;
     las_job_added(s, &s->jobs[j]);
     sched_pending_count(s, j, +1); /* sets lb, which picks the queue */
     sched_queue_insert(s, j);

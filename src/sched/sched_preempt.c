@@ -10,9 +10,13 @@
  * meanwhile so that no other job of its project preempts for the same
  * share, and it does not preempt again while its victims are stopping.
  *
- * The LAS policy adds its own victims (sched_las.c): checkpointable jobs
- * of a higher level than the waiting job, which are preferred (highest
- * level first).
+ * The LAS rules (the LAS policy, and the default policy once a
+ * checkpointable job is known; sched_las.c) add their own victims:
+ * checkpointable jobs of a higher level than the waiting job that have
+ * run their quantum, which are preferred (highest level first). In the
+ * LAS policy every victim is ordered by its level first; in the default
+ * policy only those LAS victims are, and reclaim victims keep the order
+ * above.
  *
  * Not here: preemption by priority inside a project (not a rule), and
  * reclaiming slices on unfenced GPUs (their other slices would keep the
@@ -28,22 +32,36 @@ struct ventry {
     uint32_t job;
     uint32_t gpus; /* GPUs of the victim on this node */
     /* The victim's preference keys (victim_before()), copied so that the
-     * sort reads no job: LAS level (0 but with LAS), priority, start, id. */
+     * sort reads no job: LAS key (victim_lvl()), priority, start, id. */
     uint8_t lvl;
     uint8_t prio;
     int64_t start;
     uint64_t id;
 };
 
-/* Preference among victims: lower priority (higher class number) first,
- * then the most recently started, then the highest id. */
-static bool victim_before(const struct sched *s, uint32_t a, uint32_t b)
+/* A victim's LAS key for job j on model m: in the LAS policy its level;
+ * in the default policy its level only when the LAS rule may take it
+ * (a checkpointable job past its quantum), so that quota reclaim keeps
+ * its order (fewest, lowest priority, most recent); else 0. */
+static uint8_t victim_lvl(const struct sched *s, const struct sjob *j,
+                          const struct sjob *v, uint16_t m)
+{
+    if (s->cfg.policy == SCHED_POLICY_LAS)
+        return v->las_run_lvl;
+    return las_victim_ok(s, j, v, m) ? v->las_run_lvl : 0;
+}
+
+/* Preference among victims of job j: the highest LAS key first
+ * (victim_lvl()), then lower priority (higher class number), then the
+ * most recently started, then the highest id. */
+static bool victim_before(const struct sched *s, const struct sjob *j,
+                          uint32_t a, uint32_t b)
 {
     const struct sjob *x = &s->jobs[a], *y = &s->jobs[b];
-    if (sched_las(s)) {
-        if (x->las_run_lvl != y->las_run_lvl)
-            return x->las_run_lvl > y->las_run_lvl;
-    }
+    uint8_t lx = victim_lvl(s, j, x, x->run_model);
+    uint8_t ly = victim_lvl(s, j, y, y->run_model);
+    if (lx != ly)
+        return lx > ly;
     if (x->prio != y->prio)
         return x->prio > y->prio;
     if (x->start != y->start)
@@ -272,7 +290,7 @@ static int collect(struct sched *s, uint32_t ji, uint16_t m,
                 e = np;
             }
             e[ne++] = (struct ventry){
-                p->node, s->running[i], 1,    sched_las(s) ? v->las_run_lvl : 0,
+                p->node, s->running[i], 1,    victim_lvl(s, j, v, m),
                 v->prio, v->start,      v->id};
         }
     }
@@ -476,7 +494,7 @@ static int plan_slice(struct sched *s, uint32_t ji, const struct sopt *o,
             continue;
         if (!slice_is(s, sl, o->profile))
             continue;
-        if (best == SCHED_NONE || victim_before(s, vi, best))
+        if (best == SCHED_NONE || victim_before(s, j, vi, best))
             best = vi;
     }
     if (best == SCHED_NONE)

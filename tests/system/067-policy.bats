@@ -7,6 +7,8 @@
 #   pol-003 a bad policy name is refused with the choices named, and no
 #           controller starts; LAS settings with --policy fifo too (the
 #           default policy takes them for checkpointable jobs)
+#   pol-003c shoal sim refuses the --las-* options with --policy fifo and
+#           says which policies take them; the default policy takes them
 #   pol-004 under las a checkpointable job that has had more GPU time is
 #           preempted for a new job, requeued, and runs again after it
 #   pol-005 --checkpointable without requeue is refused through the API
@@ -66,6 +68,18 @@ health_policy() { curl -sf "$SHOAL_URL/v1/health" | jq -r .policy; }
     [ "$status" -ne 0 ]
     echo "$output" | grep -q -- "--las-levels: LAS levels must be ascending"
     [ ! -e "$SHOAL_TEST_DIR/bad/url" ]
+}
+
+@test "pol-003c shoal sim: --las-* with --policy fifo is refused, the default takes them" {
+    trace="$BATS_TEST_DIRNAME/../data/traces/example.csv"
+    run shoal sim --cluster 1x8xH100-80GB --trace "$trace" --policy fifo --las-quantum 1m
+    echo "$output"
+    [ "$status" -ne 0 ]
+    echo "$output" | grep -q -- "--las-quantum, --las-hold\* and --las-starve-\* need --policy las or default"
+    run shoal sim --cluster 1x8xH100-80GB --trace "$trace" --las-quantum 1m --resume all:1m
+    echo "$output"
+    [ "$status" -eq 0 ]
+    echo "$output" | grep -q "policy default"
 }
 
 # Levels at 2 GPU-seconds, a 1 s quantum: a job running 2 s on 1 GPU is

@@ -181,3 +181,13 @@ Test(sched_scenario, default_preempts_only_checkpointable_jobs_by_level)
 {
     run("default_las_preempt.scn");
 }
+
+Test(sched_scenario, default_rebuilt_engine_recovers_las_rules_and_holds)
+{
+    run("default_las_recover.scn");
+}
+
+Test(sched_scenario, default_quota_reclaim_keeps_its_order_with_las_rules)
+{
+    run("default_las_quota.scn");
+}

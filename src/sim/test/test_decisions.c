@@ -95,6 +95,10 @@ struct seen {
     const struct sim_trace *t;
     size_t reserved;   /* passes after which some job held a reservation */
     size_t backfilled; /* starts that passed an older pending job */
+    /* Preemptions by reason; LAS victims outside ckpt_project (the one
+     * project that checkpoints, NULL: every job does). */
+    size_t reclaims, las_preempts, las_not_ckpt;
+    const char *ckpt_project;
 };
 
 /* After every pass: the decisions, and what a controller would show. */
@@ -115,6 +119,18 @@ static void on_decisions(void *arg, struct sched *s, int64_t now,
             oldest_pending = w->t->jobs[i].submit_ms;
     }
     w->reserved += reserved;
+    for (size_t i = 0; i < dec->npreempts; i++) {
+        const struct sched_preempt *p = &dec->preempts[i];
+        if (p->reason == SCHED_PREEMPT_RECLAIM) {
+            w->reclaims++;
+            continue;
+        }
+        const struct sim_job *v = &w->t->jobs[p->job - 1];
+        w->las_preempts++;
+        if (w->ckpt_project &&
+            strcmp(w->t->names.names[v->project], w->ckpt_project) != 0)
+            w->las_not_ckpt++;
+    }
     for (size_t i = 0; i < dec->nstarts; i++) {
         if (w->t->jobs[dec->starts[i].job - 1].submit_ms > oldest_pending)
             w->backfilled++;
@@ -131,8 +147,9 @@ struct replay {
 /* las: the LAS policy (LAS_CKPT: every job checkpointing, free restore;
  * LAS_HOLD: the same with a 20-minute hold, LAS_CKPT without one);
  * DEFAULT_CKPT: the default policy with every job checkpointing, free
- * restore (its LAS rules, the default hold). */
-enum { LAS_OFF = 0, LAS_CKPT, LAS_PLAIN, LAS_HOLD, DEFAULT_CKPT };
+ * restore (its LAS rules, the default hold); DEFAULT_P0: the same with
+ * only project p0's jobs checkpointing. */
+enum { LAS_OFF = 0, LAS_CKPT, LAS_PLAIN, LAS_HOLD, DEFAULT_CKPT, DEFAULT_P0 };
 static void replay_run_policy(struct replay *rp, const char *cluster,
                               const char *trace, const char *tenants,
                               bool all_reasons, bool controller_settings,
@@ -144,7 +161,7 @@ static void replay_run_policy(struct replay *rp, const char *cluster,
     sim_options_init(&o);
     o.sched.all_reasons = all_reasons;
     if (las) {
-        if (las != DEFAULT_CKPT)
+        if (las != DEFAULT_CKPT && las != DEFAULT_P0)
             o.sched.policy = SCHED_POLICY_LAS;
         o.sched.las_quantum_ms = 60 * 1000;
     }
@@ -152,6 +169,12 @@ static void replay_run_policy(struct replay *rp, const char *cluster,
         cr_assert(sim_resume_parse("all:0s", &o.resume[0], &err) == 0, "%s",
                   err.msg);
         o.nresume = 1;
+    }
+    if (las == DEFAULT_P0) {
+        cr_assert(sim_resume_parse("p0:0s", &o.resume[0], &err) == 0, "%s",
+                  err.msg);
+        o.nresume = 1;
+        rp->seen.ckpt_project = "p0";
     }
     if (las == LAS_CKPT || las == LAS_HOLD) {
         cr_assert(sim_resume_parse("all:0s", &o.resume[0], &err) == 0, "%s",
@@ -444,7 +467,7 @@ Test(sim_decisions,
 {
     for (uint64_t seed = 33; seed <= 34; seed++) {
         char *trace = overloaded_trace(seed * 7777, 300);
-        struct replay with, without, plain;
+        struct replay with, without;
         char what[64];
         snprintf(what, sizeof(what), "seed %llu, default with checkpoints",
                  (unsigned long long)seed);
@@ -452,16 +475,41 @@ Test(sim_decisions,
                           DEFAULT_CKPT);
         replay_run_policy(&without, "4x8xH100-80GB@2", trace, NULL, false, true,
                           DEFAULT_CKPT);
-        replay_run_policy(&plain, "4x8xH100-80GB@2", trace, NULL, false, true,
-                          LAS_OFF);
         cr_assert(with.r.preemptions > 0, "%s: nothing preempted", what);
         cr_assert(with.r.resumes > 0, "%s: nothing resumed", what);
-        cr_assert_eq(plain.r.preemptions, 0, "%s: plain default preempted",
-                     what);
         assert_same_decisions(&with, &without, what);
         replay_fini(&with);
         replay_fini(&without);
-        replay_fini(&plain);
+        free(trace);
+    }
+}
+
+/* The default policy where only p0's jobs checkpoint, with quotas (p0
+ * borrows beyond its guarantee): both kinds of preemption happen, every
+ * LAS victim is a checkpointable job, and the decisions are the same
+ * whether or not reasons are given. */
+Test(sim_decisions,
+     default_replay_where_some_jobs_checkpoint_takes_only_them_for_las)
+{
+    for (uint64_t seed = 35; seed <= 36; seed++) {
+        char *trace = overloaded_trace(seed * 7777, 300);
+        struct replay with, without;
+        char what[64];
+        snprintf(what, sizeof(what), "seed %llu, default, p0 checkpoints",
+                 (unsigned long long)seed);
+        replay_run_policy(&with, "4x8xH100-80GB@2", trace, tenants, true, true,
+                          DEFAULT_P0);
+        replay_run_policy(&without, "4x8xH100-80GB@2", trace, tenants, false,
+                          true, DEFAULT_P0);
+        cr_assert(with.seen.las_preempts > 0, "%s: no LAS preemption", what);
+        cr_assert(with.seen.reclaims > 0, "%s: no reclaim", what);
+        cr_assert(with.r.resumes > 0, "%s: nothing resumed", what);
+        cr_assert_eq(with.seen.las_not_ckpt, 0,
+                     "%s: %zu of %zu LAS victims do not checkpoint", what,
+                     with.seen.las_not_ckpt, with.seen.las_preempts);
+        assert_same_decisions(&with, &without, what);
+        replay_fini(&with);
+        replay_fini(&without);
         free(trace);
     }
 }
