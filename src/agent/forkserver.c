@@ -6,8 +6,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
-#include <pwd.h>
-#include <grp.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdbool.h>
@@ -17,14 +15,12 @@
 #include <string.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "agent/shim.h"
-#include "lib/util/clock.h"
 #include "lib/util/log.h"
 
 #ifndef P_PIDFD
@@ -34,10 +30,8 @@
 #define FORKSERVER_FD 3
 #define REPLY_TIMEOUT_S 10
 #define BIND_NOW "LD_BIND_NOW=1"
-/* The largest request: a run folder, a NUL, a job user, a NUL, a launch
- * description. */
-#define REQUEST_MAX                                                            \
-    (PATH_MAX + 1 + FORKSERVER_USER_MAX + 1 + FORKSERVER_LAUNCH_MAX)
+/* The largest request: a run folder, a NUL, a launch description. */
+#define REQUEST_MAX (PATH_MAX + 1 + FORKSERVER_LAUNCH_MAX)
 
 extern char **environ;
 
@@ -195,15 +189,6 @@ int forkserver_spawn_launch(struct forkserver *fs, const char *run_dir,
                             int *pidfd, unsigned long long *start,
                             struct sh_error *err)
 {
-    return forkserver_spawn_user(fs, run_dir, NULL, launch, launch_len, pid,
-                                 pidfd, start, err);
-}
-
-int forkserver_spawn_user(struct forkserver *fs, const char *run_dir,
-                          const char *user, const char *launch,
-                          size_t launch_len, pid_t *pid, int *pidfd,
-                          unsigned long long *start, struct sh_error *err)
-{
     size_t len = strlen(run_dir);
     if (len == 0 || len >= PATH_MAX) {
         sh_errorf(err, SH_EINVAL, "bad run folder path");
@@ -217,21 +202,12 @@ int forkserver_spawn_user(struct forkserver *fs, const char *run_dir,
                   launch_len, FORKSERVER_LAUNCH_MAX);
         return FORKSERVER_REFUSED;
     }
-    /* A name the server would not take goes as none: the shim asks NSS. */
-    size_t user_len = user ? strlen(user) : 0;
-    if (user_len >= FORKSERVER_USER_MAX)
-        user_len = 0;
-    /* One message: the folder, and after a NUL the user and after another
-     * the description; the folder alone when there is neither. */
-    struct iovec req[5] = {{.iov_base = (void *)run_dir, .iov_len = len},
-                           {.iov_base = "", .iov_len = 1},
-                           {.iov_base = (void *)user, .iov_len = user_len},
+    /* One message: the folder, and after a NUL the description. */
+    struct iovec req[3] = {{.iov_base = (void *)run_dir, .iov_len = len},
                            {.iov_base = "", .iov_len = 1},
                            {.iov_base = (void *)launch, .iov_len = launch_len}};
-    bool more = launch || user_len > 0;
-    struct msghdr rmsg = {.msg_iov = req, .msg_iovlen = more ? 5 : 1};
-    size_t total =
-        len + (more ? 1 + user_len + 1 + (launch ? launch_len : 0) : 0);
+    struct msghdr rmsg = {.msg_iov = req, .msg_iovlen = launch ? 3 : 1};
+    size_t total = len + (launch ? 1 + launch_len : 0);
     ssize_t n;
     do
         n = sendmsg(fs->sock, &rmsg, MSG_NOSIGNAL);
@@ -338,7 +314,7 @@ static void reap(void)
 /* The forked child: what posix_spawn of `shoal-agent --shim` gave the shim,
  * then the shim itself. */
 static void become_shim(const char *run_dir, char *launch, size_t len,
-                        const struct shim_user *user, int log_fd, int sfd)
+                        int log_fd, int sfd)
 {
     close(FORKSERVER_FD);
     close(sfd);
@@ -359,7 +335,7 @@ static void become_shim(const char *run_dir, char *launch, size_t len,
     /* _exit: the shim leaves nothing buffered in stdio (stderr is
      * unbuffered, stdout /dev/null) and registers no atexit work; exit()
      * would only run the libraries' teardown in every shim. */
-    _exit(shim_main_forked(run_dir, launch, len, user));
+    _exit(shim_main_launch(run_dir, launch, len));
 }
 
 static void answer(int pid, int e, int pidfd, unsigned long long start)
@@ -386,117 +362,7 @@ static void answer(int pid, int e, int pidfd, unsigned long long start)
     }
 }
 
-/* ---- the job users' accounts ---- */
-
-/* What NSS said of a user is kept this long: every job of a user within
- * it forks with no NSS lookup (getpwnam and getgrouplist cost a forked
- * shim more than a millisecond: NSS's files read again, its modules set
- * up, the pages they write copied). A change to the files NSS reads drops
- * every entry at once; a change elsewhere (LDAP, SSSD, which keep caches
- * of their own too) is seen within this. */
-#define USER_CACHE_TTL_MS 30000
-#define USER_CACHE_MAX 32
-
-struct user_entry {
-    struct shim_user u;
-    int64_t at_ms; /* when resolved; 0: a free slot */
-};
-
-struct file_stamp {
-    int err;
-    dev_t dev;
-    ino_t ino;
-    off_t size;
-    struct timespec mtime, ctime;
-};
-
-static const char *const nss_files[] = {"/etc/passwd", "/etc/group",
-                                        "/etc/nsswitch.conf"};
-#define NSS_FILES (sizeof(nss_files) / sizeof(nss_files[0]))
-
-static struct user_entry users[USER_CACHE_MAX];
-static struct file_stamp nss_stamps[NSS_FILES];
-
-static bool same_stamp(const struct file_stamp *a, const struct file_stamp *b)
-{
-    return a->err == b->err && a->dev == b->dev && a->ino == b->ino &&
-           a->size == b->size && a->mtime.tv_sec == b->mtime.tv_sec &&
-           a->mtime.tv_nsec == b->mtime.tv_nsec &&
-           a->ctime.tv_sec == b->ctime.tv_sec &&
-           a->ctime.tv_nsec == b->ctime.tv_nsec;
-}
-
-/* Whether a file NSS reads changed (or appeared, or went) since the last
- * call; the first call says yes. */
-static bool nss_files_changed(void)
-{
-    static bool stamped;
-    bool changed = !stamped;
-    for (size_t i = 0; i < NSS_FILES; i++) {
-        struct file_stamp now = {0};
-        struct stat st;
-        if (stat(nss_files[i], &st) < 0) {
-            now.err = errno;
-        } else {
-            now.dev = st.st_dev;
-            now.ino = st.st_ino;
-            now.size = st.st_size;
-            now.mtime = st.st_mtim;
-            now.ctime = st.st_ctim;
-        }
-        if (!same_stamp(&now, &nss_stamps[i])) {
-            changed = true;
-            nss_stamps[i] = now;
-        }
-    }
-    stamped = true;
-    return changed;
-}
-
-/* The account of job user NAME, from the cache or NSS; NULL when NSS
- * knows no such user (never kept: the shim asks again, and says so) or
- * the account does not fit a shim_user (more groups than it holds). */
-static const struct shim_user *job_user(const char *name)
-{
-    if (!name)
-        return NULL;
-    if (nss_files_changed())
-        memset(users, 0, sizeof(users));
-    int64_t now = clock_mono_ms();
-    struct user_entry *slot = &users[0];
-    for (size_t i = 0; i < USER_CACHE_MAX; i++) {
-        struct user_entry *e = &users[i];
-        if (e->at_ms && strcmp(e->u.name, name) == 0) {
-            if (now - e->at_ms < USER_CACHE_TTL_MS)
-                return &e->u;
-            slot = e;
-            break;
-        }
-        if (e->at_ms < slot->at_ms)
-            slot = e; /* a free one, else the oldest */
-    }
-    memset(slot, 0, sizeof(*slot));
-    struct shim_user *u = &slot->u;
-    struct passwd *pw = getpwnam(name);
-    if (!pw || strlen(pw->pw_name) >= sizeof(u->name))
-        return NULL;
-    snprintf(u->name, sizeof(u->name), "%s", pw->pw_name);
-    u->uid = pw->pw_uid;
-    u->gid = pw->pw_gid;
-    snprintf(u->home, sizeof(u->home), "%s", pw->pw_dir);
-    snprintf(u->shell, sizeof(u->shell), "%s",
-             pw->pw_shell && *pw->pw_shell ? pw->pw_shell : "/bin/sh");
-    u->ngroups = SHIM_GROUPS_MAX;
-    if (getgrouplist(u->name, u->gid, u->groups, &u->ngroups) < 0) {
-        memset(slot, 0, sizeof(*slot));
-        return NULL;
-    }
-    slot->at_ms = now > 0 ? now : 1;
-    return u;
-}
-
-static void serve_one(const char *run_dir, const char *user, char *launch,
-                      size_t len, int sfd)
+static void serve_one(const char *run_dir, char *launch, size_t len, int sfd)
 {
     char log[PATH_MAX + 16];
     snprintf(log, sizeof(log), "%s/shim.log", run_dir);
@@ -506,10 +372,9 @@ static void serve_one(const char *run_dir, const char *user, char *launch,
         answer(0, errno, -1, 0);
         return;
     }
-    const struct shim_user *account = job_user(user);
     pid_t pid = fork();
     if (pid == 0)
-        become_shim(run_dir, launch, len, account, log_fd, sfd);
+        become_shim(run_dir, launch, len, log_fd, sfd);
     int e = errno;
     close(log_fd);
     if (pid < 0) {
@@ -596,30 +461,19 @@ int forkserver_main(const char *runs_dir)
             break; /* the agent closed its end (or died) */
         req[n] = '\0';
         size_t dir_len = strlen(req);
-        const char *user = NULL;
         char *launch = NULL;
         size_t launch_len = 0;
-        bool bad_user = false;
         if (dir_len < (size_t)n) {
-            /* After the folder: the user (empty: none), a NUL, the
-             * description (empty: none, the shim reads launch.json). */
-            char *u = req + dir_len + 1;
-            size_t room = (size_t)n - dir_len - 1;
-            size_t user_len = strnlen(u, room);
-            bad_user = user_len == room || user_len >= FORKSERVER_USER_MAX;
-            if (!bad_user) {
-                user = user_len ? u : NULL;
-                launch_len = room - user_len - 1;
-                launch = launch_len ? u + user_len + 1 : NULL;
-            }
+            launch = req + dir_len + 1;
+            launch_len = (size_t)n - dir_len - 1;
         }
-        if ((msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || bad_user ||
-            dir_len == 0 || dir_len >= PATH_MAX || !is_run_dir(runs_dir, req) ||
+        if ((msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || dir_len == 0 ||
+            dir_len >= PATH_MAX || !is_run_dir(runs_dir, req) ||
             (launch && (launch_len == 0 || launch_len > FORKSERVER_LAUNCH_MAX ||
                         memchr(launch, '\0', launch_len))))
             answer(0, EINVAL, -1, 0);
         else
-            serve_one(req, user, launch, launch_len, sfd);
+            serve_one(req, launch, launch_len, sfd);
         explicit_bzero(req, (size_t)n);
     }
     reap();

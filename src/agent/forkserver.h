@@ -10,10 +10,8 @@
  * shim_main(RUN_DIR).
  *
  * Requests go over a SOCK_SEQPACKET socket pair: the agent sends the run
- * folder and, after a NUL, the job's user and, after another, the run's
- * launch description (launch.h), so no launch.json is written for a run
- * the server starts; the server resolves the user's account once for all
- * that user's jobs for a while (no NSS lookup per shim) and answers
+ * folder and, after a NUL, the run's launch description (launch.h), so no
+ * launch.json is written for a run the server starts; the server answers
  * the shim's pid and passes a pidfd of it
  * (opened before the server can reap it, so the pid is never a reused
  * one). The server reaps its children as they exit, so a shim's end is
@@ -69,10 +67,6 @@ enum {
  * goes to the shim in RUN_DIR/launch.json, as without the server. */
 #define FORKSERVER_LAUNCH_MAX (60 * 1024)
 
-/* A job user's name sent in a request is shorter than this (a longer one
- * is not sent: the shim asks NSS). */
-#define FORKSERVER_USER_MAX 64
-
 /* Fork a shim for RUN_DIR, which reads RUN_DIR/launch.json: *PID, *PIDFD
  * (the caller owns it) and *START (its /proc start time) on FORKSERVER_OK;
  * else one of the codes above with ERR set. After BROKEN or UNSENT the
@@ -90,17 +84,6 @@ int forkserver_spawn_launch(struct forkserver *fs, const char *run_dir,
                             const char *launch, size_t len, pid_t *pid,
                             int *pidfd, unsigned long long *start,
                             struct sh_error *err);
-
-/* The same for a run of job user USER (NULL: none, the agent's own): the
- * server resolves USER's account (uid, gid, home, shell, groups) and keeps
- * it a while (forkserver.c), so the shim it forks asks NSS nothing; the
- * shim still checks the user as the launch description says (min_uid,
- * allow_users), and takes the account only when USER is the
- * description's "user". */
-int forkserver_spawn_user(struct forkserver *fs, const char *run_dir,
-                          const char *user, const char *launch, size_t len,
-                          pid_t *pid, int *pidfd, unsigned long long *start,
-                          struct sh_error *err);
 
 /* Close the socket and SIGKILL the server, without waiting: whoever reaps
  * the process's children (the agent's SIGCHLD loop) reaps it. */

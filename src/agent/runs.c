@@ -729,21 +729,20 @@ static void unlink_launch(const struct run *r)
 /* The shim through the fork server, the launch description in the
  * request when IN_REQUEST (no launch.json: one file less per job, and the
  * registry's credentials never on disk), else the run folder alone (the
- * shim reads launch.json); USER, the description's "user", goes with
- * either (the server resolves its account). 1 when the server was gone before it got the
+ * shim reads launch.json). 1 when the server was gone before it got the
  * request (UNSENT; the server is dropped), 2 when this request could not
  * be sent (NOT_SENT; the server is kept): the caller starts the shim by
  * other means. */
-static int spawn_via_server(struct run *r, const char *user, const char *text,
-                            size_t len, bool in_request, struct sh_error *err)
+static int spawn_via_server(struct run *r, const char *text, size_t len,
+                            bool in_request, struct sh_error *err)
 {
     struct runs *rs = r->runs;
     pid_t pid;
     int pidfd;
     unsigned long long start;
-    int rc = forkserver_spawn_user(
-        rs->forkserver, r->dir, user, in_request ? text : NULL,
-        in_request ? len : 0, &pid, &pidfd, &start, err);
+    int rc = forkserver_spawn_launch(
+        rs->forkserver, r->dir, in_request ? text : NULL, in_request ? len : 0,
+        &pid, &pidfd, &start, err);
     if (rc == FORKSERVER_OK) {
         r->shim_pid = pid;
         r->shim_start = start;
@@ -786,22 +785,20 @@ static int spawn_shim(struct run *r, const json_t *launch, struct sh_error *err)
     if (!text)
         return sh_errorf(err, SH_EINTERNAL, "out of memory");
     size_t len = strlen(text);
-    const char *user = json_string_value(json_object_get(launch, "user"));
     bool in_request = rs->forkserver && len <= FORKSERVER_LAUNCH_MAX;
     int rc = in_request ? 0 : write_launch(r, text, len, err);
     bool on_disk = !in_request && rc == 0;
     /* 1: the shim still to be started by exec (also with no server). */
     rc = rc == 0 ? 1 : rc;
     if (rc == 1 && rs->forkserver) {
-        rc = spawn_via_server(r, user, text, len, in_request, err);
+        rc = spawn_via_server(r, text, len, in_request, err);
         if (rc > 0 && !on_disk) {
             rc = write_launch(r, text, len, err);
             on_disk = rc == 0;
             /* Still there after NOT_SENT: the run folder alone. */
             if (rc == 0)
-                rc = rs->forkserver
-                         ? spawn_via_server(r, user, text, len, false, err)
-                         : 1;
+                rc = rs->forkserver ? spawn_via_server(r, text, len, false, err)
+                                    : 1;
         }
     }
     /* 0: started through the server; below 0: failed for good. */

@@ -57,10 +57,9 @@ struct shim {
     struct cgroup_attach att;
     bool attach;
     struct shim_ctr *ctr; /* a run in an image (shim_ctr.h); NULL = bare */
-    gid_t groups[SHIM_GROUPS_MAX]; /* the user's groups */
+    gid_t groups[256];    /* the user's groups, for the container */
     int ngroups;
-    bool groups_known; /* groups[] holds them (from the fork server) */
-    char **ctr_argv;   /* the command inside the container */
+    char **ctr_argv; /* the command inside the container */
 };
 
 /* The tasks' process group, from fork; a stop the agent asked for before
@@ -262,74 +261,48 @@ static int load(struct shim *s, char *text, size_t len)
 /* A Shoal user name maps straight to a Unix account: root and system
  * accounts (below the agent's minimum uid) run jobs only when the admin
  * named them. */
-static bool user_may_run(const struct shim *s, uid_t uid, const char *name)
+static bool user_may_run(const struct shim *s, const struct passwd *pw)
 {
     json_int_t min = json_integer_value(json_object_get(s->launch, "min_uid"));
-    if ((json_int_t)uid >= min)
+    if ((json_int_t)pw->pw_uid >= min)
         return true;
     size_t i;
     const json_t *v;
     json_array_foreach (json_object_get(s->launch, "allow_users"), i, v) {
-        if (json_is_string(v) && strcmp(json_string_value(v), name) == 0)
+        if (json_is_string(v) && strcmp(json_string_value(v), pw->pw_name) == 0)
             return true;
     }
     return false;
 }
 
-/* The account of USER (NULL: the shim's own) into s: KNOWN when the fork
- * server resolved that very name, else NSS's answer. 0 when there is
- * none. */
-static int lookup_user(struct shim *s, const char *user,
-                       const struct shim_user *known)
-{
-    if (user && known && strcmp(known->name, user) == 0 &&
-        known->ngroups >= 0 && known->ngroups <= SHIM_GROUPS_MAX) {
-        s->uid = known->uid;
-        s->gid = known->gid;
-        snprintf(s->user, sizeof(s->user), "%s", known->name);
-        snprintf(s->home, sizeof(s->home), "%s", known->home);
-        snprintf(s->shell, sizeof(s->shell), "%s", known->shell);
-        memcpy(s->groups, known->groups,
-               (size_t)known->ngroups * sizeof(gid_t));
-        s->ngroups = known->ngroups;
-        s->groups_known = true;
-        return 1;
-    }
-    struct passwd *pw = user ? getpwnam(user) : getpwuid(getuid());
-    if (!pw)
-        return 0;
-    s->uid = pw->pw_uid;
-    s->gid = pw->pw_gid;
-    snprintf(s->user, sizeof(s->user), "%s", pw->pw_name);
-    snprintf(s->home, sizeof(s->home), "%s", pw->pw_dir);
-    snprintf(s->shell, sizeof(s->shell), "%s",
-             pw->pw_shell && *pw->pw_shell ? pw->pw_shell : "/bin/sh");
-    return 1;
-}
-
 /* Who runs the tasks, and where. */
-static int resolve_user(struct shim *s, const struct shim_user *known)
+static int resolve_user(struct shim *s)
 {
     const char *user = json_string_value(json_object_get(s->launch, "user"));
-    if (!lookup_user(s, user, known))
+    struct passwd *pw = user ? getpwnam(user) : getpwuid(getuid());
+    if (!pw)
         return fail_start(s, "user %s does not exist on this node",
                           user ? user : "of the agent");
-    if (user && !user_may_run(s, s->uid, s->user))
+    if (user && !user_may_run(s, pw))
         return fail_start(
             s,
             "user %s (uid %u) may not run jobs on this node: accounts below "
             "uid %lld (root and system accounts) are refused unless the "
             "cluster admin allows them (shoal-agent --min-job-uid, "
             "--allow-job-user)",
-            s->user, (unsigned)s->uid,
+            pw->pw_name, (unsigned)pw->pw_uid,
             (long long)json_integer_value(
                 json_object_get(s->launch, "min_uid")));
-    s->switch_user = user != NULL && s->uid != getuid();
+    s->switch_user = user != NULL && pw->pw_uid != getuid();
+    s->uid = pw->pw_uid;
+    s->gid = pw->pw_gid;
+    snprintf(s->user, sizeof(s->user), "%s", pw->pw_name);
+    snprintf(s->home, sizeof(s->home), "%s", pw->pw_dir);
+    snprintf(s->shell, sizeof(s->shell), "%s",
+             pw->pw_shell && *pw->pw_shell ? pw->pw_shell : "/bin/sh");
     const char *wd = json_string_value(json_object_get(s->launch, "workdir"));
     snprintf(s->workdir, sizeof(s->workdir), "%s", wd ? wd : s->home);
-    if (s->switch_user &&
-        (s->groups_known ? setgroups((size_t)s->ngroups, s->groups)
-                         : initgroups(s->user, s->gid)) < 0)
+    if (s->switch_user && initgroups(s->user, s->gid) < 0)
         return fail_start(s, "cannot set the groups of %s: %s", s->user,
                           strerror(errno));
     /* The usual login variables unless the job set its own. */
@@ -412,11 +385,9 @@ static int prepare_container(struct shim *s)
                               key ? key + 1 : s->dir, why, sizeof(why));
     if (!s->ctr)
         return fail_start(s, "%s", why);
-    if (!s->groups_known) {
-        s->ngroups = (int)(sizeof(s->groups) / sizeof(s->groups[0]));
-        if (getgrouplist(s->user, s->gid, s->groups, &s->ngroups) < 0)
-            s->ngroups = 0;
-    }
+    s->ngroups = (int)(sizeof(s->groups) / sizeof(s->groups[0]));
+    if (getgrouplist(s->user, s->gid, s->groups, &s->ngroups) < 0)
+        s->ngroups = 0;
     if (shim_ctr_check_mounts(s->ctr, s->uid, s->gid, s->groups, s->ngroups,
                               why, sizeof(why)) < 0)
         return fail_start(s, "%s", why);
@@ -739,12 +710,6 @@ int shim_main(const char *run_dir)
 
 int shim_main_launch(const char *run_dir, char *launch, size_t len)
 {
-    return shim_main_forked(run_dir, launch, len, NULL);
-}
-
-int shim_main_forked(const char *run_dir, char *launch, size_t len,
-                     const struct shim_user *user)
-{
     struct shim s;
     cloexec_inherited();
     memset(&s, 0, sizeof(s));
@@ -784,7 +749,7 @@ int shim_main_forked(const char *run_dir, char *launch, size_t len,
         return 1;
     }
     s.err_fd = open_output(&s, "stderr");
-    if (resolve_user(&s, user) > 0) {
+    if (resolve_user(&s) > 0) {
         s.out_fd = open_output(&s, "stdout");
         if (s.out_fd < 0 || s.err_fd < 0) {
             fail_start(&s, "cannot open the output files in %s: %s", s.dir,

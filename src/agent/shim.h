@@ -23,22 +23,6 @@
 #define SHIM_SIG_KILL SIGUSR2 /* send SIGKILL to the tasks */
 
 #include <stddef.h>
-#include <sys/types.h>
-
-#define SHIM_GROUPS_MAX 256
-
-/* A job user's account as NSS gave it (getpwnam, getgrouplist): what the
- * fork server keeps per user (forkserver.c) so a shim it forks asks NSS
- * nothing. */
-struct shim_user {
-    char name[64];
-    uid_t uid;
-    gid_t gid;
-    char home[4096];
-    char shell[256];
-    gid_t groups[SHIM_GROUPS_MAX]; /* the primary group among them */
-    int ngroups;
-};
 
 /* Every signal's disposition back to its default. The shim's tasks reset
  * only the dispositions the shim itself changes, so a shim must start from
@@ -55,12 +39,5 @@ int shim_main(const char *run_dir);
  * (explicit_bzero) as soon as it is parsed, as it may hold secrets.
  * LAUNCH NULL reads RUN_DIR/launch.json. */
 int shim_main_launch(const char *run_dir, char *launch, size_t len);
-
-/* The same in a shim the fork server forked, with the job user's account
- * USER as the server resolved it (NULL: none; the shim asks NSS). It is
- * taken only when its name is the launch description's "user"; every
- * check on the user (min_uid, allow_users) is made as with NSS's answer. */
-int shim_main_forked(const char *run_dir, char *launch, size_t len,
-                     const struct shim_user *user);
 
 #endif

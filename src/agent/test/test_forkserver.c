@@ -6,12 +6,11 @@
  * sent in the request runs with no launch.json; a request the server
  * cannot serve is refused without ending it, and one the socket cannot
  * carry is not sent without ending it; a launch.json that is a link or a
- * FIFO is not read; a task starts with every signal at its default; the
- * server resolves a job user's account for the shim. */
+ * FIFO is not read; a task starts with every signal at its default,
+ * through the server and from an exec'd shim. */
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -356,10 +355,10 @@ Test(forkserver, a_launch_json_link_or_fifo_is_not_read)
     rmdir(runs_root);
 }
 
-/* Runs LAUNCH (JSON text) for USER in a new run folder of the server and
- * waits for its shim; the folder's path in DIR. */
+/* Runs LAUNCH (JSON text) in a new run folder of the server and waits
+ * for its shim; the folder's path in DIR. */
 static void run_launch(struct forkserver *fs, char *dir, size_t size,
-                       const char *user, const char *launch)
+                       const char *launch)
 {
     static int next_id = 100;
     struct sh_error err;
@@ -368,8 +367,8 @@ static void run_launch(struct forkserver *fs, char *dir, size_t size,
     pid_t pid = 0;
     int pidfd = -1;
     unsigned long long start = 0;
-    cr_assert_eq(forkserver_spawn_user(fs, dir, user, launch, strlen(launch),
-                                       &pid, &pidfd, &start, &err),
+    cr_assert_eq(forkserver_spawn_launch(fs, dir, launch, strlen(launch), &pid,
+                                         &pidfd, &start, &err),
                  FORKSERVER_OK, "%s", err.msg);
     wait_exit(pidfd);
     close(pidfd);
@@ -405,7 +404,7 @@ Test(forkserver, a_task_starts_with_every_signal_at_its_default)
         "\"env\": [\"PATH=/usr/bin:/bin\"], \"tasks\": 1, \"node_rank\": 0}";
     char dir[128];
     unsigned long long ignored, caught;
-    run_launch(fs, dir, sizeof(dir), NULL, launch);
+    run_launch(fs, dir, sizeof(dir), launch);
     task_signals(dir, &ignored, &caught);
     cr_assert_eq(ignored, 0, "ignored: %llx", ignored);
     cr_assert_eq(caught, 0, "caught: %llx", caught);
@@ -430,58 +429,4 @@ Test(forkserver, a_task_starts_with_every_signal_at_its_default)
     rmdir(runs_root);
     sigaction(SIGQUIT, &old_quit, NULL);
     sigaction(SIGUSR1, &old_usr1, NULL);
-}
-
-/* The server resolves a job user's account and keeps it: the task runs
- * with the user's uid, gid and groups, the first time and the next; the
- * shim takes the account only for the user its description names, still
- * refuses an account below min_uid, and a user NSS does not know is
- * reported as before. */
-Test(forkserver, a_job_user_is_resolved_by_the_server)
-{
-    struct passwd *pw = getpwnam("nobody");
-    if (!pw || getuid() != 0)
-        cr_skip_test("needs root and the nobody account");
-    char want[128];
-    snprintf(want, sizeof(want), "%u %u\n", (unsigned)pw->pw_uid,
-             (unsigned)pw->pw_gid);
-    struct forkserver *fs = start_server();
-    const char *as_nobody =
-        "{\"argv\": [\"sh\", \"-c\", \"echo $(id -u) $(id -g)\"], "
-        "\"env\": [\"PATH=/usr/bin:/bin\"], \"tasks\": 1, \"node_rank\": 0, "
-        "\"user\": \"nobody\", \"workdir\": \"/\", \"min_uid\": 1000, "
-        "\"allow_users\": [\"nobody\"]}";
-    char dir[128];
-    for (int i = 0; i < 2; i++) {
-        run_launch(fs, dir, sizeof(dir), "nobody", as_nobody);
-        const char *out = slurp(dir, "stdout");
-        cr_assert_str_eq(out ? out : "(none)", want);
-        remove_run(dir);
-    }
-    /* Root's account sent, nobody's description: run as nobody. */
-    run_launch(fs, dir, sizeof(dir), "root", as_nobody);
-    const char *out = slurp(dir, "stdout");
-    cr_assert_str_eq(out ? out : "(none)", want);
-    remove_run(dir);
-    /* Below min_uid and not allowed: refused, as with NSS's answer. */
-    const char *as_root =
-        "{\"argv\": [\"true\"], \"env\": [], \"tasks\": 1, \"node_rank\": 0, "
-        "\"user\": \"root\", \"min_uid\": 1000, \"allow_users\": []}";
-    run_launch(fs, dir, sizeof(dir), "root", as_root);
-    const char *st = slurp(dir, "status.json");
-    cr_assert(st && strstr(st, "user root (uid 0) may not run jobs on this "
-                               "node") != NULL,
-              "status: %s", st ? st : "(none)");
-    remove_run(dir);
-    const char *as_nobody_else =
-        "{\"argv\": [\"true\"], \"env\": [], \"tasks\": 1, \"node_rank\": 0, "
-        "\"user\": \"shoal-no-such-user\", \"min_uid\": 0}";
-    run_launch(fs, dir, sizeof(dir), "shoal-no-such-user", as_nobody_else);
-    st = slurp(dir, "status.json");
-    cr_assert(st && strstr(st, "user shoal-no-such-user does not exist on "
-                               "this node") != NULL,
-              "status: %s", st ? st : "(none)");
-    remove_run(dir);
-    forkserver_stop(fs);
-    rmdir(runs_root);
 }
