@@ -200,6 +200,17 @@ static void on_committed(bool ok, void *arg)
     MHD_resume_connection(req->conn);
 }
 
+void api_release_durable(struct api_req *req)
+{
+    struct commit *c = req->api->d->commit;
+    if (c && commit_after(c, on_committed, req) == 0) {
+        /* Stays suspended (and counted) until the commit has ended. */
+        req->phase = PHASE_WAITING;
+        return;
+    }
+    api_release(req);
+}
+
 /* ---- routing ---- */
 
 /* Match path against pattern, filling req->params. */

@@ -90,6 +90,10 @@ bool api_replied(const struct api_req *req);
  * the api shuts down (api_destroy answers held requests itself). */
 void api_hold(struct api_req *req);
 void api_release(struct api_req *req);
+/* api_release once every change made so far is durable (the answer may
+ * describe one that is not yet): a failed commit turns the answer into 503
+ * (the client asks again). */
+void api_release_durable(struct api_req *req);
 
 /* An opaque per-request slot for the handler that holds it. */
 void api_set_user_data(struct api_req *req, void *data);

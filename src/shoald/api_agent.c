@@ -25,6 +25,7 @@
 #include "shoald/api_handlers.h"
 #include "shoald/auth.h"
 #include "shoald/cluster.h"
+#include "shoald/commit.h"
 #include "shoald/jobs.h"
 #include "shoald/jobtab.h"
 #include "shoald/logs.h"
@@ -305,11 +306,20 @@ void api_agent_answer_poll(struct shoald *d, const struct node *n,
     rt->poll = NULL;
     free(api_get_user_data(req));
     api_set_user_data(req, NULL);
-    if (err)
+    if (err) {
         api_reply_error(req, err);
+        api_release(req);
+        return;
+    }
+    api_reply_json(req, 200, cluster_node_work(d, n));
+    /* The node's last change may not be durable yet (its batch is under
+     * way or open, e.g. a start the pass just made): the answer, composed
+     * now, waits for the batches open now, and a failed commit answers 503
+     * instead. The wait is at most until the batch open now has ended. */
+    if (d->commit && rt->wake_batch >= commit_ended_batches(d->commit))
+        api_release_durable(req);
     else
-        api_reply_json(req, 200, cluster_node_work(d, n));
-    api_release(req);
+        api_release(req);
 }
 
 /* Answer held polls whose time is up (and all of them at shutdown). */

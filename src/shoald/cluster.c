@@ -623,30 +623,29 @@ void cluster_node_touch(struct shoald *d, const char *node)
 
 /* The commit_done_f of the agent polls' wake-up; arg is the struct
  * shoald. The wake-up may have been registered for a commit that was
- * already under way when a later change touched a node: that node waits
- * for the batch of its change, so no agent hears of a change before it is
- * durable. */
+ * already under way when a later change touched a node: that node's answer
+ * is composed now and waits for the batch open now (api_agent_answer_poll),
+ * so no agent hears of a change before it is durable, and a node touched in
+ * every batch waits at most one batch. When the commit failed and memory is
+ * not the store's (fenced, or the reload failed) nothing is told from
+ * memory: the held polls get 503 and the agents ask again. */
 static void wake_polls(bool ok, void *arg)
 {
     struct shoald *d = arg;
-    (void)ok;
     d->cluster->wake_registered = false;
-    uint64_t ended = commit_ended_batches(d->commit);
-    bool waiting = false;
+    struct sh_error lost;
+    bool refuse = !ok && commit_memory_lost(d->commit);
+    if (refuse)
+        sh_errorf(&lost, SH_EUNAVAILABLE,
+                  "the controller's state could not be stored; try again");
     for (struct node *n = nodetab_next(d->nodes, NULL); n;
          n = nodetab_next(d->nodes, n)) {
         struct node_rt *rt = nodetab_rt(d->nodes, n->name);
         if (!rt->wake)
             continue;
-        if (rt->wake_batch >= ended) {
-            waiting = true;
-            continue;
-        }
         rt->wake = false;
-        wake_agent(d, n, NULL);
+        wake_agent(d, n, refuse ? &lost : NULL);
     }
-    if (waiting && commit_after(d->commit, wake_polls, d) == 0)
-        d->cluster->wake_registered = true;
 }
 
 static const char *stop_reason(const struct job *job)

@@ -35,6 +35,7 @@ struct commit {
     struct waiters flying; /* wait for the commit under way */
     bool under_way;        /* a commit was sent and has not ended */
     uint64_t opened;       /* the open batch's number (commit_open_batch) */
+    bool memory_lost;      /* commit_memory_lost */
     int fd;                /* dup of the store's descriptor we watch, or -1 */
     int flying_ops;
     int64_t flying_t0_us;
@@ -145,12 +146,18 @@ static void run_waiters(struct commit *c, struct waiters *l, bool ok)
 }
 
 /* A commit failed: memory holds its changes and those of the open batch
- * made on top of them; both are gone. */
-static void failed(struct commit *c, int ops, struct sh_error *err)
+ * made on top of them; both are gone. open_lost: the commit was under way
+ * while an open batch was built on it (that batch is lost with it and its
+ * number ends here); false when the failed batch was the open one (its
+ * number ended when it was sent). */
+static void failed(struct commit *c, int ops, bool open_lost,
+                   struct sh_error *err)
 {
     c->stats.failures++;
     store_batch_reset(c->batch);
-    c->opened++; /* the open batch is lost with the one it was built on */
+    if (open_lost)
+        c->opened++;
+    c->memory_lost = true;
     if (err->code == SH_ECONFLICT) {
         /* Fenced: another controller leads. Nothing is reloaded or
          * committed any more; the process stops (ha.c). */
@@ -165,6 +172,8 @@ static void failed(struct commit *c, int ops, struct sh_error *err)
         if (c->reload(c->reload_arg, &rerr) < 0)
             sh_log(LOG_CRIT, "commit",
                    "reload after a failed commit failed: %s", rerr.msg);
+        else
+            c->memory_lost = false;
         /* The reload may itself have queued nothing durable; drop it. */
         store_batch_reset(c->batch);
     }
@@ -195,7 +204,7 @@ static int land(struct commit *c, bool wait, struct sh_error *err)
     c->under_way = false;
     if (rc < 0) {
         c->stats.total_us += (uint64_t)(clock_mono_us() - c->flying_t0_us);
-        failed(c, c->flying_ops, err);
+        failed(c, c->flying_ops, true, err);
         return -1;
     }
     committed(c, c->flying_ops, c->flying_t0_us);
@@ -229,7 +238,7 @@ int commit_start(struct commit *c, struct sh_error *err)
     int rc = store_commit_start(c->store, c->batch, err);
     if (rc < 0) {
         c->stats.total_us += (uint64_t)(clock_mono_us() - t0);
-        failed(c, ops, err);
+        failed(c, ops, false, err);
         return -1;
     }
     if (rc == 0) {
@@ -275,7 +284,7 @@ int commit_flush(struct commit *c, struct sh_error *err)
     int rc = store_commit(c->store, c->batch, err);
     if (rc < 0) {
         c->stats.total_us += (uint64_t)(clock_mono_us() - t0);
-        failed(c, ops, err);
+        failed(c, ops, false, err);
         return -1;
     }
     committed(c, ops, t0);
@@ -291,6 +300,11 @@ uint64_t commit_open_batch(const struct commit *c)
 uint64_t commit_ended_batches(const struct commit *c)
 {
     return c->under_way ? c->opened - 1 : c->opened;
+}
+
+bool commit_memory_lost(const struct commit *c)
+{
+    return c->memory_lost;
 }
 
 void commit_get_stats(const struct commit *c, struct commit_stats *out)

@@ -87,6 +87,11 @@ int commit_flush(struct commit *c, struct sh_error *err);
 uint64_t commit_open_batch(const struct commit *c);
 uint64_t commit_ended_batches(const struct commit *c);
 
+/* True after a failed commit that left memory unlike the store: the
+ * commit was fenced (nothing is reloaded) or the reload failed. A
+ * successful reload clears it. */
+bool commit_memory_lost(const struct commit *c);
+
 /* Counters for /metrics and the benchmark. */
 struct commit_stats {
     uint64_t commits;

@@ -367,22 +367,29 @@ static int before_sleep(struct loop *loop, void *arg)
     struct shoald *d = arg;
     struct sh_error err;
     (void)loop;
+    bool pass_skipped = false;
     if (ha_serving(d)) {
         /* What is queued so far (submissions, the agents' reports) goes
          * out, and its answers with it, before the scheduling pass: the
          * starts the pass decides go into the next commit, and a submitter
-         * does not wait for the start of its job. */
+         * does not wait for the start of its job. When that commit failed
+         * (memory was reloaded, or could not be) or deposed this
+         * controller, no pass runs on this memory now: the next iteration
+         * decides. */
         if (commit_pending(d->commit) && cluster_pass_due(d)) {
-            commit_start(d->commit, &err); /* failures: logged, answered */
+            /* failures: logged, answered */
+            pass_skipped = commit_start(d->commit, &err) < 0;
             api_before_sleep(d->api);
         }
-        cluster_before_sleep(d);
+        if (!pass_skipped && ha_serving(d))
+            cluster_before_sleep(d);
     }
     commit_start(d->commit, &err); /* failures are logged and answered */
     int timeout = api_before_sleep(d->api);
     /* Running MHD may have accepted new changes (a kept-alive client sends
-     * its next request at once): flush them before sleeping. */
-    if (commit_pending(d->commit))
+     * its next request at once): flush them before sleeping. A pass left
+     * for later runs at once. */
+    if (commit_pending(d->commit) || (pass_skipped && ha_serving(d)))
         return 0;
     return timeout;
 }

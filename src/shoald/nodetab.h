@@ -22,7 +22,7 @@ struct node_rt {
     int jobs_cap;
     int stale;              /* runs the agent reported that we do not want */
     bool wake;              /* answer the held poll after wake_batch's commit */
-    uint64_t wake_batch;    /* the batch holding the change (commit.h) */
+    uint64_t wake_batch;    /* the batch of its last change (commit.h) */
     int64_t last_sample_ms; /* when the last GPU samples arrived */
 };
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* What a store backend implements, and the batch layout they all read.
- * Only store.c and the backends include this file. */
+ * Only store.c, the backends and a test's fake backend
+ * (src/shoald/test/test_commit.c) include this file. */
 #ifndef SHOAL_STORE_STORE_IMPL_H
 #define SHOAL_STORE_STORE_IMPL_H
 

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "shoald/commit.h"
+
 struct api_query_arg {
     const char *key;
     const char *value;
@@ -189,6 +191,29 @@ void api_hold(struct api_req *req)
 void api_release(struct api_req *req)
 {
     req->held = false;
+}
+
+static struct commit *harness_commit;
+
+void api_harness_set_commit(struct commit *c)
+{
+    harness_commit = c;
+}
+
+static void on_committed(bool ok, void *arg)
+{
+    struct api_req *req = arg;
+    if (!ok)
+        api_errorf(req, SH_EUNAVAILABLE,
+                   "the change could not be stored durably; try again");
+    req->held = false;
+}
+
+void api_release_durable(struct api_req *req)
+{
+    if (harness_commit && commit_after(harness_commit, on_committed, req) == 0)
+        return;
+    api_release(req);
 }
 
 void api_set_user_data(struct api_req *req, void *data)

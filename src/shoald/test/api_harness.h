@@ -55,7 +55,12 @@ json_t *api_harness_answer(struct api_req *req);
 const char *api_harness_error_message(struct api_req *req);
 
 /* Whether the handler held the request (api_hold) and has not released it
- * (api_release). */
+ * (api_release, or api_release_durable's commit has not ended). */
 bool api_harness_held(const struct api_req *req);
+
+struct commit;
+/* The group commit api_release_durable waits on (as api.c waits on the
+ * controller's); NULL (the default): it releases at once. */
+void api_harness_set_commit(struct commit *c);
 
 #endif

@@ -6,15 +6,20 @@
  * memory, answers every waiter with ok = false, stores nothing and leaves
  * an empty batch for the next iteration. The batches' numbers (what the
  * agents' wake-up checks). And the counters /metrics shows.
- * The commit is made over the store alone (no loop: SQLite commits at once). */
+ * The commit is made over the store alone (no loop: SQLite commits at once).
+ * A fake store that commits as PostgreSQL does (under way until the test
+ * ends it, durable or failed) shows what a change made while a commit is
+ * under way waits for. */
 #include <criterion/criterion.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "shoald/commit.h"
 #include "store/store.h"
+#include "store/store_impl.h" /* the asynchronous fake store below */
 
 struct fx {
     char dir[64];
@@ -375,5 +380,208 @@ Test(commit, stats_count_commits_ops_and_failures)
     cr_assert_eq(st.ops, 6);
     cr_assert_eq(st.failures, 1);
     cr_assert_eq(stored_nodes(&f), 6);
+    fx_close(&f);
+}
+
+/* ---- a store whose commits end when the test says ---- */
+
+/* How the commit under way ends. */
+enum fake_end {
+    FAKE_PENDING, /* not yet */
+    FAKE_DURABLE,
+    FAKE_FAILED,
+    FAKE_FENCED, /* another controller leads (SH_ECONFLICT) */
+};
+
+struct fake_store {
+    struct store base; /* must be first */
+    bool under_way;
+    enum fake_end end;
+    int sent; /* batches sent */
+};
+
+static void fake_close(struct store *st)
+{
+    free(st);
+}
+
+static int fake_ended(struct fake_store *fs, struct sh_error *err)
+{
+    if (fs->end == FAKE_FAILED)
+        return sh_errorf(err, SH_EUNAVAILABLE, "fake: commit failed");
+    if (fs->end == FAKE_FENCED)
+        return sh_errorf(err, SH_ECONFLICT, "fake: fenced");
+    return 0;
+}
+
+static int fake_commit(struct store *st, const struct store_batch *b,
+                       struct sh_error *err)
+{
+    (void)b;
+    return fake_ended((struct fake_store *)st, err);
+}
+
+static int fake_commit_start(struct store *st, const struct store_batch *b,
+                             struct sh_error *err)
+{
+    struct fake_store *fs = (struct fake_store *)st;
+    (void)b;
+    (void)err;
+    cr_assert_not(fs->under_way, "one commit under way at a time");
+    fs->under_way = true;
+    fs->end = FAKE_PENDING;
+    fs->sent++;
+    return 0;
+}
+
+static int fake_commit_finish(struct store *st, bool wait, struct sh_error *err)
+{
+    struct fake_store *fs = (struct fake_store *)st;
+    if (!fs->under_way)
+        return 0;
+    cr_assert_not(wait && fs->end == FAKE_PENDING, "would wait forever");
+    if (fs->end == FAKE_PENDING)
+        return 1;
+    fs->under_way = false;
+    return fake_ended(fs, err) < 0 ? -1 : 0;
+}
+
+static const struct store_ops fake_ops = {
+    .name = "fake",
+    .close = fake_close,
+    .commit = fake_commit,
+    .commit_start = fake_commit_start,
+    .commit_finish = fake_commit_finish,
+};
+
+static struct fake_store *fx_open_async(struct fx *f)
+{
+    memset(f, 0, sizeof(*f));
+    snprintf(f->dir, sizeof(f->dir), "/tmp/shoal-commit-test-XXXXXX");
+    cr_assert_not_null(mkdtemp(f->dir));
+    snprintf(f->db, sizeof(f->db), "%s/none.db", f->dir);
+    struct fake_store *fs = calloc(1, sizeof(*fs));
+    cr_assert_not_null(fs);
+    fs->base.ops = &fake_ops;
+    f->store = &fs->base;
+    struct sh_error err = {0};
+    f->commit = commit_create(f->store, NULL, reload, f, &err);
+    cr_assert_not_null(f->commit, "%s", err.msg);
+    return fs;
+}
+
+/* The loop's call before it sleeps (main.c before_sleep). */
+static int start(struct fx *f)
+{
+    struct sh_error err = {0};
+    return commit_start(f->commit, &err);
+}
+
+/* Batch N under way, a node touched in N+1 (the pass's start): what the
+ * agents' wake-up checks (the touch's batch has not ended) holds until N+1
+ * has ended, and an answer composed then (commit_after, as
+ * api_agent_answer_poll does) is sent only once N+1 is durable. */
+Test(commit, change_made_while_a_commit_is_under_way_waits_for_its_batch)
+{
+    struct fx f;
+    struct fake_store *fs = fx_open_async(&f);
+    put_node(&f, "gpu01");
+    cr_assert_eq(start(&f), 0);
+    cr_assert(fs->under_way, "batch N is under way");
+    put_node(&f, "gpu02"); /* the touch */
+    uint64_t touched = commit_open_batch(f.commit);
+    cr_assert_geq(touched, commit_ended_batches(f.commit), "not ended");
+    struct waiter answer = {0};
+    cr_assert_eq(commit_after(f.commit, done, &answer), 0);
+    cr_assert_eq(start(&f), 0);
+    cr_assert_eq(fs->sent, 1, "N+1 waits for N");
+    fs->end = FAKE_DURABLE;
+    cr_assert_eq(start(&f), 0); /* N lands, N+1 is sent */
+    cr_assert_eq(fs->sent, 2);
+    cr_assert_eq(answer.calls, 0, "N ended, not N+1");
+    cr_assert_geq(touched, commit_ended_batches(f.commit), "not ended");
+    fs->end = FAKE_DURABLE;
+    cr_assert_eq(start(&f), 0);
+    cr_assert_eq(answer.calls, 1);
+    cr_assert(answer.ok);
+    cr_assert_lt(touched, commit_ended_batches(f.commit), "N+1 ended");
+    cr_assert_not(commit_memory_lost(f.commit));
+    fx_close(&f);
+}
+
+/* The same when N+1 fails: the answer is told ok = false (503), memory
+ * was reloaded. */
+Test(commit, change_whose_batch_fails_is_answered_not_ok)
+{
+    struct fx f;
+    struct fake_store *fs = fx_open_async(&f);
+    put_node(&f, "gpu01");
+    cr_assert_eq(start(&f), 0);
+    put_node(&f, "gpu02");
+    uint64_t touched = commit_open_batch(f.commit);
+    struct waiter answer = {0};
+    cr_assert_eq(commit_after(f.commit, done, &answer), 0);
+    fs->end = FAKE_DURABLE;
+    cr_assert_eq(start(&f), 0);
+    cr_assert_eq(answer.calls, 0);
+    fs->end = FAKE_FAILED;
+    cr_assert_eq(start(&f), -1);
+    cr_assert_eq(answer.calls, 1);
+    cr_assert_not(answer.ok);
+    cr_assert_eq(f.reloads, 1);
+    cr_assert_lt(touched, commit_ended_batches(f.commit));
+    cr_assert_not(commit_memory_lost(f.commit), "memory was reloaded");
+    fx_close(&f);
+}
+
+/* N fails while N+1 is open on top of it: both are lost, a change of N+1
+ * is numbered below the next open batch, every waiter hears ok = false.
+ * Memory is lost when the reload fails, and when the commit was fenced
+ * (nothing is reloaded then); a later good reload clears it. */
+Test(commit, failed_commit_under_way_loses_the_open_batch)
+{
+    struct fx f;
+    struct fake_store *fs = fx_open_async(&f);
+    put_node(&f, "gpu01");
+    cr_assert_eq(start(&f), 0);
+    put_node(&f, "gpu02");
+    uint64_t touched = commit_open_batch(f.commit);
+    struct waiter answer = {0};
+    cr_assert_eq(commit_after(f.commit, done, &answer), 0);
+    f.reload_rc = -1;
+    fs->end = FAKE_FAILED;
+    cr_assert_eq(start(&f), -1);
+    cr_assert_eq(fs->sent, 1, "N+1 was never sent");
+    cr_assert_eq(answer.calls, 1);
+    cr_assert_not(answer.ok);
+    cr_assert_lt(touched, commit_ended_batches(f.commit));
+    cr_assert_eq(commit_ended_batches(f.commit), commit_open_batch(f.commit));
+    cr_assert(commit_memory_lost(f.commit), "the reload failed");
+    f.reload_rc = 0;
+    put_node(&f, "gpu03");
+    cr_assert_eq(start(&f), 0);
+    fs->end = FAKE_FAILED;
+    cr_assert_eq(start(&f), -1);
+    cr_assert_not(commit_memory_lost(f.commit), "reloaded");
+    put_node(&f, "gpu04");
+    cr_assert_eq(start(&f), 0);
+    fs->end = FAKE_FENCED;
+    cr_assert_eq(start(&f), -1);
+    cr_assert_eq(f.reloads, 2, "a fenced commit reloads nothing");
+    cr_assert(commit_memory_lost(f.commit), "fenced");
+    fx_close(&f);
+}
+
+/* A batch that fails at once (SQLite) ends one number: the batch opened
+ * after it is the next one. */
+Test(commit, synchronous_failure_numbers_one_batch)
+{
+    struct fx f;
+    fx_open(&f, "fault:1:");
+    uint64_t first = commit_open_batch(f.commit);
+    put_node(&f, "gpu01");
+    cr_assert_eq(flush(&f), -1);
+    cr_assert_eq(commit_open_batch(f.commit), first + 1);
+    cr_assert_eq(commit_ended_batches(f.commit), first + 1);
     fx_close(&f);
 }
