@@ -287,24 +287,16 @@ static bool cg_has_token(const char *list, char sep, const char *tok)
 
 typedef void cg_pid_f(pid_t pid, void *arg);
 
-/* Call fn for each pid listed in dir/key/cgroup.procs, streaming the file
- * so a job with many processes needs no large buffer. */
-static int cg_procs_foreach(const char *dir, const char *key, cg_pid_f *fn,
-                            void *arg, struct sh_error *err)
+/* Call fn for each pid listed in the cgroup.procs file open as fd (named
+ * path, for errors), streaming it so a job with many processes needs no
+ * large buffer. Closes fd. */
+static int cg_procs_read(int fd, const char *path, cg_pid_f *fn, void *arg,
+                         struct sh_error *err)
 {
-    char path[CG_PATH_MAX];
     char buf[512];
     long long cur = -1;
     int rc = -1;
-    int fd = -1;
 
-    if (cg_join(path, sizeof(path), dir, key, "cgroup.procs", err) < 0)
-        goto out;
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        sh_errorf(err, SH_EINTERNAL, "open %s: %s", path, strerror(errno));
-        goto out;
-    }
     for (;;) {
         ssize_t n = read(fd, buf, sizeof(buf));
         if (n < 0 && errno == EINTR)
@@ -337,9 +329,23 @@ static int cg_procs_foreach(const char *dir, const char *key, cg_pid_f *fn,
         fn((pid_t)cur, arg);
     rc = 0;
 out:
-    if (fd >= 0)
-        close(fd);
+    close(fd);
     return rc;
+}
+
+/* Call fn for each pid listed in dir/key/cgroup.procs. */
+static int cg_procs_foreach(const char *dir, const char *key, cg_pid_f *fn,
+                            void *arg, struct sh_error *err)
+{
+    char path[CG_PATH_MAX];
+
+    if (cg_join(path, sizeof(path), dir, key, "cgroup.procs", err) < 0)
+        return -1;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return sh_errorf(err, SH_EINTERNAL, "open %s: %s", path,
+                         strerror(errno));
+    return cg_procs_read(fd, path, fn, arg, err);
 }
 
 static void cg_count_one(pid_t pid, void *arg)
@@ -1368,12 +1374,24 @@ int cgroup_job_destroy(struct cgroup_ctx *ctx, const char *key,
 
     if (cgroup_key_check(key, err) < 0)
         return -1;
-    /* Check every hierarchy before removing anything. */
+    /* Check every hierarchy before removing anything. A job cgroup's
+     * cgroup.procs is opened straight away (one path walk per hierarchy,
+     * not two): only when it is missing is the folder looked for, a
+     * hierarchy without the job being skipped as before. */
     for (int h = 0; h < ctx->nhier; h++) {
-        if (!cg_job_there(ctx, h, key))
+        if (cg_join(path, sizeof(path), ctx->hier[h].dir, key, "cgroup.procs",
+                    err) < 0)
+            return -1;
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0 && errno != ENOENT && errno != ENOTDIR)
+            return sh_errorf(err, SH_EINTERNAL, "open %s: %s", path,
+                             strerror(errno));
+        if (fd < 0 && !cg_job_there(ctx, h, key))
             continue;
-        if (cg_procs_foreach(ctx->hier[h].dir, key, cg_count_one, &total, err) <
-            0)
+        if (fd < 0)
+            return sh_errorf(err, SH_EINTERNAL, "open %s: %s", path,
+                             strerror(ENOENT));
+        if (cg_procs_read(fd, path, cg_count_one, &total, err) < 0)
             return -1;
     }
     if (total > 0)
