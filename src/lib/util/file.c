@@ -85,12 +85,17 @@ int file_write_atomic(const char *path, const void *data, size_t len, int mode,
 
 int file_open_regular_at(int dirfd, const char *name)
 {
+    struct stat st;
+    return file_open_regular_stat_at(dirfd, name, &st);
+}
+
+int file_open_regular_stat_at(int dirfd, const char *name, struct stat *st)
+{
     int fd = openat(dirfd, name,
                     O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
     if (fd < 0)
         return -1;
-    struct stat st;
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+    if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode)) {
         close(fd);
         errno = EINVAL;
         return -1;

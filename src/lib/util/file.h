@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "lib/util/error.h"
 
@@ -36,6 +37,10 @@ int file_write_atomic_at(int dirfd, const char *name, const void *data,
  * or -1 with errno (ELOOP for a link, EINVAL for what is not a regular
  * file). */
 int file_open_regular_at(int dirfd, const char *name);
+
+/* The same, and *st is the open file's (its size, owner and mode as
+ * opened: a reader needs no fstat of its own). */
+int file_open_regular_stat_at(int dirfd, const char *name, struct stat *st);
 
 /* The size of the regular file `name` of dirfd (links not followed); 0 when
  * it is absent or not a regular file. */

@@ -143,5 +143,18 @@ Test(file_write_atomic, readers_open_regular_files_only)
     int fd = file_open_regular_at(dfd, "victim");
     cr_assert_geq(fd, 0);
     close(fd);
+    struct stat st;
+    cr_assert_lt(file_open_regular_stat_at(dfd, "stdout", &st), 0);
+    cr_assert_eq(errno, ELOOP);
+    cr_assert_lt(file_open_regular_stat_at(dfd, "stderr", &st), 0);
+    cr_assert_eq(errno, EINVAL);
+    fd = file_open_regular_stat_at(dfd, "victim", &st);
+    cr_assert_geq(fd, 0);
+    cr_assert(S_ISREG(st.st_mode));
+    cr_assert_eq(st.st_size, 7, "the size of the file opened");
+    cr_assert_eq(st.st_mode & 07777, 0600);
+    char buf[8];
+    cr_assert_eq(read(fd, buf, sizeof(buf)), 7, "it reads");
+    close(fd);
     close(dfd);
 }
