@@ -107,10 +107,10 @@ static int run_dirfd(const char *dir)
     return open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 }
 
-static int write_json(const char *dir, const char *name, const json_t *o)
+/* o as the file `name` of the run folder open as dfd. */
+static int write_json_at(int dfd, const char *name, const json_t *o)
 {
     char *text = json_dumps(o, JSON_COMPACT);
-    int dfd = run_dirfd(dir);
     /* No fsync: the notes are rewritten often and rebuilt from the shim's
      * status after a power loss. 0600: work and launch hold the job's
      * environment, for no other user's eyes. */
@@ -118,8 +118,6 @@ static int write_json(const char *dir, const char *name, const json_t *o)
                  ? file_write_atomic_at(dfd, name, text, strlen(text), 0600,
                                         false, NULL)
                  : -1;
-    if (dfd >= 0)
-        close(dfd);
     free(text);
     return rc;
 }
@@ -138,15 +136,18 @@ static int write_json(const char *dir, const char *name, const json_t *o)
  * long) is replaced as before. */
 #define NOTE_IN_PLACE_MAX 4096
 
-static int rewrite_json(const char *dir, const char *name, const json_t *o)
+/* In the run folder open as dfd. NEW: the agent made the folder itself
+ * for this run a moment ago, so it has no such file yet: it is written as
+ * a new file at once, without first trying to open one to write through
+ * (the same result: what the in-place write would not take is replaced). */
+static int rewrite_json_at(int dfd, const char *name, const json_t *o, bool new)
 {
     char *text = json_dumps(o, JSON_COMPACT);
     if (!text)
         return -1;
     size_t len = strlen(text);
-    int dfd = run_dirfd(dir);
     int fd =
-        dfd >= 0 && len <= NOTE_IN_PLACE_MAX
+        dfd >= 0 && !new &&len <= NOTE_IN_PLACE_MAX
             ? openat(dfd, name,
                      O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)
             : -1;
@@ -166,8 +167,6 @@ static int rewrite_json(const char *dir, const char *name, const json_t *o)
         close(fd);
     if (rc < 0 && dfd >= 0)
         rc = file_write_atomic_at(dfd, name, text, len, 0600, false, NULL);
-    if (dfd >= 0)
-        close(dfd);
     free(text);
     return rc;
 }
@@ -176,26 +175,23 @@ static int rewrite_json(const char *dir, const char *name, const json_t *o)
  * per system call: 2,000 calls for a job's work.json). OWN: only a file of
  * the agent's own user (run.json, which the agent writes in place and
  * whose shim pid it signals). */
-static json_t *read_json_of(const char *dir, const char *name, bool own)
+static json_t *read_json_at(int dfd, const char *dir, const char *name,
+                            bool own)
 {
-    int dfd = run_dirfd(dir);
-    int fd = dfd >= 0 ? file_open_regular_at(dfd, name) : -1;
-    if (dfd >= 0)
-        close(dfd);
+    struct stat st;
+    int fd = dfd >= 0 ? file_open_regular_stat_at(dfd, name, &st) : -1;
     if (fd < 0)
         return NULL;
-    struct stat st;
     json_t *o = NULL;
-    if (own && (fstat(fd, &st) < 0 || st.st_uid != geteuid())) {
+    if (own && st.st_uid != geteuid()) {
         sh_log(LOG_WARNING, "runs", "%s/%s is not the agent's: not read", dir,
                name);
         close(fd);
         return NULL;
     }
-    size_t cap =
-        fstat(fd, &st) == 0 && st.st_size > 0 && st.st_size < (off_t)(64 << 20)
-            ? (size_t)st.st_size + 1
-            : 4096;
+    size_t cap = st.st_size > 0 && st.st_size < (off_t)(64 << 20)
+                     ? (size_t)st.st_size + 1
+                     : 4096;
     char *buf = malloc(cap);
     size_t len = 0;
     for (;;) {
@@ -230,6 +226,15 @@ static json_t *read_json_of(const char *dir, const char *name, bool own)
     return o;
 }
 
+static json_t *read_json_of(const char *dir, const char *name, bool own)
+{
+    int dfd = run_dirfd(dir);
+    json_t *o = read_json_at(dfd, dir, name, own);
+    if (dfd >= 0)
+        close(dfd);
+    return o;
+}
+
 static json_t *read_json(const char *dir, const char *name)
 {
     return read_json_of(dir, name, false);
@@ -248,15 +253,21 @@ static uint64_t file_size(const char *dir, const char *name)
 /* Make sure the run folder is a real folder that belongs to the agent and
  * only it can change (an older agent gave script jobs' folders to their
  * user). 0, or -1 with errno. */
-static int run_dir_reclaim(const char *dir)
+static int run_dir_reclaim_at(int dfd)
 {
-    int dfd = run_dirfd(dir);
     struct stat st;
-    if (dfd < 0)
-        return -1;
     int rc = fstat(dfd, &st);
     if (rc == 0 && (st.st_uid != geteuid() || (st.st_mode & 022) != 0))
         rc = fchown(dfd, geteuid(), getegid()) == 0 ? fchmod(dfd, 0711) : -1;
+    return rc;
+}
+
+static int run_dir_reclaim(const char *dir)
+{
+    int dfd = run_dirfd(dir);
+    if (dfd < 0)
+        return -1;
+    int rc = run_dir_reclaim_at(dfd);
     int e = errno;
     close(dfd);
     errno = e;
@@ -295,7 +306,8 @@ static int pidfd_open_pid(pid_t pid)
 
 /* ---- persistence of the agent's notes ---- */
 
-static void run_save(struct run *r)
+/* The notes in the run folder open as dfd (NEW: see rewrite_json_at). */
+static void run_save_at(struct run *r, int dfd, bool new)
 {
     json_t *o = json_pack(
         "{s:I, s:i, s:s, s:i, s:I, s:I, s:I, s:I, s:I, s:i, s:s, s:i, s:i, "
@@ -315,10 +327,18 @@ static void run_save(struct run *r)
         json_object_set_new(o, "mem_peak",
                             json_integer((json_int_t)r->mem_peak));
     }
-    if (!o || rewrite_json(r->dir, "run.json", o) < 0)
+    if (!o || rewrite_json_at(dfd, "run.json", o, new) < 0)
         sh_log(LOG_ERR, "runs", "run %s: cannot save its state in %s", r->key,
                r->dir);
     json_decref(o);
+}
+
+static void run_save(struct run *r)
+{
+    int dfd = run_dirfd(r->dir);
+    run_save_at(r, dfd, false);
+    if (dfd >= 0)
+        close(dfd);
 }
 
 static void run_load_notes(struct run *r, const json_t *o)
@@ -527,7 +547,10 @@ static void run_exited(struct run *r)
     }
     if (r->shim_pid > 0)
         waitpid(r->shim_pid, NULL, WNOHANG); /* reap when it is our child */
-    json_t *st = read_json(r->dir, "status.json");
+    /* The run folder, opened once for the status, the notes and (for a
+     * run adopted as gone) the work entry. */
+    int dfd = run_dirfd(r->dir);
+    json_t *st = read_json_at(dfd, r->dir, "status.json", false);
     if (st) {
         r->exit_code =
             (int)json_integer_value(json_object_get(st, "exit_code"));
@@ -560,10 +583,13 @@ static void run_exited(struct run *r)
     sh_log(LOG_INFO, "runs", "run %s exited code=%d signal=%d%s%s", r->key,
            r->exit_code, r->exit_signal, r->stop_reason[0] ? " reason=" : "",
            r->stop_reason);
-    run_save(r);
+    run_save_at(r, dfd, false);
     /* A run adopted as already gone has no work in memory yet. */
-    json_t *work = r->work ? r->work : read_json(r->dir, "work.json");
+    json_t *work =
+        r->work ? r->work : read_json_at(dfd, r->dir, "work.json", false);
     r->work = NULL;
+    if (dfd >= 0)
+        close(dfd);
     const json_t *mounts = json_object_get(work, "mounts");
     stage_csi_unpublish_run(r->runs->stages, mounts, r->key);
     /* Only a run that had volumes can leave a stage unused. */
@@ -598,16 +624,19 @@ static void watch(struct run *r)
 
 /* ---- start ---- */
 
-/* The run folder, work.json, the job cgroup and *LAUNCH, the launch
+/* The run folder, open as *DFD (to be closed by the caller; *MADE: made
+ * here, new), work.json, the job cgroup and *LAUNCH, the launch
  * description (a new reference) for spawn_shim. */
 static int prepare(struct run *r, const json_t *work, json_t **launch_out,
-                   struct sh_error *err)
+                   int *dfd, bool *made, struct sh_error *err)
 {
     struct agent *a = r->runs->a;
-    if (mkdir(r->dir, 0711) < 0 && errno != EEXIST)
+    *made = mkdir(r->dir, 0711) == 0;
+    if (!*made && errno != EEXIST)
         return sh_errorf(err, SH_EUNAVAILABLE, "cannot create %s: %s", r->dir,
                          strerror(errno));
-    if (run_dir_reclaim(r->dir) < 0)
+    *dfd = run_dirfd(r->dir);
+    if (*dfd < 0 || run_dir_reclaim_at(*dfd) < 0)
         return sh_errorf(err, SH_EUNAVAILABLE,
                          "%s is not a folder of the agent's own: %s", r->dir,
                          strerror(errno));
@@ -616,7 +645,7 @@ static int prepare(struct run *r, const json_t *work, json_t **launch_out,
     json_t *kept = json_copy((json_t *)work);
     if (kept)
         json_object_del(kept, "registry_auth");
-    int wrc = kept ? write_json(r->dir, "work.json", kept) : -1;
+    int wrc = kept ? write_json_at(*dfd, "work.json", kept) : -1;
     json_decref(kept);
     if (wrc < 0)
         return sh_errorf(err, SH_EUNAVAILABLE, "cannot write %s/work.json",
@@ -878,11 +907,15 @@ static void run_start(struct runs *rs, const json_t *work)
     if (r->work)
         json_object_del(r->work, "registry_auth");
     json_t *launch = NULL;
-    int rc = prepare(r, work, &launch, &err);
+    int dfd = -1;
+    bool made = false;
+    int rc = prepare(r, work, &launch, &dfd, &made, &err);
     if (rc == 0)
         rc = spawn_shim(r, launch, &err);
     json_decref(launch);
     if (rc < 0) {
+        if (dfd >= 0)
+            close(dfd);
         sh_log(LOG_ERR, "runs", "run %s cannot start: %s", r->key, err.msg);
         json_decref(r->work);
         r->work = NULL;
@@ -897,7 +930,9 @@ static void run_start(struct runs *rs, const json_t *work)
     }
     sh_log(LOG_INFO, "runs", "started run %s shim=%d", r->key,
            (int)r->shim_pid);
-    run_save(r);
+    /* The first notes: in a folder made for this run, a new file. */
+    run_save_at(r, dfd, made);
+    close(dfd);
     watch(r);
 }
 
