@@ -27,6 +27,10 @@
 #define POLL_WAIT_S 25
 #define CALL_TIMEOUT_MS 10000
 #define BACKOFF_MAX_MS 5000
+/* A GPU sample younger than this is sent again rather than taken anew: a
+ * drain ends runs many times a second, each ending asks for a heartbeat
+ * soon, and NVML answers each GPU's two questions through the driver. */
+#define SAMPLE_REUSE_MS 1000
 
 struct link {
     struct agent *a;
@@ -35,6 +39,7 @@ struct link {
     bool heartbeat_due;
     bool connected;
     bool need_register;
+    int64_t sampled_ms; /* clock_mono_ms of the last good GPU sample; 0: none */
     /* Shared with the poll thread, under mu. */
     pthread_mutex_t mu;
     pthread_t thread;
@@ -281,12 +286,19 @@ bool link_heartbeat_due(const struct link *l)
     return l->heartbeat_due;
 }
 
-static json_t *samples(struct agent *a)
+static json_t *samples(struct link *l)
 {
+    struct agent *a = l->a;
     json_t *arr = json_array();
-    if (a->gpu && a->ngpus > 0 &&
-        gpu_sample(a->gpu, a->gpus, a->ngpus, NULL) < 0)
-        return arr;
+    int64_t now = clock_mono_ms();
+    bool fresh = l->sampled_ms && now - l->sampled_ms < SAMPLE_REUSE_MS;
+    if (a->gpu && a->ngpus > 0 && !fresh) {
+        if (gpu_sample(a->gpu, a->gpus, a->ngpus, NULL) < 0) {
+            l->sampled_ms = 0;
+            return arr;
+        }
+        l->sampled_ms = now;
+    }
     for (int i = 0; i < a->ngpus; i++)
         json_array_append_new(arr, json_pack("{s:i, s:i, s:I}", "index",
                                              a->gpus[i].index, "utilization",
@@ -310,7 +322,7 @@ int link_heartbeat(struct link *l, struct sh_error *err)
     json_t *events = runs_events_json(a->runs, &nevents);
     /* "o" steals samples, runs and errors; "O" keeps events for the ack */
     json_t *serr = slicing_take_errors(a);
-    json_t *body = json_pack("{s:o, s:o, s:O, s:O}", "gpus", samples(a),
+    json_t *body = json_pack("{s:o, s:o, s:O, s:O}", "gpus", samples(l),
                              "running", runs_alive_json(a->runs), "events",
                              events, "slice_errors", serr);
     json_t *ans = NULL;
