@@ -72,6 +72,11 @@ struct run {
     /* Ended, reported, every byte of output sent, and nothing of it can
      * write more: its output files are no longer looked at per tick. */
     bool logs_done;
+    /* Its output cannot grow any more (run_may_write was false before its
+     * files were looked at) and all of it was sent: whether it is sent
+     * needs no stat of its files again (the report and the check after
+     * it each made two). */
+    bool output_final;
     /* A run in an image: only its shim writes the progress and digest
      * files, which are not looked for in other runs' folders. */
     bool image;
@@ -1016,6 +1021,8 @@ void runs_reconcile(struct runs *rs, const json_t *work)
 
 static bool logs_sent(const struct run *r)
 {
+    if (r->output_final)
+        return true;
     for (int s = 0; s < 2; s++) {
         if (file_size(r->dir, stream_files[s]) > r->sent[s])
             return false;
@@ -1190,15 +1197,24 @@ int runs_alive_count(const struct runs *rs)
 
 /* Push new output of r; returns the bytes sent, -1 when the controller
  * cannot take it now. */
+static bool run_may_write(const struct run *r);
+
 static long push_output(struct run *r, size_t budget)
 {
     struct agent *a = r->runs->a;
     long total = 0;
     char *buf = NULL;
+    if (r->output_final)
+        return 0;
+    /* Asked before the sizes are: a write after them would be missed. */
+    bool settled = !run_may_write(r);
+    int nothing_left = 0;
     for (int s = 0; s < 2 && budget > 0; s++) {
         uint64_t size = file_size(r->dir, stream_files[s]);
-        if (size <= r->sent[s])
+        if (size <= r->sent[s]) {
+            nothing_left++;
             continue;
+        }
         size_t want = size - r->sent[s];
         if (want > LOG_CHUNK_MAX)
             want = LOG_CHUNK_MAX;
@@ -1238,6 +1254,7 @@ static long push_output(struct run *r, size_t budget)
     free(buf);
     if (total > 0)
         run_save(r);
+    r->output_final = settled && nothing_left == 2;
     return total;
 }
 
