@@ -298,3 +298,17 @@ fork_server_pid() {
     run shoal logs "$found"
     [ "$output" = job-path ]
 }
+
+@test "agt-017 output over several ticks' budget is collected whole after its job ended" {
+    shoal_cluster_start 1 1
+    # 3 MiB and 1.5 MiB, written at once by a job that then ends: the
+    # agent sends at most 1 MiB a tick, so most of it goes after the exit,
+    # and the files must be looked at until every byte is sent.
+    id=$(submit -- sh -c 'head -c 3145728 /dev/zero | tr "\0" o; head -c 1572864 /dev/zero | tr "\0" e >&2')
+    wait_job_state "$id" completed
+    out_bytes() { [ "$("$SHOAL_CLI" logs --stream out "$id" | wc -c)" -eq 3145728 ]; }
+    err_bytes() { [ "$("$SHOAL_CLI" logs --stream err "$id" | wc -c)" -eq 1572864 ]; }
+    wait_for 20 out_bytes
+    wait_for 20 err_bytes
+    [ "$("$SHOAL_CLI" logs --stream out "$id" | tr -d o | wc -c)" -eq 0 ]
+}
