@@ -1366,6 +1366,34 @@ int cgroup_job_stats(struct cgroup_ctx *ctx, const char *key,
     return 0;
 }
 
+int cgroup_job_usage(struct cgroup_ctx *ctx, const char *key, uint64_t *cpu_ns,
+                     uint64_t *mem_peak, struct sh_error *err)
+{
+    uint64_t cpu = 0, peak = 0;
+
+    if (cgroup_key_check(key, err) < 0)
+        return -1;
+    if (ctx->version == 1) {
+        if (cg_read_u64(cg_hdir(ctx, CG_CPUACCT), key, "cpuacct.usage", &cpu,
+                        err) < 0 ||
+            cg_read_u64(cg_hdir(ctx, CG_MEMORY), key,
+                        "memory.max_usage_in_bytes", &peak, err) < 0)
+            return -1;
+    } else {
+        const char *dir = ctx->hier[0].dir;
+        uint64_t usec;
+        if (cg_read_keyed(dir, key, "cpu.stat", "usage_usec", &usec, err) < 0)
+            return -1;
+        if (cg_exists(dir, key, "memory.peak") &&
+            cg_read_u64(dir, key, "memory.peak", &peak, err) < 0)
+            return -1;
+        cpu = usec * 1000;
+    }
+    *cpu_ns = cpu;
+    *mem_peak = peak;
+    return 0;
+}
+
 int cgroup_job_destroy(struct cgroup_ctx *ctx, const char *key,
                        struct sh_error *err)
 {

@@ -222,6 +222,13 @@ int cgroup_job_count(struct cgroup_ctx *ctx, const char *key, int *nprocs,
 int cgroup_job_stats(struct cgroup_ctx *ctx, const char *key,
                      struct cgroup_stats *stats, struct sh_error *err);
 
+/* Only the job's CPU time and memory high-water mark (as cgroup_job_stats
+ * reads them), what a run's end records: two files where the whole of
+ * cgroup_job_stats reads four and looks for the job first. -1 when the job
+ * cgroup or one of the files cannot be read. */
+int cgroup_job_usage(struct cgroup_ctx *ctx, const char *key, uint64_t *cpu_ns,
+                     uint64_t *mem_peak, struct sh_error *err);
+
 /* Remove the job cgroup from every hierarchy. An absent one is not an
  * error. SH_ECONFLICT while any hierarchy still lists a process in it (kill
  * and reap first): every hierarchy is checked before anything is removed,

@@ -576,10 +576,11 @@ static void run_exited(struct run *r)
     }
     r->phase = RUN_EXITED;
     r->exited_ms = clock_wall_ms();
-    struct cgroup_stats cst;
-    if (a->cg && cgroup_job_stats(a->cg, r->cg_key, &cst, NULL) == 0) {
-        r->cpu_ns = cst.cpu_usage_ns;
-        r->mem_peak = cst.mem_peak;
+    uint64_t cpu_ns, mem_peak;
+    if (a->cg &&
+        cgroup_job_usage(a->cg, r->cg_key, &cpu_ns, &mem_peak, NULL) == 0) {
+        r->cpu_ns = cpu_ns;
+        r->mem_peak = mem_peak;
     }
     if (a->cg && cgroup_job_destroy(a->cg, r->cg_key, NULL) < 0)
         run_signal(r, SIGKILL); /* stragglers; tick retries the removal */

@@ -494,6 +494,37 @@ Test(cgroup_fake, v2_stats_parsed)
     cr_assert_eq(err.code, SH_ENOTFOUND);
 }
 
+Test(cgroup_fake, v2_usage_is_cpu_time_and_peak)
+{
+    struct sh_error err = {0};
+    uint64_t cpu = 1, peak = 1;
+
+    fake_v2("job-1", false);
+    fake_ctx();
+    const char *job = job_dir("memory", "job-1");
+    putf(job, "cpu.stat", "usage_usec 2500\nuser_usec 2000\n");
+    putf(job, "memory.peak", "12288\n");
+    cr_assert_eq(cgroup_job_usage(T.ctx, "job-1", &cpu, &peak, &err), 0, "%s",
+                 err.msg);
+    cr_assert_eq(cpu, 2500000);
+    cr_assert_eq(peak, 12288);
+
+    /* Before Linux 5.19 there is no memory.peak: 0, as in the stats. */
+    char path[512];
+    snprintf(path, sizeof(path), "%s/memory.peak", job);
+    cr_assert_eq(unlink(path), 0);
+    cr_assert_eq(cgroup_job_usage(T.ctx, "job-1", &cpu, &peak, &err), 0, "%s",
+                 err.msg);
+    cr_assert_eq(cpu, 2500000);
+    cr_assert_eq(peak, 0);
+
+    putf(job, "cpu.stat", "usage_usec lots\n");
+    cr_assert_eq(cgroup_job_usage(T.ctx, "job-1", &cpu, &peak, &err), -1);
+    cr_assert_eq(cgroup_job_usage(T.ctx, "job-2", &cpu, &peak, &err), -1);
+    cr_assert_eq(cgroup_job_usage(T.ctx, "../job-1", &cpu, &peak, &err), -1);
+    cr_assert_eq(err.code, SH_EINVAL);
+}
+
 Test(cgroup_fake, v2_sigkill_goes_through_cgroup_kill)
 {
     struct sh_error err = {0};
@@ -791,6 +822,41 @@ Test(cgroup_fake, v1_comounted_controllers_share_a_directory)
     cr_assert_not(is_dir(dir));
     snprintf(dir, sizeof(dir), "%s/cpu,cpuacct/shoal", T.tmp);
     cr_assert_not(is_dir(dir));
+}
+
+Test(cgroup_fake, v1_usage_reads_cpuacct_usage_and_max_usage_only)
+{
+    struct sh_error err = {0};
+    char path[512];
+
+    fake_v1();
+    fake_ctx();
+    char cpu[512], mem[512];
+    snprintf(cpu, sizeof(cpu), "%s", job_dir("cpuacct", "job-1"));
+    snprintf(mem, sizeof(mem), "%s", job_dir("memory", "job-1"));
+    mkdir_ok(cpu);
+    mkdir_ok(mem);
+    /* No memory.usage_in_bytes nor memory.oom_control, which the whole
+     * stats read: what a run's end records needs only these two. */
+    putf(cpu, "cpuacct.usage", "123456789\n");
+    putf(mem, "memory.max_usage_in_bytes", "4096000\n");
+    uint64_t cpu_ns = 0, peak = 0;
+    cr_assert_eq(cgroup_job_usage(T.ctx, "job-1", &cpu_ns, &peak, &err), 0,
+                 "%s", err.msg);
+    cr_assert_eq(cpu_ns, 123456789);
+    cr_assert_eq(peak, 4096000);
+    struct cgroup_stats st;
+    cr_assert_eq(cgroup_job_stats(T.ctx, "job-1", &st, &err), -1);
+
+    snprintf(path, sizeof(path), "%s/memory.max_usage_in_bytes", mem);
+    cr_assert_eq(unlink(path), 0);
+    cr_assert_eq(cgroup_job_usage(T.ctx, "job-1", &cpu_ns, &peak, &err), -1);
+    cr_assert_eq(err.code, SH_EINTERNAL);
+    snprintf(path, sizeof(path), "%s/cpuacct.usage", cpu);
+    cr_assert_eq(unlink(path), 0);
+    cr_assert_eq(cgroup_job_usage(T.ctx, "job-1", &cpu_ns, &peak, &err), -1);
+    cr_assert_eq(rmdir(cpu), 0);
+    cr_assert_eq(rmdir(mem), 0);
 }
 
 /* --- the kernel's cgroups ----------------------------------------------- */
