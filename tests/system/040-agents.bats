@@ -312,3 +312,15 @@ fork_server_pid() {
     wait_for 20 err_bytes
     [ "$("$SHOAL_CLI" logs --stream out "$id" | tr -d o | wc -c)" -eq 0 ]
 }
+
+@test "agt-018 a job's CPU time and memory peak are read from its cgroup at its end" {
+    [ "$(id -u)" -eq 0 ] || skip "cgroups need root"
+    shoal_cluster_start 1 1
+    grep -q "cgroup v" "$SHOAL_TEST_DIR/node1.log" || skip "no usable cgroups here"
+    id=$(submit -- python3 -c 'x = b"x" * (48 << 20); n = sum(range(3000000))')
+    wait_job_state "$id" completed 30
+    # At least the 48 MiB it held, and some CPU (the cgroup's, counted up
+    # to its removal: the agent reads it before).
+    [ "$(job_field "$id" '.mem_peak >= 50331648')" = true ]
+    [ "$(job_field "$id" '.cpu_seconds > 0.01')" = true ]
+}
