@@ -67,12 +67,12 @@ struct shim {
 /* What start_task hands the task through the clone (task_main). */
 struct task_start {
     const struct shim *shim;
-    pid_t pgid;      /* the group to join; 0: a group of its own */
-    char **argv;     /* the command, or crun's for a run in an image */
-    char **envp;     /* the job's environment */
+    pid_t pgid;              /* the group to join; 0: a group of its own */
+    char **argv;             /* the command, or crun's for a run in an image */
+    char **envp;             /* the job's environment */
     const char *stdout_path; /* --output, --error: NULL for none */
     const char *stderr_path;
-    int errfd;       /* the pipe's end: errno if the start fails */
+    int errfd; /* the pipe's end: errno if the start fails */
 };
 
 /* The tasks' process group, from clone; a stop the agent asked for before
@@ -517,8 +517,7 @@ static void task_stack_unmap(void)
 
 /* A line on the task's stderr (the run's stderr, or its --error file),
  * formatted on the task's stack. */
-__attribute__((format(printf, 1, 2))) static void task_say(const char *fmt,
-                                                           ...)
+__attribute__((format(printf, 1, 2))) static void task_say(const char *fmt, ...)
 {
     char line[1024];
     va_list ap;
@@ -636,9 +635,8 @@ static void exec_on_path(char *const argv[], char *const envp[],
  * message goes to the run's own stderr (shoal logs shows it). */
 static int redirect_output(const struct task_start *ts)
 {
-    const char *paths[2] = {ts->stdout_path,
-                            ts->stderr_path ? ts->stderr_path
-                                            : ts->stdout_path};
+    const char *paths[2] = {ts->stdout_path, ts->stderr_path ? ts->stderr_path
+                                                             : ts->stdout_path};
     for (int i = 0; i < 2; i++) {
         if (!paths[i])
             continue;
@@ -774,8 +772,8 @@ static pid_t start_task(struct shim *s, int t, pid_t pgid, int *exec_errno)
     sigset_t all, old_mask;
     sigfillset(&all);
     sigprocmask(SIG_BLOCK, &all, &old_mask);
-    pid_t pid = clone(task_main, task_stack + task_stack_len, CLONE_VM | SIGCHLD,
-                      &ts);
+    pid_t pid =
+        clone(task_main, task_stack + task_stack_len, CLONE_VM | SIGCHLD, &ts);
     sigprocmask(SIG_SETMASK, &old_mask, NULL);
     /* Both sides set the group, so it is in place whichever runs first. */
     if (pid > 0) {
