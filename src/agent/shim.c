@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The run supervisor (see shim.h). Single-threaded: it is forked by the
- * agent's fork server (forkserver.h) or exec'd fresh by the agent. Tasks
- * start with clone(CLONE_VM) without CLONE_VFORK (start_task): the shim
- * stays able to handle the agent's stop signals while a task has not
- * exec'd yet (a FIFO named as its output, a stopped child). */
+ * agent's fork server (forkserver.h) or exec'd fresh by the agent, so
+ * forking here is safe. Tasks are started with fork, not a vfork-style
+ * clone: the shim must stay able to handle the agent's stop signals while
+ * a task has not exec'd yet (a FIFO named as its output, a stopped child). */
 #include "agent/shim.h"
 
 #include <dirent.h>
@@ -11,9 +11,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <jansson.h>
-#include <limits.h>
 #include <pwd.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -21,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -29,9 +26,10 @@
 #include "agent/cgroup.h"
 #include "agent/mounts.h"
 #include "agent/shim_ctr.h"
-#include "lib/model/job.h"
 #include "lib/util/clock.h"
 #include "lib/util/file.h"
+
+extern char **environ;
 
 #define SHIM_TASKS_MAX 256
 
@@ -64,18 +62,7 @@ struct shim {
     char **ctr_argv; /* the command inside the container */
 };
 
-/* What start_task hands the task through the clone (task_main). */
-struct task_start {
-    const struct shim *shim;
-    pid_t pgid;              /* the group to join; 0: a group of its own */
-    char **argv;             /* the command, or crun's for a run in an image */
-    char **envp;             /* the job's environment */
-    const char *stdout_path; /* --output, --error: NULL for none */
-    const char *stderr_path;
-    int errfd; /* the pipe's end: errno if the start fails */
-};
-
-/* The tasks' process group, from clone; a stop the agent asked for before
+/* The tasks' process group, from fork; a stop the agent asked for before
  * it existed. Read by the signal handler. */
 static volatile sig_atomic_t task_pgid;
 static volatile sig_atomic_t pending_sig;
@@ -457,194 +444,27 @@ static void setup_cgroup(struct shim *s)
             err.msg);
 }
 
-/* ---- a task, from its start to its exec ----
- *
- * A task starts with clone(CLONE_VM): until its exec it runs in the shim's
- * memory, on a stack of its own (task_stack), so the kernel copies none of
- * the shim's page tables and the task takes no copy-on-write fault. (With
- * fork that was a third of a `true` job's CPU on the guests we measure on,
- * where a page fault costs ~12 us: bench/README.md, round 6.) Unlike vfork,
- * the shim runs on meanwhile, so a stop asked while the task waits before
- * its exec (an open of a FIFO as its output, a chdir on a hung mount) is
- * passed on (sec-009).
- *
- * Sharing the memory sets the rules for the task's side (task_main and all
- * it calls):
- * - no malloc and no stdio: messages are formatted on its stack (task_say),
- *   the command is looked up with a buffer on the stack (exec_on_path);
- * - it writes nothing the shim reads: only its own stack and errno, which
- *   the two share (the shim meanwhile waits in read(); only on_forward, if
- *   a stop comes, runs there, and it restores errno: at worst the cause in
- *   a failed start's message is wrong);
- * - it starts with every signal blocked and the shim's handlers reset, so
- *   on_forward, which writes the shim's globals, never runs in it (a job's
- *   user may signal the task once it has their uid). */
-
-#define TASK_STACK_SIZE (256 * 1024)
-
-/* The task's stack: mapped at the first task, below it a page no access
- * (an overflow faults, never writes into the shim's memory). Reused by the
- * next task once the one before has exec'd; unmapped when every task is
- * reaped. */
-static char *task_stack;
-static size_t task_stack_len;
-
-static int task_stack_map(void)
-{
-    if (task_stack)
-        return 0;
-    size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    size_t len = TASK_STACK_SIZE + page;
-    char *m = mmap(NULL, len, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-    if (m == MAP_FAILED)
-        return -1;
-    if (mprotect(m, page, PROT_NONE) < 0) {
-        munmap(m, len);
-        return -1;
-    }
-    task_stack = m;
-    task_stack_len = len;
-    return 0;
-}
-
-static void task_stack_unmap(void)
-{
-    if (task_stack)
-        munmap(task_stack, task_stack_len);
-    task_stack = NULL;
-}
-
-/* A line on the task's stderr (the run's stderr, or its --error file),
- * formatted on the task's stack. */
-__attribute__((format(printf, 1, 2))) static void task_say(const char *fmt, ...)
-{
-    char line[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(line, sizeof(line), fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        return;
-    if ((size_t)n >= sizeof(line))
-        n = (int)sizeof(line) - 1;
-    if (write(2, line, (size_t)n) < 0) {
-        /* nowhere else to say it */
-    }
-}
-
-/* strerror without a locale's lookup (it may lock or allocate). */
-static const char *task_strerror(int e)
-{
-    const char *d = strerrordesc_np(e);
-    return d ? d : "unknown error";
-}
-
-/* execve PATH; a file that is not an executable format (a script without
- * "#!") runs with /bin/sh, as execvp would. Returns on failure, errno set. */
-static void exec_or_sh(const char *path, char *const argv[], char *const envp[])
-{
-    execve(path, argv, envp);
-    if (errno != ENOEXEC)
-        return;
-    char *shargv[JOB_ARGC_MAX + 2];
-    int n = 0;
-    shargv[n++] = "/bin/sh";
-    shargv[n++] = (char *)path;
-    for (int i = 1; argv[i]; i++) {
-        if (n >= JOB_ARGC_MAX + 1) {
-            errno = E2BIG;
-            return;
-        }
-        shargv[n++] = argv[i];
-    }
-    shargv[n] = NULL;
-    execve("/bin/sh", shargv, envp);
-    errno = ENOEXEC;
-}
-
-/* The value of PATH in ENVP, or NULL. */
-static const char *env_path(char *const envp[])
-{
-    for (int i = 0; envp[i]; i++) {
-        if (strncmp(envp[i], "PATH=", 5) == 0)
-            return envp[i] + 5;
-    }
-    return NULL;
-}
-
-/* execvp with ENVP for the program and the folders of PATH searched (a
- * colon-separated list): glibc's execvpe searches the caller's PATH, and
- * setting environ would write the shim's memory. A name with a slash runs
- * as it is; an empty entry of PATH is the working directory; PATH NULL is
- * "/bin:/usr/bin" (execvp's). As
- * execvp: a folder where the file is missing or not a folder is skipped,
- * one refusing access too but EACCES is then the answer, any other error
- * ends the search. Returns on failure, errno set. */
-static void exec_on_path(char *const argv[], char *const envp[],
-                         const char *path)
-{
-    const char *file = argv[0];
-    if (!*file) {
-        errno = ENOENT;
-        return;
-    }
-    if (strchr(file, '/')) {
-        exec_or_sh(file, argv, envp);
-        return;
-    }
-    size_t flen = strlen(file);
-    if (flen > NAME_MAX) {
-        errno = ENAMETOOLONG;
-        return;
-    }
-    if (!path)
-        path = "/bin:/usr/bin";
-    bool denied = false;
-    char full[PATH_MAX];
-    for (const char *p = path;;) {
-        const char *end = strchrnul(p, ':');
-        size_t dlen = (size_t)(end - p);
-        if (dlen + 1 + flen < sizeof(full)) {
-            size_t at = 0;
-            if (dlen > 0) {
-                memcpy(full, p, dlen);
-                full[dlen] = '/';
-                at = dlen + 1;
-            }
-            memcpy(full + at, file, flen + 1);
-            exec_or_sh(full, argv, envp);
-            if (errno == EACCES)
-                denied = true;
-            else if (errno != ENOENT && errno != ENOTDIR && errno != ESTALE &&
-                     errno != ENODEV && errno != ETIMEDOUT)
-                return;
-        }
-        if (!*end)
-            break;
-        p = end + 1;
-    }
-    errno = denied ? EACCES : ENOENT;
-}
-
 /* --output / --error, in the task after it became the job's user: the
  * files are opened with the user's rights only (never root's, so no link
  * or path a job planted makes root write anywhere), relative to the
  * working directory, appended to (tasks of one run share them). Without
  * an error file, stderr goes to the output file too. On failure the
  * message goes to the run's own stderr (shoal logs shows it). */
-static int redirect_output(const struct task_start *ts)
+static int redirect_output(struct shim *s)
 {
-    const char *paths[2] = {ts->stdout_path, ts->stderr_path ? ts->stderr_path
-                                                             : ts->stdout_path};
+    const char *out =
+        json_string_value(json_object_get(s->launch, "stdout_path"));
+    const char *errp =
+        json_string_value(json_object_get(s->launch, "stderr_path"));
+    const char *paths[2] = {out, errp ? errp : out};
     for (int i = 0; i < 2; i++) {
         if (!paths[i])
             continue;
         int fd = open(paths[i], O_WRONLY | O_CREAT | O_APPEND, 0644);
         if (fd < 0 || dup2(fd, i + 1) < 0) {
             int e = errno;
-            task_say("shoal: cannot open the %s file %s: %s\n",
-                     i == 0 ? "output" : "error", paths[i], task_strerror(e));
+            dprintf(2, "shoal: cannot open the %s file %s: %s\n",
+                    i == 0 ? "output" : "error", paths[i], strerror(e));
             errno = e;
             return -1;
         }
@@ -653,20 +473,18 @@ static int redirect_output(const struct task_start *ts)
     return 0;
 }
 
-/* The task's side of the clone: become the task and exec; on failure the
- * errno goes to the shim through ts->errfd and the task ends with 127. */
-static int task_main(void *arg)
+/* In the child: become the task and exec; report errno on errfd. Only
+ * async-signal-safe calls past this point are needed, but the shim is
+ * single-threaded, so plain calls are fine too. */
+static void exec_task(struct shim *s, pid_t pgid, int errfd, char **envp)
 {
-    const struct task_start *ts = arg;
-    const struct shim *s = ts->shim;
     int e;
-    /* Every signal came blocked (start_task): the shim's dispositions go
-     * first, so none of its handlers ever runs here. */
-    task_default_signals();
-    setpgid(0, ts->pgid);
-    /* The task takes SIGTERM from here on, also before its exec (an open
-     * of a FIFO as its output can wait there); one sent since the clone is
+    setpgid(0, pgid);
+    /* The shim ignores SIGTERM; the task takes it from here on, also
+     * before its exec (an open of a FIFO as its output can wait there).
+     * start_task blocked it across the fork, so one sent in between is
      * pending and comes now. */
+    signal(SIGTERM, SIG_DFL);
     sigset_t term;
     sigemptyset(&term);
     sigaddset(&term, SIGTERM);
@@ -677,20 +495,20 @@ static int task_main(void *arg)
     if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(s->out_fd, 1) < 0 ||
         dup2(s->err_fd, 2) < 0)
         goto fail;
-    sigset_t none;
-    sigemptyset(&none);
     if (s->ctr) {
         /* crun, as root: it switches to the job's user inside. */
-        static char *const crun_env[] = {
+        static char *crun_env[] = {
             "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
             NULL};
+        sigset_t none;
+        sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
+        task_default_signals();
         if (chdir("/") < 0)
             goto fail;
-        /* crun is found where the agent finds its tools. */
-        exec_on_path(ts->argv, crun_env, getenv("PATH"));
+        execvpe(envp[0], envp, crun_env);
         e = errno;
-        task_say("shoal: cannot run crun: %s\n", task_strerror(e));
+        dprintf(2, "shoal: cannot run crun: %s\n", strerror(e));
         errno = e;
         goto fail;
     }
@@ -698,21 +516,37 @@ static int task_main(void *arg)
         goto fail;
     if (chdir(s->workdir) < 0) {
         e = errno;
-        task_say("shoal: cannot enter the working directory %s: %s\n",
-                 s->workdir, task_strerror(e));
+        dprintf(2, "shoal: cannot enter the working directory %s: %s\n",
+                s->workdir, strerror(e));
         errno = e;
         goto fail;
     }
-    if (redirect_output(ts) < 0)
+    if (redirect_output(s) < 0)
         goto fail;
+    sigset_t none;
+    sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    exec_on_path(ts->argv, ts->envp, env_path(ts->envp));
+    task_default_signals();
+    /* The command is looked up on the job's PATH: glibc's execvpe would
+     * search the agent's. */
+    environ = envp;
+    execvp(s->argv[0], s->argv);
+    if (errno == ENOEXEC) {
+        /* A script without "#!": run it with the shell, as sh(1) would. */
+        char *shargv[SHIM_TASKS_MAX + 8];
+        int n = 0;
+        shargv[n++] = "/bin/sh";
+        for (int i = 0; s->argv[i] && n < SHIM_TASKS_MAX + 6; i++)
+            shargv[n++] = s->argv[i];
+        shargv[n] = NULL;
+        execve("/bin/sh", shargv, envp);
+    }
     e = errno;
-    task_say("shoal: cannot run %s: %s\n", ts->argv[0], task_strerror(e));
+    dprintf(2, "shoal: cannot run %s: %s\n", s->argv[0], strerror(e));
     errno = e;
 fail:
     e = errno;
-    if (write(ts->errfd, &e, sizeof(e)) < 0) {
+    if (write(errfd, &e, sizeof(e)) < 0) {
         /* nothing more to tell */
     }
     _exit(127);
@@ -732,16 +566,7 @@ static pid_t start_task(struct shim *s, int t, pid_t pgid, int *exec_errno)
     s->env[s->nenv + 2] = procid;
     s->env[s->nenv + 3] = localid;
     s->env[s->nenv + 4] = NULL;
-    struct task_start ts = {
-        .shim = s,
-        .pgid = pgid,
-        .argv = s->argv,
-        .envp = s->env,
-        .stdout_path =
-            json_string_value(json_object_get(s->launch, "stdout_path")),
-        .stderr_path =
-            json_string_value(json_object_get(s->launch, "stderr_path")),
-    };
+    char **task_env = s->env;
     if (s->ctr) {
         /* In an image the task is crun, its command line says the rest. */
         char why[512];
@@ -753,27 +578,24 @@ static pid_t start_task(struct shim *s, int t, pid_t pgid, int *exec_errno)
             .groups = s->groups,
             .ngroups = s->ngroups,
         };
-        ts.argv = shim_ctr_task_argv(s->ctr, t, &proc, why, sizeof(why));
-        if (!ts.argv) {
+        task_env = shim_ctr_task_argv(s->ctr, t, &proc, why, sizeof(why));
+        if (!task_env) {
             dprintf(s->err_fd, "shoal: %s\n", why);
             return -1;
         }
     }
-    if (task_stack_map() < 0) {
-        dprintf(s->err_fd, "shoal: cannot map a stack for the task: %s\n",
-                strerror(errno));
-        return -1;
-    }
     int p[2];
     if (pipe2(p, O_CLOEXEC) < 0)
         return -1;
-    ts.errfd = p[1];
-    /* Everything blocked across the clone: the task starts so (task_main). */
-    sigset_t all, old_mask;
-    sigfillset(&all);
-    sigprocmask(SIG_BLOCK, &all, &old_mask);
-    pid_t pid =
-        clone(task_main, task_stack + task_stack_len, CLONE_VM | SIGCHLD, &ts);
+    sigset_t term, old_mask;
+    sigemptyset(&term);
+    sigaddset(&term, SIGTERM);
+    sigprocmask(SIG_BLOCK, &term, &old_mask);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(p[0]);
+        exec_task(s, pgid, p[1], task_env);
+    }
     sigprocmask(SIG_SETMASK, &old_mask, NULL);
     /* Both sides set the group, so it is in place whichever runs first. */
     if (pid > 0) {
@@ -787,15 +609,8 @@ static pid_t start_task(struct shim *s, int t, pid_t pgid, int *exec_errno)
         }
     }
     close(p[1]);
-    /* Until this read ends, the task may be using ts and the stack: it
-     * ends at the task's exec (the pipe closes with it), its death, or its
-     * errno, after which it only exits (the run starts no more tasks). */
     *exec_errno = 0;
-    ssize_t n = 0;
-    do {
-        n = pid > 0 ? read(p[0], exec_errno, sizeof(int)) : 0;
-    } while (n < 0 && errno == EINTR);
-    if (n != (ssize_t)sizeof(int))
+    if (pid > 0 && read(p[0], exec_errno, sizeof(int)) <= 0)
         *exec_errno = 0;
     close(p[0]);
     return pid;
@@ -855,8 +670,6 @@ static int run_tasks(struct shim *s)
                 kill(-pgid, SIGTERM);
         }
     }
-    /* Every task reaped: none runs on the stack any more. */
-    task_stack_unmap();
     if (started < s->tasks && !failed) {
         code = 127;
         failed = true;
