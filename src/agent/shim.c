@@ -483,7 +483,9 @@ static void exec_task(struct shim *s, pid_t pgid, int errfd, char **envp)
     /* The shim ignores SIGTERM; the task takes it from here on, also
      * before its exec (an open of a FIFO as its output can wait there).
      * start_task blocked it across the fork, so one sent in between is
-     * pending and comes now. */
+     * pending and comes now. The agent's stop signals stay blocked (a job's
+     * user may send them to the task) until their dispositions are the
+     * defaults, just before exec. */
     signal(SIGTERM, SIG_DFL);
     sigset_t term;
     sigemptyset(&term);
@@ -502,8 +504,8 @@ static void exec_task(struct shim *s, pid_t pgid, int errfd, char **envp)
             NULL};
         sigset_t none;
         sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
         task_default_signals();
+        sigprocmask(SIG_SETMASK, &none, NULL);
         if (chdir("/") < 0)
             goto fail;
         execvpe(envp[0], envp, crun_env);
@@ -525,8 +527,8 @@ static void exec_task(struct shim *s, pid_t pgid, int errfd, char **envp)
         goto fail;
     sigset_t none;
     sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
     task_default_signals();
+    sigprocmask(SIG_SETMASK, &none, NULL);
     /* The command is looked up on the job's PATH: glibc's execvpe would
      * search the agent's. */
     environ = envp;
@@ -587,27 +589,34 @@ static pid_t start_task(struct shim *s, int t, pid_t pgid, int *exec_errno)
     int p[2];
     if (pipe2(p, O_CLOEXEC) < 0)
         return -1;
-    sigset_t term, old_mask;
-    sigemptyset(&term);
-    sigaddset(&term, SIGTERM);
-    sigprocmask(SIG_BLOCK, &term, &old_mask);
+    /* SIGTERM blocked across the fork (exec_task takes it from there), and
+     * the agent's stop signals until the task is in the group: a stop
+     * forwarded before that would miss it, and the read below would wait
+     * for an exec that a task held before it (a FIFO as its output) never
+     * makes. */
+    sigset_t held, old_mask;
+    sigemptyset(&held);
+    sigaddset(&held, SIGTERM);
+    sigaddset(&held, SHIM_SIG_TERM);
+    sigaddset(&held, SHIM_SIG_KILL);
+    sigprocmask(SIG_BLOCK, &held, &old_mask);
     pid_t pid = fork();
     if (pid == 0) {
         close(p[0]);
         exec_task(s, pgid, p[1], task_env);
     }
-    sigprocmask(SIG_SETMASK, &old_mask, NULL);
     /* Both sides set the group, so it is in place whichever runs first. */
     if (pid > 0) {
         setpgid(pid, pgid ? pgid : pid);
-        /* A stop asked while this task has not exec'd yet (the read below
-         * waits for that) reaches it: the handler knows the group now. */
-        if (pgid == 0) {
+        if (pgid == 0)
             task_pgid = pid;
-            if (pending_sig)
-                kill(-pid, pending_sig);
-        }
+        /* A stop asked before this task existed reaches it too; one asked
+         * from here on (the handler runs at the unblock below, or while the
+         * read waits for the exec) reaches its group. */
+        if (pending_sig)
+            kill(pid, pending_sig);
     }
+    sigprocmask(SIG_SETMASK, &old_mask, NULL);
     close(p[1]);
     *exec_errno = 0;
     if (pid > 0 && read(p[0], exec_errno, sizeof(int)) <= 0)
