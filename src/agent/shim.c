@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The run supervisor (see shim.h). Single-threaded: it is forked by the
  * agent's fork server (forkserver.h) or exec'd fresh by the agent, so
- * forking here is safe. Tasks are started with fork, not a vfork-style
- * clone: the shim must stay able to handle the agent's stop signals while
- * a task has not exec'd yet (a FIFO named as its output, a stopped child). */
+ * forking here is safe. Tasks start with fork, or in the shim's memory
+ * when nothing is lost while the shim waits for their exec (start_task). */
 #include "agent/shim.h"
 
 #include <dirent.h>
@@ -11,7 +10,9 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <jansson.h>
+#include <limits.h>
 #include <pwd.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -19,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -26,10 +28,9 @@
 #include "agent/cgroup.h"
 #include "agent/mounts.h"
 #include "agent/shim_ctr.h"
+#include "lib/model/job.h"
 #include "lib/util/clock.h"
 #include "lib/util/file.h"
-
-extern char **environ;
 
 #define SHIM_TASKS_MAX 256
 
@@ -60,6 +61,17 @@ struct shim {
     gid_t groups[256];    /* the user's groups, for the container */
     int ngroups;
     char **ctr_argv; /* the command inside the container */
+};
+
+/* What start_task hands the task (task_main). */
+struct task_start {
+    const struct shim *shim;
+    pid_t pgid;              /* the group to join; 0: a group of its own */
+    char **argv;             /* the command, or crun's for a run in an image */
+    char **envp;             /* the job's environment */
+    const char *stdout_path; /* --output, --error: NULL for none */
+    const char *stderr_path;
+    int errfd; /* the pipe's end: errno if the start fails */
 };
 
 /* The tasks' process group, from fork; a stop the agent asked for before
@@ -444,27 +456,191 @@ static void setup_cgroup(struct shim *s)
             err.msg);
 }
 
+/* ---- a task, from its start to its exec ----
+ *
+ * A task starts one of two ways (start_task):
+ * - fork, in general: the shim runs on while the task prepares, so a stop
+ *   asked while the task waits before its exec (an open of a FIFO named as
+ *   its --output, a chdir on a hung mount, a SIGSTOP) is passed on (sec-009);
+ * - clone(CLONE_VM | CLONE_VFORK) when that cannot matter and sharing the
+ *   shim's memory is safe (task_may_share): the task runs in the shim's
+ *   memory on a stack of its own (task_stack) while the shim waits for its
+ *   exec, so no page table is copied and the task takes no copy-on-write
+ *   fault (fork was a third of a `true` job's CPU on the guests we measure
+ *   on, where a page fault costs ~12 us: bench/README.md, round 6).
+ *
+ * Both run task_main, which keeps vfork's rules: no malloc and no stdio
+ * (messages are formatted on its stack, task_say; the command is looked up
+ * with a buffer on the stack, exec_on_path), nothing of the shim's written
+ * but its own stack and errno (the shim is suspended meanwhile), every
+ * signal blocked at its start and the shim's handlers reset before any is
+ * unblocked, so no handler of the shim runs in it. */
+
+#define TASK_STACK_SIZE (256 * 1024)
+
+/* The stack of a task started in the shim's memory: mapped at the first
+ * such task, below it a page no access (an overflow faults, never writes
+ * into the shim's memory). The shim resumes only once the task has exec'd
+ * or ended, so the next task reuses it; unmapped when every task is
+ * reaped. */
+static char *task_stack;
+static size_t task_stack_len;
+
+static int task_stack_map(void)
+{
+    if (task_stack)
+        return 0;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t len = TASK_STACK_SIZE + page;
+    char *m = mmap(NULL, len, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    if (m == MAP_FAILED)
+        return -1;
+    if (mprotect(m, page, PROT_NONE) < 0) {
+        munmap(m, len);
+        return -1;
+    }
+    task_stack = m;
+    task_stack_len = len;
+    return 0;
+}
+
+static void task_stack_unmap(void)
+{
+    if (task_stack)
+        munmap(task_stack, task_stack_len);
+    task_stack = NULL;
+}
+
+/* A line on the task's stderr (the run's stderr, or its --error file),
+ * formatted on the task's stack. */
+__attribute__((format(printf, 1, 2))) static void task_say(const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    if ((size_t)n >= sizeof(line))
+        n = (int)sizeof(line) - 1;
+    if (write(2, line, (size_t)n) < 0) {
+        /* nowhere else to say it */
+    }
+}
+
+/* strerror without a locale's lookup (it may lock or allocate). */
+static const char *task_strerror(int e)
+{
+    const char *d = strerrordesc_np(e);
+    return d ? d : "unknown error";
+}
+
+/* execve PATH; a file that is not an executable format (a script without
+ * "#!") runs with /bin/sh, as execvp would. Returns on failure, errno set. */
+static void exec_or_sh(const char *path, char *const argv[], char *const envp[])
+{
+    execve(path, argv, envp);
+    if (errno != ENOEXEC)
+        return;
+    char *shargv[JOB_ARGC_MAX + 2];
+    int n = 0;
+    shargv[n++] = "/bin/sh";
+    shargv[n++] = (char *)path;
+    for (int i = 1; argv[i]; i++) {
+        if (n >= JOB_ARGC_MAX + 1) {
+            errno = E2BIG;
+            return;
+        }
+        shargv[n++] = argv[i];
+    }
+    shargv[n] = NULL;
+    execve("/bin/sh", shargv, envp); /* its error goes on, as execvp's */
+}
+
+/* The value of PATH in ENVP, or NULL. */
+static const char *env_path(char *const envp[])
+{
+    for (int i = 0; envp[i]; i++) {
+        if (strncmp(envp[i], "PATH=", 5) == 0)
+            return envp[i] + 5;
+    }
+    return NULL;
+}
+
+/* execvp with ENVP for the program and the folders of PATH searched (a
+ * colon-separated list): glibc's execvpe searches the caller's PATH, and
+ * setting environ would write the shim's memory. A name with a slash runs
+ * as it is; an empty entry of PATH is the working directory; PATH NULL is
+ * "/bin:/usr/bin" (execvp's). As
+ * execvp: a folder where the file is missing or not a folder is skipped,
+ * one refusing access too but EACCES is then the answer, any other error
+ * ends the search. Returns on failure, errno set. */
+static void exec_on_path(char *const argv[], char *const envp[],
+                         const char *path)
+{
+    const char *file = argv[0];
+    if (!*file) {
+        errno = ENOENT;
+        return;
+    }
+    if (strchr(file, '/')) {
+        exec_or_sh(file, argv, envp);
+        return;
+    }
+    size_t flen = strlen(file);
+    if (flen > NAME_MAX) {
+        errno = ENAMETOOLONG;
+        return;
+    }
+    if (!path)
+        path = "/bin:/usr/bin";
+    bool denied = false;
+    char full[PATH_MAX];
+    for (const char *p = path;;) {
+        const char *end = strchrnul(p, ':');
+        size_t dlen = (size_t)(end - p);
+        if (dlen + 1 + flen < sizeof(full)) {
+            size_t at = 0;
+            if (dlen > 0) {
+                memcpy(full, p, dlen);
+                full[dlen] = '/';
+                at = dlen + 1;
+            }
+            memcpy(full + at, file, flen + 1);
+            exec_or_sh(full, argv, envp);
+            if (errno == EACCES)
+                denied = true;
+            else if (errno != ENOENT && errno != ENOTDIR && errno != ESTALE &&
+                     errno != ENODEV && errno != ETIMEDOUT)
+                return;
+        }
+        if (!*end)
+            break;
+        p = end + 1;
+    }
+    errno = denied ? EACCES : ENOENT;
+}
+
 /* --output / --error, in the task after it became the job's user: the
  * files are opened with the user's rights only (never root's, so no link
  * or path a job planted makes root write anywhere), relative to the
  * working directory, appended to (tasks of one run share them). Without
  * an error file, stderr goes to the output file too. On failure the
  * message goes to the run's own stderr (shoal logs shows it). */
-static int redirect_output(struct shim *s)
+static int redirect_output(const struct task_start *ts)
 {
-    const char *out =
-        json_string_value(json_object_get(s->launch, "stdout_path"));
-    const char *errp =
-        json_string_value(json_object_get(s->launch, "stderr_path"));
-    const char *paths[2] = {out, errp ? errp : out};
+    const char *paths[2] = {ts->stdout_path, ts->stderr_path ? ts->stderr_path
+                                                             : ts->stdout_path};
     for (int i = 0; i < 2; i++) {
         if (!paths[i])
             continue;
         int fd = open(paths[i], O_WRONLY | O_CREAT | O_APPEND, 0644);
         if (fd < 0 || dup2(fd, i + 1) < 0) {
             int e = errno;
-            dprintf(2, "shoal: cannot open the %s file %s: %s\n",
-                    i == 0 ? "output" : "error", paths[i], strerror(e));
+            task_say("shoal: cannot open the %s file %s: %s\n",
+                     i == 0 ? "output" : "error", paths[i], task_strerror(e));
             errno = e;
             return -1;
         }
@@ -473,20 +649,22 @@ static int redirect_output(struct shim *s)
     return 0;
 }
 
-/* In the child: become the task and exec; report errno on errfd. Only
- * async-signal-safe calls past this point are needed, but the shim is
- * single-threaded, so plain calls are fine too. */
-static void exec_task(struct shim *s, pid_t pgid, int errfd, char **envp)
+/* The task's side of the fork or clone: become the task and exec; on
+ * failure the errno goes to the shim through ts->errfd and the task ends
+ * with 127. */
+static int task_main(void *arg)
 {
+    const struct task_start *ts = arg;
+    const struct shim *s = ts->shim;
     int e;
-    setpgid(0, pgid);
-    /* The shim ignores SIGTERM; the task takes it from here on, also
-     * before its exec (an open of a FIFO as its output can wait there).
-     * start_task blocked it across the fork, so one sent in between is
-     * pending and comes now. The agent's stop signals stay blocked (a job's
-     * user may send them to the task) until their dispositions are the
-     * defaults, just before exec. */
-    signal(SIGTERM, SIG_DFL);
+    /* Every signal came blocked (start_task): the shim's dispositions go
+     * first, so none of its handlers ever runs here (a job's user may
+     * signal the task once it has their uid). */
+    task_default_signals();
+    setpgid(0, ts->pgid);
+    /* The task takes SIGTERM from here on, also before its exec (an open
+     * of a FIFO as its output can wait there); one sent since the clone is
+     * pending and comes now. */
     sigset_t term;
     sigemptyset(&term);
     sigaddset(&term, SIGTERM);
@@ -497,20 +675,20 @@ static void exec_task(struct shim *s, pid_t pgid, int errfd, char **envp)
     if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(s->out_fd, 1) < 0 ||
         dup2(s->err_fd, 2) < 0)
         goto fail;
+    sigset_t none;
+    sigemptyset(&none);
     if (s->ctr) {
         /* crun, as root: it switches to the job's user inside. */
-        static char *crun_env[] = {
+        static char *const crun_env[] = {
             "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
             NULL};
-        sigset_t none;
-        sigemptyset(&none);
-        task_default_signals();
         sigprocmask(SIG_SETMASK, &none, NULL);
         if (chdir("/") < 0)
             goto fail;
-        execvpe(envp[0], envp, crun_env);
+        /* crun is found where the agent finds its tools. */
+        exec_on_path(ts->argv, crun_env, getenv("PATH"));
         e = errno;
-        dprintf(2, "shoal: cannot run crun: %s\n", strerror(e));
+        task_say("shoal: cannot run crun: %s\n", task_strerror(e));
         errno = e;
         goto fail;
     }
@@ -518,40 +696,53 @@ static void exec_task(struct shim *s, pid_t pgid, int errfd, char **envp)
         goto fail;
     if (chdir(s->workdir) < 0) {
         e = errno;
-        dprintf(2, "shoal: cannot enter the working directory %s: %s\n",
-                s->workdir, strerror(e));
+        task_say("shoal: cannot enter the working directory %s: %s\n",
+                 s->workdir, task_strerror(e));
         errno = e;
         goto fail;
     }
-    if (redirect_output(s) < 0)
+    if (redirect_output(ts) < 0)
         goto fail;
-    sigset_t none;
-    sigemptyset(&none);
-    task_default_signals();
     sigprocmask(SIG_SETMASK, &none, NULL);
-    /* The command is looked up on the job's PATH: glibc's execvpe would
-     * search the agent's. */
-    environ = envp;
-    execvp(s->argv[0], s->argv);
-    if (errno == ENOEXEC) {
-        /* A script without "#!": run it with the shell, as sh(1) would. */
-        char *shargv[SHIM_TASKS_MAX + 8];
-        int n = 0;
-        shargv[n++] = "/bin/sh";
-        for (int i = 0; s->argv[i] && n < SHIM_TASKS_MAX + 6; i++)
-            shargv[n++] = s->argv[i];
-        shargv[n] = NULL;
-        execve("/bin/sh", shargv, envp);
-    }
+    exec_on_path(ts->argv, ts->envp, env_path(ts->envp));
     e = errno;
-    dprintf(2, "shoal: cannot run %s: %s\n", s->argv[0], strerror(e));
+    task_say("shoal: cannot run %s: %s\n", ts->argv[0], task_strerror(e));
     errno = e;
 fail:
     e = errno;
-    if (write(errfd, &e, sizeof(e)) < 0) {
+    if (write(ts->errfd, &e, sizeof(e)) < 0) {
         /* nothing more to tell */
     }
     _exit(127);
+}
+
+/* Whether fs.suid_dumpable is 0: then a task that took the job's uid while
+ * sharing the shim's memory is not dumpable, so the job's user can neither
+ * trace it nor read or write that memory through /proc until its exec. */
+static bool suid_not_dumpable(void)
+{
+    char c = 0;
+    int fd = open("/proc/sys/fs/suid_dumpable", O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, &c, 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    return n == 1 && c == '0';
+}
+
+/* A task may start in the shim's memory (CLONE_VM | CLONE_VFORK) when
+ * nothing is lost while the shim waits for its exec: no --output or
+ * --error to open (a FIFO there holds the task before exec, and only the
+ * shim passes the cancel's SIGTERM on: sec-009); the task in the job's
+ * cgroup (a task the job's user stopped before exec still gets the
+ * agent's SIGKILL at the deadline through the cgroup, as does one in a
+ * chdir on a hung mount; without the cgroup only the shim could send it);
+ * and fs.suid_dumpable 0. A vfork child is never an OOM victim, so a job
+ * filling its memory cgroup cannot kill the shim through it (a CLONE_VM
+ * task without CLONE_VFORK could: bench/README.md, round 6). */
+static bool task_may_share(const struct shim *s)
+{
+    return s->attach && !s->ctr && !json_object_get(s->launch, "stdout_path") &&
+           !json_object_get(s->launch, "stderr_path") && suid_not_dumpable();
 }
 
 static pid_t start_task(struct shim *s, int t, pid_t pgid, int *exec_errno)
@@ -568,7 +759,16 @@ static pid_t start_task(struct shim *s, int t, pid_t pgid, int *exec_errno)
     s->env[s->nenv + 2] = procid;
     s->env[s->nenv + 3] = localid;
     s->env[s->nenv + 4] = NULL;
-    char **task_env = s->env;
+    struct task_start ts = {
+        .shim = s,
+        .pgid = pgid,
+        .argv = s->argv,
+        .envp = s->env,
+        .stdout_path =
+            json_string_value(json_object_get(s->launch, "stdout_path")),
+        .stderr_path =
+            json_string_value(json_object_get(s->launch, "stderr_path")),
+    };
     if (s->ctr) {
         /* In an image the task is crun, its command line says the rest. */
         char why[512];
@@ -580,30 +780,34 @@ static pid_t start_task(struct shim *s, int t, pid_t pgid, int *exec_errno)
             .groups = s->groups,
             .ngroups = s->ngroups,
         };
-        task_env = shim_ctr_task_argv(s->ctr, t, &proc, why, sizeof(why));
-        if (!task_env) {
+        ts.argv = shim_ctr_task_argv(s->ctr, t, &proc, why, sizeof(why));
+        if (!ts.argv) {
             dprintf(s->err_fd, "shoal: %s\n", why);
             return -1;
         }
     }
+    bool share = task_may_share(s) && task_stack_map() == 0;
     int p[2];
     if (pipe2(p, O_CLOEXEC) < 0)
         return -1;
-    /* SIGTERM blocked across the fork (exec_task takes it from there), and
-     * the agent's stop signals until the task is in the group: a stop
-     * forwarded before that would miss it, and the read below would wait
-     * for an exec that a task held before it (a FIFO as its output) never
-     * makes. */
-    sigset_t held, old_mask;
-    sigemptyset(&held);
-    sigaddset(&held, SIGTERM);
-    sigaddset(&held, SHIM_SIG_TERM);
-    sigaddset(&held, SHIM_SIG_KILL);
-    sigprocmask(SIG_BLOCK, &held, &old_mask);
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(p[0]);
-        exec_task(s, pgid, p[1], task_env);
+    ts.errfd = p[1];
+    /* Every signal blocked across the start: the task starts so
+     * (task_main); the shim's handler runs only once the task is in the
+     * group (a stop forwarded before would miss it, and the read below
+     * would wait for an exec that a task held before it never makes). */
+    sigset_t all, old_mask;
+    sigfillset(&all);
+    sigprocmask(SIG_BLOCK, &all, &old_mask);
+    pid_t pid;
+    if (share) {
+        pid = clone(task_main, task_stack + task_stack_len,
+                    CLONE_VM | CLONE_VFORK | SIGCHLD, &ts);
+    } else {
+        pid = fork();
+        if (pid == 0) {
+            close(p[0]);
+            task_main(&ts);
+        }
     }
     /* Both sides set the group, so it is in place whichever runs first. */
     if (pid > 0) {
@@ -619,8 +823,14 @@ static pid_t start_task(struct shim *s, int t, pid_t pgid, int *exec_errno)
     sigprocmask(SIG_SETMASK, &old_mask, NULL);
     close(p[1]);
     *exec_errno = 0;
-    if (pid > 0 && read(p[0], exec_errno, sizeof(int)) <= 0)
+    ssize_t n;
+    do {
+        n = pid > 0 ? read(p[0], exec_errno, sizeof(int)) : 0;
+    } while (n < 0 && errno == EINTR);
+    if (n != (ssize_t)sizeof(int))
         *exec_errno = 0;
+    else if (*exec_errno == 0)
+        *exec_errno = EIO; /* a start that failed always says so */
     close(p[0]);
     return pid;
 }
@@ -679,6 +889,8 @@ static int run_tasks(struct shim *s)
                 kill(-pgid, SIGTERM);
         }
     }
+    /* Every task reaped: none runs on the stack any more. */
+    task_stack_unmap();
     if (started < s->tasks && !failed) {
         code = 127;
         failed = true;
