@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <jansson.h>
+#include <linux/magic.h>
 #include <limits.h>
 #include <pwd.h>
 #include <sched.h>
@@ -21,6 +22,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/vfs.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -462,12 +464,13 @@ static void setup_cgroup(struct shim *s)
  * - fork, in general: the shim runs on while the task prepares, so a stop
  *   asked while the task waits before its exec (an open of a FIFO named as
  *   its --output, a chdir on a hung mount, a SIGSTOP) is passed on (sec-009);
- * - clone(CLONE_VM | CLONE_VFORK) when that cannot matter and sharing the
- *   shim's memory is safe (task_may_share): the task runs in the shim's
- *   memory on a stack of its own (task_stack) while the shim waits for its
- *   exec, so no page table is copied and the task takes no copy-on-write
- *   fault (fork was a third of a `true` job's CPU on the guests we measure
- *   on, where a page fault costs ~12 us: bench/README.md, round 6).
+ * - clone(CLONE_VM | CLONE_VFORK) where what waiting for its exec costs is
+ *   bounded and sharing the shim's memory is safe (task_may_share): the
+ *   task runs in the shim's memory on a stack of its own (task_stack)
+ *   while the shim waits for its exec, so no page table is copied and the
+ *   task takes no copy-on-write fault (fork was a third of a `true` job's
+ *   CPU on the guests we measure on, where a page fault costs ~12 us:
+ *   bench/README.md, round 6).
  *
  * Both run task_main, which keeps vfork's rules: no malloc and no stdio
  * (messages are formatted on its stack, task_say; the command is looked up
@@ -716,33 +719,91 @@ fail:
     _exit(127);
 }
 
-/* Whether fs.suid_dumpable is 0: then a task that took the job's uid while
- * sharing the shim's memory is not dumpable, so the job's user can neither
- * trace it nor read or write that memory through /proc until its exec. */
-static bool suid_not_dumpable(void)
+/* Whether the file PATH starts with "0" (a sysctl); false when it cannot
+ * be read. */
+static bool file_says_zero(const char *path)
 {
     char c = 0;
-    int fd = open("/proc/sys/fs/suid_dumpable", O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
     ssize_t n = fd >= 0 ? read(fd, &c, 1) : -1;
     if (fd >= 0)
         close(fd);
     return n == 1 && c == '0';
 }
 
-/* A task may start in the shim's memory (CLONE_VM | CLONE_VFORK) when
- * nothing is lost while the shim waits for its exec: no --output or
- * --error to open (a FIFO there holds the task before exec, and only the
- * shim passes the cancel's SIGTERM on: sec-009); the task in the job's
- * cgroup (a task the job's user stopped before exec still gets the
- * agent's SIGKILL at the deadline through the cgroup, as does one in a
- * chdir on a hung mount; without the cgroup only the shim could send it);
- * and fs.suid_dumpable 0. A vfork child is never an OOM victim, so a job
- * filling its memory cgroup cannot kill the shim through it (a CLONE_VM
- * task without CLONE_VFORK could: bench/README.md, round 6). */
-static bool task_may_share(const struct shim *s)
+/* Whether no cgroup v2 the job's tasks join has memory.oom.group set, on
+ * it or on a cgroup above it: the OOM killer then kills every process of
+ * that group and every process sharing a victim's memory, a vfork child's
+ * shim included. cgroup v1 has no such setting. Walks up from the job's
+ * cgroup while the file exists (every cgroup below the root has it where
+ * the memory controller is on). */
+static bool no_oom_group(const struct shim *s)
 {
-    return s->attach && !s->ctr && !json_object_get(s->launch, "stdout_path") &&
-           !json_object_get(s->launch, "stderr_path") && suid_not_dumpable();
+    const json_t *procs = json_object_get(s->launch, "cgroup_procs");
+    if (!json_is_array(procs))
+        return false;
+    size_t i;
+    const json_t *v;
+    json_array_foreach (procs, i, v) {
+        const char *path = json_string_value(v);
+        struct statfs fs;
+        if (!path || statfs(path, &fs) < 0)
+            return false;
+        if (fs.f_type != CGROUP2_SUPER_MAGIC)
+            continue;
+        char dir[PATH_MAX];
+        if (snprintf(dir, sizeof(dir), "%s", path) >= (int)sizeof(dir))
+            return false;
+        for (char *slash = strrchr(dir, '/'); slash && slash > dir;
+             slash = strrchr(dir, '/')) {
+            *slash = '\0';
+            char file[PATH_MAX + 32];
+            snprintf(file, sizeof(file), "%s/memory.oom.group", dir);
+            char c = 0;
+            int fd = open(file, O_RDONLY | O_CLOEXEC);
+            if (fd < 0) {
+                if (errno == ENOENT)
+                    break; /* the root cgroup, or no memory controller */
+                return false;
+            }
+            ssize_t n = read(fd, &c, 1);
+            close(fd);
+            if (n != 1 || c != '0')
+                return false;
+        }
+    }
+    return true;
+}
+
+/* A task may start in the shim's memory (CLONE_VM | CLONE_VFORK) only
+ * where what it costs is bounded. While the shim waits for the task's
+ * exec it cannot pass a stop on, so:
+ * - only the run's first task: no task of the run is running yet, whose
+ *   checkpointing SIGTERM would wait;
+ * - no --output or --error to open before exec (a FIFO there holds the
+ *   task; sec-009 wants the cancel's SIGTERM to reach it at once);
+ * - the task in the job's cgroup: one held before exec anyway (a chdir
+ *   or an exec on a hung mount, a SIGSTOP from the job's user) still gets
+ *   the agent's SIGKILL at the end of the kill grace through the cgroup,
+ *   where with fork the SIGTERM would have ended it at once;
+ * - not in an image (crun's start stays as it was).
+ * And where sharing the root shim's memory is safe:
+ * - fs.suid_dumpable 0: after its setuid the task's memory (the shim's)
+ *   is not dumpable, so the job's user can neither trace it nor reach it
+ *   through /proc until the exec;
+ * - a vfork child is never the OOM killer's victim (a CLONE_VM child
+ *   without CLONE_VFORK is, and the kernel kills every process sharing a
+ *   victim's memory: bench/README.md, round 6), except through
+ *   vm.oom_kill_allocating_task or a cgroup v2 memory.oom.group, which
+ *   must be off. */
+static bool task_may_share(const struct shim *s, int t)
+{
+    return t == 0 && s->attach && !s->ctr &&
+           !json_object_get(s->launch, "stdout_path") &&
+           !json_object_get(s->launch, "stderr_path") &&
+           file_says_zero("/proc/sys/fs/suid_dumpable") &&
+           file_says_zero("/proc/sys/vm/oom_kill_allocating_task") &&
+           no_oom_group(s);
 }
 
 static pid_t start_task(struct shim *s, int t, pid_t pgid, int *exec_errno)
@@ -786,7 +847,7 @@ static pid_t start_task(struct shim *s, int t, pid_t pgid, int *exec_errno)
             return -1;
         }
     }
-    bool share = task_may_share(s) && task_stack_map() == 0;
+    bool share = task_may_share(s, t) && task_stack_map() == 0;
     int p[2];
     if (pipe2(p, O_CLOEXEC) < 0)
         return -1;
@@ -851,6 +912,10 @@ static int run_tasks(struct shim *s)
     int started = 0;
     int exec_errno = 0;
     for (int t = 0; t < s->tasks; t++) {
+        /* A stop asked meanwhile: the run starts no more tasks (start_task
+         * sent it to each one started). */
+        if (t > 0 && pending_sig)
+            break;
         pids[t] = start_task(s, t, pgid, &exec_errno);
         if (pids[t] < 0)
             break;
@@ -859,9 +924,6 @@ static int run_tasks(struct shim *s)
             pgid = pids[t];
             task_pgid = pgid;
         }
-        if (pending_sig && t > 0)
-            kill(-pgid, pending_sig); /* a stop that came before the fork
-                                       * (task 0's: start_task) */
         if (exec_errno)
             break;
     }
