@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The run supervisor (see shim.h). Single-threaded: it is forked by the
  * agent's fork server (forkserver.h) or exec'd fresh by the agent, so
- * forking here is safe. Tasks are started with fork, not a vfork-style
- * clone: the shim must stay able to handle the agent's stop signals while
- * a task has not exec'd yet (a FIFO named as its output, a stopped child). */
+ * forking here is safe. Tasks start with fork, or in the shim's memory
+ * when nothing is lost while the shim waits for their exec (start_task). */
 #include "agent/shim.h"
 
 #include <dirent.h>
@@ -11,7 +10,10 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <jansson.h>
+#include <linux/magic.h>
+#include <limits.h>
 #include <pwd.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -19,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/vfs.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -26,10 +30,9 @@
 #include "agent/cgroup.h"
 #include "agent/mounts.h"
 #include "agent/shim_ctr.h"
+#include "lib/model/job.h"
 #include "lib/util/clock.h"
 #include "lib/util/file.h"
-
-extern char **environ;
 
 #define SHIM_TASKS_MAX 256
 
@@ -60,6 +63,17 @@ struct shim {
     gid_t groups[256];    /* the user's groups, for the container */
     int ngroups;
     char **ctr_argv; /* the command inside the container */
+};
+
+/* What start_task hands the task (task_main). */
+struct task_start {
+    const struct shim *shim;
+    pid_t pgid;              /* the group to join; 0: a group of its own */
+    char **argv;             /* the command, or crun's for a run in an image */
+    char **envp;             /* the job's environment */
+    const char *stdout_path; /* --output, --error: NULL for none */
+    const char *stderr_path;
+    int errfd; /* the pipe's end: errno if the start fails */
 };
 
 /* The tasks' process group, from fork; a stop the agent asked for before
@@ -444,27 +458,192 @@ static void setup_cgroup(struct shim *s)
             err.msg);
 }
 
+/* ---- a task, from its start to its exec ----
+ *
+ * A task starts one of two ways (start_task):
+ * - fork, in general: the shim runs on while the task prepares, so a stop
+ *   asked while the task waits before its exec (an open of a FIFO named as
+ *   its --output, a chdir on a hung mount, a SIGSTOP) is passed on (sec-009);
+ * - clone(CLONE_VM | CLONE_VFORK) where what waiting for its exec costs is
+ *   bounded and sharing the shim's memory is safe (task_may_share): the
+ *   task runs in the shim's memory on a stack of its own (task_stack)
+ *   while the shim waits for its exec, so no page table is copied and the
+ *   task takes no copy-on-write fault (fork was a third of a `true` job's
+ *   CPU on the guests we measure on, where a page fault costs ~12 us:
+ *   bench/README.md, round 6).
+ *
+ * Both run task_main, which keeps vfork's rules: no malloc and no stdio
+ * (messages are formatted on its stack, task_say; the command is looked up
+ * with a buffer on the stack, exec_on_path), nothing of the shim's written
+ * but its own stack and errno (the shim is suspended meanwhile), every
+ * signal blocked at its start and the shim's handlers reset before any is
+ * unblocked, so no handler of the shim runs in it. */
+
+#define TASK_STACK_SIZE (256 * 1024)
+
+/* The stack of a task started in the shim's memory: mapped at the first
+ * such task, below it a page no access (an overflow faults, never writes
+ * into the shim's memory). The shim resumes only once the task has exec'd
+ * or ended, so the next task reuses it; unmapped when every task is
+ * reaped. */
+static char *task_stack;
+static size_t task_stack_len;
+
+static int task_stack_map(void)
+{
+    if (task_stack)
+        return 0;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t len = TASK_STACK_SIZE + page;
+    char *m = mmap(NULL, len, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    if (m == MAP_FAILED)
+        return -1;
+    if (mprotect(m, page, PROT_NONE) < 0) {
+        munmap(m, len);
+        return -1;
+    }
+    task_stack = m;
+    task_stack_len = len;
+    return 0;
+}
+
+static void task_stack_unmap(void)
+{
+    if (task_stack)
+        munmap(task_stack, task_stack_len);
+    task_stack = NULL;
+}
+
+/* A line on the task's stderr (the run's stderr, or its --error file),
+ * formatted on the task's stack. */
+__attribute__((format(printf, 1, 2))) static void task_say(const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    if ((size_t)n >= sizeof(line))
+        n = (int)sizeof(line) - 1;
+    if (write(2, line, (size_t)n) < 0) {
+        /* nowhere else to say it */
+    }
+}
+
+/* strerror without a locale's lookup (it may lock or allocate). */
+static const char *task_strerror(int e)
+{
+    const char *d = strerrordesc_np(e);
+    return d ? d : "unknown error";
+}
+
+/* execve PATH; a file that is not an executable format (a script without
+ * "#!") runs with /bin/sh, as execvp would. Returns on failure, errno set. */
+static void exec_or_sh(const char *path, char *const argv[], char *const envp[])
+{
+    execve(path, argv, envp);
+    if (errno != ENOEXEC)
+        return;
+    char *shargv[JOB_ARGC_MAX + 2];
+    int n = 0;
+    shargv[n++] = "/bin/sh";
+    shargv[n++] = (char *)path;
+    for (int i = 1; argv[i]; i++) {
+        if (n >= JOB_ARGC_MAX + 1) {
+            errno = E2BIG;
+            return;
+        }
+        shargv[n++] = argv[i];
+    }
+    shargv[n] = NULL;
+    execve("/bin/sh", shargv, envp); /* its error goes on, as execvp's */
+}
+
+/* The value of PATH in ENVP, or NULL. */
+static const char *env_path(char *const envp[])
+{
+    for (int i = 0; envp[i]; i++) {
+        if (strncmp(envp[i], "PATH=", 5) == 0)
+            return envp[i] + 5;
+    }
+    return NULL;
+}
+
+/* execvp with ENVP for the program and the folders of PATH searched (a
+ * colon-separated list): glibc's execvpe searches the caller's PATH, and
+ * setting environ would write the shim's memory. A name with a slash runs
+ * as it is; an empty entry of PATH is the working directory; PATH NULL is
+ * "/bin:/usr/bin" (execvp's). As
+ * execvp: a folder where the file is missing or not a folder is skipped,
+ * one refusing access too but EACCES is then the answer, any other error
+ * ends the search. Returns on failure, errno set. */
+static void exec_on_path(char *const argv[], char *const envp[],
+                         const char *path)
+{
+    const char *file = argv[0];
+    if (!*file) {
+        errno = ENOENT;
+        return;
+    }
+    if (strchr(file, '/')) {
+        exec_or_sh(file, argv, envp);
+        return;
+    }
+    size_t flen = strlen(file);
+    if (flen > NAME_MAX) {
+        errno = ENAMETOOLONG;
+        return;
+    }
+    if (!path)
+        path = "/bin:/usr/bin";
+    bool denied = false;
+    char full[PATH_MAX];
+    for (const char *p = path;;) {
+        const char *end = strchrnul(p, ':');
+        size_t dlen = (size_t)(end - p);
+        if (dlen + 1 + flen < sizeof(full)) {
+            size_t at = 0;
+            if (dlen > 0) {
+                memcpy(full, p, dlen);
+                full[dlen] = '/';
+                at = dlen + 1;
+            }
+            memcpy(full + at, file, flen + 1);
+            exec_or_sh(full, argv, envp);
+            if (errno == EACCES)
+                denied = true;
+            else if (errno != ENOENT && errno != ENOTDIR && errno != ESTALE &&
+                     errno != ENODEV && errno != ETIMEDOUT)
+                return;
+        }
+        if (!*end)
+            break;
+        p = end + 1;
+    }
+    errno = denied ? EACCES : ENOENT;
+}
+
 /* --output / --error, in the task after it became the job's user: the
  * files are opened with the user's rights only (never root's, so no link
  * or path a job planted makes root write anywhere), relative to the
  * working directory, appended to (tasks of one run share them). Without
  * an error file, stderr goes to the output file too. On failure the
  * message goes to the run's own stderr (shoal logs shows it). */
-static int redirect_output(struct shim *s)
+static int redirect_output(const struct task_start *ts)
 {
-    const char *out =
-        json_string_value(json_object_get(s->launch, "stdout_path"));
-    const char *errp =
-        json_string_value(json_object_get(s->launch, "stderr_path"));
-    const char *paths[2] = {out, errp ? errp : out};
+    const char *paths[2] = {ts->stdout_path, ts->stderr_path ? ts->stderr_path
+                                                             : ts->stdout_path};
     for (int i = 0; i < 2; i++) {
         if (!paths[i])
             continue;
         int fd = open(paths[i], O_WRONLY | O_CREAT | O_APPEND, 0644);
         if (fd < 0 || dup2(fd, i + 1) < 0) {
             int e = errno;
-            dprintf(2, "shoal: cannot open the %s file %s: %s\n",
-                    i == 0 ? "output" : "error", paths[i], strerror(e));
+            task_say("shoal: cannot open the %s file %s: %s\n",
+                     i == 0 ? "output" : "error", paths[i], task_strerror(e));
             errno = e;
             return -1;
         }
@@ -473,18 +652,22 @@ static int redirect_output(struct shim *s)
     return 0;
 }
 
-/* In the child: become the task and exec; report errno on errfd. Only
- * async-signal-safe calls past this point are needed, but the shim is
- * single-threaded, so plain calls are fine too. */
-static void exec_task(struct shim *s, pid_t pgid, int errfd, char **envp)
+/* The task's side of the fork or clone: become the task and exec; on
+ * failure the errno goes to the shim through ts->errfd and the task ends
+ * with 127. */
+static int task_main(void *arg)
 {
+    const struct task_start *ts = arg;
+    const struct shim *s = ts->shim;
     int e;
-    setpgid(0, pgid);
-    /* The shim ignores SIGTERM; the task takes it from here on, also
-     * before its exec (an open of a FIFO as its output can wait there).
-     * start_task blocked it across the fork, so one sent in between is
+    /* Every signal came blocked (start_task): the shim's dispositions go
+     * first, so none of its handlers ever runs here (a job's user may
+     * signal the task once it has their uid). */
+    task_default_signals();
+    setpgid(0, ts->pgid);
+    /* The task takes SIGTERM from here on, also before its exec (an open
+     * of a FIFO as its output can wait there); one sent since the clone is
      * pending and comes now. */
-    signal(SIGTERM, SIG_DFL);
     sigset_t term;
     sigemptyset(&term);
     sigaddset(&term, SIGTERM);
@@ -495,20 +678,20 @@ static void exec_task(struct shim *s, pid_t pgid, int errfd, char **envp)
     if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(s->out_fd, 1) < 0 ||
         dup2(s->err_fd, 2) < 0)
         goto fail;
+    sigset_t none;
+    sigemptyset(&none);
     if (s->ctr) {
         /* crun, as root: it switches to the job's user inside. */
-        static char *crun_env[] = {
+        static char *const crun_env[] = {
             "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
             NULL};
-        sigset_t none;
-        sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
-        task_default_signals();
         if (chdir("/") < 0)
             goto fail;
-        execvpe(envp[0], envp, crun_env);
+        /* crun is found where the agent finds its tools. */
+        exec_on_path(ts->argv, crun_env, getenv("PATH"));
         e = errno;
-        dprintf(2, "shoal: cannot run crun: %s\n", strerror(e));
+        task_say("shoal: cannot run crun: %s\n", task_strerror(e));
         errno = e;
         goto fail;
     }
@@ -516,40 +699,111 @@ static void exec_task(struct shim *s, pid_t pgid, int errfd, char **envp)
         goto fail;
     if (chdir(s->workdir) < 0) {
         e = errno;
-        dprintf(2, "shoal: cannot enter the working directory %s: %s\n",
-                s->workdir, strerror(e));
+        task_say("shoal: cannot enter the working directory %s: %s\n",
+                 s->workdir, task_strerror(e));
         errno = e;
         goto fail;
     }
-    if (redirect_output(s) < 0)
+    if (redirect_output(ts) < 0)
         goto fail;
-    sigset_t none;
-    sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    task_default_signals();
-    /* The command is looked up on the job's PATH: glibc's execvpe would
-     * search the agent's. */
-    environ = envp;
-    execvp(s->argv[0], s->argv);
-    if (errno == ENOEXEC) {
-        /* A script without "#!": run it with the shell, as sh(1) would. */
-        char *shargv[SHIM_TASKS_MAX + 8];
-        int n = 0;
-        shargv[n++] = "/bin/sh";
-        for (int i = 0; s->argv[i] && n < SHIM_TASKS_MAX + 6; i++)
-            shargv[n++] = s->argv[i];
-        shargv[n] = NULL;
-        execve("/bin/sh", shargv, envp);
-    }
+    exec_on_path(ts->argv, ts->envp, env_path(ts->envp));
     e = errno;
-    dprintf(2, "shoal: cannot run %s: %s\n", s->argv[0], strerror(e));
+    task_say("shoal: cannot run %s: %s\n", ts->argv[0], task_strerror(e));
     errno = e;
 fail:
     e = errno;
-    if (write(errfd, &e, sizeof(e)) < 0) {
+    if (write(ts->errfd, &e, sizeof(e)) < 0) {
         /* nothing more to tell */
     }
     _exit(127);
+}
+
+/* Whether the file PATH starts with "0" (a sysctl); false when it cannot
+ * be read. */
+static bool file_says_zero(const char *path)
+{
+    char c = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, &c, 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    return n == 1 && c == '0';
+}
+
+/* Whether no cgroup v2 the job's tasks join has memory.oom.group set, on
+ * it or on a cgroup above it: the OOM killer then kills every process of
+ * that group and every process sharing a victim's memory, a vfork child's
+ * shim included. cgroup v1 has no such setting. Walks up from the job's
+ * cgroup while the file exists (every cgroup below the root has it where
+ * the memory controller is on). */
+static bool no_oom_group(const struct shim *s)
+{
+    const json_t *procs = json_object_get(s->launch, "cgroup_procs");
+    if (!json_is_array(procs))
+        return false;
+    size_t i;
+    const json_t *v;
+    json_array_foreach (procs, i, v) {
+        const char *path = json_string_value(v);
+        struct statfs fs;
+        if (!path || statfs(path, &fs) < 0)
+            return false;
+        if (fs.f_type != CGROUP2_SUPER_MAGIC)
+            continue;
+        char dir[PATH_MAX];
+        if (snprintf(dir, sizeof(dir), "%s", path) >= (int)sizeof(dir))
+            return false;
+        for (char *slash = strrchr(dir, '/'); slash && slash > dir;
+             slash = strrchr(dir, '/')) {
+            *slash = '\0';
+            char file[PATH_MAX + 32];
+            snprintf(file, sizeof(file), "%s/memory.oom.group", dir);
+            char c = 0;
+            int fd = open(file, O_RDONLY | O_CLOEXEC);
+            if (fd < 0) {
+                if (errno == ENOENT)
+                    break; /* the root cgroup, or no memory controller */
+                return false;
+            }
+            ssize_t n = read(fd, &c, 1);
+            close(fd);
+            if (n != 1 || c != '0')
+                return false;
+        }
+    }
+    return true;
+}
+
+/* A task may start in the shim's memory (CLONE_VM | CLONE_VFORK) only
+ * where what it costs is bounded. While the shim waits for the task's
+ * exec it cannot pass a stop on, so:
+ * - only the run's first task: no task of the run is running yet, whose
+ *   checkpointing SIGTERM would wait;
+ * - no --output or --error to open before exec (a FIFO there holds the
+ *   task; sec-009 wants the cancel's SIGTERM to reach it at once);
+ * - the task in the job's cgroup: one held before exec anyway (a chdir
+ *   or an exec on a hung mount, a SIGSTOP from the job's user) still gets
+ *   the agent's SIGKILL at the end of the kill grace through the cgroup,
+ *   where with fork the SIGTERM would have ended it at once;
+ * - not in an image (crun's start stays as it was).
+ * And where sharing the root shim's memory is safe:
+ * - fs.suid_dumpable 0: after its setuid the task's memory (the shim's)
+ *   is not dumpable, so the job's user can neither trace it nor reach it
+ *   through /proc until the exec;
+ * - a vfork child is never the OOM killer's victim (a CLONE_VM child
+ *   without CLONE_VFORK is, and the kernel kills every process sharing a
+ *   victim's memory: bench/README.md, round 6), except through
+ *   vm.oom_kill_allocating_task or a cgroup v2 memory.oom.group, which
+ *   must be off. */
+static bool task_may_share(const struct shim *s, int t)
+{
+    return t == 0 && s->attach && !s->ctr &&
+           !json_object_get(s->launch, "stdout_path") &&
+           !json_object_get(s->launch, "stderr_path") &&
+           file_says_zero("/proc/sys/fs/suid_dumpable") &&
+           file_says_zero("/proc/sys/vm/oom_kill_allocating_task") &&
+           no_oom_group(s);
 }
 
 static pid_t start_task(struct shim *s, int t, pid_t pgid, int *exec_errno)
@@ -566,7 +820,16 @@ static pid_t start_task(struct shim *s, int t, pid_t pgid, int *exec_errno)
     s->env[s->nenv + 2] = procid;
     s->env[s->nenv + 3] = localid;
     s->env[s->nenv + 4] = NULL;
-    char **task_env = s->env;
+    struct task_start ts = {
+        .shim = s,
+        .pgid = pgid,
+        .argv = s->argv,
+        .envp = s->env,
+        .stdout_path =
+            json_string_value(json_object_get(s->launch, "stdout_path")),
+        .stderr_path =
+            json_string_value(json_object_get(s->launch, "stderr_path")),
+    };
     if (s->ctr) {
         /* In an image the task is crun, its command line says the rest. */
         char why[512];
@@ -578,40 +841,57 @@ static pid_t start_task(struct shim *s, int t, pid_t pgid, int *exec_errno)
             .groups = s->groups,
             .ngroups = s->ngroups,
         };
-        task_env = shim_ctr_task_argv(s->ctr, t, &proc, why, sizeof(why));
-        if (!task_env) {
+        ts.argv = shim_ctr_task_argv(s->ctr, t, &proc, why, sizeof(why));
+        if (!ts.argv) {
             dprintf(s->err_fd, "shoal: %s\n", why);
             return -1;
         }
     }
+    bool share = task_may_share(s, t) && task_stack_map() == 0;
     int p[2];
     if (pipe2(p, O_CLOEXEC) < 0)
         return -1;
-    sigset_t term, old_mask;
-    sigemptyset(&term);
-    sigaddset(&term, SIGTERM);
-    sigprocmask(SIG_BLOCK, &term, &old_mask);
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(p[0]);
-        exec_task(s, pgid, p[1], task_env);
+    ts.errfd = p[1];
+    /* Every signal blocked across the start: the task starts so
+     * (task_main); the shim's handler runs only once the task is in the
+     * group (a stop forwarded before would miss it, and the read below
+     * would wait for an exec that a task held before it never makes). */
+    sigset_t all, old_mask;
+    sigfillset(&all);
+    sigprocmask(SIG_BLOCK, &all, &old_mask);
+    pid_t pid;
+    if (share) {
+        pid = clone(task_main, task_stack + task_stack_len,
+                    CLONE_VM | CLONE_VFORK | SIGCHLD, &ts);
+    } else {
+        pid = fork();
+        if (pid == 0) {
+            close(p[0]);
+            task_main(&ts);
+        }
     }
-    sigprocmask(SIG_SETMASK, &old_mask, NULL);
     /* Both sides set the group, so it is in place whichever runs first. */
     if (pid > 0) {
         setpgid(pid, pgid ? pgid : pid);
-        /* A stop asked while this task has not exec'd yet (the read below
-         * waits for that) reaches it: the handler knows the group now. */
-        if (pgid == 0) {
+        if (pgid == 0)
             task_pgid = pid;
-            if (pending_sig)
-                kill(-pid, pending_sig);
-        }
+        /* A stop asked before this task existed reaches it too; one asked
+         * from here on (the handler runs at the unblock below, or while the
+         * read waits for the exec) reaches its group. */
+        if (pending_sig)
+            kill(pid, pending_sig);
     }
+    sigprocmask(SIG_SETMASK, &old_mask, NULL);
     close(p[1]);
     *exec_errno = 0;
-    if (pid > 0 && read(p[0], exec_errno, sizeof(int)) <= 0)
+    ssize_t n;
+    do {
+        n = pid > 0 ? read(p[0], exec_errno, sizeof(int)) : 0;
+    } while (n < 0 && errno == EINTR);
+    if (n != (ssize_t)sizeof(int))
         *exec_errno = 0;
+    else if (*exec_errno == 0)
+        *exec_errno = EIO; /* a start that failed always says so */
     close(p[0]);
     return pid;
 }
@@ -632,6 +912,10 @@ static int run_tasks(struct shim *s)
     int started = 0;
     int exec_errno = 0;
     for (int t = 0; t < s->tasks; t++) {
+        /* A stop asked meanwhile: the run starts no more tasks (start_task
+         * sent it to each one started). */
+        if (t > 0 && pending_sig)
+            break;
         pids[t] = start_task(s, t, pgid, &exec_errno);
         if (pids[t] < 0)
             break;
@@ -640,9 +924,6 @@ static int run_tasks(struct shim *s)
             pgid = pids[t];
             task_pgid = pgid;
         }
-        if (pending_sig && t > 0)
-            kill(-pgid, pending_sig); /* a stop that came before the fork
-                                       * (task 0's: start_task) */
         if (exec_errno)
             break;
     }
@@ -670,6 +951,8 @@ static int run_tasks(struct shim *s)
                 kill(-pgid, SIGTERM);
         }
     }
+    /* Every task reaped: none runs on the stack any more. */
+    task_stack_unmap();
     if (started < s->tasks && !failed) {
         code = 127;
         failed = true;

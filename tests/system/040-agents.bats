@@ -323,4 +323,33 @@ fork_server_pid() {
     # to its removal: the agent reads it before).
     [ "$(job_field "$id" '.mem_peak >= 50331648')" = true ]
     [ "$(job_field "$id" '.cpu_seconds > 0.01')" = true ]
+@test "agt-019 the job's PATH is searched as execvp would: scripts without #!, files not executable, missing commands" {
+    d="$BATS_TEST_TMPDIR/pathbin"
+    mkdir -p "$d/first" "$d/second"
+    chmod 755 "$BATS_TEST_TMPDIR" "$d" "$d/first" "$d/second"
+    # A script without "#!" runs with /bin/sh, its arguments passed on.
+    printf 'echo "no-shebang $1 $2"\n' >"$d/second/shoal-probe-sh"
+    chmod 755 "$d/second/shoal-probe-sh"
+    # A file of that name that is not executable, earlier on the PATH, is
+    # skipped for the next one.
+    printf 'echo wrong\n' >"$d/first/shoal-probe-sh"
+    chmod 644 "$d/first/shoal-probe-sh"
+    # Only a non-executable file: refused, as execvp refuses it.
+    printf 'echo never\n' >"$d/first/shoal-probe-noexec"
+    chmod 644 "$d/first/shoal-probe-noexec"
+    shoal_cluster_start 1 1
+    jp="PATH=$d/first:$d/second:/usr/bin:/bin"
+    ok=$(submit --env "$jp" -- shoal-probe-sh a b)
+    denied=$(submit --env "$jp" -- shoal-probe-noexec)
+    missing=$(submit --env "$jp" -- shoal-probe-missing)
+    wait_job_state "$ok" completed
+    run shoal logs "$ok"
+    [ "$output" = "no-shebang a b" ]
+    wait_job_state "$denied" failed
+    job_field "$denied" .reason | grep -q "cannot start shoal-probe-noexec: Permission denied"
+    run shoal logs "$denied"
+    [[ "$output" == *"shoal: cannot run shoal-probe-noexec: Permission denied"* ]]
+    wait_job_state "$missing" failed
+    job_field "$missing" .reason | grep -q "cannot start shoal-probe-missing: No such file or directory"
+    [ "$(job_field "$missing" .exit_code)" = 127 ]
 }
