@@ -323,6 +323,8 @@ fork_server_pid() {
     # to its removal: the agent reads it before).
     [ "$(job_field "$id" '.mem_peak >= 50331648')" = true ]
     [ "$(job_field "$id" '.cpu_seconds > 0.01')" = true ]
+}
+
 @test "agt-019 the job's PATH is searched as execvp would: scripts without #!, files not executable, missing commands" {
     d="$BATS_TEST_TMPDIR/pathbin"
     mkdir -p "$d/first" "$d/second"
