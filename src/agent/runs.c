@@ -72,10 +72,9 @@ struct run {
     /* Ended, reported, every byte of output sent, and nothing of it can
      * write more: its output files are no longer looked at per tick. */
     bool logs_done;
-    /* Its output cannot grow any more (run_may_write was false before its
-     * files were looked at) and all of it was sent: whether it is sent
-     * needs no stat of its files again (the report and the check after
-     * it each made two). */
+    /* Reported, its output cannot grow any more (run_may_write was false
+     * before its files were looked at) and all of it was sent: whether it
+     * is sent needs no stat of its files again. */
     bool output_final;
     /* A run in an image: only its shim writes the progress and digest
      * files, which are not looked for in other runs' folders. */
@@ -141,18 +140,19 @@ static int write_json_at(int dfd, const char *name, const json_t *o)
  * long) is replaced as before. */
 #define NOTE_IN_PLACE_MAX 4096
 
-/* In the run folder open as dfd. NEW: the agent made the folder itself
+/* In the run folder open as dfd. FRESH: the agent made the folder itself
  * for this run a moment ago, so it has no such file yet: it is written as
  * a new file at once, without first trying to open one to write through
  * (the same result: what the in-place write would not take is replaced). */
-static int rewrite_json_at(int dfd, const char *name, const json_t *o, bool new)
+static int rewrite_json_at(int dfd, const char *name, const json_t *o,
+                           bool fresh)
 {
     char *text = json_dumps(o, JSON_COMPACT);
     if (!text)
         return -1;
     size_t len = strlen(text);
     int fd =
-        dfd >= 0 && !new &&len <= NOTE_IN_PLACE_MAX
+        dfd >= 0 && !fresh && len <= NOTE_IN_PLACE_MAX
             ? openat(dfd, name,
                      O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)
             : -1;
@@ -311,8 +311,8 @@ static int pidfd_open_pid(pid_t pid)
 
 /* ---- persistence of the agent's notes ---- */
 
-/* The notes in the run folder open as dfd (NEW: see rewrite_json_at). */
-static void run_save_at(struct run *r, int dfd, bool new)
+/* The notes in the run folder open as dfd (FRESH: see rewrite_json_at). */
+static void run_save_at(struct run *r, int dfd, bool fresh)
 {
     json_t *o = json_pack(
         "{s:I, s:i, s:s, s:i, s:I, s:I, s:I, s:I, s:I, s:i, s:s, s:i, s:i, "
@@ -332,7 +332,7 @@ static void run_save_at(struct run *r, int dfd, bool new)
         json_object_set_new(o, "mem_peak",
                             json_integer((json_int_t)r->mem_peak));
     }
-    if (!o || rewrite_json_at(dfd, "run.json", o, new) < 0)
+    if (!o || rewrite_json_at(dfd, "run.json", o, fresh) < 0)
         sh_log(LOG_ERR, "runs", "run %s: cannot save its state in %s", r->key,
                r->dir);
     json_decref(o);
@@ -1207,8 +1207,12 @@ static long push_output(struct run *r, size_t budget)
     char *buf = NULL;
     if (r->output_final)
         return 0;
-    /* Asked before the sizes are: a write after them would be missed. */
-    bool settled = !run_may_write(r);
+    /* Asked before the sizes are: a write after them would be missed.
+     * Only once the run is reported, as before: without a job cgroup (none
+     * on this node, or the shim could not attach) nothing proves that no
+     * process of the run writes on after the shim ended, and what is
+     * collected until the report is acknowledged is the run's output. */
+    bool settled = r->reported && !run_may_write(r);
     int nothing_left = 0;
     for (int s = 0; s < 2 && budget > 0; s++) {
         uint64_t size = file_size(r->dir, stream_files[s]);
