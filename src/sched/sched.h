@@ -155,6 +155,14 @@ struct sched_config {
      * this long in its current run (and only when checkpointable).
      * Default 10 minutes. */
     int64_t las_quantum_ms;
+    /* Whether the caller re-slices idle GPUs for waiting jobs (shoald
+     * --reslice-on-demand): then a sliced GPU may still become a whole GPU,
+     * and whether a job can ever fit counts every GPU. false (the default,
+     * and the simulator's fixed presets): a whole-GPU job can ever fit only
+     * on GPUs that are not sliced, a memory-sized job only in a GPU that is
+     * not sliced or in a slice, and a job that cannot is rejected by
+     * sched_job_check() or waits with a "can never fit" reason. */
+    bool reslice;
 };
 
 /* Fill cfg with the documented defaults. */

@@ -162,9 +162,12 @@ struct snode {
 };
 
 struct smodel {
-    uint64_t mem;                     /* largest memory seen for the model */
-    int maxper;                       /* most GPUs of it on one present node */
-    uint32_t nnodes;                  /* present nodes with it */
+    uint64_t mem;     /* largest memory seen for the model */
+    uint64_t fit_mem; /* most memory one memory-sized job can get: an
+                         unsliced GPU's or a slice's (any GPU's with
+                         cfg.reslice) */
+    int maxper;      /* most GPUs of it that can be whole on one present node */
+    uint32_t nnodes; /* present nodes with it */
     uint32_t atleast[SCHED_KMAX + 1]; /* present nodes with >= k of it */
     int64_t free_gpus;                /* free whole GPUs on indexed nodes */
     uint64_t *by_free; /* (SCHED_KMAX + 1) rows of node bitsets */
@@ -661,6 +664,19 @@ static inline bool slice_is(const struct sched *s, const struct sslice *sl,
 {
     return profile == s->shared_any ? sl->kind == GPU_SLICE_SHARED
                                     : sl->profile == profile;
+}
+
+/* The GPUs of node nd that can ever serve a whole-GPU job: every GPU when
+ * the caller re-slices on demand (cfg.reslice), else those not sliced now. */
+static inline uint64_t node_can_be_whole(const struct sched *s,
+                                         const struct snode *nd)
+{
+    uint64_t mask = 0;
+    for (int g = 0; g < nd->ngpus; g++) {
+        if (s->cfg.reslice || !(nd->gpus[g].flags & SGPU_SLICED))
+            mask |= UINT64_C(1) << g;
+    }
+    return mask;
 }
 
 /* Whether a job may get slices of GPU gp: a sliced, schedulable GPU of an

@@ -365,9 +365,10 @@ static void node_totals(struct sched *s, uint32_t n, int sign)
 static void node_fold(const struct sched *s, const struct snode *nd,
                       struct smodel *models, struct sprofile *profiles)
 {
+    uint64_t can_be_whole = node_can_be_whole(s, nd);
     for (int i = 0; i < nd->nmodels; i++) {
         struct smodel *md = &models[nd->models[i].model];
-        int c = sched_popcount64(nd->models[i].mask);
+        int c = sched_popcount64(nd->models[i].mask & can_be_whole);
         if (c > md->maxper)
             md->maxper = c;
         for (int k = 1; k <= c; k++)
@@ -375,10 +376,15 @@ static void node_fold(const struct sched *s, const struct snode *nd,
     }
     for (int g = 0; g < nd->ngpus; g++) {
         const struct sgpu *gp = &nd->gpus[g];
-        if (gp->mem > models[gp->model].mem)
-            models[gp->model].mem = gp->mem;
+        struct smodel *md = &models[gp->model];
+        if (gp->mem > md->mem)
+            md->mem = gp->mem;
+        if (((can_be_whole >> g) & 1) && gp->mem > md->fit_mem)
+            md->fit_mem = gp->mem;
         for (int k = 0; k < gp->nslices; k++) {
             const struct sslice *sl = &gp->slices[k];
+            if (sl->mem > md->fit_mem)
+                md->fit_mem = sl->mem;
             uint16_t ids[2] = {sl->profile, s->shared_any};
             int nids = sl->kind == GPU_SLICE_SHARED ? 2 : 1;
             for (int x = 0; x < nids; x++) {
@@ -399,6 +405,7 @@ static void figures_count(const struct sched *s, struct smodel *models,
     for (uint32_t m = 0; m < s->model_names.n; m++) {
         models[m].maxper = 0;
         models[m].mem = 0;
+        models[m].fit_mem = 0;
         memset(models[m].atleast, 0, sizeof(models[m].atleast));
     }
     for (uint32_t p = 0; p < s->profile_names.n; p++) {
@@ -436,6 +443,7 @@ int node_check_models(const struct sched *s, struct sh_error *err)
     for (uint32_t m = 0; m < nm; m++) {
         const struct smodel *a = &models[m], *b = &s->models[m];
         if (a->maxper != b->maxper || a->mem != b->mem ||
+            a->fit_mem != b->fit_mem ||
             memcmp(a->atleast, b->atleast, sizeof(a->atleast)) != 0) {
             sh_errorf(err, SH_EINTERNAL,
                       "model %s: largest node %d, memory %llu or node "

@@ -467,9 +467,13 @@ static uint64_t model_total(const struct sched *s, uint16_t m)
     uint64_t total = 0;
     for (uint32_t n = 0; n < s->node_names.n; n++) {
         const struct snode *nd = &s->nodes[n];
-        for (int i = 0; nd->present && i < nd->nmodels; i++) {
+        if (!nd->present)
+            continue;
+        uint64_t can_be_whole = node_can_be_whole(s, nd);
+        for (int i = 0; i < nd->nmodels; i++) {
             if (nd->models[i].model == m)
-                total += (uint64_t)sched_popcount64(nd->models[i].mask);
+                total += (uint64_t)sched_popcount64(nd->models[i].mask &
+                                                    can_be_whole);
         }
     }
     return total;
@@ -508,7 +512,7 @@ static bool fit_whole(const struct sched *s, const struct sjob *j,
     }
     int best_per = 0;
     uint32_t best_nodes = 0;
-    uint16_t per_model = 0, nodes_model = 0;
+    uint16_t per_model = (uint16_t)__builtin_ctzll(mask), nodes_model = 0;
     for (uint64_t b = mask; b; b &= b - 1) {
         uint16_t m = (uint16_t)__builtin_ctzll(b);
         uint32_t nn, g;
@@ -527,7 +531,12 @@ static bool fit_whole(const struct sched *s, const struct sjob *j,
         if ((int)g <= s->models[m].maxper && nn <= s->models[m].atleast[g])
             return true;
     }
-    if (j->nodes >= 1 && (int)j->gpus > best_per)
+    if (best_per == 0)
+        sh_errorf(err, SH_EINVAL,
+                  "needs whole GPUs but every %s GPU is sliced (a whole-GPU "
+                  "job runs only on a GPU that is not)",
+                  s->model_names.names[per_model]);
+    else if (j->nodes >= 1 && (int)j->gpus > best_per)
         sh_errorf(err, SH_EINVAL,
                   "needs %u GPUs per node but the largest "
                   "node has %d %s",
@@ -580,14 +589,15 @@ bool static_fit(const struct sched *s, const struct sjob *j,
             continue;
         if (j->models && !((j->models >> m) & 1))
             continue;
-        if (s->models[m].mem >= mem)
+        if (s->models[m].fit_mem >= mem)
             return true;
-        if (s->models[m].mem > most)
-            most = s->models[m].mem;
+        if (s->models[m].fit_mem > most)
+            most = s->models[m].fit_mem;
     }
     sh_errorf(err, SH_EINVAL,
               "no GPU or slice has %u MiB of memory (the "
-              "largest has %llu MiB)",
-              j->mem_mib, (unsigned long long)(most / (1024 * 1024)));
+              "largest%s has %llu MiB)",
+              j->mem_mib, s->cfg.reslice ? "" : " not sliced, or slice,",
+              (unsigned long long)(most / (1024 * 1024)));
     return false;
 }

@@ -415,6 +415,8 @@ static int build(struct shoald *d, struct sh_error *err)
         cfg.las_starve_max_ms = d->cfg.las_starve_max_ms;
     if (d->cfg.las_hold_gpus >= 0)
         cfg.las_hold_gpus = d->cfg.las_hold_gpus;
+    /* Sliced GPUs can become whole again only when shoald re-slices. */
+    cfg.reslice = d->cfg.reslice_on_demand;
     c->sched = sched_create(&cfg, err);
     if (!c->sched)
         return -1;

@@ -39,11 +39,16 @@ void sim_report_text(FILE *f, const struct sim_result *r,
                 c->pools[i].gpus, c->pools[i].model,
                 c->pools[i].preset[0] ? ":" : "", c->pools[i].preset);
     fprintf(f, "), policy %s\n", sched_policy_name(r->policy));
+    /* Jobs left waiting or running at the end make every other figure
+     * partial: say so first. */
+    if (r->unfinished)
+        fprintf(f,
+                "  never finished    %zu (still waiting or running when "
+                "the replay ended)\n",
+                r->unfinished);
     fprintf(f, "  completed         %zu", r->jobs);
     if (r->rejected)
         fprintf(f, " (%zu rejected: can never fit)", r->rejected);
-    if (r->unfinished)
-        fprintf(f, " (%zu never finished)", r->unfinished);
     if (r->timeouts)
         fprintf(f, " (%zu hit their time limit)", r->timeouts);
     fprintf(f, "\n  makespan          %s (%.0f s)\n",

@@ -197,3 +197,20 @@ one_gpu_resliced_on_demand() {
             grep -q "made whole on demand: job $total"
     done
 }
+
+@test "sl-010 a whole-GPU job is refused when every GPU is sliced and nothing re-slices" {
+    shoal_cluster_start 1 1 H100-80GB
+    shoal slice apply node1 shared-4
+    wait_for 20 plan_state_is node1 0 applied
+    run shoal submit --gpus 1 -- true
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"every H100-80GB GPU is sliced"* ]]
+    # The slices still serve slice jobs.
+    id=$(submit --slice shared -- true)
+    wait_job_state "$id" completed 30
+    # Made whole again, the same job is taken.
+    shoal slice apply node1 all-disabled
+    wait_for 20 plan_state_is node1 0 applied
+    id=$(submit --gpus 1 -- true)
+    wait_job_state "$id" completed 30
+}

@@ -1029,6 +1029,8 @@ static int do_config(struct scn *c, char **w, int n)
             c->cfg.las_hold_gpus = v;
         else if (strcmp(k, "las_quantum") == 0)
             c->cfg.las_quantum_ms = v * 1000;
+        else if (strcmp(k, "reslice") == 0)
+            c->cfg.reslice = v != 0;
         else
             return failf(c, "unknown config '%s'", k);
     }

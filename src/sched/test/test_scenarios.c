@@ -97,6 +97,16 @@ Test(sched_scenario, jobs_that_can_never_fit_are_rejected)
     run("never_fit.scn");
 }
 
+Test(sched_scenario, whole_gpu_jobs_never_fit_a_fully_sliced_cluster)
+{
+    run("never_fit_sliced.scn");
+}
+
+Test(sched_scenario, sliced_gpus_count_as_whole_when_the_caller_reslices)
+{
+    run("never_fit_sliced_reslice.scn");
+}
+
 Test(sched_scenario, fifo_policy_lets_nothing_pass_the_head)
 {
     run("fifo.scn");
