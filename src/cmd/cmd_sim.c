@@ -46,7 +46,7 @@ static const char usage[] =
     "                        submitted DUR earlier (2 GPUs: half, 3-4: a\n"
     "                        fifth); default 10d, as the controller; 0s = off\n"
     "  --grace DUR           preemption grace period (default 10s, as\n"
-    "                        shoald --kill-grace)\n"
+    "                        shoald --kill-grace; 0s: stopped at once)\n"
     "  The --las-* options apply to las (every job) and to default (the\n"
     "  jobs that checkpoint, --resume); fifo refuses them:\n"
     "  --las-levels LIST     GPU-time thresholds of the levels\n"
@@ -129,6 +129,21 @@ static int duration_ms(const char *opt, const char *v, int64_t *out)
     return 0;
 }
 
+/* A setting of up to 365 days that 0 ("0", "0s") turns off. */
+static int duration_or_zero_ms(const char *opt, const char *v, int64_t *out)
+{
+    int64_t s;
+    struct sh_error err;
+    if (strcmp(v, "0") == 0 || strcmp(v, "0s") == 0) {
+        *out = 0;
+        return 0;
+    }
+    if (parse_duration_max(opt, v, INT64_C(365) * 24 * 3600, &s, &err) < 0)
+        return fail(2, "%s", err.msg);
+    *out = s * 1000;
+    return 0;
+}
+
 static const struct option longs[] = {
     {"cluster", required_argument, NULL, 'c'},
     {"trace", required_argument, NULL, 't'},
@@ -191,7 +206,7 @@ static int apply_opt(int c, const char *arg, struct opts *o)
     case 'F':
         return duration_ms("--full-pass", arg, &sc->full_pass_interval_ms);
     case 'g':
-        if (duration_ms("--grace", arg, &o->sim.grace_ms))
+        if (duration_or_zero_ms("--grace", arg, &o->sim.grace_ms))
             return 2;
         sc->preempt_grace_ms = o->sim.grace_ms;
         return 0;
@@ -212,15 +227,7 @@ static int apply_opt(int c, const char *arg, struct opts *o)
         return duration_ms("--las-quantum", arg, &sc->las_quantum_ms) ? 2 : 0;
     case 'O':
         o->las_set = true;
-        if (strcmp(arg, "0") == 0 || strcmp(arg, "0s") == 0) {
-            sc->las_hold_ms = 0;
-            return 0;
-        }
-        if (duration_ms("--las-hold", arg, &sc->las_hold_ms))
-            return 2;
-        if (sc->las_hold_ms > 365 * 24 * 3600 * INT64_C(1000))
-            return fail(2, "--las-hold must be at most 365d");
-        return 0;
+        return duration_or_zero_ms("--las-hold", arg, &sc->las_hold_ms);
     case 'G':
         o->las_set = true;
         if (parse_int64("--las-hold-gpus", arg, 1, 65536, &v, &err) < 0)
@@ -235,21 +242,12 @@ static int apply_opt(int c, const char *arg, struct opts *o)
         return 0;
     case 'M':
         o->las_set = true;
-        if (duration_ms("--las-starve-max", arg, &sc->las_starve_max_ms))
-            return 2;
-        if (sc->las_starve_max_ms > 365 * 24 * 3600 * INT64_C(1000))
-            return fail(2, "--las-starve-max must be at most 365d");
-        return 0;
+        if (strcmp(arg, "0") == 0 || strcmp(arg, "0s") == 0)
+            return fail(2, "--las-starve-max must be more than zero");
+        return duration_or_zero_ms("--las-starve-max", arg,
+                                   &sc->las_starve_max_ms);
     case 'S':
-        if (strcmp(arg, "0") == 0 || strcmp(arg, "0s") == 0) {
-            sc->short_credit_ms = 0;
-            return 0;
-        }
-        if (duration_ms("--short-credit", arg, &sc->short_credit_ms))
-            return 2;
-        if (sc->short_credit_ms > 365 * 24 * 3600 * INT64_C(1000))
-            return fail(2, "--short-credit must be at most 365d");
-        return 0;
+        return duration_or_zero_ms("--short-credit", arg, &sc->short_credit_ms);
     case 'r':
         if (parse_int64("--reservations", arg, 0, 64, &v, &err) < 0)
             return fail(2, "%s", err.msg);

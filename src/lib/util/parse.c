@@ -133,6 +133,12 @@ bad:
 int parse_duration(const char *field, const char *s, int64_t *seconds,
                    struct sh_error *err)
 {
+    return parse_duration_max(field, s, PARSE_DURATION_MAX, seconds, err);
+}
+
+int parse_duration_max(const char *field, const char *s, int64_t max_seconds,
+                       int64_t *seconds, struct sh_error *err)
+{
     if (!s || !*s)
         return sh_errorf(err, SH_EINVAL,
                          "%s: empty duration, expected e.g. 90s, 30m or 2h",
@@ -176,7 +182,7 @@ int parse_duration(const char *field, const char *s, int64_t *seconds,
     if (total <= 0)
         return sh_errorf(err, SH_EINVAL, "%s: duration must be more than zero",
                          field);
-    if (total > PARSE_DURATION_MAX)
+    if (total > max_seconds)
         goto toolong;
     *seconds = total;
     return 0;
@@ -186,8 +192,11 @@ bad:
                      "1d, 1h30m, HH:MM:SS or D-HH:MM:SS",
                      field, s);
 toolong:
-    return sh_errorf(err, SH_EINVAL, "%s: '%s' is longer than 366 days", field,
-                     s);
+    if (max_seconds % 86400 == 0)
+        return sh_errorf(err, SH_EINVAL, "%s: '%s' is longer than %lld days",
+                         field, s, (long long)(max_seconds / 86400));
+    return sh_errorf(err, SH_EINVAL, "%s: '%s' is longer than %lld s", field, s,
+                     (long long)max_seconds);
 }
 
 void format_duration(int64_t s, char *buf, size_t size)

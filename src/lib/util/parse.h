@@ -27,9 +27,13 @@ int parse_int64(const char *field, const char *s, int64_t min, int64_t max,
 int parse_size(const char *field, const char *s, uint64_t *bytes,
                struct sh_error *err);
 
-/* Parse a duration into whole seconds (> 0). */
+/* Parse a duration into whole seconds (> 0, at most PARSE_DURATION_MAX). */
 int parse_duration(const char *field, const char *s, int64_t *seconds,
                    struct sh_error *err);
+/* The same with a lower bound of its own: longer than max_seconds (at most
+ * PARSE_DURATION_MAX) is refused naming it. */
+int parse_duration_max(const char *field, const char *s, int64_t max_seconds,
+                       int64_t *seconds, struct sh_error *err);
 
 /* Format seconds as "45s", "12m", "1h05m", "3d04h" into buf. */
 void format_duration(int64_t seconds, char *buf, size_t size);

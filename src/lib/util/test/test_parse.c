@@ -77,6 +77,26 @@ Test(parse, durations_refuse_ambiguity_and_garbage)
     cr_assert(strstr(err.msg, "unit") != NULL, "%s", err.msg);
 }
 
+Test(parse, a_duration_with_its_own_bound_names_that_bound)
+{
+    struct sh_error err;
+    int64_t s = 7;
+    cr_assert_eq(parse_duration_max("--x", "365d", 365 * 86400, &s, NULL), 0);
+    cr_assert_eq(s, 365 * 86400);
+    /* Past the option's bound and past the parser's own: the same words. */
+    const char *over[] = {"366d", "1000d", "365d1s"};
+    for (size_t i = 0; i < sizeof(over) / sizeof(over[0]); i++) {
+        s = 7;
+        cr_assert_eq(parse_duration_max("--x", over[i], 365 * 86400, &s, &err),
+                     -1);
+        cr_assert(strstr(err.msg, "longer than 365 days") != NULL, "%s",
+                  err.msg);
+        cr_assert_eq(s, 7, "a refused value leaves the output alone");
+    }
+    cr_assert_eq(parse_duration_max("--x", "2h", 3600, &s, &err), -1);
+    cr_assert(strstr(err.msg, "longer than 3600 s") != NULL, "%s", err.msg);
+}
+
 Test(parse, integers_are_range_checked)
 {
     int64_t v;
