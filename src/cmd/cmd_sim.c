@@ -5,6 +5,7 @@
  */
 #include "cmd/cmd_sim.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +35,9 @@ static const char usage[] =
     "                        or las (least attained service first; preempts\n"
     "                        jobs that checkpoint, see --resume)\n"
     "  --json                print the metrics as JSON\n"
+    "  --outcomes FILE       write one CSV row per job: id, submit,\n"
+    "                        first_start, start, end (seconds), attempts,\n"
+    "                        state, nodes of its last attempt\n"
     "  --exact-limits        jobs without a time limit get their duration as\n"
     "                        limit (perfect estimates for backfill)\n"
     "  --default-limit DUR   assumed run time of jobs without a limit\n"
@@ -92,7 +96,8 @@ struct opts {
     bool json;
     bool convert;
     const char *tenants;
-    bool las_set; /* an --las-* option given */
+    const char *outcomes; /* --outcomes FILE */
+    bool las_set;         /* an --las-* option given */
     struct sim_options sim;
 };
 
@@ -165,6 +170,7 @@ static const struct option longs[] = {
     {"las-starve-max", required_argument, NULL, 'M'},
     {"convert", no_argument, NULL, 'C'},
     {"tenants", required_argument, NULL, 'T'},
+    {"outcomes", required_argument, NULL, 'o'},
     {NULL, 0, NULL, 0},
 };
 
@@ -200,6 +206,11 @@ static int apply_opt(int c, const char *arg, struct opts *o)
         return 0;
     case 'T':
         o->tenants = arg;
+        return 0;
+    case 'o':
+        if (!*arg)
+            return fail(2, "--outcomes: empty file name");
+        o->outcomes = arg;
         return 0;
     case 'd':
         return duration_ms("--default-limit", arg, &sc->default_time_limit_ms);
@@ -299,6 +310,19 @@ static int read_trace(const struct opts *o, struct sim_trace *t)
     return 0;
 }
 
+/* The per-job outcomes into path (created or truncated, 0644 by umask). */
+static int write_outcomes(const char *path, const struct sim_trace *t,
+                          const struct sim_result *r)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return fail(1, "--outcomes %s: %s", path, strerror(errno));
+    int bad = sim_report_outcomes(f, t, r) < 0;
+    if (fclose(f) != 0 || bad)
+        return fail(1, "--outcomes %s: write failed", path);
+    return 0;
+}
+
 int cmd_sim(int argc, char **argv)
 {
     struct opts o;
@@ -339,6 +363,8 @@ int cmd_sim(int argc, char **argv)
         rc = fail(1, "%s", err.msg);
         goto out;
     }
+    if (o.outcomes && (rc = write_outcomes(o.outcomes, &t, &r)) != 0)
+        goto out;
     if (o.json)
         rc = sim_report_json(stdout, &r) < 0 ? fail(1, "write failed") : 0;
     else

@@ -173,12 +173,25 @@ struct sim_project {
  * the ones a scheduler starves. */
 #define SIM_BIG_GPUS 8
 
+enum sim_outcome_state {
+    SIM_COMPLETED = 0,
+    SIM_TIMEOUT,    /* ended at its time limit */
+    SIM_REJECTED,   /* can never fit the cluster */
+    SIM_UNFINISHED, /* still pending or running at the end */
+};
+
+/* "completed", "timeout", "rejected", "unfinished". */
+const char *sim_outcome_state_name(enum sim_outcome_state s);
+
 /* What became of one job (trace order after sorting). */
 struct sim_outcome {
     int64_t first_start_ms; /* -1 when it never started */
     int64_t start_ms;       /* its last attempt */
     int64_t end_ms;         /* -1 when it never finished */
     uint32_t attempts;
+    uint32_t nnodes; /* the nodes of its last attempt: */
+    size_t nodes_at; /* outcome_nodes[nodes_at .. + nnodes] */
+    uint8_t state;   /* enum sim_outcome_state */
 };
 
 struct sim_result {
@@ -204,6 +217,8 @@ struct sim_result {
     size_t nprojects;
     struct sim_outcome *outcomes; /* one per trace job */
     size_t noutcomes;
+    uint32_t *outcome_nodes; /* node indexes (names "n%05d") */
+    size_t noutcome_nodes;
 };
 
 /* Replay t on c. r is filled (free with sim_result_fini()). Fails only on
@@ -217,5 +232,10 @@ void sim_result_fini(struct sim_result *r);
 void sim_report_text(FILE *f, const struct sim_result *r,
                      const struct sim_cluster *c);
 int sim_report_json(FILE *f, const struct sim_result *r);
+/* One CSV row per job (shoal sim --outcomes): id, submit, first_start,
+ * start, end (seconds; empty when it never happened), attempts, state,
+ * nodes (';'-separated, of the last attempt). -1 when writing fails. */
+int sim_report_outcomes(FILE *f, const struct sim_trace *t,
+                        const struct sim_result *r);
 
 #endif

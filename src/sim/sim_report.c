@@ -142,3 +142,47 @@ int sim_report_json(FILE *f, const struct sim_result *r)
     json_decref(o);
     return rc == 0 ? 0 : -1;
 }
+
+const char *sim_outcome_state_name(enum sim_outcome_state s)
+{
+    static const char *const names[] = {"completed", "timeout", "rejected",
+                                        "unfinished"};
+    return (unsigned)s < sizeof(names) / sizeof(names[0]) ? names[s] : "?";
+}
+
+/* Milliseconds as the trace writes seconds: whole, or with the fraction;
+ * nothing for -1 (never happened). */
+static void secs(FILE *f, int64_t ms)
+{
+    if (ms < 0)
+        return;
+    if (ms % 1000 == 0)
+        fprintf(f, "%lld", (long long)(ms / 1000));
+    else
+        fprintf(f, "%lld.%03lld", (long long)(ms / 1000),
+                (long long)(ms % 1000));
+}
+
+int sim_report_outcomes(FILE *f, const struct sim_trace *t,
+                        const struct sim_result *r)
+{
+    fputs("id,submit,first_start,start,end,attempts,state,nodes\n", f);
+    for (size_t i = 0; i < r->noutcomes && i < t->njobs; i++) {
+        const struct sim_outcome *oc = &r->outcomes[i];
+        fprintf(f, "%llu,", (unsigned long long)t->jobs[i].id);
+        secs(f, t->jobs[i].submit_ms);
+        fputc(',', f);
+        secs(f, oc->first_start_ms);
+        fputc(',', f);
+        secs(f, oc->start_ms);
+        fputc(',', f);
+        secs(f, oc->end_ms);
+        fprintf(f, ",%u,%s,", oc->attempts,
+                sim_outcome_state_name((enum sim_outcome_state)oc->state));
+        for (uint32_t k = 0; k < oc->nnodes; k++)
+            fprintf(f, "%sn%05u", k ? ";" : "",
+                    r->outcome_nodes[oc->nodes_at + k]);
+        fputc('\n', f);
+    }
+    return ferror(f) ? -1 : 0;
+}

@@ -106,6 +106,8 @@ struct jstate {
     int64_t done_ms;    /* progress saved by checkpoints */
     int64_t overhead;   /* this attempt's restore time */
     int64_t ckpt_at;    /* told to stop at (the checkpoint); -1 */
+    size_t nodes_at;    /* its current attempt's nodes in run.nodes */
+    uint32_t nnodes;
 };
 
 struct run {
@@ -117,7 +119,40 @@ struct run {
     struct jstate *js;
     struct sched_decisions dec;
     struct sim_result *r;
+    /* The nodes of every attempt, in start order (jstate.nodes_at). */
+    uint32_t *nodes;
+    size_t nnodes, nodes_cap;
 };
+
+/* Append the distinct nodes of a start (places come grouped by node) to
+ * x->nodes for job state st. */
+static int note_nodes(struct run *x, struct jstate *st,
+                      const struct sched_decisions *dec,
+                      const struct sched_start *s)
+{
+    if (x->nnodes + (size_t)s->nplaces > x->nodes_cap) {
+        size_t cap = x->nodes_cap ? x->nodes_cap * 2 : 4096;
+        while (cap < x->nnodes + (size_t)s->nplaces)
+            cap *= 2;
+        uint32_t *v = realloc(x->nodes, cap * sizeof(*v));
+        if (!v)
+            return -1;
+        x->nodes = v;
+        x->nodes_cap = cap;
+    }
+    st->nodes_at = x->nnodes;
+    st->nnodes = 0;
+    for (int p = 0; p < s->nplaces; p++) {
+        /* sim_cluster_apply() names node k "n%05d". */
+        uint32_t n = (uint32_t)strtoul(
+            dec->places[s->first + (size_t)p].node + 1, NULL, 10);
+        if (st->nnodes == 0 || x->nodes[x->nnodes - 1] != n) {
+            x->nodes[x->nnodes++] = n;
+            st->nnodes++;
+        }
+    }
+    return 0;
+}
 
 /* Whether a gpu_type (NULL: any; "A100-80GB|H100-80GB": any of them)
  * allows model. */
@@ -267,6 +302,8 @@ static int decisions(struct run *x, int64_t now, struct sh_error *err)
         st->start = now;
         if (st->first_start < 0)
             st->first_start = now;
+        if (note_nodes(x, st, dec, s) < 0)
+            return sh_errorf(err, SH_EINTERNAL, "out of memory");
         st->units = 0;
         for (int p = 0; p < s->nplaces; p++) {
             const struct sched_place *pl = &dec->places[s->first + (size_t)p];
@@ -536,13 +573,23 @@ int sim_run(const struct sim_cluster *c, const struct sim_trace *t,
             oc->start_ms = st->first_start < 0 ? -1 : st->start;
             oc->end_ms = st->state == JS_DONE ? st->end : -1;
             oc->attempts = st->attempt + (st->first_start >= 0);
+            oc->state = st->state == JS_DONE
+                            ? (st->timeout ? SIM_TIMEOUT : SIM_COMPLETED)
+                        : st->state == JS_REJECTED ? SIM_REJECTED
+                                                   : SIM_UNFINISHED;
+            oc->nodes_at = st->nodes_at;
+            oc->nnodes = st->first_start >= 0 ? st->nnodes : 0;
         }
+        r->outcome_nodes = x.nodes; /* handed over */
+        r->noutcome_nodes = x.nnodes;
+        x.nodes = NULL;
     }
 out:
     sched_destroy(x.s);
     sched_decisions_fini(&x.dec);
     free(x.h.v);
     free(x.js);
+    free(x.nodes);
     return rc;
 }
 
@@ -552,5 +599,6 @@ void sim_result_fini(struct sim_result *r)
         return;
     free(r->projects);
     free(r->outcomes);
+    free(r->outcome_nodes);
     memset(r, 0, sizeof(*r));
 }

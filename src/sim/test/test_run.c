@@ -409,3 +409,35 @@ Test(sim_run, tenants_errors_name_the_line)
               err.msg);
     sched_destroy(s);
 }
+
+/* --outcomes: one row per job with its times, attempts, state and nodes.
+ * On 1 node of 2 sliced GPUs and 1 of 2 whole ones: job 1 takes both whole
+ * GPUs; job 2 (a gang of 2 nodes x 2) can never fit: node n00000 has no
+ * whole GPU; job 3 (a quarter GPU) runs on a time-slice of n00000; job 4
+ * waits for job 1 and ends at 30. */
+Test(sim_run, outcomes_give_each_job_its_times_state_and_nodes)
+{
+    struct fixture f;
+    memset(&f, 0, sizeof(f));
+    replay(&f, "1x2xH100-80GB:shared-4+1x2xH100-80GB",
+           "id,submit,duration,gpus,nodes\n"
+           "1,0,10,2,1\n"
+           "2,0,10,4,2\n"
+           "3,1,5,0.25,1\n"
+           "4,2,20,1,1\n",
+           SCHED_POLICY_FIFO, false);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    cr_assert(m);
+    cr_assert_eq(sim_report_outcomes(m, &f.t, &f.r), 0);
+    fclose(m);
+    cr_assert_str_eq(buf, "id,submit,first_start,start,end,attempts,state,"
+                          "nodes\n"
+                          "1,0,0,0,10,1,completed,n00001\n"
+                          "2,0,,,,0,rejected,\n"
+                          "3,1,1,1,6,1,completed,n00000\n"
+                          "4,2,10,10,30,1,completed,n00001\n");
+    free(buf);
+    done(&f);
+}
