@@ -43,6 +43,7 @@ enum role {
     R_SLICE,
     R_TIMESTAMP,
     R_APPLICATION,
+    R_GPU_MILLI,
     R_COUNT,
 };
 
@@ -72,6 +73,7 @@ static const struct column shoal_cols[] = {
     {"priority", R_PRIORITY, false},
     {"time_limit", R_TIME_LIMIT, false},
     {"slice", R_SLICE, false},
+    {"gpu_milli", R_GPU_MILLI, false},
     {NULL, 0, false},
 };
 static const struct column philly_cols[] = {
@@ -339,6 +341,7 @@ struct reader {
     const char *colname[FIELDS_MAX];
     int64_t *stamps; /* philly: timestamps, seconds */
     uint32_t default_name;
+    int64_t gpu_milli; /* this row's gpu_milli, 0 = none */
 };
 
 static int rowerr(struct reader *r, struct sh_error *err, const char *col,
@@ -511,6 +514,14 @@ static int num_field(struct reader *r, struct sim_job *j, enum role role,
         j->frac_ppm = (int32_t)ppm;
         return 0;
     }
+    case R_GPU_MILLI:
+        if (parse_int64(col, v, 1, 1000, &x, &e2) < 0)
+            return rowerr(r, err, col,
+                          "'%s' is not a share of a GPU in thousandths "
+                          "(1..1000)",
+                          v);
+        r->gpu_milli = x;
+        return 0;
     case R_NODES:
         if (parse_int64(col, v, 1, JOB_NODES_MAX, &x, &e2) < 0)
             return rowerr(r, err, col, "'%s' is not a node count (1..1024)", v);
@@ -625,6 +636,7 @@ static int row(struct reader *r, char **f, int n, struct sh_error *err)
     bool have_user = false;
     double app_hours = 0;
     char frac[16];
+    r->gpu_milli = 0;
     for (int i = 0; i < n; i++) {
         if (row_field(r, j, r->role[i], r->colname[i], f[i], &app_hours, err) <
             0)
@@ -633,6 +645,15 @@ static int row(struct reader *r, char **f, int n, struct sh_error *err)
     }
     if (!have_user)
         j->user = j->project;
+    if (r->gpu_milli > 0 && r->gpu_milli < 1000) {
+        /* Alibaba's form of a fraction: gpus 1, gpu_milli 250. */
+        if (j->frac_ppm > 0 || j->gpus != 1)
+            return rowerr(r, err, "gpu_milli",
+                          "%lld thousandths is a share of one GPU: gpus "
+                          "must be 1",
+                          (long long)r->gpu_milli);
+        j->frac_ppm = (int32_t)(r->gpu_milli * 1000);
+    }
     if (j->frac_ppm > 0) {
         if (j->slice >= 0)
             return rowerr(r, err, "gpus",

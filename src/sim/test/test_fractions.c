@@ -88,6 +88,32 @@ Test(sim_fractions, bad_fractions_and_sets_name_file_line_and_column)
     }
 }
 
+/* Alibaba's traces give a GPU share as gpu_milli beside gpus. */
+Test(sim_fractions, gpu_milli_is_a_share_of_one_gpu)
+{
+    struct sim_trace t;
+    parse_ok("id,submit,duration,gpus,gpu_milli\n"
+             "1,0,10,1,250\n"
+             "2,1,10,1,1000\n"
+             "3,2,10,2,\n",
+             &t);
+    cr_assert_eq(t.jobs[0].frac_ppm, 250000);
+    cr_assert_eq(t.jobs[0].gpus, 1);
+    cr_assert_eq(t.jobs[1].frac_ppm, 0, "1000 thousandths: the whole GPU");
+    cr_assert_eq(t.jobs[2].frac_ppm, 0);
+    cr_assert_eq(t.jobs[2].gpus, 2);
+    sim_trace_fini(&t);
+    parse_fails("id,submit,duration,gpus,gpu_milli\n1,0,10,2,500\n",
+                "t.csv:2: column 'gpu_milli': 500 thousandths is a share of "
+                "one GPU: gpus must be 1");
+    parse_fails("id,submit,duration,gpus,gpu_milli\n1,0,10,0.5,500\n",
+                "gpus must be 1");
+    parse_fails("id,submit,duration,gpus,gpu_milli\n1,0,10,1,0\n",
+                "is not a share of a GPU in thousandths (1..1000)");
+    parse_fails("id,submit,duration,gpus,gpu_milli\n1,0,10,1,1001\n",
+                "(1..1000)");
+}
+
 Test(sim_fractions, convert_round_trips)
 {
     const char *text =
