@@ -12,8 +12,10 @@
 #ifdef SHOAL_HAVE_CSI
 #include "lib/csi/csi.pb-c.h"
 #include "lib/csi/grpc.h"
+#include "lib/util/clock.h"
 #endif
 
+/* A node call's whole budget, retries included. */
 #define CSI_TIMEOUT_MS 30000
 #define CSI_TRIES 4
 /* The controller makes its calls in its loop: kept short. */
@@ -112,20 +114,26 @@ static bool transient(int status)
            status == GRPC_DEADLINE_EXCEEDED;
 }
 
-/* Make one call, retrying transient failures. The reply's body is the
- * caller's to free (grpc_reply_fini) on success. */
+/* Make one call, retrying transient failures, all within timeout_ms: the
+ * deadline covers every attempt and the pauses between them, so a plugin
+ * that never answers costs the caller timeout_ms, not tries times it. The
+ * reply's body is the caller's to free (grpc_reply_fini) on success. */
 static int call_at(const char *socket, const char *what, const char *method,
                    const uint8_t *req, size_t len, int timeout_ms, int tries,
                    struct grpc_reply *reply, char *why, size_t size)
 {
     char path[128];
     snprintf(path, sizeof(path), "/csi.v1.%s", method);
+    int64_t until = clock_mono_ms() + timeout_ms;
     int delay_ms = 200;
     for (int attempt = 1;; attempt++) {
-        int st = grpc_call(socket, path, req, len, CSI_TIMEOUT_MS, reply);
+        int64_t left = until - clock_mono_ms();
+        int st =
+            grpc_call(socket, path, req, len, left > 0 ? (int)left : 1, reply);
         if (st == GRPC_OK)
             return 0;
-        if (!transient(st) || attempt == tries) {
+        left = until - clock_mono_ms();
+        if (!transient(st) || attempt == tries || left <= delay_ms) {
             snprintf(why, size, "%s: CSI %s: %s: %s", what,
                      strrchr(method, '/') + 1, grpc_status_name(st),
                      reply->message);

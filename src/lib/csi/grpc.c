@@ -5,7 +5,6 @@
 #include "lib/csi/grpc.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <nghttp2/nghttp2.h>
 #include <poll.h>
 #include <stdbool.h>
@@ -152,21 +151,26 @@ static int connect_unix(const char *path, struct grpc_reply *r)
         return -1;
     }
     strcpy(sa.sun_path, path);
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    /* Non-blocking from the start: a plugin that stopped accepting with a
+     * full backlog answers EAGAIN instead of holding connect() for ever. */
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
         char msg[600];
         snprintf(msg, sizeof(msg), "cannot connect to %s", path);
-        fail(r, GRPC_UNAVAILABLE, msg, strerror(errno));
+        fail(r, GRPC_UNAVAILABLE, msg,
+             errno == EAGAIN ? "the plugin accepts no connection"
+                             : strerror(errno));
         if (fd >= 0)
             close(fd);
         return -1;
     }
-    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
     return fd;
 }
 
-/* Write what nghttp2 has to send; false on a socket error. */
-static bool flush(nghttp2_session *s, int fd)
+/* Write what nghttp2 has to send, by until (a plugin that stops reading
+ * must not hold the caller past its deadline); false on a socket error or
+ * when the deadline passed. */
+static bool flush(nghttp2_session *s, int fd, int64_t until)
 {
     const uint8_t *out;
     ssize_t n;
@@ -175,8 +179,11 @@ static bool flush(nghttp2_session *s, int fd)
         while (off < n) {
             ssize_t w = write(fd, out + off, (size_t)(n - off));
             if (w < 0 && errno == EAGAIN) {
+                int64_t left = until - clock_mono_ms();
+                if (left <= 0)
+                    return false;
                 struct pollfd p = {fd, POLLOUT, 0};
-                poll(&p, 1, 1000);
+                poll(&p, 1, left < 1000 ? (int)left : 1000);
                 continue;
             }
             if (w <= 0)
@@ -191,9 +198,12 @@ static int exchange(nghttp2_session *s, int fd, struct call *c, int64_t until,
                     struct grpc_reply *r)
 {
     while (!c->closed) {
-        if (!flush(s, fd))
-            return fail(r, GRPC_UNAVAILABLE, "the plugin closed the socket",
-                        NULL);
+        if (!flush(s, fd, until))
+            return clock_mono_ms() >= until
+                       ? fail(r, GRPC_DEADLINE_EXCEEDED,
+                              "the plugin took no request in time", NULL)
+                       : fail(r, GRPC_UNAVAILABLE,
+                              "the plugin closed the socket", NULL);
         int64_t left = until - clock_mono_ms();
         if (left <= 0)
             return fail(r, GRPC_DEADLINE_EXCEEDED, "no answer in time", NULL);
