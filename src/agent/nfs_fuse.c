@@ -31,6 +31,15 @@
 #include <nfsc/libnfs.h>
 
 static struct nfs_context *nfs;
+static int nfs_version; /* 3 or 4 */
+
+/* libnfs 4.0 (Debian 12's) packs an NFSv4 request into a 4 KiB buffer
+ * whatever the payload: a WRITE of more than about 3.9 KB overruns it
+ * (fixed upstream in 2020, after 4.0), the server refuses the garbled
+ * request and the caller reads EPERM. NFSv4 writes go in pieces that
+ * leave room for the RPC header, the AUTH_SYS credentials (machine name,
+ * up to 16 groups) and the compound's other operations. */
+#define NFS4_WRITE_PIECE 2048
 
 /* Speak for the process that made the request. */
 static void as_caller(void)
@@ -127,6 +136,15 @@ static int op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
         nfs_open2(nfs, path, fi->flags | O_CREAT, (int)(mode & 07777), &fh);
     if (rc < 0)
         return rc;
+    /* libnfs 4.0's NFSv4 OPEN creates the file 0600 whatever mode says:
+     * give it the mode the caller asked (the kernel applied the umask). */
+    if (nfs_version == 4 && (mode & 07777) != 0600) {
+        rc = nfs_fchmod(nfs, fh, (int)(mode & 07777));
+        if (rc < 0) {
+            nfs_close(nfs, fh);
+            return rc;
+        }
+    }
     fi->fh = (uint64_t)(uintptr_t)fh;
     return 0;
 }
@@ -144,7 +162,21 @@ static int op_write(const char *path, const char *buf, size_t size, off_t off,
 {
     (void)path;
     as_caller();
-    return nfs_pwrite(nfs, fh_of(fi), (uint64_t)off, size, buf);
+    if (nfs_version != 4)
+        return nfs_pwrite(nfs, fh_of(fi), (uint64_t)off, size, buf);
+    size_t done = 0;
+    while (done < size) {
+        size_t n =
+            size - done < NFS4_WRITE_PIECE ? size - done : NFS4_WRITE_PIECE;
+        int rc = nfs_pwrite(nfs, fh_of(fi), (uint64_t)off + done, n,
+                            (char *)buf + done);
+        if (rc < 0)
+            return done ? (int)done : rc; /* what was written counts */
+        done += (size_t)rc;
+        if ((size_t)rc < n)
+            break; /* a short write: the caller writes the rest again */
+    }
+    return (int)done;
 }
 
 static int op_release(const char *path, struct fuse_file_info *fi)
@@ -284,6 +316,7 @@ int main(int argc, char **argv)
     if ((vers != 3 && vers != 4) || port < 0 || port > 65535 ||
         export[0] != '/')
         usage();
+    nfs_version = vers;
     nfs = nfs_init_context();
     if (!nfs) {
         fprintf(stderr, "[CRT] cannot make an NFS context\n");

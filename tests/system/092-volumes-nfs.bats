@@ -136,3 +136,19 @@ REFUSED" ]
     [ "$status" != 0 ]
     health_ok
 }
+
+@test "nfs-004 writes of any size arrive whole; new files honour the umask" {
+    shoal volume create home --nfs "127.0.0.1:/export" --options "vers=4,port=$NFS_PORT"
+    head -c 50000000 /dev/urandom >"$SHOAL_TEST_DIR/big"
+    chmod 644 "$SHOAL_TEST_DIR/big"
+    # cp writes in 128 KiB pieces, dd in 4 KiB ones, python in one 1 MB
+    # write: the userspace client once refused every write above ~3.9 KB.
+    a=$(submit -D /tmp -v "home:$MNT/h" -- sh -c "umask 022; cp $SHOAL_TEST_DIR/big $MNT/h/big && dd if=$SHOAL_TEST_DIR/big of=$MNT/h/dd bs=4k count=100 status=none && python3 -c 'open(\"$MNT/h/py\", \"wb\").write(b\"x\" * 1000000)' && echo DONE")
+    wait_job_state "$a" completed 120
+    [ "$(shoal logs "$a")" = DONE ]
+    [ "$(sha256sum <"$EXPORT/big")" = "$(sha256sum <"$SHOAL_TEST_DIR/big")" ]
+    [ "$(stat -c %s "$EXPORT/dd")" = 409600 ]
+    [ "$(stat -c %s "$EXPORT/py")" = 1000000 ]
+    [ "$(stat -c %a "$EXPORT/big")" = 644 ]
+    [ "$(stat -c %a "$EXPORT/py")" = 644 ]
+}
