@@ -153,11 +153,13 @@ static int64_t tick(struct loop *loop, void *arg)
            (unsigned long long)ha->epoch);
     int64_t t0 = clock_mono_ms();
     if (lead(d, &err) < 0) {
-        /* Half a state cannot serve: stop, and let the leadership go. */
-        sh_log(LOG_CRIT, "ha", "cannot load the state as the new leader: %s",
+        /* Half a state cannot serve: let the leadership go and start again
+         * from nothing as a follower, which waits for the database when it
+         * is down (it may be restarting: the lock was won while it went
+         * down or came up). Never exit: the standby is still needed. */
+        sh_log(LOG_ERR, "ha", "cannot load the state as the new leader: %s",
                err.msg);
-        d->stopping = true;
-        loop_stop(d->loop);
+        lost(d, "the state could not be loaded");
         return HA_TICK_MS;
     }
     sh_log(LOG_NOTICE, "ha",

@@ -52,6 +52,8 @@ static const char usage[] =
     "  --advertise-url URL    the URL other controllers send clients to\n"
     "                         while this one leads (default: the listen "
     "URL)\n"
+    "  --leader-lease DUR     with several controllers: a leader that renews\n"
+    "                         nothing this long is taken over (default 10s)\n"
     "  --admin-user NAME      first cluster admin of a new cluster\n"
     "                         (default: the user running shoald)\n"
     "  --tls-cert FILE        serve HTTPS with this PEM certificate...\n"
@@ -151,6 +153,7 @@ static int parse_args(int argc, char **argv, struct shoald_config *cfg)
         {"las-starve-factor", required_argument, NULL, 1002},
         {"las-starve-max", required_argument, NULL, 1003},
         {"las-hold-gpus", required_argument, NULL, 1004},
+        {"leader-lease", required_argument, NULL, 1005},
         {"debug", required_argument, NULL, 'd'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -319,6 +322,17 @@ static int parse_args(int argc, char **argv, struct shoald_config *cfg)
                 goto bad;
             cfg->las_hold_gpus = v;
             break;
+        case 1005:
+            if (parse_duration("--leader-lease", optarg, &v, &err) < 0)
+                goto bad;
+            if (v < 2 || v > 3600) {
+                sh_errorf(&err, SH_EINVAL,
+                          "--leader-lease must be 2s..1h (a leader renews "
+                          "it every second)");
+                goto bad;
+            }
+            cfg->leader_lease_ms = v * 1000;
+            break;
         case 'h':
             fputs(usage, stdout);
             exit(0);
@@ -440,6 +454,7 @@ static int setup(struct shoald *d, char *store_url, size_t url_size,
     }
     if (!d->store)
         return -1;
+    store_set_leader_lease(d->store, d->cfg.leader_lease_ms);
     d->auth = auth_create(err);
     if (!d->auth)
         return -1;
@@ -599,6 +614,7 @@ int main(int argc, char **argv)
     d.cfg.idle_after_ms = 30LL * 60 * 1000;
     d.cfg.idle_policy = ACCT_IDLE_WARN;
     d.cfg.reslice_hold_ms = 60000;
+    d.cfg.leader_lease_ms = STORE_LEADER_LEASE_MS;
     if (parse_args(argc, argv, &d.cfg) < 0)
         return 2;
     int rc = 1;

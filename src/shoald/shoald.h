@@ -59,6 +59,7 @@ struct shoald_config {
     int idle_policy;           /* enum acct_idle_policy: the default */
     bool reslice_on_demand;    /* re-slice idle GPUs for waiting jobs */
     int64_t reslice_hold_ms;   /* a re-sliced GPU is left alone this long */
+    int64_t leader_lease_ms;   /* HA: a silent leader is taken over after */
     int policy;                /* enum sched_policy: the queue order */
     const char *las_levels;    /* --las-levels as given; NULL = default */
     int64_t las_quantum_ms;    /* -1 = the engine's default */

@@ -262,6 +262,12 @@ int store_leader_try(struct store *st, const char *my_url, uint64_t *epoch,
                                err);
 }
 
+void store_set_leader_lease(struct store *st, int64_t lease_ms)
+{
+    if (lease_ms > 0)
+        st->leader_lease_ms = lease_ms;
+}
+
 int store_leader_check(struct store *st, struct sh_error *err)
 {
     if (!st->ops->leader_check)

@@ -142,8 +142,15 @@ int store_leader_try(struct store *st, const char *my_url, uint64_t *epoch,
                      char *leader_url, size_t leader_url_size,
                      struct sh_error *err);
 /* For the leader: 0 while its leadership session is alive and its epoch is
- * current; -1 when leadership is lost (SH_ECONFLICT) or unknown
- * (SH_EUNAVAILABLE). */
+ * current, renewing its lease; -1 when leadership is lost (SH_ECONFLICT)
+ * or unknown (SH_EUNAVAILABLE). */
 int store_leader_check(struct store *st, struct sh_error *err);
+/* A leader renews its lease with every check; one whose lease is older
+ * than lease_ms (a process stopped, or cut off from everything but its
+ * idle database session) is taken over by the next follower that tries,
+ * which ends the old leader's sessions first. Default
+ * STORE_LEADER_LEASE_MS. */
+#define STORE_LEADER_LEASE_MS 10000
+void store_set_leader_lease(struct store *st, int64_t lease_ms);
 
 #endif

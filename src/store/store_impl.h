@@ -61,6 +61,9 @@ struct store_ops {
 /* Every backend's object starts with this header. */
 struct store {
     const struct store_ops *ops;
+    /* Leadership: how long a leader that renews nothing keeps it before a
+     * follower may take it over (store_set_leader_lease). */
+    int64_t leader_lease_ms;
 };
 
 struct store *store_sqlite_open(const char *path, struct sh_error *err);

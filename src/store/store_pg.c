@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lib/util/clock.h"
 #include "lib/util/log.h"
@@ -84,6 +85,10 @@ static const char schema_sql[] =
     "  id integer PRIMARY KEY CHECK (id = 1),"
     "  epoch bigint NOT NULL, url text NOT NULL);"
     "INSERT INTO shoal_leader VALUES (1, 0, '') ON CONFLICT DO NOTHING;"
+    /* The leader's lease: renewed with every check (databases made before
+     * it get the column here). */
+    "ALTER TABLE shoal_leader ADD COLUMN IF NOT EXISTS renewed timestamptz "
+    "  NOT NULL DEFAULT now();"
     /* Raises SH001 unless epoch e is the current one; the share lock makes
      * a new leader's epoch update wait for the commit that checked. */
     "CREATE OR REPLACE FUNCTION shoal_fence(e bigint) RETURNS void "
@@ -810,8 +815,14 @@ static int pg_leader_check(struct store *st, struct sh_error *err)
                          "store: the leadership session to the database was "
                          "lost");
     }
-    PGresult *r =
-        lock_query(s, "SELECT epoch FROM shoal_leader WHERE id = 1", NULL, err);
+    /* The epoch, renewing the lease while it is ours. */
+    char mine_text[24];
+    snprintf(mine_text, sizeof(mine_text), "%" PRIu64, s->epoch);
+    PGresult *r = lock_query(s,
+                             "UPDATE shoal_leader SET renewed = CASE "
+                             "WHEN epoch = $1::bigint THEN clock_timestamp() "
+                             "ELSE renewed END WHERE id = 1 RETURNING epoch",
+                             mine_text, err);
     if (!r)
         return -1;
     uint64_t now = strtoull(PQgetvalue(r, 0, 0), NULL, 10);
@@ -824,6 +835,69 @@ static int pg_leader_check(struct store *st, struct sh_error *err)
                          "fenced: another controller leads (epoch %" PRIu64
                          ", ours was %" PRIu64 ")",
                          now, mine);
+    }
+    return 0;
+}
+
+/* The leader's URL into leader_url; 1 when its lease ran out (it renewed
+ * nothing for the store's lease), 0 when it holds, -1 on error. */
+static int leader_expired(struct store_pg *s, char *leader_url,
+                          size_t leader_url_size, struct sh_error *err)
+{
+    char lease[32];
+    snprintf(lease, sizeof(lease), "%.3f",
+             (double)s->base.leader_lease_ms / 1000.0);
+    PGresult *r = lock_query(s,
+                             "SELECT url, clock_timestamp() - renewed > "
+                             "make_interval(secs => $1::float8) "
+                             "FROM shoal_leader WHERE id = 1",
+                             lease, err);
+    if (!r)
+        return -1;
+    if (leader_url && leader_url_size)
+        snprintf(leader_url, leader_url_size, "%s", PQgetvalue(r, 0, 0));
+    bool expired = PQgetvalue(r, 0, 1)[0] == 't';
+    PQclear(r);
+    return expired;
+}
+
+/* The leader's lease ran out: end its sessions (the one that holds the
+ * advisory lock, and any inside a commit, which holds the leader row in
+ * share mode) and take the lock. A stopped or cut-off leader's sessions
+ * may stay open for ever (its kernel still answers TCP keepalives), so
+ * the lease, not the session, bounds leadership; the epoch that the new
+ * leader raises next fences anything the old one sends later. 1 when the
+ * lock is ours, 0 when not (yet), -1 on error. */
+static int take_over(struct store_pg *s, struct sh_error *err)
+{
+    sh_log(LOG_WARNING, "store",
+           "the leader renewed nothing for %lld ms: ending its database "
+           "sessions to take over",
+           (long long)s->base.leader_lease_ms);
+    PGresult *r = lock_query(
+        s,
+        "SELECT count(pg_terminate_backend(pid)) FROM pg_locks "
+        "WHERE pid <> pg_backend_pid() AND database = (SELECT oid FROM "
+        "pg_database WHERE datname = current_database()) AND ("
+        "(locktype = 'advisory' AND granted AND classid::bigint = "
+        "(" LEADER_LOCK_KEY "::bigint >> 32) AND objid::bigint = "
+        "(" LEADER_LOCK_KEY "::bigint & 4294967295) AND objsubid = 1) OR "
+        "(locktype = 'relation' AND relation = 'shoal_leader'::regclass))",
+        NULL, err);
+    if (!r)
+        return -1;
+    PQclear(r);
+    /* The ended backends release their locks as they exit. */
+    for (int i = 0; i < 20; i++) {
+        r = lock_query(s, "SELECT pg_try_advisory_lock(" LEADER_LOCK_KEY ")",
+                       NULL, err);
+        if (!r)
+            return -1;
+        bool got = PQgetvalue(r, 0, 0)[0] == 't';
+        PQclear(r);
+        if (got)
+            return 1;
+        usleep(50000);
     }
     return 0;
 }
@@ -860,20 +934,18 @@ static int pg_leader_try(struct store *st, const char *my_url, uint64_t *epoch,
     bool got = PQgetvalue(r, 0, 0)[0] == 't';
     PQclear(r);
     if (!got) {
-        r = lock_query(s, "SELECT url FROM shoal_leader WHERE id = 1", NULL,
-                       err);
-        if (!r)
-            return -1;
-        if (leader_url && leader_url_size)
-            snprintf(leader_url, leader_url_size, "%s", PQgetvalue(r, 0, 0));
-        PQclear(r);
-        return 0;
+        int expired = leader_expired(s, leader_url, leader_url_size, err);
+        if (expired <= 0)
+            return expired; /* it leads (0), or the database is gone */
+        int took = take_over(s, err);
+        if (took <= 0)
+            return took;
     }
     /* Waits for a commit of the deposed leader that is under way: it holds
      * the row in share mode (shoal_fence). */
     r = lock_query(s,
-                   "UPDATE shoal_leader SET epoch = epoch + 1, url = $1 "
-                   "WHERE id = 1 RETURNING epoch",
+                   "UPDATE shoal_leader SET epoch = epoch + 1, url = $1, "
+                   "renewed = clock_timestamp() WHERE id = 1 RETURNING epoch",
                    my_url ? my_url : "", err);
     if (!r)
         return -1;
@@ -959,6 +1031,7 @@ struct store *store_pg_open(const char *url, struct sh_error *err)
         return NULL;
     }
     s->base.ops = &pg_ops;
+    s->base.leader_lease_ms = STORE_LEADER_LEASE_MS;
     for (int i = 0; i < ARR_N; i++)
         strbuf_init(&s->arr[i], (size_t)1 << 30);
     s->conn = pg_connect(url, err);

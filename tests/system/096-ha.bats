@@ -201,3 +201,43 @@ one_leader() {
     if role_is "$A" leader; then SHOAL_URL=$A; else SHOAL_URL=$B; fi
     wait_for 20 nodes_up_is 1
 }
+
+db_jobs() { psql -q -At "$HA_DB" -c "SELECT count(*) FROM jobs"; }
+
+@test "ha-005 a stopped leader is taken over within its lease and, resumed, writes nothing" {
+    two_controllers
+    AGENT_CONTROLLER="$A,$B" agent_start node1 2
+    wait_for 30 nodes_up_is 1
+    a=$(cli submit --hold -- true)
+    # A stopped process keeps its database sessions open (its kernel still
+    # answers), so only the lease (10 s by default) ends its leadership.
+    kill -STOP "$HA_PID_controller"
+    t0=$(date +%s%N)
+    wait_for 15 role_is "$B" leader
+    t1=$(date +%s%N)
+    echo "# takeover: $(((t1 - t0) / 1000000)) ms from SIGSTOP to the follower leading" >&3
+    grep -q "renewed nothing" "$SHOAL_TEST_DIR/ctl2.log"
+    b=$(SHOAL_URL=$B shoal submit --hold -- true)
+    [ "$b" -gt "$a" ]
+    # A request reaches the stopped leader's socket, then it is resumed:
+    # whatever it does then is fenced (nothing of it is committed).
+    n=$(db_jobs)
+    SHOAL_TOKEN=$SHOAL_TOKEN curl -s -m 30 -o "$SHOAL_TEST_DIR/late.out" \
+        -w '%{http_code}' -H "Authorization: Bearer $SHOAL_TOKEN" \
+        -H 'Content-Type: application/json' -X POST "$A/v1/jobs" \
+        -d '{"command":["true"],"hold":true}' >"$SHOAL_TEST_DIR/late.code" &
+    late=$!
+    sleep 0.5
+    kill -CONT "$HA_PID_controller"
+    wait "$late" || true
+    [ "$(cat "$SHOAL_TEST_DIR/late.code")" != 201 ]
+    wait_for 20 grep -q "leadership lost" "$SHOAL_TEST_DIR/controller.log"
+    kill -0 "$HA_PID_controller"
+    wait_for 20 one_leader
+    role_is "$B" leader
+    [ "$(db_jobs)" = "$n" ]
+    # Nothing acknowledged is lost; the agent follows B.
+    SHOAL_URL=$B shoal show "$a" >/dev/null
+    SHOAL_URL=$B shoal show "$b" >/dev/null
+    SHOAL_URL=$B wait_for 20 nodes_up_is 1
+}
