@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,26 +26,72 @@
 
 #define STAGE_START_MS 20000 /* a mount daemon may take this long */
 #define STAGE_SETTLE_MS 1500 /* ...and must keep working this long */
+#define STAGE_CHECK_MS 5000  /* a stage in use must list within this */
 
 static const char *str(const json_t *o, const char *k)
 {
     return json_string_value(json_object_get(o, k));
 }
 
+/* A mount point field of /proc/self/mountinfo with its octal escapes
+ * (\040 for a space, ...) undone, in place. */
+static void mountinfo_unescape(char *s)
+{
+    char *w = s;
+    for (char *r = s; *r; r++) {
+        if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' &&
+            r[2] <= '7' && r[3] >= '0' && r[3] <= '7') {
+            *w++ = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
+            r += 3;
+        } else {
+            *w++ = *r;
+        }
+    }
+    *w = '\0';
+}
+
+/* From the mount table, never from the mount itself: a stat of a mount
+ * whose server hangs (NFS, a stopped FUSE daemon) blocks for as long as
+ * the server does, and the agent's loop asks this. A FUSE mount whose
+ * daemon died, or one that answers EIO, is still a mount point here. */
 bool stage_is_mountpoint(const char *dir)
 {
-    char parent[4200];
-    struct stat a, b;
-    snprintf(parent, sizeof(parent), "%s/..", dir);
-    if (lstat(parent, &b) < 0)
+    /* The table holds absolute paths without links: resolve the parent
+     * (a plain folder of the agent's state), never the mount itself. */
+    char parent[4200], abs_parent[PATH_MAX], want[PATH_MAX + 256];
+    const char *slash = strrchr(dir, '/');
+    const char *base = slash ? slash + 1 : dir;
+    snprintf(parent, sizeof(parent), "%.*s", slash ? (int)(slash - dir) : 1,
+             slash ? dir : ".");
+    if (!parent[0])
+        snprintf(parent, sizeof(parent), "/");
+    if (!*base || !realpath(parent, abs_parent))
         return false;
-    if (lstat(dir, &a) < 0)
-        return errno == ENOTCONN; /* a FUSE mount whose daemon died */
-    return a.st_dev != b.st_dev;
+    snprintf(want, sizeof(want), "%s%s%s", abs_parent,
+             strcmp(abs_parent, "/") == 0 ? "" : "/", base);
+    FILE *f = fopen("/proc/self/mountinfo", "re");
+    if (!f)
+        return false;
+    char *line = NULL;
+    size_t cap = 0;
+    bool found = false;
+    while (!found && getline(&line, &cap, f) > 0) {
+        /* id parent major:minor root MOUNTPOINT options ... */
+        char *save = NULL, *field = strtok_r(line, " ", &save);
+        for (int i = 0; field && i < 4; i++)
+            field = strtok_r(NULL, " ", &save);
+        if (!field)
+            continue;
+        mountinfo_unescape(field);
+        found = strcmp(field, want) == 0;
+    }
+    free(line);
+    fclose(f);
+    return found;
 }
 
 /* Can the mount be listed (which waits for s3fs to have checked the
- * bucket)? */
+ * bucket)? May block as long as the server does: see mount_works_within. */
 static bool mount_works(const char *mnt)
 {
     DIR *d = opendir(mnt);
@@ -62,6 +109,35 @@ static void sleep_ms(int ms)
 {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
+}
+
+/* mount_works, asked in a child so that a server that never answers holds
+ * the child, not the caller: false when it has not answered within
+ * timeout_ms (the child is killed; a caller that reaps any child, as the
+ * shim does, collects it if it was not yet gone). */
+static bool mount_works_within(const char *mnt, int timeout_ms)
+{
+    pid_t pid = fork();
+    if (pid < 0)
+        return false;
+    if (pid == 0)
+        _exit(mount_works(mnt) ? 0 : 1);
+    int64_t until = clock_mono_ms() + timeout_ms;
+    for (;;) {
+        int status;
+        pid_t r = waitpid(pid, &status, WNOHANG);
+        if (r == pid)
+            return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        if (r < 0 && errno != EINTR)
+            return false;
+        if (clock_mono_ms() >= until)
+            break;
+        sleep_ms(10);
+    }
+    kill(pid, SIGKILL);
+    for (int i = 0; i < 10 && waitpid(pid, NULL, WNOHANG) == 0; i++)
+        sleep_ms(10);
+    return false;
 }
 
 /* What the daemon said last that explains a failure: its last [CRT] (or
@@ -159,7 +235,8 @@ static int run_mount_daemon(const char *dir, const char *what,
                 umount2(mnt, MNT_DETACH);
             return -1;
         }
-        if (stage_is_mountpoint(mnt) && mount_works(mnt)) {
+        if (stage_is_mountpoint(mnt) &&
+            mount_works_within(mnt, (int)(until - clock_mono_ms()) + 1)) {
             if (worked_at == 0)
                 worked_at = clock_mono_ms();
             else if (clock_mono_ms() - worked_at >= STAGE_SETTLE_MS)
@@ -477,8 +554,17 @@ int stage_acquire(const char *stages_dir, const json_t *m, char *source,
         close(lock);
         return rc;
     }
-    if (stage_is_mountpoint(mnt) && !mount_works(mnt))
-        umount2(mnt, MNT_DETACH); /* its daemon died: mount it again */
+    /* A stage that cannot be listed in time (its daemon died, its server
+     * restarted and the mount answers EIO, or its server hangs) is
+     * detached, lazily (jobs still in it keep what they hold), and mounted
+     * again for this job. */
+    if (stage_is_mountpoint(mnt) && !mount_works_within(mnt, STAGE_CHECK_MS)) {
+        sh_log(LOG_WARNING, "stage",
+               "volume %s: the stage at %s does not answer: mounting it "
+               "again",
+               name, mnt);
+        umount2(mnt, MNT_DETACH);
+    }
     if (!stage_is_mountpoint(mnt))
         rc = mount_stage(dir, m, why, wsize);
     if (rc == 0)
@@ -596,8 +682,9 @@ void stage_csi_unpublish_run(const char *stages_dir, const json_t *mounts,
             continue;
         char target[4400], why[600];
         stage_csi_target(stages_dir, m, run_key, target, sizeof(target));
+        /* Not stat'ed when it is a mount: its server may hang. */
         struct stat st;
-        if (lstat(target, &st) < 0)
+        if (!stage_is_mountpoint(target) && lstat(target, &st) < 0)
             continue; /* never published, or already done */
         if (csi_unpublish(m, target, why, sizeof(why)) < 0) {
             sh_log(LOG_WARNING, "stage", "%s", why);

@@ -44,7 +44,9 @@ void stage_csi_target(const char *stages_dir, const json_t *m,
 void stage_csi_unpublish_run(const char *stages_dir, const json_t *mounts,
                              const char *run_key);
 
-/* Is dir a mount point (of a working or a dead FUSE mount)? */
+/* Is dir a mount point (of a working, hung or dead mount)? Read from the
+ * mount table: nothing of the mount itself is touched, so a hung server
+ * cannot block the caller. */
 bool stage_is_mountpoint(const char *dir);
 
 #endif

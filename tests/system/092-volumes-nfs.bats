@@ -26,6 +26,10 @@ setup() {
 }
 
 teardown() {
+    # A server a test stopped must hear the end of the test.
+    if [ -n "${SHOAL_TEST_DIR:-}" ] && [ -s "$SHOAL_TEST_DIR/ganesha.pid" ]; then
+        kill -CONT "$(cat "$SHOAL_TEST_DIR/ganesha.pid")" 2>/dev/null || true
+    fi
     if [ -n "${SHOAL_TEST_DIR:-}" ]; then
         for f in "$SHOAL_TEST_DIR"/*/runs/*/run.json; do
             [ -f "$f" ] || continue
@@ -45,12 +49,14 @@ free_port() {
     python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
 
-# Serve $SHOAL_TEST_DIR/export as /export (NFSv4, TCP) on a free port.
+# Serve $SHOAL_TEST_DIR/export as /export (NFSv4, TCP) on a free port
+# (NFS_PORT, kept when set: a restarted server).
 nfs_start() {
     EXPORT="$SHOAL_TEST_DIR/export"
     mkdir -p "$EXPORT"
     echo "hello from nfs" >"$EXPORT/hello.txt"
-    NFS_PORT=$(free_port)
+    NFS_PORT=${NFS_PORT:-$(free_port)}
+    : >"$SHOAL_TEST_DIR/ganesha.log"
     cat >"$SHOAL_TEST_DIR/ganesha.conf" <<CONF
 NFS_CORE_PARAM {
     Protocols = 4; NFS_Port = $NFS_PORT; Bind_addr = 127.0.0.1;
@@ -151,4 +157,45 @@ REFUSED" ]
     [ "$(stat -c %s "$EXPORT/py")" = 1000000 ]
     [ "$(stat -c %a "$EXPORT/big")" = 644 ]
     [ "$(stat -c %a "$EXPORT/py")" = 644 ]
+}
+
+node_state_is() { [ "$(shoal nodes --json | jq -r ".[] | select(.name == \"$1\") | .state")" = "$2" ]; }
+
+@test "nfs-005 a hung NFS server at a job's end keeps the node up and other jobs running" {
+    shoal volume create home --nfs "127.0.0.1:/export" --options "vers=4,port=$NFS_PORT"
+    a=$(submit -D /tmp -v "home:$MNT/h" -- sh -c "cat $MNT/h/hello.txt; sleep 1000")
+    wait_job_state "$a" running 40
+    wait_for 20 sh -c "$SHOAL_CLI logs $a | grep -q hello"
+    other=$(submit -D /tmp -- sleep 8)
+    wait_job_state "$other" running 20
+    kill -STOP "$(cat "$SHOAL_TEST_DIR/ganesha.pid")"
+    # The job ends and its stage is released while the server hangs: the
+    # agent must not wait for the server (heartbeats stop after 3 s here).
+    shoal cancel "$a"
+    wait_job_state "$a" cancelled 20
+    wait_for 20 stage_mounts_is home 0
+    wait_job_state "$other" completed 30
+    node_state_is node1 up
+    ! grep -q "node node1 is down" "$SHOAL_TEST_DIR/shoald.log"
+    # The server comes back: the next job mounts the volume afresh.
+    kill -CONT "$(cat "$SHOAL_TEST_DIR/ganesha.pid")"
+    c=$(submit -D /tmp -v "home:$MNT/c" -- cat "$MNT/c/hello.txt")
+    wait_job_state "$c" completed 40
+    [ "$(shoal logs "$c")" = "hello from nfs" ]
+}
+
+@test "nfs-006 a restarted NFS server: the broken stage is mounted again for the next job" {
+    shoal volume create home --nfs "127.0.0.1:/export" --options "vers=4,port=$NFS_PORT"
+    a=$(submit -D /tmp -v "home:$MNT/h" -- sh -c "cat $MNT/h/hello.txt; sleep 1000")
+    wait_job_state "$a" running 40
+    wait_for 20 sh -c "$SHOAL_CLI logs $a | grep -q hello"
+    # Restart the server on the same port while job a holds the stage.
+    pid=$(cat "$SHOAL_TEST_DIR/ganesha.pid")
+    kill "$pid"
+    wait_for 20 sh -c "! kill -0 $pid 2>/dev/null"
+    nfs_start
+    b=$(submit -D /tmp -v "home:$MNT/b" -- cat "$MNT/b/hello.txt")
+    wait_job_state "$b" completed 60
+    [ "$(shoal logs "$b")" = "hello from nfs" ]
+    shoal cancel "$a"
 }
