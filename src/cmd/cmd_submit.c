@@ -656,7 +656,11 @@ int cmd_submit(int argc, char **argv)
             json_object_set_new(s.job, "workdir", json_string(cwd));
     }
     struct client *c = cmd_connect();
-    json_t *job = cmd_call(c, "POST", "/v1/jobs", s.job);
+    /* Sent again if its answer is lost, without making a second job. */
+    json_t *job = NULL;
+    struct sh_error err;
+    if (client_call_once(c, "/v1/jobs", s.job, &job, NULL, &err) < 0)
+        die("%s", err.msg);
     if (s.json_out) {
         /* The submission answers with the id; show the whole job. */
         char path[64];

@@ -133,6 +133,11 @@ const char *api_query(const struct api_req *req, const char *key)
     return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, key);
 }
 
+const char *api_header(const struct api_req *req, const char *name)
+{
+    return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
+}
+
 const char *api_body_raw(const struct api_req *req, size_t *len)
 {
     if (len)

@@ -67,6 +67,8 @@ const struct api_caller *api_caller(const struct api_req *req);
 const char *api_param(const struct api_req *req, int n);
 /* A query-string argument, NULL when absent. Borrowed for the call. */
 const char *api_query(const struct api_req *req, const char *key);
+/* A request header (case-insensitive name), or NULL. */
+const char *api_header(const struct api_req *req, const char *name);
 /* The parsed JSON body; NULL (and an answer already set) when the body is
  * missing or not JSON. Borrowed until the request ends. */
 json_t *api_body(struct api_req *req);

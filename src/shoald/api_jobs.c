@@ -51,7 +51,9 @@ void api_jobs_submit(struct shoald *d, struct api_req *req)
         return;
     struct sh_error err;
     struct job *job;
-    if (jobs_submit(d, api_caller(req), body, &job, &err) < 0) {
+    int rc = jobs_submit(d, api_caller(req), body,
+                         api_header(req, "Idempotency-Key"), &job, &err);
+    if (rc < 0) {
         api_reply_error(req, &err);
         return;
     }
@@ -73,7 +75,9 @@ void api_jobs_submit(struct shoald *d, struct api_req *req)
             job_array_fini(&a);
         }
     }
-    api_reply_json(req, 201, ack);
+    /* A retried submission (its Idempotency-Key seen): the first job, 200
+     * instead of 201, answered once what it depends on is durable. */
+    api_reply_json(req, rc == 1 ? 200 : 201, ack);
 }
 
 /* Parse "pending,running" (or "active") into a state mask. */

@@ -135,7 +135,8 @@ static int resolve_owner(struct shoald *d, const struct api_caller *caller,
  * array's. All or nothing: a failure takes back the tasks made so far.
  * Takes spec. */
 static int submit_array(struct shoald *d, struct job_spec *spec,
-                        struct job **out, struct sh_error *err)
+                        const char *idem_key, struct job **out,
+                        struct sh_error *err)
 {
     struct job_array a;
     int64_t now = shoald_now_ms(d);
@@ -153,6 +154,12 @@ static int submit_array(struct shoald *d, struct job_spec *spec,
         }
         uint64_t id = jobtab_take_id(d->jobs);
         struct job *job = job_create(id, &ts, now);
+        /* The array is found again by its first task. */
+        if (job && made == 0 && idem_key &&
+            !(job->idem_key = strdup(idem_key))) {
+            job_destroy(job);
+            job = NULL;
+        }
         if (!job || jobtab_add(d->jobs, job) < 0) {
             job_destroy(job);
             job_spec_fini(&ts);
@@ -193,22 +200,42 @@ undo:
 }
 
 int jobs_submit(struct shoald *d, const struct api_caller *caller,
-                const json_t *body, struct job **out, struct sh_error *err)
+                const json_t *body, const char *idem_key, struct job **out,
+                struct sh_error *err)
 {
     struct job_spec spec;
     job_spec_init(&spec);
+    if (idem_key && !job_idem_key_valid(idem_key))
+        return sh_errorf(err, SH_EINVAL,
+                         "Idempotency-Key must be 1..%d of A-Z a-z 0-9 - _ "
+                         ". :",
+                         JOB_IDEM_KEY_MAX);
     if (job_spec_from_json(body, &spec, err) < 0)
         return -1;
-    if (resolve_owner(d, caller, &spec, err) < 0 ||
-        job_spec_validate(&spec, err) < 0 ||
+    if (resolve_owner(d, caller, &spec, err) < 0)
+        goto error;
+    /* The same submission again (a client that did not hear the answer):
+     * the job it made, not a second one. */
+    struct job *seen =
+        idem_key ? jobtab_find_idem(d->jobs, spec.user, idem_key) : NULL;
+    if (seen) {
+        job_spec_fini(&spec);
+        *out = seen;
+        return 1;
+    }
+    if (job_spec_validate(&spec, err) < 0 ||
         check_deps(d, caller, &spec, err) < 0 ||
         volumes_check_job(d->volumes, &spec, err) < 0 ||
         cluster_check_submit(d, &spec, err) < 0)
         goto error;
     if (spec.array)
-        return submit_array(d, &spec, out, err);
+        return submit_array(d, &spec, idem_key, out, err);
     uint64_t id = jobtab_take_id(d->jobs);
     struct job *job = job_create(id, &spec, shoald_now_ms(d));
+    if (job && idem_key && !(job->idem_key = strdup(idem_key))) {
+        job_destroy(job);
+        job = NULL;
+    }
     if (!job) {
         sh_errorf(err, SH_EINTERNAL, "out of memory");
         goto error;

@@ -18,10 +18,13 @@
 int jobs_load(struct shoald *d, struct sh_error *err);
 
 /* Validate a submission from caller and accept it: a new pending job with
- * the next id, added to memory and to the batch. *out is borrowed from the
- * job table. */
+ * the next id, added to memory and to the batch: 0. With an idempotency
+ * key (NULL: none) that the caller's user submitted before, while that job
+ * is in memory: that job, nothing new, 1. *out is borrowed from the job
+ * table. */
 int jobs_submit(struct shoald *d, const struct api_caller *caller,
-                const json_t *body, struct job **out, struct sh_error *err);
+                const json_t *body, const char *idem_key, struct job **out,
+                struct sh_error *err);
 
 /* Cancel a job on behalf of caller (permission checked here). A pending job
  * is cancelled at once; a running one is cancelled now and its processes

@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* In-memory job table (see jobtab.h): a uthash keyed by id whose
- * application order is the id order. */
+ * application order is the id order, and a second one by the owner and
+ * Idempotency-Key of the jobs submitted with one. */
 #include "shoald/jobtab.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <uthash.h>
 
 #include "lib/model/job_json.h"
@@ -13,12 +16,21 @@ struct job_entry {
     uint64_t id;
     struct job *job;
     UT_hash_handle hh;
+    /* "user/key" when the job has an idempotency key, in by_key. */
+    char idem[JOB_IDENT_MAX + 1 + JOB_IDEM_KEY_MAX + 1];
+    UT_hash_handle hk;
 };
 
 struct jobtab {
     struct job_entry *by_id;
+    struct job_entry *by_key;
     uint64_t next_id;
 };
+
+static void idem_name(char *buf, size_t size, const char *user, const char *key)
+{
+    snprintf(buf, size, "%s/%s", user ? user : "", key);
+}
 
 struct jobtab *jobtab_create(void)
 {
@@ -33,6 +45,7 @@ void jobtab_destroy(struct jobtab *t)
     if (!t)
         return;
     struct job_entry *e, *tmp;
+    HASH_CLEAR(hk, t->by_key);
     HASH_ITER (hh, t->by_id, e, tmp) {
         HASH_DEL(t->by_id, e);
         job_destroy(e->job);
@@ -49,6 +62,10 @@ int jobtab_add(struct jobtab *t, struct job *job)
     e->id = job->id;
     e->job = job;
     HASH_ADD(hh, t->by_id, id, sizeof(e->id), e);
+    if (job->idem_key) {
+        idem_name(e->idem, sizeof(e->idem), job->spec.user, job->idem_key);
+        HASH_ADD_KEYPTR(hk, t->by_key, e->idem, strlen(e->idem), e);
+    }
     if (job->id >= t->next_id)
         t->next_id = job->id + 1;
     return 0;
@@ -73,8 +90,20 @@ void jobtab_remove(struct jobtab *t, uint64_t id)
     if (!e)
         return;
     HASH_DEL(t->by_id, e);
+    if (e->idem[0])
+        HASH_DELETE(hk, t->by_key, e);
     job_destroy(e->job);
     free(e);
+}
+
+struct job *jobtab_find_idem(const struct jobtab *t, const char *user,
+                             const char *key)
+{
+    char name[sizeof(((struct job_entry *)0)->idem)];
+    struct job_entry *e;
+    idem_name(name, sizeof(name), user, key);
+    HASH_FIND(hk, t->by_key, name, strlen(name), e);
+    return e ? e->job : NULL;
 }
 
 int jobtab_count(const struct jobtab *t)

@@ -36,6 +36,11 @@ struct job *jobtab_find(const struct jobtab *t, struct store *st, uint64_t id,
 /* Remove and destroy a job. */
 void jobtab_remove(struct jobtab *t, uint64_t id);
 
+/* The job in memory that user submitted with Idempotency-Key key (the
+ * first task of an array), or NULL. Borrowed. */
+struct job *jobtab_find_idem(const struct jobtab *t, const char *user,
+                             const char *key);
+
 /* Number of jobs in memory, and per state. */
 int jobtab_count(const struct jobtab *t);
 void jobtab_count_states(const struct jobtab *t, int counts[JOB_STATE_COUNT]);

@@ -111,3 +111,36 @@ submit_loop() {
     api POST /v1/jobs '{"command":["true"]}'
     [ "$(echo "$body" | jq .id)" -eq $((id + 1)) ]
 }
+
+@test "dur-005 a submission whose answer is lost is sent again and makes one job" {
+    shoald_start
+    wait_for 10 health_ok
+    port=${SHOAL_URL##*:}
+    python3 "$BATS_TEST_DIRNAME/lib/lossy_proxy.py" "$port" \
+        "$SHOAL_TEST_DIR/proxy.port" "$SHOAL_TEST_DIR/proxy.log" &
+    record_pid $!
+    wait_for 10 test -s "$SHOAL_TEST_DIR/proxy.port"
+    # The proxy passes the first POST on and closes the connection without
+    # its answer: the CLI cannot know whether the job was made.
+    id=$(SHOAL_URL="http://127.0.0.1:$(cat "$SHOAL_TEST_DIR/proxy.port")" shoal submit --hold -- true)
+    [ -n "$id" ]
+    # Sent twice with one key; one job, the one the CLI printed.
+    [ "$(grep -c '^POST /v1/jobs ' "$SHOAL_TEST_DIR/proxy.log")" = 2 ]
+    [ "$(grep '^POST /v1/jobs ' "$SHOAL_TEST_DIR/proxy.log" | awk '{print $3}' | sort -u | wc -l)" = 1 ]
+    [ "$(grep '^POST /v1/jobs ' "$SHOAL_TEST_DIR/proxy.log" | awk '{print $3}' | head -1)" != - ]
+    api GET '/v1/jobs?state=pending'
+    [ "$(echo "$body" | jq '.jobs | length')" = 1 ]
+    [ "$(echo "$body" | jq '.jobs[0].id')" = "$id" ]
+    # After a restart (the key is stored with the job) the same key still
+    # finds it.
+    key=$(grep '^POST /v1/jobs ' "$SHOAL_TEST_DIR/proxy.log" | awk '{print $3}' | head -1)
+    shoald_stop
+    shoald_start
+    wait_for 10 health_ok
+    code=$(curl -s -o "$SHOAL_TEST_DIR/again" -w '%{http_code}' -X POST \
+        -H "Authorization: Bearer $SHOAL_TOKEN" -H "Idempotency-Key: $key" \
+        -H 'Content-Type: application/json' -d '{"command":["true"],"hold":true}' \
+        "$SHOAL_URL/v1/jobs")
+    [ "$code" = 200 ]
+    [ "$(jq .id "$SHOAL_TEST_DIR/again")" = "$id" ]
+}

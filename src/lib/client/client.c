@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 
 #include "lib/client/http.h"
@@ -24,6 +25,9 @@
 /* How long a call keeps looking for the leader when the call itself has no
  * timeout. */
 #define FAILOVER_DEFAULT_MS 30000
+/* A request with an idempotency key whose answer was lost is sent again
+ * to a lone controller at most this many times. */
+#define IDEMPOTENT_RESENDS 3
 
 struct client {
     /* The configured URLs. conns[i] is created with urls[i]. mu guards nurls and
@@ -315,7 +319,7 @@ static int try_one(struct client *c, int i, const struct http_request *rq,
         /* Sent again elsewhere only when it surely was not received here,
          * or reading it twice does no harm. */
         bool safe = !rs->maybe_received || strcmp(rq->method, "GET") == 0 ||
-                    strcmp(rq->method, "HEAD") == 0;
+                    strcmp(rq->method, "HEAD") == 0 || rq->idempotency_key;
         return safe && err->code == SH_EUNAVAILABLE && !c->aborted ? 1 : -1;
     }
     if (not_leader_answer(rs, leader, leader_size)) {
@@ -338,6 +342,7 @@ static int failover_request(struct client *c, const struct http_request *rq,
     int64_t deadline = clock_mono_ms() + window;
     int next = c->cur;
     char unlisted[512] = ""; /* a leader named that is not in the list */
+    int resent = 0;
     for (;;) {
         bool tried[CLIENT_MAX_URLS] = {false};
         int ntried = 0;
@@ -371,7 +376,14 @@ static int failover_request(struct client *c, const struct http_request *rq,
             if (next < 0)
                 break;
         }
-        if (c->nurls < 2 || c->aborted || clock_mono_ms() >= deadline)
+        /* One controller: tried again only for a request whose answer
+         * was lost after it may have been received, which its key makes
+         * safe to send again (a few times: a controller that is gone
+         * refuses the connection, and that is not retried). */
+        bool lost_answer = rq->idempotency_key && rs->maybe_received &&
+                           ++resent <= IDEMPOTENT_RESENDS;
+        if ((c->nurls < 2 && !lost_answer) || c->aborted ||
+            clock_mono_ms() >= deadline)
             break;
         pause_ms(FAILOVER_PAUSE_MS);
         next = c->cur;
@@ -395,9 +407,10 @@ static int failover_request(struct client *c, const struct http_request *rq,
     return -1;
 }
 
-int client_call_raw(struct client *c, const char *method, const char *path,
-                    const char *body, size_t body_len, char **out,
-                    size_t *out_len, int *status, struct sh_error *err)
+static int call_raw(struct client *c, const char *method, const char *path,
+                    const char *body, size_t body_len, const char *idem_key,
+                    char **out, size_t *out_len, int *status,
+                    struct sh_error *err)
 {
     struct http_request rq = {
         .method = method,
@@ -406,6 +419,7 @@ int client_call_raw(struct client *c, const char *method, const char *path,
         .body = body,
         .body_len = body_len,
         .timeout_ms = c->timeout_ms,
+        .idempotency_key = idem_key,
     };
     struct http_response rs = {0};
     if (status)
@@ -428,9 +442,42 @@ int client_call_raw(struct client *c, const char *method, const char *path,
     return 0;
 }
 
+int client_call_raw(struct client *c, const char *method, const char *path,
+                    const char *body, size_t body_len, char **out,
+                    size_t *out_len, int *status, struct sh_error *err)
+{
+    return call_raw(c, method, path, body, body_len, NULL, out, out_len, status,
+                    err);
+}
+
+static int call_json(struct client *c, const char *method, const char *path,
+                     const json_t *body, const char *idem_key, json_t **out,
+                     int *status, struct sh_error *err);
+
 int client_call(struct client *c, const char *method, const char *path,
                 const json_t *body, json_t **out, int *status,
                 struct sh_error *err)
+{
+    return call_json(c, method, path, body, NULL, out, status, err);
+}
+
+int client_call_once(struct client *c, const char *path, const json_t *body,
+                     json_t **out, int *status, struct sh_error *err)
+{
+    /* 128 random bits: no two submissions of any client share one. */
+    uint8_t raw[16];
+    char key[2 * sizeof(raw) + 8];
+    if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
+        return call_json(c, "POST", path, body, NULL, out, status, err);
+    int n = snprintf(key, sizeof(key), "cli-");
+    for (size_t i = 0; i < sizeof(raw); i++)
+        n += snprintf(key + n, sizeof(key) - (size_t)n, "%02x", raw[i]);
+    return call_json(c, "POST", path, body, key, out, status, err);
+}
+
+static int call_json(struct client *c, const char *method, const char *path,
+                     const json_t *body, const char *idem_key, json_t **out,
+                     int *status, struct sh_error *err)
 {
     char *text = NULL;
     if (body) {
@@ -440,8 +487,8 @@ int client_call(struct client *c, const char *method, const char *path,
     }
     char *resp = NULL;
     size_t len = 0;
-    int rc = client_call_raw(c, method, path, text, text ? strlen(text) : 0,
-                             &resp, &len, status, err);
+    int rc = call_raw(c, method, path, text, text ? strlen(text) : 0, idem_key,
+                      &resp, &len, status, err);
     free(text);
     if (rc < 0)
         return -1;

@@ -76,6 +76,14 @@ int client_call(struct client *c, const char *method, const char *path,
                 const json_t *body, json_t **out, int *status,
                 struct sh_error *err);
 
+/* As client_call for a POST to path that must take effect at most once
+ * (a submission): it carries a fresh Idempotency-Key, so when its answer
+ * is lost (the connection broke after sending, the controller failed
+ * over) it is sent again, to the same controller or the next, and the
+ * controller answers with what the first one made. */
+int client_call_once(struct client *c, const char *path, const json_t *body,
+                     json_t **out, int *status, struct sh_error *err);
+
 /* As client_call, but the raw answer body (caller frees) for non-JSON
  * endpoints (logs, metrics). */
 int client_call_raw(struct client *c, const char *method, const char *path,

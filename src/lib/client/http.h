@@ -19,6 +19,10 @@ struct http_request {
     const char *body; /* JSON, or NULL */
     size_t body_len;
     int timeout_ms; /* 0 = none */
+    /* The Idempotency-Key header, or NULL: with one, the request may be
+     * sent again when its answer was lost (the controller answers with
+     * what the first one made). */
+    const char *idempotency_key;
 };
 
 struct http_response {

@@ -76,7 +76,7 @@ static int curl_request(struct http_conn *conn, const struct http_request *rq,
                         struct http_response *rs, struct sh_error *err)
 {
     struct http_curl *c = (struct http_curl *)conn;
-    char url[1024], auth[320];
+    char url[1024], auth[320], idem[96];
     struct strbuf body;
     struct curl_slist *hdrs = NULL;
     snprintf(url, sizeof(url), "%s%s", c->url, rq->path);
@@ -93,6 +93,11 @@ static int curl_request(struct http_conn *conn, const struct http_request *rq,
     if (rq->auth) {
         snprintf(auth, sizeof(auth), "Authorization: %s", rq->auth);
         hdrs = c->f.slist_append(hdrs, auth);
+    }
+    if (rq->idempotency_key) {
+        snprintf(idem, sizeof(idem), "Idempotency-Key: %s",
+                 rq->idempotency_key);
+        hdrs = c->f.slist_append(hdrs, idem);
     }
     if (rq->body) {
         hdrs = c->f.slist_append(hdrs, "Content-Type: application/json");

@@ -330,6 +330,8 @@ static int plain_once(struct http_plain *p, const struct http_request *rq,
                    p->prefix, rq->path, p->host, p->port);
     if (rq->auth)
         strbuf_appendf(&req, "Authorization: %s\r\n", rq->auth);
+    if (rq->idempotency_key)
+        strbuf_appendf(&req, "Idempotency-Key: %s\r\n", rq->idempotency_key);
     if (rq->body)
         strbuf_appends(&req, "Content-Type: application/json\r\n");
     strbuf_appendf(&req, "Content-Length: %zu\r\n\r\n", rq->body_len);

@@ -454,6 +454,14 @@ error:
     return -1;
 }
 
+bool job_idem_key_valid(const char *key)
+{
+    size_t n = strlen(key);
+    return n > 0 && n <= JOB_IDEM_KEY_MAX &&
+           strspn(key, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                       "0123456789-_.:") == n;
+}
+
 bool job_spec_uses_gpus(const struct job_spec *spec)
 {
     return spec->gpus_per_node > 0 || spec->gpus_total > 0;
@@ -499,6 +507,7 @@ void job_destroy(struct job *job)
     job_spec_fini(&job->spec);
     free(job->reason);
     free(job->image_digest);
+    free(job->idem_key);
     free(job->gpu_model);
     job_alloc_free(job->alloc, job->nalloc);
     for (int i = 0; i < job->npast; i++)

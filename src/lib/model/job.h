@@ -198,6 +198,10 @@ struct job {
      * until known; cleared when it goes back to the queue (a requeued
      * job resolves its reference again). */
     char *image_digest;
+    /* The submission's Idempotency-Key (job_idem_key_valid), kept so that
+     * a retried submission finds this job instead of making another, on
+     * any controller; NULL when none was given. */
+    char *idem_key;
     struct job_alloc *alloc;
     int nalloc;
     /* Accounting and idle detection, kept by the controller. */
@@ -230,6 +234,11 @@ bool job_state_is_terminal(enum job_state s);
  * and nodes: 1..JOB_IDENT_MAX of [A-Za-z0-9._-], not starting with '-' or
  * '.'. */
 bool job_ident_valid(const char *s);
+
+/* An Idempotency-Key: 1..JOB_IDEM_KEY_MAX of A-Z a-z 0-9 '-' '_' '.'
+ * ':'. */
+#define JOB_IDEM_KEY_MAX 64
+bool job_idem_key_valid(const char *key);
 
 /* Initialise a spec with the defaults: 1 node, 0 GPUs, normal priority,
  * 1 task per node. */

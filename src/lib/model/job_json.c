@@ -708,6 +708,8 @@ json_t *job_to_record(const struct job *job)
     if (rec && job->image_digest)
         json_object_set_new(rec, "image_digest",
                             json_string(job->image_digest));
+    if (rec && job->idem_key)
+        json_object_set_new(rec, "idempotency_key", json_string(job->idem_key));
     if (rec && job->queued_ms != job->submit_ms)
         json_object_set_new(rec, "queued_ms", json_integer(job->queued_ms));
     if (rec && job->gpu_model)
@@ -851,6 +853,12 @@ struct job *job_from_record(const json_t *rec, struct sh_error *err)
         json_string_value(json_object_get(rec, "image_digest"));
     if (digest && job_image_digest_valid(digest) &&
         !(job->image_digest = strdup(digest))) {
+        sh_errorf(err, SH_EINTERNAL, "out of memory");
+        goto error;
+    }
+    const char *idem =
+        json_string_value(json_object_get(rec, "idempotency_key"));
+    if (idem && job_idem_key_valid(idem) && !(job->idem_key = strdup(idem))) {
         sh_errorf(err, SH_EINTERNAL, "out of memory");
         goto error;
     }

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "shoald/commit.h"
 
@@ -19,6 +20,8 @@ struct api_req {
     const char *params[2];
     struct api_query_arg query[API_HARNESS_QUERY_MAX];
     int nquery;
+    struct api_query_arg header[API_HARNESS_QUERY_MAX];
+    int nheader;
     const char *body; /* borrowed from the creator */
     size_t len;
     json_t *json;
@@ -112,6 +115,24 @@ const char *api_query(const struct api_req *req, const char *key)
         if (strcmp(req->query[i].key, key) == 0)
             return req->query[i].value;
     return NULL;
+}
+
+const char *api_header(const struct api_req *req, const char *name)
+{
+    for (int i = 0; i < req->nheader; i++)
+        if (strcasecmp(req->header[i].key, name) == 0)
+            return req->header[i].value;
+    return NULL;
+}
+
+int api_harness_set_header(struct api_req *req, const char *name,
+                           const char *value)
+{
+    if (req->nheader == API_HARNESS_QUERY_MAX)
+        return -1;
+    req->header[req->nheader].key = name;
+    req->header[req->nheader++].value = value;
+    return 0;
 }
 
 const char *api_body_raw(const struct api_req *req, size_t *len)

@@ -35,6 +35,11 @@ struct api_req *api_harness_req_create(const struct api_caller *caller,
 /* Free req, its parsed body and its answer; NULL-safe. */
 void api_harness_req_destroy(struct api_req *req);
 
+/* Add the request header name: value (both borrowed). -1 when the
+ * request already holds API_HARNESS_QUERY_MAX of them. */
+int api_harness_set_header(struct api_req *req, const char *name,
+                           const char *value);
+
 /* Add the query argument key=value (both borrowed). -1 when the request
  * already holds API_HARNESS_QUERY_MAX of them. */
 int api_harness_set_query(struct api_req *req, const char *key,

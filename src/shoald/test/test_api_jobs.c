@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "lib/model/job.h"
+#include "lib/model/job_json.h"
 #include "lib/util/clock.h"
 #include "shoald/api_handlers.h"
 #include "shoald/auth.h"
@@ -137,6 +138,21 @@ static struct job *submit_ok(const struct api_caller *who, const char *body)
     struct job *job = jobtab_get(d.jobs, (uint64_t)answer_int(req, "id"));
     cr_assert_not_null(job, "the answered id is in the table");
     return job;
+}
+
+/* A submission with an Idempotency-Key header. */
+static struct api_req *submit_keyed(const struct api_caller *who,
+                                    const char *body, const char *key)
+{
+    cr_assert_lt(nreqs, (int)(sizeof(reqs) / sizeof(reqs[0])));
+    struct api_req *req =
+        api_harness_req_create(who, NULL, NULL, body, strlen(body));
+    cr_assert_not_null(req);
+    reqs[nreqs++] = req;
+    cr_assert_eq(api_harness_set_header(req, "Idempotency-Key", key), 0);
+    api_jobs_submit(&d, req);
+    cr_assert(api_replied(req), "the handler answered");
+    return req;
 }
 
 /* What a refused request must leave as it was. */
@@ -457,4 +473,43 @@ Test(api_jobs, list_shows_only_what_the_caller_may_see_and_checks_filters)
                    400, "state 'done' is unknown");
     assert_refused(call_q(api_jobs_list, &bob, NULL, NULL, "limit", "0"), 400,
                    "limit");
+}
+
+Test(api_jobs, a_retried_submission_with_its_key_gets_the_first_job)
+{
+    const char *body = "{\"command\": [\"true\"]}";
+    struct api_req *a = submit_keyed(&bob, body, "k-1");
+    cr_assert_eq(api_harness_status(a), 201, "%s", api_harness_answer_text(a));
+    json_int_t id = answer_int(a, "id");
+    struct snapshot before = snap();
+    /* The same key again (the client never heard the answer): the same
+     * job, 200, nothing new. */
+    struct api_req *again = submit_keyed(&bob, body, "k-1");
+    cr_assert_eq(api_harness_status(again), 200, "%s",
+                 api_harness_answer_text(again));
+    cr_assert_eq(answer_int(again, "id"), id);
+    assert_unchanged(before);
+    /* Keys are per user: carol's k-1 is a job of her own. */
+    struct api_req *c = submit_keyed(&carol, body, "k-1");
+    cr_assert_eq(api_harness_status(c), 201);
+    cr_assert_neq(answer_int(c, "id"), id);
+    /* The key is kept with the job, so a reload (a failover) knows it. */
+    struct job *job = jobtab_get(d.jobs, (uint64_t)id);
+    cr_assert_str_eq(job->idem_key, "k-1");
+    json_t *rec = job_to_record(job);
+    struct sh_error err = {0};
+    struct job *back = job_from_record(rec, &err);
+    cr_assert_not_null(back, "%s", err.msg);
+    cr_assert_str_eq(back->idem_key, "k-1");
+    job_destroy(back);
+    json_decref(rec);
+}
+
+Test(api_jobs, a_bad_idempotency_key_is_refused_and_changes_nothing)
+{
+    struct snapshot before = snap();
+    struct api_req *r =
+        submit_keyed(&bob, "{\"command\": [\"true\"]}", "no spaces");
+    assert_refused(r, 400, "Idempotency-Key must be 1..64");
+    assert_unchanged(before);
 }

@@ -74,7 +74,8 @@ static struct job *submit_and_start(int nodes, bool requeue)
     struct job *job = NULL;
     json_t *body = json_pack("{s:[s], s:i, s:b}", "command", "true", "nodes",
                              nodes, "requeue", requeue);
-    cr_assert_eq(jobs_submit(&d, &admin, body, &job, &err), 0, "%s", err.msg);
+    cr_assert_eq(jobs_submit(&d, &admin, body, NULL, &job, &err), 0, "%s",
+                 err.msg);
     json_decref(body);
     cr_assert_eq(job->state, JOB_PENDING);
     cluster_before_sleep(&d);
@@ -176,7 +177,8 @@ static struct job *submit(json_t *body)
 {
     struct sh_error err = {0};
     struct job *job = NULL;
-    cr_assert_eq(jobs_submit(&d, &admin, body, &job, &err), 0, "%s", err.msg);
+    cr_assert_eq(jobs_submit(&d, &admin, body, NULL, &job, &err), 0, "%s",
+                 err.msg);
     json_decref(body);
     return job;
 }
