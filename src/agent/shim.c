@@ -699,6 +699,9 @@ static int task_main(void *arg)
         sigprocmask(SIG_SETMASK, &none, NULL);
         if (chdir("/") < 0)
             goto fail;
+        /* crun makes the GPUs' device nodes under its umask: 0 keeps
+         * their 0666 (the config gives the job 022). */
+        umask(0);
         /* crun is found where the agent finds its tools. */
         exec_on_path(ts->argv, crun_env, getenv("PATH"));
         e = errno;

@@ -46,6 +46,10 @@
 #           a folder without a lock (an older shim's) is given time
 #   ctr-022 a run adopted by a restarted agent without its notes (run.json)
 #           still reports the digest its image resolved to
+#   ctr-023 in an image, the job opens its GPU's device node read-write
+#           (the host's mode, 0666), `whoami` names its user (a passwd and
+#           group entry), HOME is writable and /sys is read-only
+#           (issue 27, item 9)
 
 load lib/cluster
 
@@ -66,7 +70,7 @@ setup_file() {
         umoci unpack --image L:t B >/dev/null
         mkdir -p B/rootfs/bin B/rootfs/etc B/rootfs/tmp B/rootfs/work
         cp /bin/busybox B/rootfs/bin/busybox
-        for c in sh id ls cat env pwd sleep echo test grep wc; do
+        for c in sh id ls cat env pwd sleep echo test grep wc whoami awk; do
             ln -s busybox "B/rootfs/bin/$c"
         done
         printf 'ID=shoaltest\nNAME="Shoal test image"\n' >B/rootfs/etc/os-release
@@ -814,4 +818,44 @@ busybox chown 0 /own/g 2>/dev/null && echo chowned || echo g=refused'
     AGENT_KEEP_JOBS=1 agent_start node1 1 H100-80GB --image-tls-insecure
     wait_for 60 job_done "$id"
     [ "$(job_field "$id" .image_digest)" = "$want" ]
+}
+
+@test "ctr-023 a job in an image opens its GPU read-write, has a name and a HOME" {
+    shoal_cluster_start 1 1
+    open_test_dir
+    # A user whose home is neither on the node nor in the image.
+    huser=shoalctrh
+    if ! id "$huser" >/dev/null 2>&1; then
+        useradd -M -d /nonexistent/shoalctrh -s /bin/sh -u 23458 "$huser" 2>/dev/null ||
+            useradd -M -d /nonexistent/shoalctrh -s /bin/sh "$huser"
+    fi
+    API_TOKEN=$SHOAL_TOKEN api POST /v1/users "{\"name\":\"$huser\"}"
+    cat >"$SHOAL_TEST_DIR/probe.sh" <<'EOF'
+ls -l /dev/nvidia0 | awk '{print "mode=" $1}'
+if (exec 3<>/dev/nvidia0) 2>/tmp/err.$$; then echo open=ok; else echo "open=$(cat /tmp/err.$$)"; fi
+echo "who=$(whoami)"
+echo "group=$(id -gn)"
+echo "home=$HOME"
+echo ok >~/x && echo "homefile=$(cat ~/x)"
+awk '$5 == "/sys" {split($6, o, ","); print "sys=" o[1]}' /proc/self/mountinfo
+EOF
+    chmod 0644 "$SHOAL_TEST_DIR/probe.sh"
+    for u in "$CUSER" "$huser"; do
+        id=$(submit --user "$u" -D /tmp --gpus 1 --image "$IMG" "$SHOAL_TEST_DIR/probe.sh")
+        wait_for 60 job_done "$id"
+        run shoal logs "$id"
+        echo "$output"
+        [ "$(job_state "$id")" = completed ]
+        # The node's mode: anyone may open it (the devices cgroup fences it).
+        echo "$output" | grep -qx "mode=crw-rw-rw-"
+        # Past the permission check: a simulated GPU has no driver behind it.
+        echo "$output" | grep -q "^open=.*No such device or address"
+        echo "$output" | grep -qx "who=$u"
+        echo "$output" | grep -qx "group=$(id -gn "$u")"
+        echo "$output" | grep -qx "home=$(getent passwd "$u" | cut -d: -f6)"
+        echo "$output" | grep -qx "homefile=ok"
+        echo "$output" | grep -qx "sys=ro"
+    done
+    # The per-run home was the job's only.
+    [ ! -e /nonexistent/shoalctrh ]
 }
