@@ -71,9 +71,9 @@ struct image_bundle {
  * incoming/NAME, a folder of the cache only the user reaches); root takes
  * from that copy the manifest and the blobs it lists, through descriptors
  * it opened without following links, hashing each while it copies it into
- * oci/ (see import_copy). Every copy into the cache is checked: the
- * cache's own index must tag the digest with that digest, or the copy is
- * removed and the job fails.
+ * oci/ (see image_import_copy, image_local.c). Every copy into the cache
+ * is checked: the cache's own index must tag the digest with that digest,
+ * or the copy is removed and the job fails.
  *
  * With cfg->digest, nothing is resolved: that digest is pulled (a
  * registry image as NAME@DIGEST) or must be the manifest the local
