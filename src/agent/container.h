@@ -37,7 +37,8 @@
  *            container stays in the job's cgroup the shim put crun in.
  *
  * The launch description's "container" object (launch.c):
- *   {"image", "transport", "cache_dir", "cache_size", "tls_verify",
+ *   {"image", "transport", "cache_dir", "cache_size", "max_size",
+ *    "max_files", "tls_verify",
  *    "mounts": [{"src", "dst", "readonly"}], "workdir", "env": ["K=V"],
  *    "devices": [{"path", "major", "minor"}],
  *    "libs": [{"src", "dst"}] (read-only binds)}

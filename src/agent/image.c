@@ -25,7 +25,9 @@
 #include <unistd.h>
 
 #include "lib/model/job_container.h"
+#include "lib/util/clock.h"
 #include "lib/util/log.h"
+#include "lib/util/parse.h"
 
 /* ---- the pull ---- */
 
@@ -105,13 +107,25 @@ static uint64_t user_blobs_bytes(const struct pull *p)
     return sum;
 }
 
-void image_pull_tick(void *arg)
+int image_pull_tick(void *arg)
 {
     struct pull *p = arg;
-    if (!p->total)
-        return;
+    if (!p->total && !p->cfg->max_bytes)
+        return 0;
     uint64_t now = p->user_copying ? user_blobs_bytes(p) : image_du(p->blobs);
     uint64_t done = now > p->before ? now - p->before : 0;
+    if (p->cfg->max_bytes && done > p->cfg->max_bytes) {
+        /* The image alone outgrows the cache: nothing to evict helps. */
+        char cap[32];
+        format_size(p->cfg->max_bytes, cap, sizeof(cap));
+        snprintf(p->over, sizeof(p->over),
+                 "image %s does not fit the node's image cache of %s "
+                 "(--image-cache-size)",
+                 p->transport, cap);
+        return -1;
+    }
+    if (!p->total)
+        return 0;
     if (done > p->total)
         done = p->total;
     char a[32], b[32], text[96];
@@ -119,6 +133,64 @@ void image_pull_tick(void *arg)
     human(p->total, b, sizeof(b));
     snprintf(text, sizeof(text), "pulling image (%s / %s)", a, b);
     image_note(p, text);
+    return 0;
+}
+
+/* Whether the bundle unpacked (or being unpacked) at dir is over one of
+ * the caps: its bytes (--image-max-size, and the whole cache's size), its
+ * entries (--image-max-files). p->over then says which. */
+static bool unpack_over(struct pull *p, const char *dir)
+{
+    const struct image_cache_cfg *cfg = p->cfg;
+    uint64_t bytes, entries;
+    image_usage(dir, &bytes, &entries);
+    char cap[32];
+    if (cfg->max_unpacked && bytes > cfg->max_unpacked) {
+        format_size(cfg->max_unpacked, cap, sizeof(cap));
+        snprintf(p->over, sizeof(p->over),
+                 "image %s unpacks to more than %s (--image-max-size)",
+                 p->transport, cap);
+        return true;
+    }
+    if (cfg->max_files && entries > cfg->max_files) {
+        snprintf(p->over, sizeof(p->over),
+                 "image %s unpacks to more than %" PRIu64
+                 " files and folders (--image-max-files)",
+                 p->transport, cfg->max_files);
+        return true;
+    }
+    if (cfg->max_bytes && bytes > cfg->max_bytes) {
+        format_size(cfg->max_bytes, cap, sizeof(cap));
+        snprintf(p->over, sizeof(p->over),
+                 "image %s does not fit the node's image cache of %s "
+                 "(--image-cache-size)",
+                 p->transport, cap);
+        return true;
+    }
+    return false;
+}
+
+/* While umoci unpacks: the bundle so far, against the caps. A walk of a
+ * large tree takes time, so walks keep to a sixth of the unpack's. */
+static int unpack_tick(void *arg)
+{
+    struct pull *p = arg;
+    int64_t t0 = clock_mono_ms();
+    if (t0 < p->next_walk_ms)
+        return 0;
+    bool over = unpack_over(p, p->unpack_dir);
+    p->next_walk_ms = t0 + 6 * (clock_mono_ms() - t0);
+    return over ? -1 : 0;
+}
+
+/* A copy into the cache's layout stopped midway: its blobs, in no index,
+ * are collected. */
+static void collect_layout(const char *layout)
+{
+    struct tool_run r;
+    char *gc[] = {"umoci", "gc", "--layout", (char *)layout, NULL};
+    image_tool_run(gc, &r, NULL, NULL, NULL);
+    free(r.out);
 }
 
 /* The bytes of the layers of a manifest (0 for an index or unknown). */
@@ -298,8 +370,15 @@ static int pull_and_unpack(struct pull *p, const char *transport,
     copy[n++] = dst;
     copy[n] = NULL;
     struct tool_run r;
-    if (image_tool_run(copy, &r, image_pull_tick, p, NULL) < 0 ||
-        !image_tool_ok(&r)) {
+    int rc = image_tool_run(copy, &r, image_pull_tick, p, NULL);
+    if (rc == 0 && r.stopped) {
+        snprintf(why, size, "%s", p->over);
+        sh_log(LOG_WARNING, "image", "%s: pull stopped", why);
+        free(r.out);
+        collect_layout(layout);
+        return -1;
+    }
+    if (rc < 0 || !image_tool_ok(&r)) {
         image_fail_cause(why, size, transport, "cannot pull", &r);
         free(r.out);
         return -1;
@@ -321,8 +400,19 @@ copied:
         unpack[4] = img;
         unpack[5] = tmp;
     }
-    if (image_tool_run(unpack, &r, NULL, NULL, NULL) < 0 ||
-        !image_tool_ok(&r)) {
+    /* The caps are checked while umoci writes and once more after. */
+    snprintf(p->unpack_dir, sizeof(p->unpack_dir), "%s", tmp);
+    p->next_walk_ms = 0;
+    int urc = image_tool_run(unpack, &r, unpack_tick, p, NULL);
+    if ((urc == 0 && r.stopped) ||
+        (urc == 0 && image_tool_ok(&r) && unpack_over(p, tmp))) {
+        snprintf(why, size, "%s", p->over);
+        sh_log(LOG_WARNING, "image", "%s: unpack stopped, removed", why);
+        free(r.out);
+        image_rm_tree(tmp);
+        return -1;
+    }
+    if (urc < 0 || !image_tool_ok(&r)) {
         image_fail(why, size, transport, "cannot unpack", &r);
         free(r.out);
         image_rm_tree(tmp);
@@ -428,6 +518,7 @@ int image_prepare(const struct image_cache_cfg *cfg, const char *transport,
         return -1;
     }
     p->cfg = cfg;
+    p->transport = transport;
     p->progress = progress;
     p->resolved = resolved;
     p->arg = arg;

@@ -32,7 +32,11 @@
 struct image_cache_cfg {
     const char *dir;    /* the cache folder (made when missing) */
     uint64_t max_bytes; /* evict beyond this; 0 = no limit */
-    bool tls_verify;    /* verify registries' certificates */
+    /* An image unpacking to more bytes or entries (files, folders,
+     * links) fails the job, its partial bundle removed; 0 = no limit. */
+    uint64_t max_unpacked;
+    uint64_t max_files;
+    bool tls_verify; /* verify registries' certificates */
     /* Registry credentials (the job's project's secret, all NULL: none):
      * skopeo gets them in a 0600 file of a private folder, removed after;
      * without them, an empty one, so root's own are never used. */

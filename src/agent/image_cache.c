@@ -47,6 +47,28 @@ uint64_t image_du(const char *path)
     return du_total;
 }
 
+static uint64_t usage_bytes, usage_entries;
+
+static int usage_one(const char *path, const struct stat *st, int flag,
+                     struct FTW *ftw)
+{
+    (void)path;
+    (void)flag;
+    if (ftw->level > 0) {
+        usage_bytes += (uint64_t)st->st_blocks * 512;
+        usage_entries++;
+    }
+    return 0;
+}
+
+void image_usage(const char *path, uint64_t *bytes, uint64_t *entries)
+{
+    usage_bytes = usage_entries = 0;
+    nftw(path, usage_one, 32, FTW_PHYS);
+    *bytes = usage_bytes;
+    *entries = usage_entries;
+}
+
 static int rm_one(const char *path, const struct stat *st, int flag,
                   struct FTW *ftw)
 {

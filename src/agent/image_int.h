@@ -25,9 +25,11 @@ struct tool_run {
     char err[4096]; /* the end of stderr */
     size_t nerr;
     int status;
+    bool stopped; /* a tick stopped it (SIGKILL) */
 };
 
-typedef void (*tool_tick_f)(void *arg);
+/* Called every TICK_MS while a tool runs: 0 to go on, -1 to stop it. */
+typedef int (*tool_tick_f)(void *arg);
 
 /* A tool run as a job's user (in a fresh private folder, see user_dir). */
 struct tool_as {
@@ -36,7 +38,9 @@ struct tool_as {
 };
 
 /* Run argv (found in PATH), collecting stdout and the tail of stderr;
- * tick (may be NULL) every TICK_MS while it runs; as (may be NULL): as
+ * tick (may be NULL) every TICK_MS while it runs, whatever the tool
+ * writes meanwhile; a tick answering -1 kills the tool (r->stopped) and
+ * the run goes on until its pipes close; as (may be NULL): as
  * that user, with only stdio open. 0 when it ran (its exit
  * status in r->status), -1 when it could not be started. */
 int image_tool_run(char *const argv[], struct tool_run *r, tool_tick_f tick,
@@ -69,6 +73,10 @@ struct pull {
     char authdir[4300];            /* a registry's auth file's folder */
     char authfile[4400];           /* that file ("" for none) */
     int auth_lock;                 /* authdir, locked while in use; -1 */
+    char unpack_dir[4300];         /* the bundle being unpacked */
+    int64_t next_walk_ms;          /* unpack_tick walks it again from then */
+    const char *transport;         /* for the reasons below */
+    char over[600]; /* why a tick stopped a tool: the image is over a cap */
 };
 
 /* why = "image TRANSPORT: WHAT: the tool's message". */
@@ -81,10 +89,15 @@ void image_fail_cause(char *why, size_t size, const char *transport,
 void image_note(struct pull *p, const char *text);
 /* The bytes of the layers of a manifest (0 for an index or unknown). */
 uint64_t image_manifest_bytes(const char *raw);
-/* The progress of a copy (a tool_tick_f). */
-void image_pull_tick(void *arg);
+/* The progress of a copy (a tool_tick_f): stops it when the image alone
+ * outgrows the cache (p->over says so). */
+int image_pull_tick(void *arg);
 
 /* ---- the cache on disk (image_cache.c) ---- */
+
+/* Bytes (allocated) and entries (files, folders, links, ...) under path,
+ * path itself not counted; links not followed. */
+void image_usage(const char *path, uint64_t *bytes, uint64_t *entries);
 
 void image_rm_tree(const char *path);
 int image_lock_file(const char *path, int op);

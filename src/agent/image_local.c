@@ -541,6 +541,11 @@ int image_user_copy(struct pull *p, const char *transport, const char *digest,
     p->user_copying = true;
     int rc = image_tool_run(copy, &r, image_pull_tick, p, &p->as);
     p->user_copying = false;
+    if (rc == 0 && r.stopped) {
+        snprintf(why, size, "%s", p->over);
+        free(r.out);
+        return -1;
+    }
     if (rc < 0 || !image_tool_ok(&r)) {
         image_fail_cause(why, size, transport,
                          "cannot copy it as the job's user", &r);

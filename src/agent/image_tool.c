@@ -13,6 +13,7 @@
 #include <jansson.h>
 #include <poll.h>
 #include <sodium.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <limits.h>
@@ -67,10 +68,13 @@ static void keep_tail(char *buf, size_t *n, size_t cap, const char *add,
     buf[*n] = '\0';
 }
 
-/* Run argv (found in PATH), collecting stdout and the tail of stderr;
- * tick (may be NULL) every TICK_MS while it runs; as (may be NULL): as
- * that user, with only stdio open. 0 when it ran (its exit
- * status in r->status), -1 when it could not be started. */
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 int image_tool_run(char *const argv[], struct tool_run *r, tool_tick_f tick,
                    void *arg, const struct tool_as *as)
 {
@@ -130,12 +134,21 @@ int image_tool_run(char *const argv[], struct tool_run *r, tool_tick_f tick,
     }
     struct pollfd fds[2] = {{po[0], POLLIN, 0}, {pe[0], POLLIN, 0}};
     int open_fds = 2;
+    int64_t next_tick = mono_ms() + TICK_MS;
     while (open_fds > 0) {
-        int n = poll(fds, 2, TICK_MS);
+        int64_t wait = next_tick - mono_ms();
+        int n = poll(fds, 2, wait > 0 ? (int)wait : 0);
         if (n < 0 && errno != EINTR)
             break;
-        if (n == 0 && tick)
-            tick(arg);
+        if (tick && !r->stopped && mono_ms() >= next_tick) {
+            next_tick = mono_ms() + TICK_MS;
+            if (tick(arg) < 0) {
+                /* It ends; its pipes close with it (a helper it left
+                 * holding them is its own). */
+                kill(pid, SIGKILL);
+                r->stopped = true;
+            }
+        }
         for (int i = 0; n > 0 && i < 2; i++) {
             if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP)))
                 continue;

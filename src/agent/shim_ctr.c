@@ -213,6 +213,10 @@ struct shim_ctr *shim_ctr_prepare(const json_t *launch, const char *run_dir,
         .dir = json_string_value(json_object_get(cj, "cache_dir")),
         .max_bytes =
             (uint64_t)json_integer_value(json_object_get(cj, "cache_size")),
+        .max_unpacked =
+            (uint64_t)json_integer_value(json_object_get(cj, "max_size")),
+        .max_files =
+            (uint64_t)json_integer_value(json_object_get(cj, "max_files")),
         .tls_verify = !json_is_false(json_object_get(cj, "tls_verify")),
     };
     const json_t *auth = json_object_get(launch, "registry_auth");

@@ -46,6 +46,11 @@
 #           a folder without a lock (an older shim's) is given time
 #   ctr-022 a run adopted by a restarted agent without its notes (run.json)
 #           still reports the digest its image resolved to
+#   ctr-024 an image that unpacks to more than --image-max-size or
+#           --image-max-files fails the job with that reason, and nothing
+#           of it stays in the cache (issue 27, item 4)
+#   ctr-025 an image larger than the whole cache (--image-cache-size)
+#           fails the job with that reason and leaves nothing behind
 #   ctr-023 in an image, the job opens its GPU's device node read-write
 #           (the host's mode, 0666), `whoami` names its user (a passwd and
 #           group entry), HOME is writable and /sys is read-only
@@ -86,6 +91,16 @@ setup_file() {
         mknod -m 0666 B/rootfs/opt/null c 1 3
         umoci repack --image L:t3 B
         skopeo --insecure-policy copy --quiet oci:L:t3 "oci-archive:$d/busybox-dev.tar"
+        # Over the caps: 64 MiB of zeros (a small archive), then 300 files.
+        umoci unpack --image L:t C >/dev/null
+        head -c 64M /dev/zero >C/rootfs/zeros
+        umoci repack --image L:big C
+        skopeo --insecure-policy copy --quiet oci:L:big "oci-archive:$d/busybox-big.tar"
+        rm C/rootfs/zeros
+        mkdir C/rootfs/many
+        for i in $(seq 300); do : >"C/rootfs/many/f$i"; done
+        umoci repack --image L:many C
+        skopeo --insecure-policy copy --quiet oci:L:many "oci-archive:$d/busybox-many.tar"
     ) >"$BATS_FILE_TMPDIR/img.log" 2>&1
     chmod -R a+rX "$d"
 }
@@ -291,8 +306,9 @@ echo x > /data/ro 2>/dev/null || echo data=ro; echo w > /tmp/w && echo tmp=rw'
 
 @test "ctr-009 a full cache evicts the least recently used image no run uses" {
     shoald_start
-    # A cache of 1 KiB: every image no run holds goes when another comes.
-    agent_start node1 1 H100-80GB --image-cache-size 1K
+    # A cache of 3 MiB holds one image (a 2 MB bundle, 1 MB of blobs):
+    # every image no run holds goes when another comes.
+    agent_start node1 1 H100-80GB --image-cache-size 3M
     wait_for 20 nodes_up_is 1
     open_test_dir
     img2="oci-archive:$CTR_IMG_DIR/busybox2.tar"
@@ -858,4 +874,44 @@ EOF
     done
     # The per-run home was the job's only.
     [ ! -e /nonexistent/shoalctrh ]
+}
+
+@test "ctr-024 an image over --image-max-size or --image-max-files fails the job" {
+    [ -f "$CTR_IMG_DIR/busybox-many.tar" ] || skip "the images over the caps could not be built"
+    shoald_start
+    agent_start node1 1 H100-80GB --image-max-size 32M --image-max-files 100
+    wait_for 20 nodes_up_is 1
+    open_test_dir
+    bundles="$SHOAL_TEST_DIR/node1/images/bundles"
+    # 64 MiB of zeros in a small archive: stopped while it unpacks.
+    a=$(submit --user "$CUSER" --image "oci-archive:$CTR_IMG_DIR/busybox-big.tar" -- echo never)
+    wait_for 60 job_done "$a"
+    [ "$(job_state "$a")" = failed ]
+    job_field "$a" .reason | grep -q "busybox-big.tar unpacks to more than 32M (--image-max-size)"
+    b=$(submit --user "$CUSER" --image "oci-archive:$CTR_IMG_DIR/busybox-many.tar" -- echo never)
+    wait_for 60 job_done "$b"
+    [ "$(job_state "$b")" = failed ]
+    job_field "$b" .reason | grep -q "busybox-many.tar unpacks to more than 100 files and folders (--image-max-files)"
+    # Nothing of them stays: no bundle, no partial one.
+    [ -z "$(find "$bundles" -mindepth 1 -maxdepth 1 -type d)" ]
+    # An image under the caps runs.
+    c=$(submit --user "$CUSER" --image "$IMG" -- echo ran)
+    wait_for 60 job_done "$c"
+    [ "$(job_state "$c")" = completed ]
+    [ "$(find "$bundles" -mindepth 1 -maxdepth 1 -type d | wc -l)" = 1 ]
+}
+
+@test "ctr-025 an image larger than the whole image cache fails the job" {
+    [ -f "$CTR_IMG_DIR/busybox-big.tar" ] || skip "the images over the caps could not be built"
+    shoald_start
+    agent_start node1 1 H100-80GB --image-cache-size 16M
+    wait_for 20 nodes_up_is 1
+    open_test_dir
+    bundles="$SHOAL_TEST_DIR/node1/images/bundles"
+    a=$(submit --user "$CUSER" --image "oci-archive:$CTR_IMG_DIR/busybox-big.tar" -- echo never)
+    wait_for 60 job_done "$a"
+    [ "$(job_state "$a")" = failed ]
+    job_field "$a" .reason | grep -q "busybox-big.tar does not fit the node's image cache of 16M (--image-cache-size)"
+    [ -z "$(find "$bundles" -mindepth 1 -maxdepth 1 -type d)" ]
+    [ "$(du -sm "$SHOAL_TEST_DIR/node1/images" | cut -f1)" -lt 16 ]
 }
