@@ -85,6 +85,15 @@ static int walk_fn(void *arg, int *aux, int *err)
             if (mkdirat(dir, comp, 0755) == 0 || errno == EEXIST)
                 next = openat(dir, comp, flags);
             else if (errno == EACCES || errno == EPERM || errno == EROFS) {
+                /* Laid over in the job's view, which mirrors the folder's
+                 * entries: only a folder the user may list. */
+                int r = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (r < 0) {
+                    *err = errno;
+                    close(dir);
+                    return -1;
+                }
+                close(r);
                 *aux += 1;
                 return dir;
             } else
@@ -103,6 +112,26 @@ static int walk_fn(void *arg, int *aux, int *err)
         dir = next;
         p += n;
     }
+}
+
+/* A view over a folder binds each of its entries: one with more is
+ * refused (the job's namespace would hold that many mounts). */
+#define UNDERLAY_ENTRIES_MAX 4096
+
+static long count_entries(int d)
+{
+    int dup_d = openat(d, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *dir = dup_d >= 0 ? fdopendir(dup_d) : NULL;
+    if (!dir) {
+        if (dup_d >= 0)
+            close(dup_d);
+        return -1;
+    }
+    long n = 0;
+    while (readdir(dir) && n <= UNDERLAY_ENTRIES_MAX + 2)
+        n++;
+    closedir(dir);
+    return n - 2;
 }
 
 /* The skeleton of folder d's entries in t: an empty folder for a folder,
@@ -203,6 +232,10 @@ static int underlay(int d, const char *scratch)
     int rd = openat(d, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (rd < 0)
         return -1;
+    if (count_entries(rd) > UNDERLAY_ENTRIES_MAX) {
+        close(rd);
+        return errno = EMLINK, -2;
+    }
     char opts[128];
     snprintf(opts, sizeof(opts), "mode=%o,uid=%u,gid=%u,size=1m",
              (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid,
@@ -255,6 +288,13 @@ static int open_target(const char *name, const char *path,
         int t = underlay(dir, mu->scratch);
         int e = errno;
         close(dir);
+        if (t == -2)
+            return failf(why, size,
+                         "volume %s: cannot make mount path %s in the job's "
+                         "view: the folder it would be made in holds more "
+                         "than %d entries; mount it in a folder that exists "
+                         "or that you may write",
+                         name, path, UNDERLAY_ENTRIES_MAX);
         if (t < 0)
             return failf(why, size,
                          "volume %s: cannot make mount path %s in the job's "

@@ -374,6 +374,18 @@ EOF
     same() { job_field "$1" .reason | sed -e "s|$home/[^ ]*|P|g" -e "s|at '[^']*'|at C|"; }
     [ "$(same "$a")" = "$(same "$b")" ]
     [ "$(find "$home" -printf '%p %u %m\n' | sort)" = "$before" ]
+    # A folder the user may enter but not list is not laid over either;
+    # nor one whose entries would make too many mounts.
+    mkdir -m 0711 "$SHOAL_TEST_DIR/nolist"
+    mkdir -m 0755 "$SHOAL_TEST_DIR/big"
+    (cd "$SHOAL_TEST_DIR/big" && seq 4100 | xargs touch)
+    c=$(submit --user "$ATTACKER" -D /tmp -v "data:$SHOAL_TEST_DIR/nolist/x" -- echo RAN)
+    d=$(submit --user "$ATTACKER" -D /tmp -v "data:$SHOAL_TEST_DIR/big/x" -- echo RAN)
+    wait_job_state "$c" failed
+    wait_job_state "$d" failed
+    job_why "$c" | grep -q "Permission denied"
+    job_why "$d" | grep -q "holds more than 4096 entries"
+    [ ! -e "$SHOAL_TEST_DIR/nolist/x" ] && [ ! -e "$SHOAL_TEST_DIR/big/x" ]
     # A mount path under root's /srv (and one at the top of /) works in the
     # job's view and makes nothing on the node, during or after the job.
     srv="/srv/shoal-sec011-$$"
