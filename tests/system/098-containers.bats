@@ -46,15 +46,17 @@
 #           a folder without a lock (an older shim's) is given time
 #   ctr-022 a run adopted by a restarted agent without its notes (run.json)
 #           still reports the digest its image resolved to
+#   ctr-023 in an image, the job opens its GPU's device node read-write
+#           (the host's mode, 0666), `whoami` names its user (a passwd and
+#           group entry), HOME is writable and /sys is read-only
+#           (issue 27, item 9)
 #   ctr-024 an image that unpacks to more than --image-max-size or
 #           --image-max-files fails the job with that reason, and nothing
 #           of it stays in the cache (issue 27, item 4)
 #   ctr-025 an image larger than the whole cache (--image-cache-size)
 #           fails the job with that reason and leaves nothing behind
-#   ctr-023 in an image, the job opens its GPU's device node read-write
-#           (the host's mode, 0666), `whoami` names its user (a passwd and
-#           group entry), HOME is writable and /sys is read-only
-#           (issue 27, item 9)
+#   ctr-026 a volume whose mount path the node lacks (made in the job's
+#           view only) reaches a job in an image
 
 load lib/cluster
 
@@ -914,4 +916,20 @@ EOF
     job_field "$a" .reason | grep -q "busybox-big.tar does not fit the node's image cache of 16M (--image-cache-size)"
     [ -z "$(find "$bundles" -mindepth 1 -maxdepth 1 -type d)" ]
     [ "$(du -sm "$SHOAL_TEST_DIR/node1/images" | cut -f1)" -lt 16 ]
+}
+
+@test "ctr-026 a volume at a path the node lacks reaches a job in an image" {
+    shoal_cluster_start 1 1
+    open_test_dir
+    share="$SHOAL_TEST_DIR/share"
+    mkdir -p "$share" && echo hello-volume >"$share/note"
+    shoal volume create data --host "$share"
+    top="/shoal-ctr026-$$"
+    id=$(submit --user "$CUSER" -D /tmp --image "$IMG" -v "data:$top/d" -- cat "$top/d/note")
+    wait_for 60 job_done "$id"
+    run shoal logs "$id"
+    echo "$output"
+    [ "$(job_state "$id")" = completed ]
+    [ "$output" = hello-volume ]
+    [ ! -e "$top" ]
 }
