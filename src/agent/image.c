@@ -337,6 +337,11 @@ static int pull_and_unpack(struct pull *p, const char *transport,
     snprintf(layout, sizeof(layout), "%s/oci", cfg->dir);
     snprintf(dst, sizeof(dst), "oci:%s:%s", layout, hex);
     snprintf(p->blobs, sizeof(p->blobs), "%s/blobs/sha256", layout);
+    /* Room first: the cache stays within its size while it pulls (as far
+     * as the images no run holds allow; the layers' size is known when
+     * the manifest gave it). */
+    if (cfg->max_bytes)
+        image_evict(cfg, hex, p->total);
     p->before = image_du(p->blobs);
     image_note(p, "pulling image");
     /* Copy what the digest names, not what a tag names now. */
@@ -646,7 +651,7 @@ static int prepare(struct pull *p, const char *transport,
         if (rc == 0)
             out->lock_fd = image_lock_file(path, LOCK_SH);
         if (rc == 0 && cfg->max_bytes)
-            image_evict(cfg, hex);
+            image_evict(cfg, hex, 0);
         close(cache_fd);
         if (rc < 0)
             return -1;
@@ -664,7 +669,7 @@ static int prepare(struct pull *p, const char *transport,
         snprintf(lpath, sizeof(lpath), "%s/lock", cfg->dir);
         int cache_fd = image_lock_file(lpath, LOCK_EX | LOCK_NB);
         if (cache_fd >= 0) {
-            image_evict(cfg, hex);
+            image_evict(cfg, hex, 0);
             close(cache_fd);
         }
     }

@@ -120,7 +120,8 @@ static uint64_t read_size(const char *path)
 
 /* Remove least recently used bundles that no run holds until the cache
  * fits (keep: the bundle just made). Under the cache lock. */
-void image_evict(const struct image_cache_cfg *cfg, const char *keep)
+void image_evict(const struct image_cache_cfg *cfg, const char *keep,
+                 uint64_t reserve)
 {
     char path[4200];
     for (;;) {
@@ -164,7 +165,8 @@ void image_evict(const struct image_cache_cfg *cfg, const char *keep)
         closedir(d);
         snprintf(path, sizeof(path), "%s/oci", cfg->dir);
         total += image_du(path);
-        if (total <= cfg->max_bytes || !oldest[0]) {
+        if ((total <= cfg->max_bytes && reserve <= cfg->max_bytes - total) ||
+            !oldest[0]) {
             if (oldest_fd >= 0)
                 close(oldest_fd);
             return;

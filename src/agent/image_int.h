@@ -103,8 +103,10 @@ void image_rm_tree(const char *path);
 int image_lock_file(const char *path, int op);
 bool image_is_dir(const char *path);
 /* Remove least recently used bundles that no run holds until the cache
- * fits (keep: the bundle just made). Under the cache lock. */
-void image_evict(const struct image_cache_cfg *cfg, const char *keep);
+ * fits with reserve bytes more (keep: the bundle just made). Under the
+ * cache lock. */
+void image_evict(const struct image_cache_cfg *cfg, const char *keep,
+                 uint64_t reserve);
 /* Remove every device node of the bundle's rootfs. */
 int image_drop_devices(const char *bundle);
 /* What was copied is what digest names, or it is removed. 0, or -1. */
