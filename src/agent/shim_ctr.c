@@ -424,32 +424,32 @@ static int write_group(struct shim_ctr *c, int rootfd, const struct passwd *pw,
         if (!seen)
             gids[n++] = groups[i];
     }
-    char *gnames[MAX];
+    /* Each group's name (NULL: the node has none; the gid shows bare). */
+    char *gname[MAX];
     const char *names[MAX];
     long long ids[MAX];
     int nn = 0;
     for (int i = 0; i < n; i++) {
         struct group *gr = getgrgid(gids[i]);
         ids[i] = gids[i];
-        if (gr && gr->gr_name && *gr->gr_name &&
-            (gnames[nn] = strdup(gr->gr_name)))
-            names[nn] = gnames[nn], nn++;
+        gname[i] =
+            gr && gr->gr_name && *gr->gr_name ? strdup(gr->gr_name) : NULL;
+        if (gname[i])
+            names[nn++] = gname[i];
     }
     char *text = read_in_root(rootfd, "etc/group");
     FILE *f = text ? fopen(c->group, "we") : NULL;
     int rc = -1;
     if (f) {
         copy_lines(f, text, names, nn, ids, n, 2);
-        for (int i = 0, k = 0; i < n; i++) {
-            struct group *gr = getgrgid(gids[i]);
-            if (gr && gr->gr_name && *gr->gr_name && k < nn)
-                fprintf(f, "%s:x:%u:%s\n", gnames[k++], (unsigned)gids[i],
+        for (int i = 0; i < n; i++)
+            if (gname[i])
+                fprintf(f, "%s:x:%u:%s\n", gname[i], (unsigned)gids[i],
                         pw->pw_name);
-        }
         rc = fclose(f) == 0 ? 0 : -1;
     }
-    for (int i = 0; i < nn; i++)
-        free(gnames[i]);
+    for (int i = 0; i < n; i++)
+        free(gname[i]);
     free(text);
     return rc;
 }
