@@ -854,6 +854,7 @@ if (exec 3<>/dev/nvidia0) 2>/tmp/err.$$; then echo open=ok; else echo "open=$(ca
 echo "who=$(whoami)"
 echo "group=$(id -gn)"
 echo "home=$HOME"
+echo "umask=$(umask)"
 echo ok >~/x && echo "homefile=$(cat ~/x)"
 awk '$5 == "/sys" {split($6, o, ","); print "sys=" o[1]}' /proc/self/mountinfo
 EOF
@@ -872,6 +873,8 @@ EOF
         echo "$output" | grep -qx "group=$(id -gn "$u")"
         echo "$output" | grep -qx "home=$(getent passwd "$u" | cut -d: -f6)"
         echo "$output" | grep -qx "homefile=ok"
+        # crun runs with umask 0 (the device nodes); the job does not.
+        echo "$output" | grep -qx "umask=0022"
         echo "$output" | grep -qx "sys=ro"
     done
     # The per-run home was the job's only.
