@@ -55,6 +55,8 @@ struct agent_config {
     const char *sim_device_dir;  /* NULL: GPU device nodes are /dev/nvidiaN */
     const char *image_cache_dir; /* NULL: <state>/images (image.h) */
     uint64_t image_cache_size;   /* bytes; 0 = no limit */
+    uint64_t image_max_size;     /* an image's unpacked bytes; 0 = no limit */
+    uint64_t image_max_files;    /* an image's unpacked entries; 0 = none */
     bool image_tls_insecure;     /* registries without TLS verification */
     char self_exe[PATH_MAX];     /* this program, to start shims */
 };

@@ -93,11 +93,13 @@ json_t *container_process(const struct container_input *in,
     json_t *caps =
         json_pack("{s:[], s:[], s:[], s:[], s:[]}", "bounding", "effective",
                   "inheritable", "permitted", "ambient");
-    return json_pack("{s:b, s:{s:i, s:i, s:o}, s:o, s:o, s:s, s:o, s:b}",
+    /* umask: crun runs with 0 (its device nodes keep their 0666), the
+     * job gets the usual 022. */
+    return json_pack("{s:b, s:{s:i, s:i, s:i, s:o}, s:o, s:o, s:s, s:o, s:b}",
                      "terminal", 0, "user", "uid", (int)proc->uid, "gid",
-                     (int)proc->gid, "additionalGids", groups, "args", args,
-                     "env", process_env(in, proc), "cwd", cwd, "capabilities",
-                     caps, "noNewPrivileges", 1);
+                     (int)proc->gid, "umask", 022, "additionalGids", groups,
+                     "args", args, "env", process_env(in, proc), "cwd", cwd,
+                     "capabilities", caps, "noNewPrivileges", 1);
 }
 
 static void add_mount(json_t *mounts, const char *dst, const char *type,
@@ -142,8 +144,18 @@ static json_t *config_mounts(const struct container_input *in)
         add_mount(m, "/dev/shm", "tmpfs", "shm",
                   json_pack("[s, s, s, s]", "nosuid", "noexec", "nodev",
                             "mode=1777"));
-    add_mount(m, "/sys", "sysfs", "sysfs",
-              json_pack("[s, s, s, s]", "nosuid", "noexec", "nodev", "ro"));
+    /* The node's /sys, bound read-only: a user namespace without a
+     * network namespace of its own may not mount a sysfs, and crun's
+     * fallback (a bind of /sys) kept it writable though "ro" was asked. */
+    add_mount(m, "/sys", "bind", "/sys",
+              json_pack("[s, s, s, s, s]", "rbind", "ro", "nosuid", "noexec",
+                        "nodev"));
+    if (in->passwd_file)
+        add_bind(m, in->passwd_file, "/etc/passwd", true);
+    if (in->group_file)
+        add_bind(m, in->group_file, "/etc/group", true);
+    if (in->home_src && in->home_dst)
+        add_bind(m, in->home_src, in->home_dst, false);
     /* The script and the deadline file, where the env contract says. */
     add_bind(m, in->run_dir, in->run_dir, true);
     size_t i;

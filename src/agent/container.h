@@ -11,12 +11,21 @@
  *            unchanged; writes go to a tmpfs charged to the job)
  *   mounts   /proc (the node's, bound), /dev (no /dev/pts: see
  *            container.c), /dev/shm (the run's, shared by its
- *            tasks), /sys (read-only); the
+ *            tasks), /sys (the node's, bound read-only: crun cannot mount
+ *            a sysfs in a user namespace without a network namespace, and
+ *            its fallback bind dropped "ro"); /etc/passwd and /etc/group
+ *            (the image's plus the job's user and groups, read-only, so
+ *            `whoami` and `id` name them); a per-run HOME folder when
+ *            neither a mount nor the image has the user's home; the
  *            run's folder (read-only: the script, the deadline file); the
  *            job's volumes at their paths; container_mounts; the host
  *            driver's user-space libraries, read-only
  *   devices  the job's GPUs' device nodes, nvidiactl, nvidia-uvm(-tools)
- *            and the MIG capability devices when the node has them
+ *            and the MIG capability devices when the node has them, mode
+ *            0666 as the driver makes them on the node (the job's devices
+ *            cgroup is the fence): crun makes them under its own umask,
+ *            so the shim runs crun with umask 0 and gives the job's
+ *            process umask 022 in the config
  *   namespaces  mount, uts, user: the user namespace maps only the job's
  *            uid, gid and groups, each to itself (root is unmapped inside;
  *            crun, started as root, sets it up; README "Containers" says
@@ -28,7 +37,8 @@
  *            container stays in the job's cgroup the shim put crun in.
  *
  * The launch description's "container" object (launch.c):
- *   {"image", "transport", "cache_dir", "cache_size", "tls_verify",
+ *   {"image", "transport", "cache_dir", "cache_size", "max_size",
+ *    "max_files", "tls_verify",
  *    "mounts": [{"src", "dst", "readonly"}], "workdir", "env": ["K=V"],
  *    "devices": [{"path", "major", "minor"}],
  *    "libs": [{"src", "dst"}] (read-only binds)}
@@ -57,6 +67,14 @@ struct container_input {
     const char *run_dir;
     const char *shm_dir; /* bound at /dev/shm (shared by the tasks) */
     const char *hostname;
+    /* The run's /etc/passwd and /etc/group (the image's and the job's
+     * user), bound read-only; NULL: the image's own. */
+    const char *passwd_file;
+    const char *group_file;
+    /* A per-run folder of the user's, bound at home_dst (the user's home)
+     * when neither a mount nor the image gives one; NULL: none. */
+    const char *home_src;
+    const char *home_dst;
 };
 
 /* The OCI runtime config for the run (new reference), or NULL with why. */

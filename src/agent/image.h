@@ -32,7 +32,11 @@
 struct image_cache_cfg {
     const char *dir;    /* the cache folder (made when missing) */
     uint64_t max_bytes; /* evict beyond this; 0 = no limit */
-    bool tls_verify;    /* verify registries' certificates */
+    /* An image unpacking to more bytes or entries (files, folders,
+     * links) fails the job, its partial bundle removed; 0 = no limit. */
+    uint64_t max_unpacked;
+    uint64_t max_files;
+    bool tls_verify; /* verify registries' certificates */
     /* Registry credentials (the job's project's secret, all NULL: none):
      * skopeo gets them in a 0600 file of a private folder, removed after;
      * without them, an empty one, so root's own are never used. */
@@ -71,9 +75,9 @@ struct image_bundle {
  * incoming/NAME, a folder of the cache only the user reaches); root takes
  * from that copy the manifest and the blobs it lists, through descriptors
  * it opened without following links, hashing each while it copies it into
- * oci/ (see import_copy). Every copy into the cache is checked: the
- * cache's own index must tag the digest with that digest, or the copy is
- * removed and the job fails.
+ * oci/ (see image_import_copy, image_local.c). Every copy into the cache
+ * is checked: the cache's own index must tag the digest with that digest,
+ * or the copy is removed and the job fails.
  *
  * With cfg->digest, nothing is resolved: that digest is pulled (a
  * registry image as NAME@DIGEST) or must be the manifest the local

@@ -274,9 +274,11 @@ static int add_container(json_t *out, const json_t *work, const json_t *spec,
                                        : json_array();
     /* "o" steals mounts, env, devs and libs */
     json_t *c = json_pack(
-        "{s:s, s:s, s:s?, s:I, s:b, s:o, s:O?, s:o, s:o, s:o}", "image", image,
-        "transport", transport, "cache_dir", ctx->image_cache_dir, "cache_size",
-        (json_int_t)ctx->image_cache_size, "tls_verify", ctx->image_tls_verify,
+        "{s:s, s:s, s:s?, s:I, s:I, s:I, s:b, s:o, s:O?, s:o, s:o, s:o}",
+        "image", image, "transport", transport, "cache_dir",
+        ctx->image_cache_dir, "cache_size", (json_int_t)ctx->image_cache_size,
+        "max_size", (json_int_t)ctx->image_max_size, "max_files",
+        (json_int_t)ctx->image_max_files, "tls_verify", ctx->image_tls_verify,
         "mounts", mounts ? mounts : json_array(), "workdir",
         json_object_get(spec, "container_workdir"), "env", env, "devices", devs,
         "libs", libs);

@@ -31,6 +31,8 @@ struct launch_ctx {
     /* Runs in an image (container.h): */
     const char *image_cache_dir;
     uint64_t image_cache_size; /* bytes; 0 = no limit */
+    uint64_t image_max_size;   /* an image's unpacked bytes; 0 = no limit */
+    uint64_t image_max_files;  /* its unpacked entries; 0 = no limit */
     bool image_tls_verify;
     const json_t *container_devices; /* this run's GPUs + control devices */
     const json_t *container_libs;    /* the driver's libraries */

@@ -72,6 +72,11 @@ static const char usage[] =
     "                          (default: STATE/images)\n"
     "  --image-cache-size SIZE evict least recently used images beyond it\n"
     "                          (default 50G; 0: no limit)\n"
+    "  --image-max-size SIZE   refuse an image that unpacks to more than SIZE\n"
+    "                          (default 20G; 0: no limit)\n"
+    "  --image-max-files N     refuse an image that unpacks to more than N\n"
+    "                          files and folders (default 1000000; 0: no\n"
+    "                          limit)\n"
     "  --image-tls-insecure    pull from registries over plain HTTP or\n"
     "                          without verifying their certificates\n"
     "  --debug LIST            debug logs for components (runs,link,...|all)\n"
@@ -145,6 +150,8 @@ static int parse_args(int argc, char **argv, struct agent_config *cfg)
         {"image-cache", required_argument, NULL, 'i'},
         {"image-cache-size", required_argument, NULL, 'I'},
         {"image-tls-insecure", no_argument, NULL, 'T'},
+        {"image-max-size", required_argument, NULL, 'Z'},
+        {"image-max-files", required_argument, NULL, 'F'},
         {"debug", required_argument, NULL, 'd'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -238,6 +245,21 @@ static int parse_args(int argc, char **argv, struct agent_config *cfg)
         case 'T':
             cfg->image_tls_insecure = true;
             break;
+        case 'Z':
+            if (strcmp(optarg, "0") == 0)
+                cfg->image_max_size = 0;
+            else if (parse_size("--image-max-size", optarg,
+                                &cfg->image_max_size, &err) < 0)
+                goto bad;
+            break;
+        case 'F': {
+            int64_t n;
+            if (parse_int64("--image-max-files", optarg, 0, INT64_MAX, &n,
+                            &err) < 0)
+                goto bad;
+            cfg->image_max_files = (uint64_t)n;
+            break;
+        }
         case 'd':
             sh_log_set_debug(optarg);
             break;
@@ -551,6 +573,8 @@ int main(int argc, char **argv)
     a.cfg.heartbeat_ms = 5000;
     a.cfg.min_job_uid = 1000;
     a.cfg.image_cache_size = 50ULL << 30;
+    a.cfg.image_max_size = 20ULL << 30;
+    a.cfg.image_max_files = 1000000;
     if (parse_args(argc, argv, &a.cfg) < 0)
         return 2;
     char host[256];

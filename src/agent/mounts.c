@@ -2,6 +2,7 @@
 /* Mounting a run's volumes in its own mount namespace (see mounts.h). */
 #include "agent/mounts.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -16,6 +17,7 @@
 
 #include "lib/csi/csi.h"
 #include "agent/stage.h"
+#include "agent/user_open.h"
 #include "lib/model/job.h"
 #include "lib/model/volume.h"
 
@@ -36,45 +38,75 @@ static void fd_path(int fd, char *buf, size_t size)
     snprintf(buf, size, "/proc/self/fd/%d", fd);
 }
 
-/* Walk path from "/" one component at a time, never following a link,
- * creating missing folders. Returns the open parent of the last component
- * (its name in *leaf) and the last component itself in *target. */
-static int open_target(const char *name, const char *path, int *parent,
-                       int *target, const char **leaf, char *why, size_t size)
+/* ---- the mount point, reached with the job user's rights ----
+ *
+ * The user's walk (walk_fn, in a child that became the user) opens the
+ * path one component at a time from "/", never following a link, with
+ * the user's own lookup: what the user cannot search stops the walk with
+ * the user's errno, so an answer never tells more than the user could
+ * learn. A missing folder is made there as the user when the user may
+ * (their own folder, /tmp): what they could make themselves. Where the
+ * user may not (a root-owned /srv, someone else's home), nothing is made
+ * on the node: the rest of the path is made on a tmpfs laid over that
+ * folder in the job's mount namespace only (underlay), which mirrors the
+ * folder's entries by binding each of them, and which vanishes with the
+ * namespace. */
+
+/* What walk_fn answers in *aux: the offset in the path of the first
+ * component not yet opened, times two, plus one when that component is
+ * missing and may not be made by the user (else it is the last one and
+ * exists). The fd is the folder it lies in. */
+struct walk {
+    const char *path;
+};
+
+static int walk_fn(void *arg, int *aux, int *err)
 {
+    const struct walk *w = arg;
     int dir = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (dir < 0)
-        return failf(why, size, "cannot open /: %s", strerror(errno));
-    const char *p = path;
+        return *err = errno, -1;
+    const char *p = w->path;
     char comp[256];
     for (;;) {
         while (*p == '/')
             p++;
         size_t n = strcspn(p, "/");
+        *aux = (int)(p - w->path) * 2;
         if (n == 0 || n >= sizeof(comp)) {
             close(dir);
-            return failf(why, size, "volume %s: bad mount path %s", name, path);
+            return *err = EINVAL, -1;
         }
         memcpy(comp, p, n);
         comp[n] = '\0';
         int flags = O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
         int next = openat(dir, comp, flags);
-        if (next < 0 && errno == ENOENT &&
-            (mkdirat(dir, comp, 0755) == 0 || errno == EEXIST))
-            next = openat(dir, comp, flags);
+        if (next < 0 && errno == ENOENT) {
+            if (mkdirat(dir, comp, 0755) == 0 || errno == EEXIST)
+                next = openat(dir, comp, flags);
+            else if (errno == EACCES || errno == EPERM || errno == EROFS) {
+                /* Laid over in the job's view, which mirrors the folder's
+                 * entries: only a folder the user may list. */
+                int r = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (r < 0) {
+                    *err = errno;
+                    close(dir);
+                    return -1;
+                }
+                close(r);
+                *aux += 1;
+                return dir;
+            } else
+                errno = ENOENT;
+        }
         if (next < 0) {
-            int e = errno;
+            *err = errno;
             close(dir);
-            return failf(why, size,
-                         "volume %s: cannot use mount path %s at '%s': %s%s",
-                         name, path, comp, strerror(e),
-                         e == ENOTDIR ? " (a link is never followed)" : "");
+            return -1;
         }
         if (p[n] == '\0') {
-            *parent = dir;
-            *target = next;
-            *leaf = p;
-            return 0;
+            close(next);
+            return dir;
         }
         close(dir);
         dir = next;
@@ -82,10 +114,248 @@ static int open_target(const char *name, const char *path, int *parent,
     }
 }
 
+/* A view over a folder binds each of its entries: one with more is
+ * refused (the job's namespace would hold that many mounts). */
+#define UNDERLAY_ENTRIES_MAX 4096
+
+static long count_entries(int d)
+{
+    int dup_d = openat(d, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *dir = dup_d >= 0 ? fdopendir(dup_d) : NULL;
+    if (!dir) {
+        if (dup_d >= 0)
+            close(dup_d);
+        return -1;
+    }
+    long n = 0;
+    while (readdir(dir) && n <= UNDERLAY_ENTRIES_MAX + 2)
+        n++;
+    closedir(dir);
+    return n - 2;
+}
+
+/* The skeleton of folder d's entries in t: an empty folder for a folder,
+ * an empty file for anything else (a bind target), the same link for a
+ * link. Owners as in d. */
+static int mirror_skeleton(int d, int t)
+{
+    int dup_d = openat(d, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *dir = dup_d >= 0 ? fdopendir(dup_d) : NULL;
+    if (!dir) {
+        if (dup_d >= 0)
+            close(dup_d);
+        return -1;
+    }
+    struct dirent *e;
+    int rc = 0;
+    while (rc == 0 && (e = readdir(dir))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        struct stat st;
+        if (fstatat(d, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+            continue;
+        if (S_ISLNK(st.st_mode)) {
+            char to[4096];
+            ssize_t n = readlinkat(d, e->d_name, to, sizeof(to) - 1);
+            if (n < 0)
+                continue;
+            to[n] = '\0';
+            if (symlinkat(to, t, e->d_name) < 0)
+                rc = -1;
+        } else if (S_ISDIR(st.st_mode)) {
+            if (mkdirat(t, e->d_name, st.st_mode & 07777) < 0)
+                rc = -1;
+        } else {
+            int f = openat(t, e->d_name,
+                           O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                           st.st_mode & 0777);
+            if (f < 0)
+                rc = -1;
+            else
+                close(f);
+        }
+        if (rc == 0)
+            fchownat(t, e->d_name, st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW);
+    }
+    closedir(dir);
+    return rc;
+}
+
+/* Bind every entry of d (but links) on its skeleton in t, with what is
+ * mounted beneath it. An entry that went away in between is left out. */
+static int mirror_bind(int d, int t)
+{
+    int dup_d = openat(d, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *dir = dup_d >= 0 ? fdopendir(dup_d) : NULL;
+    if (!dir) {
+        if (dup_d >= 0)
+            close(dup_d);
+        return -1;
+    }
+    struct dirent *e;
+    int rc = 0;
+    while (rc == 0 && (e = readdir(dir))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        int src = openat(d, e->d_name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        int dst = openat(t, e->d_name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        struct stat st;
+        if (src >= 0 && dst >= 0 && fstat(src, &st) == 0 &&
+            !S_ISLNK(st.st_mode)) {
+            char from[64], to[64];
+            fd_path(src, from, sizeof(from));
+            fd_path(dst, to, sizeof(to));
+            if (mount(from, to, NULL, MS_BIND | MS_REC, NULL) < 0 &&
+                errno != ENOTDIR && errno != EISDIR)
+                rc = -1;
+        }
+        if (src >= 0)
+            close(src);
+        if (dst >= 0)
+            close(dst);
+    }
+    closedir(dir);
+    return rc;
+}
+
+/* Lay a tmpfs over folder d in this (the job's) mount namespace, with
+ * d's owner and mode and d's entries bound in it; scratch (a folder of
+ * the agent's) holds the tmpfs while it is filled. The tmpfs's root (an
+ * O_PATH fd), or -1 with errno. d being "/", the tmpfs becomes this
+ * process's root (chroot), which the job's tasks inherit. */
+static int underlay(int d, const char *scratch)
+{
+    struct stat st, root;
+    if (fstat(d, &st) < 0 || stat("/", &root) < 0)
+        return -1;
+    bool is_root = st.st_dev == root.st_dev && st.st_ino == root.st_ino;
+    int rd = openat(d, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (rd < 0)
+        return -1;
+    if (count_entries(rd) > UNDERLAY_ENTRIES_MAX) {
+        close(rd);
+        return errno = EMLINK, -2;
+    }
+    char opts[128];
+    snprintf(opts, sizeof(opts), "mode=%o,uid=%u,gid=%u,size=1m",
+             (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid,
+             (unsigned)st.st_gid);
+    if (mount("tmpfs", scratch, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0) {
+        int e = errno;
+        close(rd);
+        return errno = e, -1;
+    }
+    int t = open(scratch, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    char dpath[64];
+    fd_path(d, dpath, sizeof(dpath));
+    /* Moved before the binds: a bind of the folder holding scratch would
+     * otherwise take the tmpfs along. */
+    if (t < 0 || mirror_skeleton(rd, t) < 0 ||
+        mount(scratch, is_root ? "/" : dpath, NULL, MS_MOVE, NULL) < 0 ||
+        mirror_bind(rd, t) < 0 ||
+        (is_root && (fchdir(t) < 0 || chroot(".") < 0 || chdir("/") < 0))) {
+        int e = errno;
+        umount2(scratch, MNT_DETACH);
+        if (t >= 0)
+            close(t);
+        close(rd);
+        return errno = e, -1;
+    }
+    close(rd);
+    return t;
+}
+
+/* Open the mount point of volume name at path: its folder (*parent), the
+ * mount point (*target) and its name (*leaf). */
+static int open_target(const char *name, const char *path,
+                       const struct mount_user *mu, int *parent, int *target,
+                       const char **leaf, char *why, size_t size)
+{
+    struct walk w = {.path = path};
+    int aux = 0, err = 0;
+    int dir = user_run(mu->creds, walk_fn, &w, &aux, &err);
+    const char *rest = path + aux / 2;
+    if (dir < 0) {
+        char comp[256];
+        snprintf(comp, sizeof(comp), "%.*s", (int)strcspn(rest, "/"), rest);
+        return failf(why, size,
+                     "volume %s: cannot use mount path %s at '%s': %s%s", name,
+                     path, comp, strerror(err),
+                     err == ENOTDIR ? " (a link is never followed)" : "");
+    }
+    if (aux % 2) {
+        /* Missing, and not the user's to make: made in the job's view. */
+        int t = underlay(dir, mu->scratch);
+        int e = errno;
+        close(dir);
+        if (t == -2)
+            return failf(why, size,
+                         "volume %s: cannot make mount path %s in the job's "
+                         "view: the folder it would be made in holds more "
+                         "than %d entries; mount it in a folder that exists "
+                         "or that you may write",
+                         name, path, UNDERLAY_ENTRIES_MAX);
+        if (t < 0)
+            return failf(why, size,
+                         "volume %s: cannot make mount path %s in the job's "
+                         "view: %s",
+                         name, path, strerror(e));
+        dir = t;
+        const char *p = rest;
+        for (;;) {
+            size_t n = strcspn(p, "/");
+            char comp[256];
+            snprintf(comp, sizeof(comp), "%.*s", (int)n, p);
+            if (p[n] == '\0') {
+                rest = p;
+                break;
+            }
+            int next = -1;
+            if ((mkdirat(dir, comp, 0755) == 0 || errno == EEXIST) &&
+                fchownat(dir, comp, mu->uid, mu->gid, AT_SYMLINK_NOFOLLOW) == 0)
+                next = openat(dir, comp,
+                              O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            int e2 = errno;
+            close(dir);
+            if (next < 0)
+                return failf(why, size,
+                             "volume %s: cannot make mount path %s in the "
+                             "job's view: %s",
+                             name, path, strerror(e2));
+            dir = next;
+            p += n;
+            while (*p == '/')
+                p++;
+        }
+        if (mkdirat(dir, rest, 0755) < 0 && errno != EEXIST) {
+            int e2 = errno;
+            close(dir);
+            return failf(
+                why, size,
+                "volume %s: cannot make mount path %s in the job's view: %s",
+                name, path, strerror(e2));
+        }
+        fchownat(dir, rest, mu->uid, mu->gid, AT_SYMLINK_NOFOLLOW);
+    }
+    int t = openat(dir, rest, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (t < 0) {
+        int e = errno;
+        close(dir);
+        return failf(why, size,
+                     "volume %s: cannot use mount path %s at '%s': %s%s", name,
+                     path, rest, strerror(e),
+                     e == ENOTDIR ? " (a link is never followed)" : "");
+    }
+    *parent = dir;
+    *target = t;
+    *leaf = rest;
+    return 0;
+}
+
 /* Bind source (a folder of the node: a host volume's path, or a stage)
  * at the mount's path, read-only when it says so. */
-static int bind_volume(const json_t *m, const char *source, char *why,
-                       size_t size)
+static int bind_volume(const json_t *m, const char *source,
+                       const struct mount_user *mu, char *why, size_t size)
 {
     const char *name = json_string_value(json_object_get(m, "name"));
     const char *path = json_string_value(json_object_get(m, "path"));
@@ -100,7 +370,7 @@ static int bind_volume(const json_t *m, const char *source, char *why,
             source, strerror(errno));
     int parent = -1, target = -1;
     const char *leaf = NULL;
-    if (open_target(name, path, &parent, &target, &leaf, why, size) < 0) {
+    if (open_target(name, path, mu, &parent, &target, &leaf, why, size) < 0) {
         close(src);
         return -1;
     }
@@ -188,7 +458,8 @@ static int find_source(const json_t *m, const char *stages_dir,
 }
 
 int mounts_enter(const json_t *mounts, const char *stages_dir,
-                 const char *run_key, char *why, size_t size)
+                 const char *run_key, const struct mount_user *mu, char *why,
+                 size_t size)
 {
     size_t n = json_array_size(mounts);
     if (n == 0)
@@ -223,7 +494,7 @@ int mounts_enter(const json_t *mounts, const char *stages_dir,
         return failf(why, size, "cannot make the job's mounts private: %s",
                      strerror(errno));
     json_array_foreach (mounts, i, m) {
-        if (bind_volume(m, sources[i], why, size) < 0)
+        if (bind_volume(m, sources[i], mu, why, size) < 0)
             return -1;
     }
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)

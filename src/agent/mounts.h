@@ -15,8 +15,15 @@
  * could not give the volume).
  *
  * What a job controls is hostile: the mount path is walked one component
- * at a time without following links and created (root's, 0755) where
- * missing, and the mount lands on the folder that walk opened. Every
+ * at a time without following links, with the job user's rights (a child
+ * that became the user walks it, so an error tells only what the user
+ * could see: another user's 0700 home answers "Permission denied"
+ * whatever it holds). A missing folder is made by the user where the
+ * user may make it; elsewhere (/srv, /data, another user's folder) the
+ * rest of the path is made on a tmpfs laid over the deepest existing
+ * folder in the job's mount namespace only, mirroring that folder's
+ * entries by bind mounts, so nothing is made on the node and nothing is
+ * left after the job. The mount lands on the folder that walk opened. Every
  * volume is mounted nosuid,nodev, and a run with volumes gets
  * no_new_privs, so no setuid program in the job can be fooled by what a
  * volume holds. Needs root (the agent runs as root to switch users). */
@@ -25,6 +32,20 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <sys/types.h>
+
+#include "agent/user_open.h"
+
+/* Whose rights make the mount points: creds (NULL: this process's own,
+ * when the job runs as the agent's user), uid and gid (the owner of what
+ * is made in the job's view), scratch (a folder of the agent's, the run
+ * folder, where a tmpfs is filled before it moves into place). */
+struct mount_user {
+    const struct user_creds *creds;
+    uid_t uid;
+    gid_t gid;
+    const char *scratch;
+};
 
 /* Mount the stages mounts need (in the node's namespace, under
  * stages_dir), enter a new mount namespace and bind every entry of mounts
@@ -32,6 +53,7 @@
  * the volume, for the job's reason) filled. On failure the namespace may hold
  * some of the mounts: the caller must not start the job. */
 int mounts_enter(const json_t *mounts, const char *stages_dir,
-                 const char *run_key, char *why, size_t size);
+                 const char *run_key, const struct mount_user *mu, char *why,
+                 size_t size);
 
 #endif

@@ -700,6 +700,8 @@ static int prepare(struct run *r, const json_t *work, json_t **launch_out,
     if (json_string_value(json_object_get(spec, "image"))) {
         ctx.image_cache_dir = a->image_cache;
         ctx.image_cache_size = a->cfg.image_cache_size;
+        ctx.image_max_size = a->cfg.image_max_size;
+        ctx.image_max_files = a->cfg.image_max_files;
         ctx.image_tls_verify = !a->cfg.image_tls_insecure;
         cdevs = gpu_devices_container(&a->gpu_devs, a->gpus, a->ngpus,
                                       json_object_get(work, "gpus"));

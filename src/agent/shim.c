@@ -382,8 +382,19 @@ static int mount_volumes(struct shim *s)
     const char *stages =
         json_string_value(json_object_get(s->launch, "stages_dir"));
     const char *key = strrchr(s->dir, '/');
+    s->ngroups = (int)(sizeof(s->groups) / sizeof(s->groups[0]));
+    if (getgrouplist(s->user, s->gid, s->groups, &s->ngroups) < 0)
+        s->ngroups = 0;
+    struct user_creds u = {.uid = s->uid,
+                           .gid = s->gid,
+                           .groups = s->groups,
+                           .ngroups = s->ngroups};
+    struct mount_user mu = {.creds = s->switch_user ? &u : NULL,
+                            .uid = s->uid,
+                            .gid = s->gid,
+                            .scratch = s->dir};
     if (mounts_enter(json_object_get(s->launch, "mounts"), stages,
-                     key ? key + 1 : s->dir, why, sizeof(why)) < 0)
+                     key ? key + 1 : s->dir, &mu, why, sizeof(why)) < 0)
         return fail_start(s, "%s", why);
     return 1;
 }
@@ -688,6 +699,9 @@ static int task_main(void *arg)
         sigprocmask(SIG_SETMASK, &none, NULL);
         if (chdir("/") < 0)
             goto fail;
+        /* crun makes the GPUs' device nodes under its umask: 0 keeps
+         * their 0666 (the config gives the job 022). */
+        umask(0);
         /* crun is found where the agent finds its tools. */
         exec_on_path(ts->argv, crun_env, getenv("PATH"));
         e = errno;

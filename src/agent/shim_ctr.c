@@ -40,6 +40,11 @@ struct shim_ctr {
     char shm[4300];        /* the tasks' shared /dev/shm */
     struct image_bundle bundle;
     json_t *image_config;
+    char passwd[4300];   /* RUN/ctr/passwd: the image's and the user's */
+    char group[4300];    /* RUN/ctr/group */
+    char home_src[4300]; /* RUN/ctr/home, when the user's home is wanted */
+    char home_dst[4200];
+    bool identity; /* passwd and group were written */
     char task_id[160];
     int ntasks; /* containers started: shoal-KEY-0 .. */
     char *argv[16];
@@ -179,6 +184,10 @@ int shim_ctr_check_mounts(struct shim_ctr *c, uid_t uid, gid_t gid,
     return 0;
 }
 
+static int prepare_identity(struct shim_ctr *c, const struct passwd *pw,
+                            const gid_t *groups, int ngroups, char *why,
+                            size_t size);
+
 struct shim_ctr *shim_ctr_prepare(const json_t *launch, const char *run_dir,
                                   int dirfd, const char *id, char *why,
                                   size_t size)
@@ -204,6 +213,10 @@ struct shim_ctr *shim_ctr_prepare(const json_t *launch, const char *run_dir,
         .dir = json_string_value(json_object_get(cj, "cache_dir")),
         .max_bytes =
             (uint64_t)json_integer_value(json_object_get(cj, "cache_size")),
+        .max_unpacked =
+            (uint64_t)json_integer_value(json_object_get(cj, "max_size")),
+        .max_files =
+            (uint64_t)json_integer_value(json_object_get(cj, "max_files")),
         .tls_verify = !json_is_false(json_object_get(cj, "tls_verify")),
     };
     const json_t *auth = json_object_get(launch, "registry_auth");
@@ -227,7 +240,12 @@ struct shim_ctr *shim_ctr_prepare(const json_t *launch, const char *run_dir,
     }
     /* A local image is opened as the job's user (see image.h). */
     const char *uname = json_string_value(json_object_get(launch, "user"));
-    struct passwd *pw = uname ? getpwnam(uname) : getpwuid(getuid());
+    struct passwd pwd, *pw = NULL;
+    char pwbuf[4096];
+    if (uname)
+        getpwnam_r(uname, &pwd, pwbuf, sizeof(pwbuf), &pw);
+    else
+        getpwuid_r(getuid(), &pwd, pwbuf, sizeof(pwbuf), &pw);
     if (!pw) {
         snprintf(why, size, "user %s does not exist on this node",
                  uname ? uname : "of the agent");
@@ -254,7 +272,8 @@ struct shim_ctr *shim_ctr_prepare(const json_t *launch, const char *run_dir,
                  image, jerr.text);
         goto fail;
     }
-    if (mount_rootfs(c, why, size) < 0)
+    if (mount_rootfs(c, why, size) < 0 ||
+        prepare_identity(c, pw, groups, ngroups, why, size) < 0)
         goto fail;
     unlinkat(dirfd, "progress", 0);
     return c;
@@ -296,6 +315,210 @@ static int open_in_root(int rootfd, const char *path, int flags)
     };
     return (int)syscall(SYS_openat2, rootfd, path[0] ? path : ".", &how,
                         sizeof(how));
+}
+
+/* ---- the job's user inside: passwd, group, HOME ----
+ *
+ * The image knows nothing of the node's users: without an entry `whoami`
+ * fails and tools that look the user up (ssh, pip, Python's getpass)
+ * break. The run gets its own /etc/passwd and /etc/group: the image's
+ * lines, less any for the user's name or ids, and the user's (bound
+ * read-only, as enroot does). */
+
+#define IDENTITY_MAX (1 << 20)
+
+/* The image's file path (relative) read in its root, at most
+ * IDENTITY_MAX bytes: a NUL-terminated buffer (empty when the image has
+ * none or it is not a regular file). NULL when out of memory. */
+static char *read_in_root(int rootfd, const char *path)
+{
+    char *buf = calloc(1, IDENTITY_MAX + 1);
+    if (!buf)
+        return NULL;
+    int fd = open_in_root(rootfd, path, O_RDONLY | O_NONBLOCK | O_NOCTTY);
+    struct stat st;
+    if (fd < 0)
+        return buf;
+    size_t n = 0;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+        ssize_t got;
+        while (n < IDENTITY_MAX &&
+               (got = read(fd, buf + n, IDENTITY_MAX - n)) > 0)
+            n += (size_t)got;
+    }
+    buf[n] = '\0';
+    close(fd);
+    return buf;
+}
+
+/* Field k (0-based, ':'-separated) of line as a number, or -1. */
+static long long field_id(const char *line, size_t len, int k)
+{
+    const char *p = line, *end = line + len;
+    for (int i = 0; i < k; i++) {
+        p = memchr(p, ':', (size_t)(end - p));
+        if (!p)
+            return -1;
+        p++;
+    }
+    char *e;
+    long long v = strtoll(p, &e, 10);
+    return e > p && e <= end && (e == end || *e == ':') ? v : -1;
+}
+
+static bool name_is(const char *line, size_t len, const char *name)
+{
+    size_t n = strlen(name);
+    return n < len && strncmp(line, name, n) == 0 && line[n] == ':';
+}
+
+/* Write the image's lines of text to f, less those naming one of names
+ * (field 0) or one of ids (field id_field). */
+static void copy_lines(FILE *f, const char *text, const char *const *names,
+                       int nnames, const long long *ids, int nids, int id_field)
+{
+    for (const char *line = text; *line;) {
+        const char *nl = strchr(line, '\n');
+        size_t len = nl ? (size_t)(nl - line) : strlen(line);
+        bool drop = false;
+        long long id = field_id(line, len, id_field);
+        for (int i = 0; i < nnames && !drop; i++)
+            drop = name_is(line, len, names[i]);
+        for (int i = 0; i < nids && !drop; i++)
+            drop = id == ids[i];
+        if (!drop && len > 0)
+            fprintf(f, "%.*s\n", (int)len, line);
+        line = nl ? nl + 1 : line + len;
+    }
+}
+
+static int write_passwd(struct shim_ctr *c, int rootfd, const struct passwd *pw,
+                        const char *home)
+{
+    char *text = read_in_root(rootfd, "etc/passwd");
+    FILE *f = text ? fopen(c->passwd, "we") : NULL;
+    if (!f) {
+        free(text);
+        return -1;
+    }
+    const char *names[] = {pw->pw_name};
+    long long ids[] = {pw->pw_uid};
+    copy_lines(f, text, names, 1, ids, 1, 2);
+    fprintf(f, "%s:x:%u:%u:%s:%s:/bin/sh\n", pw->pw_name, (unsigned)pw->pw_uid,
+            (unsigned)pw->pw_gid, pw->pw_name, home);
+    free(text);
+    return fclose(f) == 0 ? 0 : -1;
+}
+
+static int write_group(struct shim_ctr *c, int rootfd, const struct passwd *pw,
+                       const gid_t *groups, int ngroups)
+{
+    enum { MAX = 257 };
+    gid_t gids[MAX];
+    int n = 0;
+    gids[n++] = pw->pw_gid;
+    for (int i = 0; i < ngroups && n < MAX; i++) {
+        bool seen = false;
+        for (int k = 0; k < n && !seen; k++)
+            seen = gids[k] == groups[i];
+        if (!seen)
+            gids[n++] = groups[i];
+    }
+    /* Each group's name (NULL: the node has none; the gid shows bare). */
+    char *gname[MAX];
+    const char *names[MAX];
+    long long ids[MAX];
+    int nn = 0;
+    for (int i = 0; i < n; i++) {
+        struct group *gr = getgrgid(gids[i]);
+        ids[i] = gids[i];
+        gname[i] =
+            gr && gr->gr_name && *gr->gr_name ? strdup(gr->gr_name) : NULL;
+        if (gname[i])
+            names[nn++] = gname[i];
+    }
+    char *text = read_in_root(rootfd, "etc/group");
+    FILE *f = text ? fopen(c->group, "we") : NULL;
+    int rc = -1;
+    if (f) {
+        copy_lines(f, text, names, nn, ids, n, 2);
+        for (int i = 0; i < n; i++)
+            if (gname[i])
+                fprintf(f, "%s:x:%u:%s\n", gname[i], (unsigned)gids[i],
+                        pw->pw_name);
+        rc = fclose(f) == 0 ? 0 : -1;
+    }
+    for (int i = 0; i < n; i++)
+        free(gname[i]);
+    free(text);
+    return rc;
+}
+
+/* path is dir or under it. */
+static bool path_under(const char *path, const char *dir)
+{
+    size_t n = dir ? strlen(dir) : 0;
+    if (n == 0)
+        return false;
+    if (strcmp(dir, "/") == 0)
+        return true;
+    return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+/* The user's home inside: bound in by a volume or a container mount, or
+ * the image's own folder, or else a per-run folder of the user's (in the
+ * run's tmpfs, gone with it) bound there. */
+static int plan_home(struct shim_ctr *c, int rootfd, const struct passwd *pw)
+{
+    const char *home = pw->pw_dir;
+    if (!home || home[0] != '/' || strcmp(home, "/") == 0)
+        return 0;
+    size_t i;
+    json_t *m;
+    json_array_foreach (json_object_get(c->launch, "mounts"), i, m) {
+        if (path_under(home, json_string_value(json_object_get(m, "path"))))
+            return 0;
+    }
+    json_array_foreach (
+        json_object_get(json_object_get(c->launch, "container"), "mounts"), i,
+        m) {
+        if (path_under(home, json_string_value(json_object_get(m, "dst"))))
+            return 0;
+    }
+    int fd = open_in_root(rootfd, home + 1, O_PATH | O_DIRECTORY);
+    if (fd >= 0) {
+        close(fd);
+        return 0;
+    }
+    snprintf(c->home_src, sizeof(c->home_src), "%s/home", c->dir);
+    snprintf(c->home_dst, sizeof(c->home_dst), "%s", home);
+    if (mkdir(c->home_src, 0700) < 0 ||
+        chown(c->home_src, pw->pw_uid, pw->pw_gid) < 0)
+        return -1;
+    return 0;
+}
+
+static int prepare_identity(struct shim_ctr *c, const struct passwd *pw,
+                            const gid_t *groups, int ngroups, char *why,
+                            size_t size)
+{
+    snprintf(c->passwd, sizeof(c->passwd), "%s/passwd", c->dir);
+    snprintf(c->group, sizeof(c->group), "%s/group", c->dir);
+    int rootfd = open(c->rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (rootfd < 0)
+        return failf(why, size, "cannot open %s: %s", c->rootfs,
+                     strerror(errno));
+    int rc = 0;
+    if (plan_home(c, rootfd, pw) < 0)
+        rc = failf(why, size, "cannot make the job's home folder %s: %s",
+                   c->home_src, strerror(errno));
+    else if (write_passwd(c, rootfd, pw, pw->pw_dir) < 0 ||
+             write_group(c, rootfd, pw, groups, ngroups) < 0)
+        rc = failf(why, size, "cannot write the container's passwd: %s",
+                   strerror(errno));
+    close(rootfd);
+    c->identity = rc == 0;
+    return rc;
 }
 
 /* Create a mount point dst (a folder, or an empty file) and its missing
@@ -413,6 +636,10 @@ char **shim_ctr_task_argv(struct shim_ctr *c, int t,
         .run_dir = c->run_dir,
         .shm_dir = c->shm,
         .hostname = node_name(host, sizeof(host)),
+        .passwd_file = c->identity ? c->passwd : NULL,
+        .group_file = c->identity ? c->group : NULL,
+        .home_src = c->home_src[0] ? c->home_src : NULL,
+        .home_dst = c->home_src[0] ? c->home_dst : NULL,
     };
     if (t == 0)
         hide_hybrid_unified();

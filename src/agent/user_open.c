@@ -43,11 +43,16 @@ static int open_here(const char *path, mode_t type, int *err)
     return rfd;
 }
 
-static int open_as(const char *path, const struct user_creds *u, mode_t type,
-                   int *err)
+int user_run(const struct user_creds *u, user_fn fn, void *arg, int *aux,
+             int *err)
 {
-    if (!u)
-        return open_here(path, type, err);
+    int a = 0;
+    if (!u) {
+        int fd = fn(arg, &a, err);
+        if (aux)
+            *aux = a;
+        return fd;
+    }
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
         return *err = errno, -1;
@@ -59,17 +64,20 @@ static int open_as(const char *path, const struct user_creds *u, mode_t type,
         if (sv[1] > 3)
             close_range(3, (unsigned)sv[1] - 1, 0);
         close_range((unsigned)sv[1] + 1, ~0U, 0);
-        int e = 0, fd = -1;
+        int ans[2] = {0, 0}, fd = -1;
         if (setgroups((size_t)u->ngroups, u->groups) < 0 ||
             setgid(u->gid) < 0 || setuid(u->uid) < 0)
-            e = errno;
+            ans[0] = errno;
         else
-            fd = open_here(path, type, &e);
+            fd = fn(arg, &ans[1], &ans[0]);
+        if (fd < 0 && ans[0] == 0)
+            ans[0] = EIO;
         char ctl[CMSG_SPACE(sizeof(int))];
         memset(ctl, 0, sizeof(ctl));
-        struct iovec iov = {.iov_base = &e, .iov_len = sizeof(e)};
+        struct iovec iov = {.iov_base = ans, .iov_len = sizeof(ans)};
         struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
         if (fd >= 0) {
+            ans[0] = 0;
             msg.msg_control = ctl;
             msg.msg_controllen = sizeof(ctl);
             struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
@@ -78,13 +86,13 @@ static int open_as(const char *path, const struct user_creds *u, mode_t type,
             cm->cmsg_len = CMSG_LEN(sizeof(int));
             memcpy(CMSG_DATA(cm), &fd, sizeof(int));
         }
-        _exit(sendmsg(sv[1], &msg, 0) == (ssize_t)sizeof(e) ? 0 : 1);
+        _exit(sendmsg(sv[1], &msg, 0) == (ssize_t)sizeof(ans) ? 0 : 1);
     }
     close(sv[1]);
-    int e = EIO, fd = -1;
+    int ans[2] = {EIO, 0}, fd = -1;
     if (pid > 0) {
         char ctl[CMSG_SPACE(sizeof(int))];
-        struct iovec iov = {.iov_base = &e, .iov_len = sizeof(e)};
+        struct iovec iov = {.iov_base = ans, .iov_len = sizeof(ans)};
         struct msghdr msg = {.msg_iov = &iov,
                              .msg_iovlen = 1,
                              .msg_control = ctl,
@@ -93,8 +101,8 @@ static int open_as(const char *path, const struct user_creds *u, mode_t type,
         while ((got = recvmsg(sv[0], &msg, MSG_CMSG_CLOEXEC)) < 0 &&
                errno == EINTR)
             ;
-        if (got != (ssize_t)sizeof(e))
-            e = EIO;
+        if (got != (ssize_t)sizeof(ans))
+            ans[0] = EIO;
         struct cmsghdr *cm = got > 0 ? CMSG_FIRSTHDR(&msg) : NULL;
         if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
             cm->cmsg_len == CMSG_LEN(sizeof(int)))
@@ -103,12 +111,33 @@ static int open_as(const char *path, const struct user_creds *u, mode_t type,
             ;
     }
     close(sv[0]);
-    if (e == 0 && fd >= 0)
+    if (aux)
+        *aux = ans[1];
+    if (ans[0] == 0 && fd >= 0)
         return fd;
     if (fd >= 0)
         close(fd);
-    *err = e ? e : EIO;
+    *err = ans[0] ? ans[0] : EIO;
     return -1;
+}
+
+struct open_req {
+    const char *path;
+    mode_t type;
+};
+
+static int open_fn(void *arg, int *aux, int *err)
+{
+    (void)aux;
+    const struct open_req *r = arg;
+    return open_here(r->path, r->type, err);
+}
+
+static int open_as(const char *path, const struct user_creds *u, mode_t type,
+                   int *err)
+{
+    struct open_req r = {.path = path, .type = type};
+    return user_run(u, open_fn, &r, NULL, err);
 }
 
 int user_open_path(const char *path, const struct user_creds *u, int *err)

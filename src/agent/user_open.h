@@ -32,4 +32,17 @@ int user_open_path(const char *path, const struct user_creds *u, int *err);
 int user_open_read(const char *path, const struct user_creds *u, mode_t type,
                    int *err);
 
+/* What user_run runs: a descriptor (the answer), or -1 with *err set;
+ * *aux is a number that travels back with it. */
+typedef int (*user_fn)(void *arg, int *aux, int *err);
+
+/* Run fn(arg) as the user, in a child process that holds no descriptor of
+ * the caller and becomes the user (groups, gid, uid) first; the
+ * descriptor it returns comes back over a socket (SCM_RIGHTS), with *aux.
+ * The child shares the caller's mount namespace, so it sees what the
+ * caller sees with the user's rights. u NULL: fn runs in this process.
+ * The fd, or -1 with *err (the user's errno); *aux is set either way. */
+int user_run(const struct user_creds *u, user_fn fn, void *arg, int *aux,
+             int *err);
+
 #endif

@@ -13,6 +13,10 @@
 #   sec-006 a job opens another job's GPU device node: EPERM (item 6)
 #   sec-007 jobs as root or system accounts are refused unless allowed
 #           (item 7)
+#   sec-011 a job's volume mount path makes nothing on the node: not in
+#           another user's private home (the answer does not tell what is
+#           there), not under root's /srv, nothing left after the job
+#           (issue 27, item 2)
 # Items 4 and 5 (the API's answers to bad input and idle connections) are
 # in 081-security-api.bats.
 
@@ -344,4 +348,57 @@ EOF
     # user's.
     wait_for 30 sh -c "[ \"\$(stat -c %u:%a '$dir/run.json')\" = 0:600 ]"
     pkill -KILL -s "$sid" || true
+}
+
+@test "sec-011 a volume's mount path makes nothing on the node and tells nothing" {
+    shoal_cluster_start 1 1
+    open_test_dir
+    share="$SHOAL_TEST_DIR/share"
+    mkdir -p "$share"
+    echo "from the volume" >"$share/hello.txt"
+    shoal volume create data --host "$share"
+    # Another user's private home, with an .ssh folder in it.
+    home="$SHOAL_TEST_DIR/victimhome"
+    mkdir -p "$home/.ssh"
+    chown -R 23999:23999 "$home"
+    chmod 0700 "$home" "$home/.ssh"
+    before=$(find "$home" -printf '%p %u %m\n' | sort)
+    a=$(submit --user "$ATTACKER" -D /tmp -v "data:$home/.ssh/authorized_keys" -- echo RAN)
+    b=$(submit --user "$ATTACKER" -D /tmp -v "data:$home/.nothere/x" -- echo RAN)
+    wait_job_state "$a" failed
+    wait_job_state "$b" failed
+    # Refused with the user's own answer, the same whether the folder is
+    # there or not.
+    job_why "$a" | grep -q "Permission denied"
+    job_why "$b" | grep -q "Permission denied"
+    same() { job_field "$1" .reason | sed -e "s|$home/[^ ]*|P|g" -e "s|at '[^']*'|at C|"; }
+    [ "$(same "$a")" = "$(same "$b")" ]
+    [ "$(find "$home" -printf '%p %u %m\n' | sort)" = "$before" ]
+    # A folder the user may enter but not list is not laid over either;
+    # nor one whose entries would make too many mounts.
+    mkdir -m 0711 "$SHOAL_TEST_DIR/nolist"
+    mkdir -m 0755 "$SHOAL_TEST_DIR/big"
+    (cd "$SHOAL_TEST_DIR/big" && seq 4100 | xargs touch)
+    c=$(submit --user "$ATTACKER" -D /tmp -v "data:$SHOAL_TEST_DIR/nolist/x" -- echo RAN)
+    d=$(submit --user "$ATTACKER" -D /tmp -v "data:$SHOAL_TEST_DIR/big/x" -- echo RAN)
+    wait_job_state "$c" failed
+    wait_job_state "$d" failed
+    job_why "$c" | grep -q "Permission denied"
+    job_why "$d" | grep -q "holds more than 4096 entries"
+    [ ! -e "$SHOAL_TEST_DIR/nolist/x" ] && [ ! -e "$SHOAL_TEST_DIR/big/x" ]
+    # A mount path under root's /srv (and one at the top of /) works in the
+    # job's view and makes nothing on the node, during or after the job.
+    srv="/srv/shoal-sec011-$$"
+    top="/shoal-sec011-$$"
+    [ ! -e "$srv" ] && [ ! -e "$top" ]
+    id=$(submit --user "$ATTACKER" -D /tmp -v "data:$srv/d" -v "data:$top" -- \
+        sh -c "cat $srv/d/hello.txt $top/hello.txt; ls -d /tmp /proc/self; sleep 1000")
+    wait_job_state "$id" running
+    wait_for 20 sh -c "$SHOAL_CLI logs $id | grep -q /proc/self"
+    [ ! -e "$srv" ] && [ ! -e "$top" ]
+    shoal cancel "$id"
+    wait_job_state "$id" cancelled
+    [ "$(shoal logs "$id" | grep -c 'from the volume')" = 2 ]
+    [ ! -e "$srv" ] && [ ! -e "$top" ]
+    health_ok
 }

@@ -46,6 +46,17 @@
 #           a folder without a lock (an older shim's) is given time
 #   ctr-022 a run adopted by a restarted agent without its notes (run.json)
 #           still reports the digest its image resolved to
+#   ctr-023 in an image, the job opens its GPU's device node read-write
+#           (the host's mode, 0666), `whoami` names its user (a passwd and
+#           group entry), HOME is writable and /sys is read-only
+#           (issue 27, item 9)
+#   ctr-024 an image that unpacks to more than --image-max-size or
+#           --image-max-files fails the job with that reason, and nothing
+#           of it stays in the cache (issue 27, item 4)
+#   ctr-025 an image larger than the whole cache (--image-cache-size)
+#           fails the job with that reason and leaves nothing behind
+#   ctr-026 a volume whose mount path the node lacks (made in the job's
+#           view only) reaches a job in an image
 
 load lib/cluster
 
@@ -66,7 +77,7 @@ setup_file() {
         umoci unpack --image L:t B >/dev/null
         mkdir -p B/rootfs/bin B/rootfs/etc B/rootfs/tmp B/rootfs/work
         cp /bin/busybox B/rootfs/bin/busybox
-        for c in sh id ls cat env pwd sleep echo test grep wc; do
+        for c in sh id ls cat env pwd sleep echo test grep wc whoami awk; do
             ln -s busybox "B/rootfs/bin/$c"
         done
         printf 'ID=shoaltest\nNAME="Shoal test image"\n' >B/rootfs/etc/os-release
@@ -82,6 +93,16 @@ setup_file() {
         mknod -m 0666 B/rootfs/opt/null c 1 3
         umoci repack --image L:t3 B
         skopeo --insecure-policy copy --quiet oci:L:t3 "oci-archive:$d/busybox-dev.tar"
+        # Over the caps: 64 MiB of zeros (a small archive), then 300 files.
+        umoci unpack --image L:t C >/dev/null
+        head -c 64M /dev/zero >C/rootfs/zeros
+        umoci repack --image L:big C
+        skopeo --insecure-policy copy --quiet oci:L:big "oci-archive:$d/busybox-big.tar"
+        rm C/rootfs/zeros
+        mkdir C/rootfs/many
+        for i in $(seq 300); do : >"C/rootfs/many/f$i"; done
+        umoci repack --image L:many C
+        skopeo --insecure-policy copy --quiet oci:L:many "oci-archive:$d/busybox-many.tar"
     ) >"$BATS_FILE_TMPDIR/img.log" 2>&1
     chmod -R a+rX "$d"
 }
@@ -287,8 +308,9 @@ echo x > /data/ro 2>/dev/null || echo data=ro; echo w > /tmp/w && echo tmp=rw'
 
 @test "ctr-009 a full cache evicts the least recently used image no run uses" {
     shoald_start
-    # A cache of 1 KiB: every image no run holds goes when another comes.
-    agent_start node1 1 H100-80GB --image-cache-size 1K
+    # A cache of 3 MiB holds one image (a 2 MB bundle, 1 MB of blobs):
+    # every image no run holds goes when another comes.
+    agent_start node1 1 H100-80GB --image-cache-size 3M
     wait_for 20 nodes_up_is 1
     open_test_dir
     img2="oci-archive:$CTR_IMG_DIR/busybox2.tar"
@@ -814,4 +836,103 @@ busybox chown 0 /own/g 2>/dev/null && echo chowned || echo g=refused'
     AGENT_KEEP_JOBS=1 agent_start node1 1 H100-80GB --image-tls-insecure
     wait_for 60 job_done "$id"
     [ "$(job_field "$id" .image_digest)" = "$want" ]
+}
+
+@test "ctr-023 a job in an image opens its GPU read-write, has a name and a HOME" {
+    shoal_cluster_start 1 1
+    open_test_dir
+    # A user whose home is neither on the node nor in the image.
+    huser=shoalctrh
+    if ! id "$huser" >/dev/null 2>&1; then
+        useradd -M -d /nonexistent/shoalctrh -s /bin/sh -u 23458 "$huser" 2>/dev/null ||
+            useradd -M -d /nonexistent/shoalctrh -s /bin/sh "$huser"
+    fi
+    API_TOKEN=$SHOAL_TOKEN api POST /v1/users "{\"name\":\"$huser\"}"
+    cat >"$SHOAL_TEST_DIR/probe.sh" <<'EOF'
+ls -l /dev/nvidia0 | awk '{print "mode=" $1}'
+if (exec 3<>/dev/nvidia0) 2>/tmp/err.$$; then echo open=ok; else echo "open=$(cat /tmp/err.$$)"; fi
+echo "who=$(whoami)"
+echo "group=$(id -gn)"
+echo "home=$HOME"
+echo "umask=$(umask)"
+echo ok >~/x && echo "homefile=$(cat ~/x)"
+awk '$5 == "/sys" {split($6, o, ","); print "sys=" o[1]}' /proc/self/mountinfo
+EOF
+    chmod 0644 "$SHOAL_TEST_DIR/probe.sh"
+    for u in "$CUSER" "$huser"; do
+        id=$(submit --user "$u" -D /tmp --gpus 1 --image "$IMG" "$SHOAL_TEST_DIR/probe.sh")
+        wait_for 60 job_done "$id"
+        run shoal logs "$id"
+        echo "$output"
+        [ "$(job_state "$id")" = completed ]
+        # The node's mode: anyone may open it (the devices cgroup fences it).
+        echo "$output" | grep -qx "mode=crw-rw-rw-"
+        # Past the permission check: a simulated GPU has no driver behind it.
+        echo "$output" | grep -q "^open=.*No such device or address"
+        echo "$output" | grep -qx "who=$u"
+        echo "$output" | grep -qx "group=$(id -gn "$u")"
+        echo "$output" | grep -qx "home=$(getent passwd "$u" | cut -d: -f6)"
+        echo "$output" | grep -qx "homefile=ok"
+        # crun runs with umask 0 (the device nodes); the job does not.
+        echo "$output" | grep -qx "umask=0022"
+        echo "$output" | grep -qx "sys=ro"
+    done
+    # The per-run home was the job's only.
+    [ ! -e /nonexistent/shoalctrh ]
+}
+
+@test "ctr-024 an image over --image-max-size or --image-max-files fails the job" {
+    [ -f "$CTR_IMG_DIR/busybox-many.tar" ] || skip "the images over the caps could not be built"
+    shoald_start
+    agent_start node1 1 H100-80GB --image-max-size 32M --image-max-files 100
+    wait_for 20 nodes_up_is 1
+    open_test_dir
+    bundles="$SHOAL_TEST_DIR/node1/images/bundles"
+    # 64 MiB of zeros in a small archive: stopped while it unpacks.
+    a=$(submit --user "$CUSER" --image "oci-archive:$CTR_IMG_DIR/busybox-big.tar" -- echo never)
+    wait_for 60 job_done "$a"
+    [ "$(job_state "$a")" = failed ]
+    job_field "$a" .reason | grep -q "busybox-big.tar unpacks to more than 32M (--image-max-size)"
+    b=$(submit --user "$CUSER" --image "oci-archive:$CTR_IMG_DIR/busybox-many.tar" -- echo never)
+    wait_for 60 job_done "$b"
+    [ "$(job_state "$b")" = failed ]
+    job_field "$b" .reason | grep -q "busybox-many.tar unpacks to more than 100 files and folders (--image-max-files)"
+    # Nothing of them stays: no bundle, no partial one.
+    [ -z "$(find "$bundles" -mindepth 1 -maxdepth 1 -type d)" ]
+    # An image under the caps runs.
+    c=$(submit --user "$CUSER" --image "$IMG" -- echo ran)
+    wait_for 60 job_done "$c"
+    [ "$(job_state "$c")" = completed ]
+    [ "$(find "$bundles" -mindepth 1 -maxdepth 1 -type d | wc -l)" = 1 ]
+}
+
+@test "ctr-025 an image larger than the whole image cache fails the job" {
+    [ -f "$CTR_IMG_DIR/busybox-big.tar" ] || skip "the images over the caps could not be built"
+    shoald_start
+    agent_start node1 1 H100-80GB --image-cache-size 16M
+    wait_for 20 nodes_up_is 1
+    open_test_dir
+    bundles="$SHOAL_TEST_DIR/node1/images/bundles"
+    a=$(submit --user "$CUSER" --image "oci-archive:$CTR_IMG_DIR/busybox-big.tar" -- echo never)
+    wait_for 60 job_done "$a"
+    [ "$(job_state "$a")" = failed ]
+    job_field "$a" .reason | grep -q "busybox-big.tar does not fit the node's image cache of 16M (--image-cache-size)"
+    [ -z "$(find "$bundles" -mindepth 1 -maxdepth 1 -type d)" ]
+    [ "$(du -sm "$SHOAL_TEST_DIR/node1/images" | cut -f1)" -lt 16 ]
+}
+
+@test "ctr-026 a volume at a path the node lacks reaches a job in an image" {
+    shoal_cluster_start 1 1
+    open_test_dir
+    share="$SHOAL_TEST_DIR/share"
+    mkdir -p "$share" && echo hello-volume >"$share/note"
+    shoal volume create data --host "$share"
+    top="/shoal-ctr026-$$"
+    id=$(submit --user "$CUSER" -D /tmp --image "$IMG" -v "data:$top/d" -- cat "$top/d/note")
+    wait_for 60 job_done "$id"
+    run shoal logs "$id"
+    echo "$output"
+    [ "$(job_state "$id")" = completed ]
+    [ "$output" = hello-volume ]
+    [ ! -e "$top" ]
 }

@@ -153,6 +153,69 @@ Test(container, config_holds_the_job_and_only_what_it_was_given)
     json_decref(img);
 }
 
+static bool has_option(const json_t *mount, const char *opt)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach (json_object_get(mount, "options"), i, v)
+        if (strcmp(json_string_value(v), opt) == 0)
+            return true;
+    return false;
+}
+
+/* Issue 27: the GPU nodes 0666 (crun's umask is 0, the job's 022), the
+ * user's passwd and group bound read-only, a per-run home, /sys read-only
+ * (a bind, whose "ro" crun applies; a sysfs in a user namespace falls
+ * back to a bind that dropped it). */
+Test(container, the_job_gets_its_gpu_modes_identity_home_and_a_read_only_sys)
+{
+    json_t *img = image_config();
+    json_error_t jerr;
+    json_t *ctr = json_loads(
+        "{\"devices\": [{\"path\": \"/dev/nvidia0\", \"major\": 195, "
+        "\"minor\": 0}]}",
+        0, &jerr);
+    char *argv[] = {"true", NULL};
+    char *env[] = {NULL};
+    struct container_input in = {
+        .image_config = img,
+        .container = ctr,
+        .rootfs = "rootfs",
+        .run_dir = "/state/runs/7.0",
+        .passwd_file = "/state/runs/7.0/ctr/passwd",
+        .group_file = "/state/runs/7.0/ctr/group",
+        .home_src = "/state/runs/7.0/ctr/home",
+        .home_dst = "/home/alice",
+    };
+    struct container_proc proc = {argv, env, 1000, 1000, NULL, 0};
+    char why[256];
+    json_t *cfg = container_config(&in, &proc, why, sizeof(why));
+    cr_assert_not_null(cfg, "%s", why);
+    const json_t *user =
+        json_object_get(json_object_get(cfg, "process"), "user");
+    cr_assert_eq(json_integer_value(json_object_get(user, "umask")), 022);
+    const json_t *dev =
+        find(json_object_get(json_object_get(cfg, "linux"), "devices"), "path",
+             "/dev/nvidia0");
+    cr_assert_eq(json_integer_value(json_object_get(dev, "fileMode")), 0666);
+    const json_t *m = json_object_get(cfg, "mounts");
+    const json_t *sys = find(m, "destination", "/sys");
+    cr_assert_str_eq(json_string_value(json_object_get(sys, "type")), "bind");
+    cr_assert(has_option(sys, "ro"));
+    const json_t *pw = find(m, "destination", "/etc/passwd");
+    cr_assert_str_eq(json_string_value(json_object_get(pw, "source")),
+                     "/state/runs/7.0/ctr/passwd");
+    cr_assert(has_option(pw, "ro"));
+    cr_assert(has_option(find(m, "destination", "/etc/group"), "ro"));
+    const json_t *home = find(m, "destination", "/home/alice");
+    cr_assert_str_eq(json_string_value(json_object_get(home, "source")),
+                     "/state/runs/7.0/ctr/home");
+    cr_assert_not(has_option(home, "ro"));
+    json_decref(cfg);
+    json_decref(ctr);
+    json_decref(img);
+}
+
 Test(container, workdir_and_path_defaults)
 {
     json_error_t jerr;
