@@ -291,11 +291,6 @@ void api_agent_work(struct shoald *d, struct api_req *req)
     api_hold(req);
 }
 
-void api_agent_attach(struct shoald *d)
-{
-    d->wake_agent = api_agent_answer_poll;
-}
-
 void api_agent_answer_poll(struct shoald *d, const struct node *n,
                            const struct sh_error *err)
 {

@@ -41,9 +41,8 @@
 struct cluster {
     struct sched *sched;
     struct sched_decisions dec;
-    bool schedule_pending; /* a pass is due before the loop sleeps */
-    bool rebuild;          /* rebuild the engine before the next pass */
-    bool wake_registered;  /* a commit_after for agent polls is queued */
+    bool rebuild;         /* rebuild the engine before the next pass */
+    bool wake_registered; /* a commit_after for agent polls is queued */
     int64_t last_pass_ms;
     int64_t last_evict_ms;
     struct array_rt *arrays; /* arrays with a %M: tasks counted against it */
@@ -60,12 +59,6 @@ struct cluster {
 static const double pass_bounds[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025,
                                      0.005,  0.01,    0.025,  0.05,  0.1,
                                      0.25,   0.5,     1.0,    2.5};
-
-void shoald_schedule_soon(struct shoald *d)
-{
-    if (d->cluster)
-        d->cluster->schedule_pending = true;
-}
 
 /* The cluster decides placements, never states: a start, a preemption or
  * a dependency that can never be met is posted to the job lifecycle
@@ -453,7 +446,7 @@ static int build(struct shoald *d, struct sh_error *err)
     for (struct node *n = nodetab_next(d->nodes, NULL); n;
          n = nodetab_next(d->nodes, n))
         n->running = nodetab_rt(d->nodes, n->name)->njobs;
-    c->schedule_pending = true;
+    d->schedule_pending = true;
     return 0;
 }
 
@@ -989,7 +982,7 @@ void cluster_job_release(struct shoald *d, struct job *job)
 bool cluster_pass_due(const struct shoald *d)
 {
     const struct cluster *c = d->cluster;
-    return c && (c->schedule_pending || c->rebuild || c->gate_dirty);
+    return c && (d->schedule_pending || c->rebuild || c->gate_dirty);
 }
 
 void cluster_before_sleep(struct shoald *d)
@@ -1001,9 +994,9 @@ void cluster_before_sleep(struct shoald *d)
         return;
     }
     gate_recheck(d);
-    if (!c->schedule_pending)
+    if (!d->schedule_pending)
         return;
-    c->schedule_pending = false;
+    d->schedule_pending = false;
     c->last_pass_ms = shoald_now_ms(d);
     int64_t t0 = clock_mono_us();
     if (sched_run(c->sched, c->last_pass_ms, false, &c->dec, &err) < 0) {

@@ -175,7 +175,6 @@ int ha_start(struct shoald *d, int port, int argc, char **argv,
     if (!ha)
         return sh_errorf(err, SH_EINTERNAL, "out of memory");
     d->ha = ha;
-    commit_on_fenced(d->commit, ha_fenced, d);
     ha->argc = argc;
     ha->argv = argv;
     ha->port = port;

@@ -39,14 +39,6 @@ static int load_job(const struct store_job_row *row, const json_t *rec,
     return 0;
 }
 
-/* d->job_transition: the cluster's way in (a start, a preemption, a
- * dependency that can never be met). */
-static int post_transition(struct shoald *d, struct job *job, int to,
-                           const char *reason, struct sh_error *err)
-{
-    return jobs_transition(d, job, (enum job_state)to, reason, err);
-}
-
 int jobs_load(struct shoald *d, struct sh_error *err)
 {
     struct jobtab *t = jobtab_create();
@@ -64,7 +56,6 @@ int jobs_load(struct shoald *d, struct sh_error *err)
         jobtab_raise_next_id(t, jobtab_next_id(d->jobs));
     jobtab_destroy(d->jobs);
     d->jobs = t;
-    d->job_transition = post_transition;
     return 0;
 }
 

@@ -26,7 +26,6 @@ static const struct api_caller agent = {.role = API_AGENT, .node = "n1"};
 static void setup(void)
 {
     state_fixture_open(&d, dir, sizeof(dir), "shoal-agent-test");
-    api_agent_attach(&d);
     api_harness_set_commit(d.commit);
     struct sh_error err = {0};
     char token[AUTH_TOKEN_LEN + 1];
