@@ -24,7 +24,7 @@
 #include "shoald/acct.h"
 #include "shoald/api_handlers.h"
 #include "shoald/auth.h"
-#include "shoald/cluster.h"
+#include "shoald/engine.h"
 #include "shoald/commit.h"
 #include "shoald/jobs.h"
 #include "shoald/jobtab.h"

@@ -17,7 +17,7 @@
 #include "lib/util/prom.h"
 #include "shoald/api_handlers.h"
 #include "shoald/auth.h"
-#include "shoald/cluster.h"
+#include "shoald/engine.h"
 #include "shoald/commit.h"
 #include "shoald/jobtab.h"
 #include "shoald/nodetab.h"

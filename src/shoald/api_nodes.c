@@ -6,7 +6,7 @@
 #include "lib/model/node_json.h"
 #include "lib/util/utf8.h"
 #include "shoald/api_handlers.h"
-#include "shoald/cluster.h"
+#include "shoald/engine.h"
 #include "shoald/jobtab.h"
 #include "shoald/nodes.h"
 #include "shoald/nodetab.h"

@@ -20,7 +20,7 @@
 #include "shoald/acct.h"
 #include "shoald/api_handlers.h"
 #include "shoald/auth.h"
-#include "shoald/cluster.h"
+#include "shoald/engine.h"
 #include "shoald/jobtab.h"
 #include "shoald/policy.h"
 #include "shoald/tenancy.h"

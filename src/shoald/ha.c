@@ -12,7 +12,7 @@
 #include "lib/loop/loop.h"
 #include "lib/util/clock.h"
 #include "lib/util/log.h"
-#include "shoald/cluster.h"
+#include "shoald/engine.h"
 #include "shoald/commit.h"
 #include "shoald/logs.h"
 #include "shoald/nodetab.h"

@@ -12,7 +12,7 @@
 #include "lib/util/log.h"
 #include "lib/util/utf8.h"
 #include "shoald/auth.h"
-#include "shoald/cluster.h"
+#include "shoald/engine.h"
 #include "shoald/gate.h"
 #include "shoald/jobtab.h"
 #include "shoald/logs.h"

@@ -24,7 +24,7 @@
 #include "shoald/api.h"
 #include "shoald/api_handlers.h"
 #include "shoald/auth.h"
-#include "shoald/cluster.h"
+#include "shoald/engine.h"
 #include "shoald/commit.h"
 #include "shoald/ha.h"
 #include "shoald/jobtab.h"

@@ -9,7 +9,7 @@
 #include "lib/model/node_json.h"
 #include "lib/util/log.h"
 #include "shoald/acct.h"
-#include "shoald/cluster.h"
+#include "shoald/engine.h"
 #include "shoald/jobs.h"
 #include "shoald/jobtab.h"
 #include "shoald/nodetab.h"

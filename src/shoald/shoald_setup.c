@@ -12,7 +12,7 @@
 #include "lib/util/log.h"
 #include "shoald/api_handlers.h"
 #include "shoald/auth.h"
-#include "shoald/cluster.h"
+#include "shoald/engine.h"
 #include "shoald/commit.h"
 #include "shoald/ha.h"
 #include "shoald/jobs.h"

@@ -16,7 +16,7 @@
 #include "lib/util/log.h"
 #include "lib/util/utf8.h"
 #include "shoald/auth.h"
-#include "shoald/cluster.h"
+#include "shoald/engine.h"
 #include "shoald/commit.h"
 #include "shoald/jobs.h"
 #include "shoald/nodetab.h"

@@ -12,7 +12,7 @@
 #include "api_harness.h"
 #include "shoald/api_handlers.h"
 #include "shoald/auth.h"
-#include "shoald/cluster.h"
+#include "shoald/engine.h"
 #include "shoald/commit.h"
 #include "shoald/nodes.h"
 #include "shoald/nodetab.h"

@@ -21,7 +21,7 @@
 #include "lib/loop/loop.h"
 #include "lib/model/job_json.h"
 #include "shoald/auth.h"
-#include "shoald/cluster.h"
+#include "shoald/engine.h"
 #include "shoald/commit.h"
 #include "shoald/jobs.h"
 #include "shoald/jobtab.h"

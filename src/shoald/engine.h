@@ -12,8 +12,8 @@
  * confirms the processes are gone (cluster_part_gone), or the node is
  * declared down. Only then does the engine see them free.
  */
-#ifndef SHOAL_SHOALD_CLUSTER_H
-#define SHOAL_SHOALD_CLUSTER_H
+#ifndef SHOAL_SHOALD_ENGINE_H
+#define SHOAL_SHOALD_ENGINE_H
 
 #include <jansson.h>
 

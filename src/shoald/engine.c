@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Binding jobs to nodes through the scheduling engine (see cluster.h).
+/* Binding jobs to nodes through the scheduling engine (see engine.h).
  *
  * Every job goes through the engine, those that ask for no GPU too: they
  * are the engine's own queue class (src/sched/sched_cpu.c), ordered and
  * limited like GPU jobs, and placed on the eligible up node with the
  * fewest running jobs. */
-#include "shoald/cluster.h"
+#include "shoald/engine.h"
 
 #include <stdbool.h>
 #include <stdio.h>
