@@ -31,6 +31,7 @@
 #include "shoald/logs.h"
 #include "shoald/nodes.h"
 #include "shoald/nodetab.h"
+#include "shoald/nodework.h"
 #include "shoald/slices.h"
 #include "store/store.h"
 

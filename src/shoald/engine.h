@@ -73,13 +73,6 @@ void cluster_node_removed(struct shoald *d, const char *name);
  * jobs, then tells the engine with cluster_node_changed()). */
 void cluster_node_down(struct shoald *d, struct node *n, const char *why);
 
-/* The node's desired work for its agent (a new reference). */
-json_t *cluster_node_work(struct shoald *d, const struct node *n);
-
-/* Bump a node's generation so its agent's held poll is answered after the
- * next commit. */
-void cluster_node_touch(struct shoald *d, const char *node);
-
 /* Call fn for each GPU of node n that a job's live allocation holds: the
  * job and the GPU's index on n (a GPU whose slices several jobs hold comes
  * once per holder). For the node views and the metrics. */

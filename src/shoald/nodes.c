@@ -13,6 +13,7 @@
 #include "shoald/jobs.h"
 #include "shoald/jobtab.h"
 #include "shoald/nodetab.h"
+#include "shoald/nodework.h"
 #include "shoald/slices.h"
 #include "store/store.h"
 

@@ -89,6 +89,8 @@ struct shoald {
     bool stopping;
     bool schedule_pending; /* a pass is due before the loop sleeps
                               (shoald_schedule_soon; the engine runs it) */
+    bool wake_registered;  /* a commit_after for agent polls is queued
+                              (nodework.c) */
     /* Answer node n's held work poll with its work, or with err when not
      * NULL. The HTTP layer's (api_agent_answer_poll), wired by
      * shoald_create (shoald_setup.c), so that the cluster wakes agents

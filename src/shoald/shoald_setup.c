@@ -3,6 +3,7 @@
  * The top of src/shoald below main.c: it calls every module's create and
  * destroy, and it alone sets the call-backs by which a lower module calls
  * a higher one. */
+#include "shoald/nodework.h"
 #include "shoald/shoald_setup.h"
 
 #include <stdlib.h>

@@ -16,6 +16,7 @@
 #include "shoald/commit.h"
 #include "shoald/nodes.h"
 #include "shoald/nodetab.h"
+#include "shoald/nodework.h"
 #include "shoald/shoald.h"
 #include "state_fixture.h"
 

@@ -20,6 +20,7 @@
 #include "shoald/jobtab.h"
 #include "shoald/nodes.h"
 #include "shoald/nodetab.h"
+#include "shoald/nodework.h"
 #include "shoald/secrets.h"
 #include "shoald/slices.h"
 #include "shoald/state.h"
