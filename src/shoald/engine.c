@@ -59,8 +59,8 @@ static const double pass_bounds[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025,
 /* The cluster decides placements, never states: a start, a preemption or
  * a dependency that can never be met is posted to the job lifecycle
  * (jobs.c, through d->job_transition). */
-static int post_transition(struct shoald *d, struct job *job, enum job_state to,
-                           const char *reason, struct sh_error *err)
+static int tell_lifecycle(struct shoald *d, struct job *job, enum job_state to,
+                          const char *reason, struct sh_error *err)
 {
     if (!d->job_transition)
         return sh_errorf(err, SH_EINTERNAL, "no job lifecycle to tell");
@@ -671,7 +671,7 @@ static void start_job(struct shoald *d, struct job *job,
     job->util_ms = 0;
     job->idle_since_ms = 0;
     job->idle = false;
-    if (post_transition(d, job, JOB_RUNNING, NULL, &err) < 0) {
+    if (tell_lifecycle(d, job, JOB_RUNNING, NULL, &err) < 0) {
         sh_log(LOG_ERR, "cluster", "job %llu cannot start: %s",
                (unsigned long long)job->id, err.msg);
         return;
@@ -725,7 +725,7 @@ static void apply_preempts(struct shoald *d)
                  for_job ? for_job->spec.project : "?",
                  (unsigned long long)p->for_job);
         struct sh_error err;
-        if (post_transition(d, job, JOB_PREEMPTED, reason, &err) < 0)
+        if (tell_lifecycle(d, job, JOB_PREEMPTED, reason, &err) < 0)
             sh_log(LOG_ERR, "cluster", "job %llu: %s",
                    (unsigned long long)job->id, err.msg);
         else
@@ -767,7 +767,7 @@ static void gate_recheck(struct shoald *d)
                 continue;
             if (g == GATE_NEVER) {
                 struct sh_error err;
-                if (post_transition(d, job, JOB_CANCELLED, why, &err) < 0)
+                if (tell_lifecycle(d, job, JOB_CANCELLED, why, &err) < 0)
                     sh_log(LOG_ERR, "cluster", "job %llu: %s",
                            (unsigned long long)job->id, err.msg);
                 continue;
