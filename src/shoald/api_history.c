@@ -14,6 +14,7 @@
 #include "lib/util/strbuf.h"
 #include "lib/util/utf8.h"
 #include "shoald/api_handlers.h"
+#include "shoald/jobs.h"
 #include "shoald/policy.h"
 #include "store/store.h"
 
@@ -156,7 +157,7 @@ void api_history(struct shoald *d, struct api_req *req)
     strbuf_appends(&h.csv, "id,submit,duration,gpus,nodes,user,project,"
                            "gpu_type,priority,time_limit,slice\n");
     /* Jobs that ran and ended in the window. */
-    int rc = store_scan_jobs(d->store, h.from, 0, history_job, &h, &err);
+    int rc = jobs_scan_stored(d, h.from, history_job, &h, &err);
     if (rc < 0 || h.too_big) {
         if (h.too_big)
             sh_errorf(&err, SH_ETOOLARGE,

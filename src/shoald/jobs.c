@@ -638,3 +638,28 @@ struct job *jobs_find(struct shoald *d, uint64_t id, bool *owned,
 {
     return jobtab_find(d->jobs, d->store, id, owned, err);
 }
+
+int jobs_part_exited(struct shoald *d, struct job *job, const char *node,
+                     int exit_code, int exit_signal, const char *reason,
+                     const char *error, bool progress_shown,
+                     struct sh_error *err)
+{
+    if (progress_shown)
+        job_set_reason(job, NULL); /* the end says its own */
+    if (jobs_part_done(d, job, node, exit_code, exit_signal, reason, err) < 0)
+        return -1;
+    /* A run that could not start says why: that is the job's reason. */
+    if (error && *error && job->state == JOB_FAILED) {
+        char why[JOB_REASON_MAX];
+        snprintf(why, sizeof(why), "%s on %s", error, node);
+        job_set_reason(job, why);
+        return jobs_persist(d, job, err);
+    }
+    return 0;
+}
+
+int jobs_scan_stored(struct shoald *d, int64_t from_ms, store_job_f fn,
+                     void *arg, struct sh_error *err)
+{
+    return store_scan_jobs(d->store, from_ms, 0, fn, arg, err);
+}

@@ -12,6 +12,7 @@
 #include "lib/model/job.h"
 #include "shoald/auth.h"
 #include "shoald/shoald.h"
+#include "store/store.h"
 
 /* Load active jobs and recently finished ones from the store into a fresh
  * table, replacing d->jobs. */
@@ -93,6 +94,21 @@ void jobs_node_down(struct shoald *d, struct node *n, const char *why);
 /* Whether an ended job goes back to pending once its GPUs are released:
  * preempted or lost with spec.requeue, or a user asked (`shoal requeue`). */
 bool jobs_requeue_due(const struct job *job);
+
+/* A node's agent reports its part of job ended (jobs_part_done), and the
+ * job's reason follows: progress_shown (the reason was the run's progress,
+ * "pulling image on n1") clears it, and error (a run that could not start
+ * says why) becomes the reason of a job that failed. */
+int jobs_part_exited(struct shoald *d, struct job *job, const char *node,
+                     int exit_code, int exit_signal, const char *reason,
+                     const char *error, bool progress_shown,
+                     struct sh_error *err);
+
+/* Call fn for each job in the store (finished ones too) from from_ms on,
+ * for the history: the store's scan (store_scan_jobs, no end) behind the
+ * jobs module. */
+int jobs_scan_stored(struct shoald *d, int64_t from_ms, store_job_f fn,
+                     void *arg, struct sh_error *err);
 
 /* Add the job's current record to the open batch. */
 int jobs_persist(struct shoald *d, const struct job *job, struct sh_error *err);

@@ -351,3 +351,63 @@ int nodes_forget(struct shoald *d, struct node *n, const char *who,
     cluster_node_removed(d, n->name);
     return 0;
 }
+
+/* ---- what a heartbeat reports ---- */
+
+/* True when node runs a part of the job's current attempt. */
+bool nodes_job_on(const struct job *job, const char *node)
+{
+    for (int i = 0; i < job->nalloc; i++) {
+        if (strcmp(job->alloc[i].node, node) == 0)
+            return true;
+    }
+    return false;
+}
+
+int nodes_gpu_samples(struct node *n, const json_t *gpus, struct sh_error *err)
+{
+    if (!gpus)
+        return 0;
+    if (!json_is_array(gpus) || json_array_size(gpus) > GPU_PER_NODE_MAX)
+        return sh_errorf(err, SH_EINVAL, "gpus must be an array of samples");
+    size_t i;
+    json_t *s;
+    json_array_foreach (gpus, i, s) {
+        int index, util;
+        json_int_t used;
+        if (json_unpack((json_t *)s, "{s:i, s:i, s:I}", "index", &index,
+                        "utilization", &util, "memory_used", &used) < 0 ||
+            util < -1 || util > 100 || used < 0)
+            return sh_errorf(err, SH_EINVAL,
+                             "a GPU sample needs index, utilization (-1..100) "
+                             "and memory_used");
+        for (int g = 0; g < n->ngpus; g++) {
+            if (n->gpus[g].index == index) {
+                n->gpus[g].util_pct = util;
+                n->gpus[g].mem_used = (uint64_t)used;
+            }
+        }
+    }
+    return 0;
+}
+
+int nodes_run_exited(struct shoald *d, struct node *n,
+                     const struct nodes_run_exit *e, struct sh_error *err)
+{
+    struct job *job = jobtab_get(d->jobs, (uint64_t)e->id);
+    if (!job || job_attempt(job) != e->attempt)
+        return 0; /* an old run: the agent stops it by itself */
+    sh_debug("agent", "node=%s job=%lld attempt=%lld exited code=%d signal=%d",
+             n->name, (long long)e->id, (long long)e->attempt, e->exit_code,
+             e->exit_signal);
+    /* Only a node that runs a part of the job reports on it (and charges
+     * usage to it). */
+    if (!nodes_job_on(job, n->name))
+        return sh_errorf(err, SH_EFORBIDDEN, "job %lld has no part on node %s",
+                         (long long)e->id, n->name);
+    acct_part_usage(job, e->cpu_ns, e->mem_peak);
+    nodes_job_digest(d, n->name, e->id, e->attempt, e->digest);
+    return jobs_part_exited(d, job, n->name, e->exit_code, e->exit_signal,
+                            e->reason, e->error,
+                            nodes_progress_reason(job->reason), err);
+}

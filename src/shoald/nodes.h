@@ -72,6 +72,27 @@ void nodes_check_heartbeats(struct shoald *d, int64_t now);
 int nodes_set_drain(struct shoald *d, struct node *n, bool drain,
                     const char *who, struct sh_error *err);
 
+/* What a heartbeat reports, nodes.c applying it. */
+/* True when node runs a part of the job's current attempt. */
+bool nodes_job_on(const struct job *job, const char *node);
+/* GPU samples (a JSON array of {index, utilization, memory_used}; NULL is
+ * none) into node n's GPUs. */
+int nodes_gpu_samples(struct node *n, const json_t *gpus, struct sh_error *err);
+/* One run's end, as its agent reported it. */
+struct nodes_run_exit {
+    json_int_t id, attempt;
+    int exit_code, exit_signal;
+    const char *reason; /* "timeout", "cancelled", "lost" or NULL */
+    const char *error;  /* why the run could not start, or NULL */
+    uint64_t cpu_ns, mem_peak;
+    const char *digest; /* the image digest its reference resolved to */
+};
+/* Node n's agent reports a run ended: an old attempt is ignored (0); a job
+ * without a part on n is refused (SH_EFORBIDDEN); else its usage and image
+ * digest are noted and the job's part ends (jobs_part_exited). */
+int nodes_run_exited(struct shoald *d, struct node *n,
+                     const struct nodes_run_exit *e, struct sh_error *err);
+
 /* Forget node n (a down node without jobs; else SH_ECONFLICT): its record
  * and agent tokens are deleted and n is freed. */
 int nodes_forget(struct shoald *d, struct node *n, const char *who,
