@@ -64,11 +64,8 @@ static int history_job(const struct store_job_row *row, const json_t *rec,
         (h->states && (job_state_from_name(row->state, &st) < 0 ||
                        !(h->states & (1u << st)))))
         return 0;
-    struct job view;
-    memset(&view, 0, sizeof(view));
-    view.spec.user = (char *)row->user;
-    view.spec.project = (char *)row->project;
-    if (!policy_can_view(h->d->tenancy, h->caller, &view))
+    if (!policy_can_view_stored(h->d->tenancy, h->caller, row->user,
+                                row->project))
         return 0;
     const json_t *spec = json_object_get(rec, "spec");
     if (!h->trace) {
