@@ -155,27 +155,6 @@ static bool uses_gpus(const struct job *job)
     return job_spec_uses_gpus(&job->spec);
 }
 
-void cluster_each_gpu_holder(struct shoald *d, const struct node *n,
-                             cluster_gpu_holder_f fn, void *arg)
-{
-    struct node_rt *rt = nodetab_rt(d->nodes, n->name);
-    for (int i = 0; i < rt->njobs; i++) {
-        const struct job *job = jobtab_get(d->jobs, rt->jobs[i]);
-        for (int a = 0; job && a < job->nalloc; a++) {
-            const struct job_alloc *al = &job->alloc[a];
-            if (al->done || strcmp(al->node, n->name) != 0)
-                continue;
-            for (int g = 0; g < al->ngpus; g++) {
-                int slice;
-                const struct gpu_info *gi =
-                    node_find_gpu(n, al->gpus[g], &slice);
-                if (gi)
-                    fn(job, (int)(gi - n->gpus), arg);
-            }
-        }
-    }
-}
-
 /* Map a job's placement (UUIDs) back to GPU and slice indices. */
 static int placement_of(struct shoald *d, const struct job *job,
                         struct sched_place *places, int max)

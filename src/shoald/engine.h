@@ -73,13 +73,6 @@ void cluster_node_removed(struct shoald *d, const char *name);
  * jobs, then tells the engine with cluster_node_changed()). */
 void cluster_node_down(struct shoald *d, struct node *n, const char *why);
 
-/* Call fn for each GPU of node n that a job's live allocation holds: the
- * job and the GPU's index on n (a GPU whose slices several jobs hold comes
- * once per holder). For the node views and the metrics. */
-typedef void (*cluster_gpu_holder_f)(const struct job *job, int gpu, void *arg);
-void cluster_each_gpu_holder(struct shoald *d, const struct node *n,
-                             cluster_gpu_holder_f fn, void *arg);
-
 /* The sum of the GPU shares a job holds (1 per whole GPU, the slice's
  * share per slice). */
 double cluster_slice_share_sum(const struct shoald *d, const struct job *job);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The node table (see nodetab.h): a uthash by name, sorted on insert so
  * iteration is in name order. */
+#include "shoald/jobtab.h"
 #include "shoald/nodetab.h"
 
 #include <stdlib.h>
@@ -137,5 +138,27 @@ void nodetab_take_runtime(struct nodetab *t, struct nodetab *old)
         memset(&o->rt, 0, sizeof(o->rt));
         e->node->alive = o->node->alive;
         e->node->last_heartbeat_ms = o->node->last_heartbeat_ms;
+    }
+}
+
+void nodetab_each_gpu_part(const struct nodetab *t, const struct jobtab *jobs,
+                           const struct node *n, nodetab_gpu_part_f fn,
+                           void *arg)
+{
+    struct node_rt *rt = nodetab_rt(t, n->name);
+    for (int i = 0; rt && i < rt->njobs; i++) {
+        const struct job *job = jobtab_get(jobs, rt->jobs[i]);
+        for (int a = 0; job && a < job->nalloc; a++) {
+            const struct job_alloc *al = &job->alloc[a];
+            if (al->done || strcmp(al->node, n->name) != 0)
+                continue;
+            for (int g = 0; g < al->ngpus; g++) {
+                int slice;
+                const struct gpu_info *gi =
+                    node_find_gpu(n, al->gpus[g], &slice);
+                if (gi)
+                    fn(job, a, (int)(gi - n->gpus), slice, arg);
+            }
+        }
     }
 }
