@@ -5,7 +5,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -507,16 +506,6 @@ static int csi_release(const char *dir)
     return rc;
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag,
-                        struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    remove(path);
-    return 0;
-}
-
 static bool named(const json_t *in_use, const char *stage)
 {
     size_t i;
@@ -568,7 +557,7 @@ int stage_release_unused(const char *stages_dir, const json_t *in_use)
         snprintf(path, sizeof(path), "%s/mnt", dir);
         rmdir(path);
         snprintf(path, sizeof(path), "%s/cache", dir);
-        nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+        file_remove_tree(path);
         rmdir(dir);
         if (lock >= 0)
             close(lock);
