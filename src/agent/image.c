@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "lib/model/job_container.h"
+#include "lib/util/file.h"
 #include "lib/util/log.h"
 
 #define TOOL_OUT_MAX (1 << 20)
@@ -233,19 +234,9 @@ uint64_t image_du(const char *path)
     return du_total;
 }
 
-static int rm_one(const char *path, const struct stat *st, int flag,
-                  struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    remove(path);
-    return 0;
-}
-
 static void rm_tree(const char *path)
 {
-    nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS);
+    file_remove_tree(path);
 }
 
 /* ---- the cache ---- */
