@@ -457,12 +457,7 @@ int cluster_create(struct shoald *d, struct sh_error *err)
                    (int)(sizeof(pass_bounds) / sizeof(pass_bounds[0])));
     /* A controller that just started gives every known node one heartbeat
      * timeout to reconnect before its jobs are declared lost. */
-    int64_t now = shoald_now_ms(d);
-    for (struct node *n = nodetab_next(d->nodes, NULL); n;
-         n = nodetab_next(d->nodes, n)) {
-        n->alive = true;
-        n->last_heartbeat_ms = now;
-    }
+    nodetab_grace(d->nodes, shoald_now_ms(d), true);
     if (build(d, err) < 0)
         return -1;
     return 0;
@@ -937,12 +932,6 @@ void cluster_node_removed(struct shoald *d, const char *name)
     }
     nodetab_remove(d->nodes, name);
     shoald_schedule_soon(d);
-}
-
-void cluster_node_down(struct shoald *d, struct node *n, const char *why)
-{
-    n->alive = false;
-    sh_log(LOG_WARNING, "cluster", "node %s is down: %s", n->name, why);
 }
 
 /* ---- views ---- */

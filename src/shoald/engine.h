@@ -69,10 +69,6 @@ void cluster_node_changed(struct shoald *d, struct node *n);
 /* Forget a down node without jobs: out of the engine and the table. */
 void cluster_node_removed(struct shoald *d, const char *name);
 
-/* A node stopped answering: it is marked dead (jobs_node_down() ends its
- * jobs, then tells the engine with cluster_node_changed()). */
-void cluster_node_down(struct shoald *d, struct node *n, const char *why);
-
 /* The sum of the GPU shares a job holds (1 per whole GPU, the slice's
  * share per slice). */
 double cluster_slice_share_sum(const struct shoald *d, const struct job *job);

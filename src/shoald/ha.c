@@ -100,10 +100,7 @@ static int64_t wait_tick(struct shoald *d)
     }
     ha->reload_failures = 0;
     /* Nodes could not reach us meanwhile: one heartbeat timeout each. */
-    int64_t now = shoald_now_ms(d);
-    for (struct node *n = nodetab_next(d->nodes, NULL); n;
-         n = nodetab_next(d->nodes, n))
-        n->last_heartbeat_ms = now;
+    nodetab_grace(d->nodes, shoald_now_ms(d), false);
     ha->role = HA_LEADER;
     sh_log(LOG_NOTICE, "ha", "leading again (epoch %llu), state reloaded",
            (unsigned long long)ha->epoch);

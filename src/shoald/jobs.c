@@ -327,7 +327,7 @@ int jobs_part_done(struct shoald *d, struct job *job, const char *node,
 void jobs_node_down(struct shoald *d, struct node *n, const char *why)
 {
     struct node_rt *rt = nodetab_rt(d->nodes, n->name);
-    cluster_node_down(d, n, why);
+    nodetab_node_down(n, why);
     /* Work on its copy: jobs_part_done edits the list. */
     int count = rt->njobs;
     uint64_t *ids = count ? malloc((size_t)count * sizeof(uint64_t)) : NULL;

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The node table (see nodetab.h): a uthash by name, sorted on insert so
  * iteration is in name order. */
-#include "shoald/jobtab.h"
 #include "shoald/nodetab.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <uthash.h>
+
+#include "lib/util/log.h"
+#include "shoald/jobtab.h"
 
 struct node_entry {
     struct node *node;
@@ -161,4 +163,19 @@ void nodetab_each_gpu_part(const struct nodetab *t, const struct jobtab *jobs,
             }
         }
     }
+}
+
+void nodetab_grace(const struct nodetab *t, int64_t now_ms, bool revive)
+{
+    for (struct node *n = nodetab_next(t, NULL); n; n = nodetab_next(t, n)) {
+        if (revive)
+            n->alive = true;
+        n->last_heartbeat_ms = now_ms;
+    }
+}
+
+void nodetab_node_down(struct node *n, const char *why)
+{
+    n->alive = false;
+    sh_log(LOG_WARNING, "cluster", "node %s is down: %s", n->name, why);
 }
