@@ -641,10 +641,9 @@ struct job *jobs_find(struct shoald *d, uint64_t id, bool *owned,
 
 int jobs_part_exited(struct shoald *d, struct job *job, const char *node,
                      int exit_code, int exit_signal, const char *reason,
-                     const char *error, bool progress_shown,
-                     struct sh_error *err)
+                     const char *error, struct sh_error *err)
 {
-    if (progress_shown)
+    if (jobs_progress_reason(job->reason))
         job_set_reason(job, NULL); /* the end says its own */
     if (jobs_part_done(d, job, node, exit_code, exit_signal, reason, err) < 0)
         return -1;
@@ -662,4 +661,52 @@ int jobs_scan_stored(struct shoald *d, int64_t from_ms, store_job_f fn,
                      void *arg, struct sh_error *err)
 {
     return store_scan_jobs(d->store, from_ms, 0, fn, arg, err);
+}
+
+/* ---- what a job's nodes report of its runs ---- */
+
+/* A reason that only says what a node does before the job starts (the
+ * notes of runs_alive_json): shown while it lasts, never the end's. */
+bool jobs_progress_reason(const char *reason)
+{
+    static const char *const notes[] = {"resolving image", "pulling image",
+                                        "unpacking image", NULL};
+    for (int i = 0; reason && notes[i]; i++) {
+        if (strncmp(reason, notes[i], strlen(notes[i])) == 0)
+            return true;
+    }
+    return false;
+}
+
+void jobs_note_progress(struct job *job, const char *node, const char *note)
+{
+    if (note && jobs_progress_reason(note) && strlen(note) < 100) {
+        char why[JOB_REASON_MAX];
+        snprintf(why, sizeof(why), "%s on %s", note, node);
+        if (!job->reason || strcmp(job->reason, why) != 0)
+            job_set_reason(job, why);
+    } else if (!note && jobs_progress_reason(job->reason)) {
+        char suffix[JOB_IDENT_MAX + 8];
+        snprintf(suffix, sizeof(suffix), " on %s", node);
+        size_t n = strlen(job->reason), k = strlen(suffix);
+        if (n > k && strcmp(job->reason + n - k, suffix) == 0)
+            job_set_reason(job, NULL);
+    }
+}
+
+void jobs_part_reported(struct job *job, const char *node, bool reported)
+{
+    for (int a = 0; a < job->nalloc; a++) {
+        if (strcmp(job->alloc[a].node, node) == 0)
+            job->alloc[a].reported = reported;
+    }
+}
+
+int jobs_set_image_digest(struct shoald *d, struct job *job, const char *digest,
+                          struct sh_error *err)
+{
+    job->image_digest = strdup(digest);
+    if (!job->image_digest)
+        return sh_errorf(err, SH_EINTERNAL, "out of memory");
+    return jobs_persist(d, job, err);
 }

@@ -49,10 +49,6 @@ int nodes_register(struct shoald *d, const struct nodes_reg *r,
 int nodes_count_stale(struct shoald *d, const char *node, const json_t *runs,
                       int *stale, struct sh_error *err);
 
-/* A reason that only says what a node does before the job starts (an agent
- * note): shown while it lasts, never the end's. */
-bool nodes_progress_reason(const char *reason);
-
 /* Node reported the digest (unchecked, may be NULL) the image of run (id,
  * attempt) resolved to: the job keeps the first one its first node
  * reports, when valid (stored), and its other nodes get their work. */
