@@ -262,7 +262,7 @@ static void job_action(struct shoald *d, struct job *job, enum job_state from)
             cluster_job_added(d, job);
         break;
     case JOB_RUNNING:
-        /* Placed by the engine's start (cluster.c start_job): nothing
+        /* Placed by the engine's start (engine.c start_job): nothing
          * more to do. */
         break;
     case JOB_COMPLETED:

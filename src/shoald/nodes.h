@@ -6,7 +6,8 @@
  * jobs end as node_fail, jobs_node_down). This module owns the records
  * in d->nodes and their store writes ("node" records); the HTTP layer
  * (api_agent.c, api_nodes.c) only parses requests and writes answers, and
- * the cluster (cluster.c) keeps the engine and the nodes' work in step.
+ * the engine's bridge (engine.c) and nodework.c keep the engine and the
+ * nodes' work in step.
  */
 #ifndef SHOAL_SHOALD_NODES_H
 #define SHOAL_SHOALD_NODES_H

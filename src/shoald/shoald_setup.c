@@ -57,7 +57,7 @@ int shoald_create(struct shoald *d, struct sh_error *err)
     d->slices = slices_create(err);
     if (!d->slices)
         return -1;
-    /* Slicing tells the engine's bridge through these (cluster.c reads
+    /* Slicing tells the engine's bridge through these (engine.c reads
      * the plans, so slices.c does not call into it). */
     const struct slices_hooks slice_hooks = {
         .node_changed = cluster_node_changed,

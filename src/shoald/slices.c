@@ -536,7 +536,7 @@ static bool reslice_serves(const struct job *job)
 }
 
 /* A job asking for memory only, which the engine places on a slice or a
- * whole GPU (see cluster.c). */
+ * whole GPU (see engine.c). */
 static bool memory_job(const struct job *job)
 {
     return !job->spec.slice && job->spec.gpu_mem > 0 &&

@@ -6,7 +6,7 @@
  * added to the open batch and made in memory in the same call.
  *
  * Not here: users and tokens (auth.c), who may do what (policy.c), usage
- * accounting, and enforcing quotas (the scheduling engine, fed by cluster.c
+ * accounting, and enforcing quotas (the scheduling engine, fed by engine.c
  * through the read interface below).
  *
  * Quotas. A team and a project each hold up to TENANCY_QUOTAS_MAX entries,
