@@ -1,15 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The node agent's context. One loop thread owns it; a second thread only
  * long-polls the controller for work (link.c) and hands each answer over
- * through a mailbox. The modules:
- *   main.c    options, start-up, the loop, shutdown
- *   link.c    everything that talks to the controller
- *   runs.c    the runs this node has (a run is one attempt of a job), their
- *             state on disk, reconciling with the controller's desired work
- *   launch.c  what a run executes: argv, environment, user, ranks
- *   shim.c    the supervisor process of one run (shoal-agent --shim DIR)
- *   forkserver.c  forks the shims (shoal-agent --fork-server)
- *   cgroup.c  CPU and memory limits; gpu*.c  GPUs through NVML
+ * through a mailbox. Its modules, one line each, are the table in
+ * doc/design/agent.md ("Modules").
  */
 #ifndef SHOAL_AGENT_AGENT_H
 #define SHOAL_AGENT_AGENT_H

@@ -26,6 +26,7 @@
 
 #include "lib/model/job_container.h"
 #include "lib/util/clock.h"
+#include "lib/util/file.h"
 #include "lib/util/log.h"
 #include "lib/util/parse.h"
 
@@ -395,7 +396,7 @@ copied:
     image_note(p, "unpacking image");
     snprintf(tmp, sizeof(tmp), "%s/bundles/%s.tmp", cfg->dir, hex);
     snprintf(final, sizeof(final), "%s/bundles/%s", cfg->dir, hex);
-    image_rm_tree(tmp);
+    file_remove_tree(tmp);
     char img[4300];
     snprintf(img, sizeof(img), "%s:%s", layout, hex);
     char *unpack[] = {"umoci", "unpack", "--image", img, tmp, NULL, NULL};
@@ -414,20 +415,20 @@ copied:
         snprintf(why, size, "%s", p->over);
         sh_log(LOG_WARNING, "image", "%s: unpack stopped, removed", why);
         free(r.out);
-        image_rm_tree(tmp);
+        file_remove_tree(tmp);
         return -1;
     }
     if (urc < 0 || !image_tool_ok(&r)) {
         image_fail(why, size, transport, "cannot unpack", &r);
         free(r.out);
-        image_rm_tree(tmp);
+        file_remove_tree(tmp);
         return -1;
     }
     free(r.out);
     if (image_drop_devices(tmp) < 0) {
         snprintf(why, size, "image %s: cannot remove its device nodes: %s",
                  transport, strerror(errno));
-        image_rm_tree(tmp);
+        file_remove_tree(tmp);
         return -1;
     }
     uint64_t bytes = image_du(tmp);
@@ -438,7 +439,7 @@ copied:
     if (!f || fputs(text, f) < 0 || fclose(f) != 0 || rename(tmp, final) < 0) {
         snprintf(why, size, "image %s: cannot store the bundle in %s: %s",
                  transport, cfg->dir, strerror(errno));
-        image_rm_tree(tmp);
+        file_remove_tree(tmp);
         return -1;
     }
     sh_log(LOG_INFO, "image", "unpacked %s (%s) into %s, %" PRIu64 " bytes",

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "lib/model/job_container.h"
+#include "lib/util/file.h"
 #include "lib/util/log.h"
 
 /* ---- sizes and removal ---- */
@@ -67,21 +68,6 @@ void image_usage(const char *path, uint64_t *bytes, uint64_t *entries)
     nftw(path, usage_one, 32, FTW_PHYS);
     *bytes = usage_bytes;
     *entries = usage_entries;
-}
-
-static int rm_one(const char *path, const struct stat *st, int flag,
-                  struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    remove(path);
-    return 0;
-}
-
-void image_rm_tree(const char *path)
-{
-    nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS);
 }
 
 /* ---- the cache ---- */
@@ -176,7 +162,7 @@ void image_evict(const struct image_cache_cfg *cfg, const char *keep,
                ")",
                oldest, total, cfg->max_bytes);
         snprintf(path, sizeof(path), "%s/bundles/%s", cfg->dir, oldest);
-        image_rm_tree(path);
+        file_remove_tree(path);
         snprintf(path, sizeof(path), "%s/bundles/%s.size", cfg->dir, oldest);
         unlink(path);
         snprintf(path, sizeof(path), "%s/bundles/%s.lock", cfg->dir, oldest);

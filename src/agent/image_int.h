@@ -99,7 +99,6 @@ int image_pull_tick(void *arg);
  * path itself not counted; links not followed. */
 void image_usage(const char *path, uint64_t *bytes, uint64_t *entries);
 
-void image_rm_tree(const char *path);
 int image_lock_file(const char *path, int op);
 bool image_is_dir(const char *path);
 /* Remove least recently used bundles that no run holds until the cache

@@ -481,7 +481,7 @@ static void setup_cgroup(struct shim *s)
  *   while the shim waits for its exec, so no page table is copied and the
  *   task takes no copy-on-write fault (fork was a third of a `true` job's
  *   CPU on the guests we measure on, where a page fault costs ~12 us:
- *   bench/README.md, round 6).
+ *   bench/HISTORY.md, round 6).
  *
  * Both run task_main, which keeps vfork's rules: no malloc and no stdio
  * (messages are formatted on its stack, task_say; the command is looked up
@@ -807,7 +807,7 @@ static bool no_oom_group(const struct shim *s)
  *   through /proc until the exec;
  * - a vfork child is never the OOM killer's victim (a CLONE_VM child
  *   without CLONE_VFORK is, and the kernel kills every process sharing a
- *   victim's memory: bench/README.md, round 6), except through
+ *   victim's memory: bench/HISTORY.md, round 6), except through
  *   vm.oom_kill_allocating_task or a cgroup v2 memory.oom.group, which
  *   must be off. */
 /* A sanitizer build starts every task with fork: AddressSanitizer keeps

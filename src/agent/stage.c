@@ -5,7 +5,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -593,16 +592,6 @@ static int csi_release(const char *dir)
     return rc;
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag,
-                        struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    remove(path);
-    return 0;
-}
-
 static bool named(const json_t *in_use, const char *stage)
 {
     size_t i;
@@ -654,7 +643,7 @@ int stage_release_unused(const char *stages_dir, const json_t *in_use)
         snprintf(path, sizeof(path), "%s/mnt", dir);
         rmdir(path);
         snprintf(path, sizeof(path), "%s/cache", dir);
-        nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+        file_remove_tree(path);
         rmdir(dir);
         if (lock >= 0)
             close(lock);

@@ -24,30 +24,19 @@
 #include "shoald/acct.h"
 #include "shoald/api_handlers.h"
 #include "shoald/auth.h"
-#include "shoald/cluster.h"
+#include "shoald/engine.h"
 #include "shoald/commit.h"
 #include "shoald/jobs.h"
 #include "shoald/jobtab.h"
 #include "shoald/logs.h"
 #include "shoald/nodes.h"
 #include "shoald/nodetab.h"
+#include "shoald/nodework.h"
 #include "shoald/slices.h"
 #include "store/store.h"
 
 #define WORK_WAIT_MAX_S 60
 #define AGENT_RUNS_MAX 4096
-
-/* ---- helpers ---- */
-
-/* True when node runs a part of the job's current attempt. */
-static bool job_on_node(const struct job *job, const char *node)
-{
-    for (int i = 0; i < job->nalloc; i++) {
-        if (strcmp(job->alloc[i].node, node) == 0)
-            return true;
-    }
-    return false;
-}
 
 /* ---- register ---- */
 
@@ -127,34 +116,6 @@ static struct node *caller_node(struct shoald *d, struct api_req *req)
     return n;
 }
 
-static int apply_samples(struct node *n, const json_t *gpus,
-                         struct sh_error *err)
-{
-    if (!gpus)
-        return 0;
-    if (!json_is_array(gpus) || json_array_size(gpus) > GPU_PER_NODE_MAX)
-        return sh_errorf(err, SH_EINVAL, "gpus must be an array of samples");
-    size_t i;
-    json_t *s;
-    json_array_foreach (gpus, i, s) {
-        int index, util;
-        json_int_t used;
-        if (json_unpack((json_t *)s, "{s:i, s:i, s:I}", "index", &index,
-                        "utilization", &util, "memory_used", &used) < 0 ||
-            util < -1 || util > 100 || used < 0)
-            return sh_errorf(err, SH_EINVAL,
-                             "a GPU sample needs index, utilization (-1..100) "
-                             "and memory_used");
-        for (int g = 0; g < n->ngpus; g++) {
-            if (n->gpus[g].index == index) {
-                n->gpus[g].util_pct = util;
-                n->gpus[g].mem_used = (uint64_t)used;
-            }
-        }
-    }
-    return 0;
-}
-
 static int apply_event(struct shoald *d, struct node *n, const json_t *ev,
                        struct sh_error *err)
 {
@@ -171,32 +132,20 @@ static int apply_event(struct shoald *d, struct node *n, const json_t *ev,
                          "an event needs id, attempt and event");
     if (strcmp(what, "exited") != 0 && strcmp(what, "started") != 0)
         return sh_errorf(err, SH_EINVAL, "event must be started or exited");
-    struct job *job = jobtab_get(d->jobs, (uint64_t)id);
-    if (!job || job_attempt(job) != attempt)
-        return 0; /* an old run: the agent stops it by itself */
     if (strcmp(what, "started") == 0)
         return 0;
-    sh_debug("agent", "node=%s job=%lld attempt=%lld exited code=%d signal=%d",
-             n->name, (long long)id, (long long)attempt, code, sig);
-    /* Only a node that runs a part of the job reports on it (and charges
-     * usage to it). */
-    if (!job_on_node(job, n->name))
-        return sh_errorf(err, SH_EFORBIDDEN, "job %lld has no part on node %s",
-                         (long long)id, n->name);
-    acct_part_usage(job, (uint64_t)cpu_ns, (uint64_t)mem_peak);
-    nodes_job_digest(d, n->name, id, attempt, digest);
-    if (nodes_progress_reason(job->reason))
-        job_set_reason(job, NULL); /* the end says its own */
-    if (jobs_part_done(d, job, n->name, code, sig, reason, err) < 0)
-        return -1;
-    /* A run that could not start says why: that is the job's reason. */
-    if (error && *error && job->state == JOB_FAILED) {
-        char why[JOB_REASON_MAX];
-        snprintf(why, sizeof(why), "%s on %s", error, n->name);
-        job_set_reason(job, why);
-        return jobs_persist(d, job, err);
-    }
-    return 0;
+    const struct nodes_run_exit e = {
+        .id = id,
+        .attempt = attempt,
+        .exit_code = code,
+        .exit_signal = sig,
+        .reason = reason,
+        .error = error,
+        .cpu_ns = (uint64_t)cpu_ns,
+        .mem_peak = (uint64_t)mem_peak,
+        .digest = digest,
+    };
+    return nodes_run_exited(d, n, &e, err);
 }
 
 void api_agent_heartbeat(struct shoald *d, struct api_req *req)
@@ -218,7 +167,7 @@ void api_agent_heartbeat(struct shoald *d, struct api_req *req)
     }
     int stale;
     if (nodes_count_stale(d, n->name, running, &stale, &err) < 0 ||
-        apply_samples(n, gpus, &err) < 0)
+        nodes_gpu_samples(n, gpus, &err) < 0)
         goto fail;
     if (events &&
         (!json_is_array(events) || json_array_size(events) > AGENT_RUNS_MAX)) {
@@ -291,11 +240,6 @@ void api_agent_work(struct shoald *d, struct api_req *req)
     api_hold(req);
 }
 
-void api_agent_attach(struct shoald *d)
-{
-    d->wake_agent = api_agent_answer_poll;
-}
-
 void api_agent_answer_poll(struct shoald *d, const struct node *n,
                            const struct sh_error *err)
 {
@@ -366,7 +310,7 @@ void api_agent_logs(struct shoald *d, struct api_req *req)
         return;
     }
     /* A node writes only into the attempt it runs a part of. */
-    if (!job_on_node(job, n->name)) {
+    if (!nodes_job_on(job, n->name)) {
         sh_errorf(&err, SH_EFORBIDDEN,
                   "node %s runs no part of job %llu attempt %lld", n->name,
                   (unsigned long long)job->id, (long long)attempt);

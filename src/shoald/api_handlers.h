@@ -53,8 +53,6 @@ void api_agent_logs(struct shoald *d, struct api_req *req);
 /* Answer node n's held work poll, if any, with its work (or err). */
 void api_agent_answer_poll(struct shoald *d, const struct node *n,
                            const struct sh_error *err);
-/* Let the cluster wake agents' held polls (sets d->wake_agent). */
-void api_agent_attach(struct shoald *d);
 /* Answer held work polls whose wait is over (all of them when all). */
 void api_agent_expire_polls(struct shoald *d, bool all);
 

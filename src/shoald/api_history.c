@@ -14,6 +14,7 @@
 #include "lib/util/strbuf.h"
 #include "lib/util/utf8.h"
 #include "shoald/api_handlers.h"
+#include "shoald/jobs.h"
 #include "shoald/policy.h"
 #include "store/store.h"
 
@@ -63,11 +64,8 @@ static int history_job(const struct store_job_row *row, const json_t *rec,
         (h->states && (job_state_from_name(row->state, &st) < 0 ||
                        !(h->states & (1u << st)))))
         return 0;
-    struct job view;
-    memset(&view, 0, sizeof(view));
-    view.spec.user = (char *)row->user;
-    view.spec.project = (char *)row->project;
-    if (!policy_can_view(h->d->tenancy, h->caller, &view))
+    if (!policy_can_view_stored(h->d->tenancy, h->caller, row->user,
+                                row->project))
         return 0;
     const json_t *spec = json_object_get(rec, "spec");
     if (!h->trace) {
@@ -156,7 +154,7 @@ void api_history(struct shoald *d, struct api_req *req)
     strbuf_appends(&h.csv, "id,submit,duration,gpus,nodes,user,project,"
                            "gpu_type,priority,time_limit,slice\n");
     /* Jobs that ran and ended in the window. */
-    int rc = store_scan_jobs(d->store, h.from, 0, history_job, &h, &err);
+    int rc = jobs_scan_stored(d, h.from, history_job, &h, &err);
     if (rc < 0 || h.too_big) {
         if (h.too_big)
             sh_errorf(&err, SH_ETOOLARGE,

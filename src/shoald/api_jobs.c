@@ -12,7 +12,7 @@
 #include "lib/util/strbuf.h"
 #include "lib/util/utf8.h"
 #include "shoald/api_handlers.h"
-#include "shoald/cluster.h"
+#include "shoald/engine.h"
 #include "shoald/jobs.h"
 #include "shoald/logs.h"
 #include "shoald/jobtab.h"

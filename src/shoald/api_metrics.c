@@ -17,7 +17,7 @@
 #include "lib/util/prom.h"
 #include "shoald/api_handlers.h"
 #include "shoald/auth.h"
-#include "shoald/cluster.h"
+#include "shoald/engine.h"
 #include "shoald/commit.h"
 #include "shoald/jobtab.h"
 #include "shoald/nodetab.h"
@@ -179,8 +179,11 @@ struct node_use_ctx {
     int64_t now;
 };
 
-static void count_holder(const struct job *job, int gpu, void *arg)
+static void count_holder(const struct job *job, int part, int gpu, int slice,
+                         void *arg)
 {
+    (void)part;
+    (void)slice;
     struct node_use_ctx *c = arg;
     c->use[gpu].allocated = true;
     c->use[gpu].idle = c->use[gpu].idle && job_idle_now(c->d, job, c->now);
@@ -192,7 +195,7 @@ static void node_use(struct shoald *d, const struct node *n,
     for (int g = 0; g < n->ngpus; g++)
         use[g] = (struct gpu_use){false, true};
     struct node_use_ctx c = {d, use, now};
-    cluster_each_gpu_holder(d, n, count_holder, &c);
+    nodetab_each_gpu_part(d->nodes, d->jobs, n, count_holder, &c);
 }
 
 static void gpu_figures(struct shoald *d, struct prom *p)

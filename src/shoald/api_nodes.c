@@ -6,7 +6,7 @@
 #include "lib/model/node_json.h"
 #include "lib/util/utf8.h"
 #include "shoald/api_handlers.h"
-#include "shoald/cluster.h"
+#include "shoald/engine.h"
 #include "shoald/jobtab.h"
 #include "shoald/nodes.h"
 #include "shoald/nodetab.h"
@@ -16,8 +16,11 @@ struct node_view_ctx {
     int busy[GPU_PER_NODE_MAX];
 };
 
-static void list_holder(const struct job *job, int gpu, void *arg)
+static void list_holder(const struct job *job, int part, int gpu, int slice,
+                        void *arg)
 {
+    (void)part;
+    (void)slice;
     struct node_view_ctx *c = arg;
     c->busy[gpu]++;
     json_t *gj = json_array_get(c->gpus, (size_t)gpu);
@@ -37,7 +40,7 @@ static json_t *node_view(struct shoald *d, const struct node *n)
         return NULL;
     struct node_rt *rt = nodetab_rt(d->nodes, n->name);
     struct node_view_ctx c = {.gpus = json_object_get(o, "gpus")};
-    cluster_each_gpu_holder(d, n, list_holder, &c);
+    nodetab_each_gpu_part(d->nodes, d->jobs, n, list_holder, &c);
     int *busy = c.busy;
     int nbusy = 0;
     for (int g = 0; g < n->ngpus; g++)

@@ -20,7 +20,7 @@
 #include "shoald/acct.h"
 #include "shoald/api_handlers.h"
 #include "shoald/auth.h"
-#include "shoald/cluster.h"
+#include "shoald/engine.h"
 #include "shoald/jobtab.h"
 #include "shoald/policy.h"
 #include "shoald/tenancy.h"
@@ -157,26 +157,6 @@ static bool sees_team(struct shoald *d, const struct api_req *req,
             return true;
     }
     return false;
-}
-
-/* Jobs not yet finished (pending, running, or still releasing GPUs) that
- * match project or user (NULL = any). *first is one of their ids. */
-static int active_jobs(struct shoald *d, const char *project, const char *user,
-                       uint64_t *first)
-{
-    int n = 0;
-    for (struct job *j = jobtab_next(d->jobs, NULL); j;
-         j = jobtab_next(d->jobs, j)) {
-        if (job_state_is_terminal(j->state) && !j->releasing)
-            continue;
-        if (project && strcmp(project, j->spec.project) != 0)
-            continue;
-        if (user && strcmp(user, j->spec.user) != 0)
-            continue;
-        if (n++ == 0)
-            *first = j->id;
-    }
-    return n;
 }
 
 /* ---- quotas in bodies ---- */
@@ -594,31 +574,12 @@ void api_projects_update(struct shoald *d, struct api_req *req)
 void api_projects_delete(struct shoald *d, struct api_req *req)
 {
     struct sh_error err;
-    uint64_t first = 0;
     const struct tenancy_project *p = path_project(d, req);
     if (!p)
         return;
     char name[JOB_IDENT_MAX + 1];
     snprintf(name, sizeof(name), "%s", p->name);
-    int n = active_jobs(d, name, NULL, &first);
-    if (n > 0) {
-        api_errorf(req, SH_ECONFLICT,
-                   "project %s still has %d pending or running job(s) (e.g. "
-                   "job %llu); cancel them or wait for them to end first",
-                   name, n, (unsigned long long)first);
-        return;
-    }
-    const char *vol = NULL;
-    int nvol = volumes_owned_by(d->volumes, name, &vol);
-    if (nvol > 0) {
-        api_errorf(req, SH_ECONFLICT,
-                   "project %s owns %d volume(s) (e.g. %s); delete them "
-                   "first",
-                   name, nvol, vol);
-        return;
-    }
-    if (auth_users_forget_project(d->auth, shoald_batch(d), name, &err) < 0 ||
-        tenancy_project_delete(d->tenancy, shoald_batch(d), name, &err) < 0) {
+    if (tenancy_project_remove(d, name, &err) < 0) {
         api_reply_error(req, &err);
         return;
     }
@@ -954,32 +915,14 @@ fail:
 void api_users_delete(struct shoald *d, struct api_req *req)
 {
     struct sh_error err;
-    uint64_t first = 0;
     const struct auth_user *u = path_user(d, req);
     if (!u)
         return;
     char name[JOB_IDENT_MAX + 1];
     snprintf(name, sizeof(name), "%s", u->name);
-    int n = active_jobs(d, NULL, name, &first);
-    if (n > 0) {
-        api_errorf(req, SH_ECONFLICT,
-                   "user %s still has %d pending or running job(s) (e.g. job "
-                   "%llu); cancel them first",
-                   name, n, (unsigned long long)first);
-        return;
-    }
-    if (u->admin &&
-        !auth_admin_remains(d->auth, shoald_now_ms(d), name, NULL)) {
-        api_errorf(req, SH_ECONFLICT,
-                   "%s is the last cluster admin with a valid token; deleting "
-                   "it would lock everyone out",
-                   name);
-        return;
-    }
     /* After this the caller's name (if it was this user) dangles: the
      * answer below uses only the copy. */
-    if (tenancy_user_forget(d->tenancy, shoald_batch(d), name, &err) < 0 ||
-        auth_user_delete(d->auth, shoald_batch(d), name, &err) < 0) {
+    if (tenancy_user_remove(d, name, &err) < 0) {
         api_reply_error(req, &err);
         return;
     }

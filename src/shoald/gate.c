@@ -84,7 +84,7 @@ enum gate_state gate_of(const struct jobtab *jobs, struct store *store,
             break;
     }
     /* --begin: not eligible before its time (the liveness timer wakes
-     * the gate: cluster.c keeps the earliest begin of the gated jobs). */
+     * the gate: engine.c keeps the earliest begin of the gated jobs). */
     if (g == GATE_OPEN && job->spec.begin_ms > now_ms) {
         char at[32];
         clock_format_iso(job->spec.begin_ms, at, sizeof(at));

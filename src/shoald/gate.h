@@ -5,7 +5,7 @@
  * (`--begin now+1h`: "begin: eligible at 2026-12-02T10:00:00Z"). This module says whether a job's gate is
  * open, still closed (with the text `shoal queue` shows), or can never
  * open (a dependency that can never be met: the job is cancelled with that
- * reason), and checks dependencies at submission. cluster.c keeps the
+ * reason), and checks dependencies at submission. engine.c keeps the
  * closed jobs aside and asks again whenever a job changes state.
  */
 #ifndef SHOAL_SHOALD_GATE_H

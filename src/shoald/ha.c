@@ -12,7 +12,7 @@
 #include "lib/loop/loop.h"
 #include "lib/util/clock.h"
 #include "lib/util/log.h"
-#include "shoald/cluster.h"
+#include "shoald/engine.h"
 #include "shoald/commit.h"
 #include "shoald/logs.h"
 #include "shoald/nodetab.h"
@@ -100,10 +100,7 @@ static int64_t wait_tick(struct shoald *d)
     }
     ha->reload_failures = 0;
     /* Nodes could not reach us meanwhile: one heartbeat timeout each. */
-    int64_t now = shoald_now_ms(d);
-    for (struct node *n = nodetab_next(d->nodes, NULL); n;
-         n = nodetab_next(d->nodes, n))
-        n->last_heartbeat_ms = now;
+    nodetab_grace(d->nodes, shoald_now_ms(d), false);
     ha->role = HA_LEADER;
     sh_log(LOG_NOTICE, "ha", "leading again (epoch %llu), state reloaded",
            (unsigned long long)ha->epoch);
@@ -177,7 +174,6 @@ int ha_start(struct shoald *d, int port, int argc, char **argv,
     if (!ha)
         return sh_errorf(err, SH_EINTERNAL, "out of memory");
     d->ha = ha;
-    commit_on_fenced(d->commit, ha_fenced, d);
     ha->argc = argc;
     ha->argv = argv;
     ha->port = port;

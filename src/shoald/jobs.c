@@ -12,7 +12,7 @@
 #include "lib/util/log.h"
 #include "lib/util/utf8.h"
 #include "shoald/auth.h"
-#include "shoald/cluster.h"
+#include "shoald/engine.h"
 #include "shoald/gate.h"
 #include "shoald/jobtab.h"
 #include "shoald/logs.h"
@@ -39,14 +39,6 @@ static int load_job(const struct store_job_row *row, const json_t *rec,
     return 0;
 }
 
-/* d->job_transition: the cluster's way in (a start, a preemption, a
- * dependency that can never be met). */
-static int post_transition(struct shoald *d, struct job *job, int to,
-                           const char *reason, struct sh_error *err)
-{
-    return jobs_transition(d, job, (enum job_state)to, reason, err);
-}
-
 int jobs_load(struct shoald *d, struct sh_error *err)
 {
     struct jobtab *t = jobtab_create();
@@ -64,7 +56,6 @@ int jobs_load(struct shoald *d, struct sh_error *err)
         jobtab_raise_next_id(t, jobtab_next_id(d->jobs));
     jobtab_destroy(d->jobs);
     d->jobs = t;
-    d->job_transition = post_transition;
     return 0;
 }
 
@@ -298,7 +289,7 @@ static void job_action(struct shoald *d, struct job *job, enum job_state from)
             cluster_job_added(d, job);
         break;
     case JOB_RUNNING:
-        /* Placed by the engine's start (cluster.c start_job): nothing
+        /* Placed by the engine's start (engine.c start_job): nothing
          * more to do. */
         break;
     case JOB_COMPLETED:
@@ -363,7 +354,7 @@ int jobs_part_done(struct shoald *d, struct job *job, const char *node,
 void jobs_node_down(struct shoald *d, struct node *n, const char *why)
 {
     struct node_rt *rt = nodetab_rt(d->nodes, n->name);
-    cluster_node_down(d, n, why);
+    nodetab_node_down(n, why);
     /* Work on its copy: jobs_part_done edits the list. */
     int count = rt->njobs;
     uint64_t *ids = count ? malloc((size_t)count * sizeof(uint64_t)) : NULL;
@@ -673,4 +664,76 @@ struct job *jobs_find(struct shoald *d, uint64_t id, bool *owned,
                       struct sh_error *err)
 {
     return jobtab_find(d->jobs, d->store, id, owned, err);
+}
+
+int jobs_part_exited(struct shoald *d, struct job *job, const char *node,
+                     int exit_code, int exit_signal, const char *reason,
+                     const char *error, struct sh_error *err)
+{
+    if (jobs_progress_reason(job->reason))
+        job_set_reason(job, NULL); /* the end says its own */
+    if (jobs_part_done(d, job, node, exit_code, exit_signal, reason, err) < 0)
+        return -1;
+    /* A run that could not start says why: that is the job's reason. */
+    if (error && *error && job->state == JOB_FAILED) {
+        char why[JOB_REASON_MAX];
+        snprintf(why, sizeof(why), "%s on %s", error, node);
+        job_set_reason(job, why);
+        return jobs_persist(d, job, err);
+    }
+    return 0;
+}
+
+int jobs_scan_stored(struct shoald *d, int64_t from_ms, store_job_f fn,
+                     void *arg, struct sh_error *err)
+{
+    return store_scan_jobs(d->store, from_ms, 0, fn, arg, err);
+}
+
+/* ---- what a job's nodes report of its runs ---- */
+
+/* A reason that only says what a node does before the job starts (the
+ * notes of runs_alive_json): shown while it lasts, never the end's. */
+bool jobs_progress_reason(const char *reason)
+{
+    static const char *const notes[] = {"resolving image", "pulling image",
+                                        "unpacking image", NULL};
+    for (int i = 0; reason && notes[i]; i++) {
+        if (strncmp(reason, notes[i], strlen(notes[i])) == 0)
+            return true;
+    }
+    return false;
+}
+
+void jobs_note_progress(struct job *job, const char *node, const char *note)
+{
+    if (note && jobs_progress_reason(note) && strlen(note) < 100) {
+        char why[JOB_REASON_MAX];
+        snprintf(why, sizeof(why), "%s on %s", note, node);
+        if (!job->reason || strcmp(job->reason, why) != 0)
+            job_set_reason(job, why);
+    } else if (!note && jobs_progress_reason(job->reason)) {
+        char suffix[JOB_IDENT_MAX + 8];
+        snprintf(suffix, sizeof(suffix), " on %s", node);
+        size_t n = strlen(job->reason), k = strlen(suffix);
+        if (n > k && strcmp(job->reason + n - k, suffix) == 0)
+            job_set_reason(job, NULL);
+    }
+}
+
+void jobs_part_reported(struct job *job, const char *node, bool reported)
+{
+    for (int a = 0; a < job->nalloc; a++) {
+        if (strcmp(job->alloc[a].node, node) == 0)
+            job->alloc[a].reported = reported;
+    }
+}
+
+int jobs_set_image_digest(struct shoald *d, struct job *job, const char *digest,
+                          struct sh_error *err)
+{
+    job->image_digest = strdup(digest);
+    if (!job->image_digest)
+        return sh_errorf(err, SH_EINTERNAL, "out of memory");
+    return jobs_persist(d, job, err);
 }

@@ -12,6 +12,7 @@
 #include "lib/model/job.h"
 #include "shoald/auth.h"
 #include "shoald/shoald.h"
+#include "store/store.h"
 
 /* Load active jobs and recently finished ones from the store into a fresh
  * table, replacing d->jobs. */
@@ -96,6 +97,38 @@ void jobs_node_down(struct shoald *d, struct node *n, const char *why);
 /* Whether an ended job goes back to pending once its GPUs are released:
  * preempted or lost with spec.requeue, or a user asked (`shoal requeue`). */
 bool jobs_requeue_due(const struct job *job);
+
+/* A node's agent reports its part of job ended (jobs_part_done), and the
+ * job's reason follows: a reason that was the run's progress ("pulling
+ * image on n1") is cleared, and error (a run that could not start says
+ * why) becomes the reason of a job that failed. */
+int jobs_part_exited(struct shoald *d, struct job *job, const char *node,
+                     int exit_code, int exit_signal, const char *reason,
+                     const char *error, struct sh_error *err);
+
+/* What a running job's nodes report of its runs (nodes.c asks; these
+ * write the job). */
+/* A reason that only says what a node does before the job starts
+ * ("pulling image ..."): shown while it lasts, never the end's. */
+bool jobs_progress_reason(const char *reason);
+/* Node's note on the job's run (NULL: none) becomes the job's reason
+ * ("pulling image (1.2 GB / 3.4 GB) on n1"), in memory only; a note gone
+ * clears the reason it had set. */
+void jobs_note_progress(struct job *job, const char *node, const char *note);
+/* The job's part on node was (or, reported false, is no longer) reported
+ * by the node's agent: its work then goes without registry credentials. */
+void jobs_part_reported(struct job *job, const char *node, bool reported);
+/* The image digest the job's first node resolved its reference to: kept
+ * in the job and stored. -1 (nothing changed) when out of memory, or when
+ * the store write could not be added (the digest is kept). */
+int jobs_set_image_digest(struct shoald *d, struct job *job, const char *digest,
+                          struct sh_error *err);
+
+/* Call fn for each job in the store (finished ones too) from from_ms on,
+ * for the history: the store's scan (store_scan_jobs, no end) behind the
+ * jobs module. */
+int jobs_scan_stored(struct shoald *d, int64_t from_ms, store_job_f fn,
+                     void *arg, struct sh_error *err);
 
 /* Add the job's current record to the open batch. */
 int jobs_persist(struct shoald *d, const struct job *job, struct sh_error *err);

@@ -24,7 +24,7 @@
 #include "shoald/api.h"
 #include "shoald/api_handlers.h"
 #include "shoald/auth.h"
-#include "shoald/cluster.h"
+#include "shoald/engine.h"
 #include "shoald/commit.h"
 #include "shoald/ha.h"
 #include "shoald/jobtab.h"
@@ -34,8 +34,7 @@
 #include "shoald/slices.h"
 #include "shoald/state.h"
 #include "shoald/tenancy.h"
-#include "shoald/secrets.h"
-#include "shoald/volumes.h"
+#include "shoald/shoald_setup.h"
 #include "store/store.h"
 
 static const char usage[] =
@@ -440,51 +439,11 @@ static int setup(struct shoald *d, char *store_url, size_t url_size,
         snprintf(store_url, url_size, "sqlite:%s/shoal.db", d->cfg.state_dir);
         d->cfg.store_url = store_url;
     }
-    d->loop = loop_create(err);
-    if (!d->loop)
-        return -1;
-    d->store = store_open(d->cfg.store_url, err);
-    /* A deposed leader starting again as a follower waits for the database
-     * (it may be why leadership was lost) instead of giving up. */
-    while (!d->store && err->code == SH_EUNAVAILABLE &&
-           getenv(HA_RESTART_ENV)) {
-        sh_log(LOG_WARNING, "main", "%s; trying again in 1 s", err->msg);
-        sleep(1);
-        d->store = store_open(d->cfg.store_url, err);
-    }
-    if (!d->store)
-        return -1;
-    store_set_leader_lease(d->store, d->cfg.leader_lease_ms);
-    d->auth = auth_create(err);
-    if (!d->auth)
-        return -1;
-    d->slices = slices_create(err);
-    if (!d->slices)
-        return -1;
-    /* Slicing tells the engine's bridge through these (cluster.c reads
-     * the plans, so slices.c does not call into it). */
-    const struct slices_hooks slice_hooks = {
-        .node_changed = cluster_node_changed,
-        .node_touch = cluster_node_touch,
-        .job_reason = cluster_job_reason,
-    };
-    slices_attach(d->slices, &slice_hooks);
-    d->tenancy = tenancy_create(err);
-    if (!d->tenancy)
-        return -1;
-    d->volumes = volumes_create(err);
-    if (!d->volumes)
-        return -1;
-    d->secrets = secrets_create(d->cfg.state_dir, err);
-    if (!d->secrets)
-        return -1;
-    d->commit = commit_create(d->store, d->loop, state_reload, d, err);
-    if (!d->commit)
+    if (shoald_create(d, err) < 0)
         return -1;
     d->api = api_create(d, api_routes, err);
     if (!d->api)
         return -1;
-    api_agent_attach(d);
     snprintf(d->url, sizeof(d->url), "%s://%s:%d",
              d->cfg.tls_cert ? "https" : "http", d->cfg.listen_addr,
              api_port(d->api));
@@ -566,19 +525,9 @@ static void teardown(struct shoald *d)
             break;
         usleep(5000);
     }
-    if (d->cluster)
-        cluster_destroy(d);
     api_destroy(d->api);
-    commit_destroy(d->commit);
-    jobtab_destroy(d->jobs);
-    nodetab_destroy(d->nodes);
-    auth_destroy(d->auth);
-    tenancy_destroy(d->tenancy);
-    volumes_destroy(d->volumes);
-    secrets_destroy(d->secrets);
-    slices_destroy(d->slices);
-    store_close(d->store);
-    loop_destroy(d->loop);
+    d->api = NULL;
+    shoald_destroy(d);
 }
 
 int main(int argc, char **argv)

@@ -9,10 +9,11 @@
 #include "lib/model/node_json.h"
 #include "lib/util/log.h"
 #include "shoald/acct.h"
-#include "shoald/cluster.h"
+#include "shoald/engine.h"
 #include "shoald/jobs.h"
 #include "shoald/jobtab.h"
 #include "shoald/nodetab.h"
+#include "shoald/nodework.h"
 #include "shoald/slices.h"
 #include "store/store.h"
 
@@ -90,39 +91,15 @@ static bool run_wanted(struct shoald *d, const char *node, uint64_t id,
     return false;
 }
 
-/* A reason that only says what a node does before the job starts (the
- * notes of runs_alive_json): shown while it lasts, never the end's. */
-bool nodes_progress_reason(const char *reason)
-{
-    static const char *const notes[] = {"resolving image", "pulling image",
-                                        "unpacking image", NULL};
-    for (int i = 0; reason && notes[i]; i++) {
-        if (strncmp(reason, notes[i], strlen(notes[i])) == 0)
-            return true;
-    }
-    return false;
-}
-
-/* A running job's reason follows what its node says it is doing (in
- * memory only: it changes with every heartbeat until the job starts). */
+/* A running job's reason follows what its node says it is doing
+ * (jobs_note_progress). */
 static void apply_note(struct shoald *d, const char *node, json_int_t id,
                        json_int_t attempt, const char *note)
 {
     struct job *job = jobtab_get(d->jobs, (uint64_t)id);
     if (!job || job_attempt(job) != attempt || job->state != JOB_RUNNING)
         return;
-    if (note && nodes_progress_reason(note) && strlen(note) < 100) {
-        char why[JOB_REASON_MAX];
-        snprintf(why, sizeof(why), "%s on %s", note, node);
-        if (!job->reason || strcmp(job->reason, why) != 0)
-            job_set_reason(job, why);
-    } else if (!note && nodes_progress_reason(job->reason)) {
-        char suffix[JOB_IDENT_MAX + 8];
-        snprintf(suffix, sizeof(suffix), " on %s", node);
-        size_t n = strlen(job->reason), k = strlen(suffix);
-        if (n > k && strcmp(job->reason + n - k, suffix) == 0)
-            job_set_reason(job, NULL);
-    }
+    jobs_note_progress(job, node, note);
 }
 
 /* The node has the job's run: its work goes on without the registry's
@@ -133,10 +110,7 @@ static void run_reported(struct shoald *d, const char *node, json_int_t id,
     struct job *job = jobtab_get(d->jobs, (uint64_t)id);
     if (!job || job_attempt(job) != attempt || job->state != JOB_RUNNING)
         return;
-    for (int a = 0; a < job->nalloc; a++) {
-        if (strcmp(job->alloc[a].node, node) == 0)
-            job->alloc[a].reported = true;
-    }
+    jobs_part_reported(job, node, true);
 }
 
 /* Is (id, attempt) in the list of runs (NULL: none)? */
@@ -165,12 +139,8 @@ static void runs_unreported(struct shoald *d, const char *node,
     const struct node_rt *rt = nodetab_rt(d->nodes, node);
     for (int j = 0; j < rt->njobs; j++) {
         struct job *job = jobtab_get(d->jobs, rt->jobs[j]);
-        for (int a = 0; job && a < job->nalloc; a++) {
-            if (job->alloc[a].reported &&
-                strcmp(job->alloc[a].node, node) == 0 &&
-                !run_listed(runs, job->id, job_attempt(job)))
-                job->alloc[a].reported = false;
-        }
+        if (job && !run_listed(runs, job->id, job_attempt(job)))
+            jobs_part_reported(job, node, false);
     }
 }
 
@@ -195,13 +165,13 @@ void nodes_job_digest(struct shoald *d, const char *node, json_int_t id,
                node, (long long)id);
         return;
     }
-    job->image_digest = strdup(digest);
-    if (!job->image_digest)
-        return;
     struct sh_error err;
-    if (jobs_persist(d, job, &err) < 0)
+    if (jobs_set_image_digest(d, job, digest, &err) < 0) {
+        if (!job->image_digest)
+            return;
         sh_log(LOG_ERR, "agent", "job %lld: cannot store its image digest: %s",
                (long long)id, err.msg);
+    }
     sh_log(LOG_INFO, "agent", "job %lld runs image %s on every node",
            (long long)id, digest);
     for (int a = 1; a < job->nalloc; a++)
@@ -349,4 +319,63 @@ int nodes_forget(struct shoald *d, struct node *n, const char *who,
     sh_log(LOG_NOTICE, "nodes", "node %s forgotten by %s", n->name, who);
     cluster_node_removed(d, n->name);
     return 0;
+}
+
+/* ---- what a heartbeat reports ---- */
+
+/* True when node runs a part of the job's current attempt. */
+bool nodes_job_on(const struct job *job, const char *node)
+{
+    for (int i = 0; i < job->nalloc; i++) {
+        if (strcmp(job->alloc[i].node, node) == 0)
+            return true;
+    }
+    return false;
+}
+
+int nodes_gpu_samples(struct node *n, const json_t *gpus, struct sh_error *err)
+{
+    if (!gpus)
+        return 0;
+    if (!json_is_array(gpus) || json_array_size(gpus) > GPU_PER_NODE_MAX)
+        return sh_errorf(err, SH_EINVAL, "gpus must be an array of samples");
+    size_t i;
+    json_t *s;
+    json_array_foreach (gpus, i, s) {
+        int index, util;
+        json_int_t used;
+        if (json_unpack((json_t *)s, "{s:i, s:i, s:I}", "index", &index,
+                        "utilization", &util, "memory_used", &used) < 0 ||
+            util < -1 || util > 100 || used < 0)
+            return sh_errorf(err, SH_EINVAL,
+                             "a GPU sample needs index, utilization (-1..100) "
+                             "and memory_used");
+        for (int g = 0; g < n->ngpus; g++) {
+            if (n->gpus[g].index == index) {
+                n->gpus[g].util_pct = util;
+                n->gpus[g].mem_used = (uint64_t)used;
+            }
+        }
+    }
+    return 0;
+}
+
+int nodes_run_exited(struct shoald *d, struct node *n,
+                     const struct nodes_run_exit *e, struct sh_error *err)
+{
+    struct job *job = jobtab_get(d->jobs, (uint64_t)e->id);
+    if (!job || job_attempt(job) != e->attempt)
+        return 0; /* an old run: the agent stops it by itself */
+    sh_debug("agent", "node=%s job=%lld attempt=%lld exited code=%d signal=%d",
+             n->name, (long long)e->id, (long long)e->attempt, e->exit_code,
+             e->exit_signal);
+    /* Only a node that runs a part of the job reports on it (and charges
+     * usage to it). */
+    if (!nodes_job_on(job, n->name))
+        return sh_errorf(err, SH_EFORBIDDEN, "job %lld has no part on node %s",
+                         (long long)e->id, n->name);
+    acct_part_usage(job, e->cpu_ns, e->mem_peak);
+    nodes_job_digest(d, n->name, e->id, e->attempt, e->digest);
+    return jobs_part_exited(d, job, n->name, e->exit_code, e->exit_signal,
+                            e->reason, e->error, err);
 }

@@ -6,7 +6,8 @@
  * jobs end as node_fail, jobs_node_down). This module owns the records
  * in d->nodes and their store writes ("node" records); the HTTP layer
  * (api_agent.c, api_nodes.c) only parses requests and writes answers, and
- * the cluster (cluster.c) keeps the engine and the nodes' work in step.
+ * the engine's bridge (engine.c) and nodework.c keep the engine and the
+ * nodes' work in step.
  */
 #ifndef SHOAL_SHOALD_NODES_H
 #define SHOAL_SHOALD_NODES_H
@@ -49,10 +50,6 @@ int nodes_register(struct shoald *d, const struct nodes_reg *r,
 int nodes_count_stale(struct shoald *d, const char *node, const json_t *runs,
                       int *stale, struct sh_error *err);
 
-/* A reason that only says what a node does before the job starts (an agent
- * note): shown while it lasts, never the end's. */
-bool nodes_progress_reason(const char *reason);
-
 /* Node reported the digest (unchecked, may be NULL) the image of run (id,
  * attempt) resolved to: the job keeps the first one its first node
  * reports, when valid (stored), and its other nodes get their work. */
@@ -71,6 +68,27 @@ void nodes_check_heartbeats(struct shoald *d, int64_t now);
  * who (for the log). Nothing to do when it already is. */
 int nodes_set_drain(struct shoald *d, struct node *n, bool drain,
                     const char *who, struct sh_error *err);
+
+/* What a heartbeat reports, nodes.c applying it. */
+/* True when node runs a part of the job's current attempt. */
+bool nodes_job_on(const struct job *job, const char *node);
+/* GPU samples (a JSON array of {index, utilization, memory_used}; NULL is
+ * none) into node n's GPUs. */
+int nodes_gpu_samples(struct node *n, const json_t *gpus, struct sh_error *err);
+/* One run's end, as its agent reported it. */
+struct nodes_run_exit {
+    json_int_t id, attempt;
+    int exit_code, exit_signal;
+    const char *reason; /* "timeout", "cancelled", "lost" or NULL */
+    const char *error;  /* why the run could not start, or NULL */
+    uint64_t cpu_ns, mem_peak;
+    const char *digest; /* the image digest its reference resolved to */
+};
+/* Node n's agent reports a run ended: an old attempt is ignored (0); a job
+ * without a part on n is refused (SH_EFORBIDDEN); else its usage and image
+ * digest are noted and the job's part ends (jobs_part_exited). */
+int nodes_run_exited(struct shoald *d, struct node *n,
+                     const struct nodes_run_exit *e, struct sh_error *err);
 
 /* Forget node n (a down node without jobs; else SH_ECONFLICT): its record
  * and agent tokens are deleted and n is freed. */

@@ -7,6 +7,9 @@
 #include <string.h>
 #include <uthash.h>
 
+#include "lib/util/log.h"
+#include "shoald/jobtab.h"
+
 struct node_entry {
     struct node *node;
     struct node_rt rt;
@@ -138,4 +141,41 @@ void nodetab_take_runtime(struct nodetab *t, struct nodetab *old)
         e->node->alive = o->node->alive;
         e->node->last_heartbeat_ms = o->node->last_heartbeat_ms;
     }
+}
+
+void nodetab_each_gpu_part(const struct nodetab *t, const struct jobtab *jobs,
+                           const struct node *n, nodetab_gpu_part_f fn,
+                           void *arg)
+{
+    struct node_rt *rt = nodetab_rt(t, n->name);
+    for (int i = 0; rt && i < rt->njobs; i++) {
+        const struct job *job = jobtab_get(jobs, rt->jobs[i]);
+        for (int a = 0; job && a < job->nalloc; a++) {
+            const struct job_alloc *al = &job->alloc[a];
+            if (al->done || strcmp(al->node, n->name) != 0)
+                continue;
+            for (int g = 0; g < al->ngpus; g++) {
+                int slice;
+                const struct gpu_info *gi =
+                    node_find_gpu(n, al->gpus[g], &slice);
+                if (gi)
+                    fn(job, a, (int)(gi - n->gpus), slice, arg);
+            }
+        }
+    }
+}
+
+void nodetab_grace(const struct nodetab *t, int64_t now_ms, bool revive)
+{
+    for (struct node *n = nodetab_next(t, NULL); n; n = nodetab_next(t, n)) {
+        if (revive)
+            n->alive = true;
+        n->last_heartbeat_ms = now_ms;
+    }
+}
+
+void nodetab_node_down(struct node *n, const char *why)
+{
+    n->alive = false;
+    sh_log(LOG_WARNING, "cluster", "node %s is down: %s", n->name, why);
 }

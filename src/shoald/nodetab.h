@@ -10,6 +10,8 @@
 #include "lib/model/node.h"
 
 struct nodetab;
+struct jobtab;
+struct job;
 struct api_req;
 
 /* What the controller knows about a node only while it runs: never stored,
@@ -49,5 +51,27 @@ void nodetab_take_runtime(struct nodetab *t, struct nodetab *old);
 
 /* Iterate in name order: start with NULL. */
 struct node *nodetab_next(const struct nodetab *t, const struct node *prev);
+
+/* Every node gets one heartbeat timeout from now_ms to be heard from
+ * (a controller that starts, or leads again); revive: each counts as alive
+ * meanwhile. */
+void nodetab_grace(const struct nodetab *t, int64_t now_ms, bool revive);
+
+/* Node n stopped answering (why, for the log): it is dead until it
+ * registers again. */
+void nodetab_node_down(struct node *n, const char *why);
+
+/* The walk over what holds node n's GPUs: fn is called for each GPU (or
+ * slice) of each part not yet done that a job of jobs has on n, in the
+ * order of n's job list and of the part's GPUs: the job, the part's index
+ * in job->alloc, the GPU's index in n->gpus and the slice (-1: the whole
+ * GPU). A GPU whose slices a part holds comes once per slice; one that
+ * several jobs hold once per holder. For the node views, the metrics and
+ * slicing. */
+typedef void (*nodetab_gpu_part_f)(const struct job *job, int part, int gpu,
+                                   int slice, void *arg);
+void nodetab_each_gpu_part(const struct nodetab *t, const struct jobtab *jobs,
+                           const struct node *n, nodetab_gpu_part_f fn,
+                           void *arg);
 
 #endif

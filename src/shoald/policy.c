@@ -146,6 +146,17 @@ bool policy_can_view(const struct tenancy *t, const struct api_caller *caller,
     return policy_allows(POLICY_VIEW_JOB, &s);
 }
 
+bool policy_can_view_stored(const struct tenancy *t,
+                            const struct api_caller *caller, const char *user,
+                            const char *project)
+{
+    struct job view;
+    memset(&view, 0, sizeof(view));
+    view.spec.user = (char *)user;
+    view.spec.project = (char *)project;
+    return policy_can_view(t, caller, &view);
+}
+
 int policy_can_cancel(const struct tenancy *t, const struct api_caller *caller,
                       const struct job *job, struct sh_error *err)
 {

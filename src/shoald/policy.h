@@ -58,6 +58,12 @@ int policy_can_submit(const struct tenancy *t, const struct api_caller *caller,
 bool policy_can_view(const struct tenancy *t, const struct api_caller *caller,
                      const struct job *job);
 
+/* policy_can_view for a job of user and project known only by its row in
+ * the store (the history). */
+bool policy_can_view_stored(const struct tenancy *t,
+                            const struct api_caller *caller, const char *user,
+                            const char *project);
+
 /* May caller cancel this job? Own jobs, any job of a project the caller
  * administers, every job for cluster admins. SH_EFORBIDDEN otherwise. */
 int policy_can_cancel(const struct tenancy *t, const struct api_caller *caller,

@@ -88,18 +88,27 @@ struct shoald {
     char url[300];           /* the URL clients use */
     char cluster_id[33];     /* random hex, made once (state.c) */
     bool stopping;
+    bool schedule_pending; /* a pass is due before the loop sleeps
+                              (shoald_schedule_soon; the engine runs it) */
+    bool wake_registered;  /* a commit_after for agent polls is queued
+                              (nodework.c) */
     /* Answer node n's held work poll with its work, or with err when not
-     * NULL. Set by the HTTP layer (api_agent_attach), so that the cluster
-     * wakes agents without calling into it; NULL: nothing to wake. */
+     * NULL. The HTTP layer's (api_agent_answer_poll), wired by
+     * shoald_create (shoald_setup.c), so that the cluster wakes agents
+     * without calling into it; NULL: nothing to wake. */
     void (*wake_agent)(struct shoald *d, const struct node *n,
                        const struct sh_error *err);
     /* The job lifecycle's entry: move job to state to (reason shown, or
-     * NULL) and act on it. Set by jobs.c when it loads the jobs
-     * (jobs_load), so that the cluster posts a start, a preemption or a
-     * dependency that can never be met without calling into it. */
+     * NULL) and act on it: jobs_transition, wired by shoald_create
+     * (shoald_setup.c), so that the cluster posts a start, a preemption
+     * or a dependency that can never be met without calling into it. */
     int (*job_transition)(struct shoald *d, struct job *job, int to,
                           const char *reason, struct sh_error *err);
 };
+
+/* The helpers below are shoald.c's, the bottom of src/shoald: they call
+ * no module but the group commit. Creating, wiring and destroying a whole
+ * controller is shoald_setup.h's. */
 
 /* The open batch of the current loop iteration; every durable change is
  * added here. Borrowed. */

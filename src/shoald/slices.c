@@ -153,29 +153,31 @@ int slices_load(struct slices *s, struct store *st, struct sh_error *err)
     return 0;
 }
 
-/* Jobs holding the GPU (whole or any of its slices). */
+/* Jobs holding the GPU (whole or any of its slices): each part counts
+ * once, at its first GPU entry there. */
+struct gpu_jobs_count {
+    int gpu, count;
+    const struct job *last_job; /* the last part counted */
+    int last_part;
+};
+
+static void count_gpu_job(const struct job *job, int part, int gpu, int slice,
+                          void *arg)
+{
+    struct gpu_jobs_count *c = arg;
+    (void)slice;
+    if (gpu != c->gpu || (job == c->last_job && part == c->last_part))
+        return;
+    c->count++;
+    c->last_job = job;
+    c->last_part = part;
+}
+
 static int gpu_jobs(const struct shoald *d, const struct node *n, int gpu)
 {
-    struct node_rt *rt = nodetab_rt(d->nodes, n->name);
-    int count = 0;
-    for (int i = 0; rt && i < rt->njobs; i++) {
-        const struct job *job = jobtab_get(d->jobs, rt->jobs[i]);
-        for (int a = 0; job && a < job->nalloc; a++) {
-            const struct job_alloc *al = &job->alloc[a];
-            if (al->done || strcmp(al->node, n->name) != 0)
-                continue;
-            for (int g = 0; g < al->ngpus; g++) {
-                int slice;
-                const struct gpu_info *gi =
-                    node_find_gpu(n, al->gpus[g], &slice);
-                if (gi && gi - n->gpus == gpu) {
-                    count++;
-                    break;
-                }
-            }
-        }
-    }
-    return count;
+    struct gpu_jobs_count c = {.gpu = gpu, .last_part = -1};
+    nodetab_each_gpu_part(d->nodes, d->jobs, n, count_gpu_job, &c);
+    return c.count;
 }
 
 static int check_gpu(const struct gpu_info *g, int pos, const char *preset,
@@ -378,38 +380,41 @@ struct gpu_use {
     bool projects;       /* holders of more than one project */
 };
 
+struct node_use_walk {
+    struct gpu_use *use;
+    const struct job *job; /* the part being walked */
+    int part;
+    int last; /* its last GPU counted, -1 none */
+};
+
+static void use_gpu(const struct job *job, int part, int gpu, int slice,
+                    void *arg)
+{
+    struct node_use_walk *w = arg;
+    if (job != w->job || part != w->part) {
+        w->job = job;
+        w->part = part;
+        w->last = -1;
+    }
+    struct gpu_use *u = &w->use[gpu];
+    if (slice >= 0)
+        u->held |= 1u << slice;
+    if (gpu == w->last)
+        return;
+    w->last = gpu;
+    const char *pr = job->spec.project ? job->spec.project : "";
+    if (u->jobs++ == 0)
+        u->project = pr;
+    else if (strcmp(u->project, pr) != 0)
+        u->projects = true;
+}
+
 static void node_use(const struct shoald *d, const struct node *n,
                      struct gpu_use *use)
 {
-    struct node_rt *rt = nodetab_rt(d->nodes, n->name);
     memset(use, 0, sizeof(*use) * (size_t)n->ngpus);
-    for (int i = 0; rt && i < rt->njobs; i++) {
-        const struct job *job = jobtab_get(d->jobs, rt->jobs[i]);
-        for (int a = 0; job && a < job->nalloc; a++) {
-            const struct job_alloc *al = &job->alloc[a];
-            if (al->done || strcmp(al->node, n->name) != 0)
-                continue;
-            int last = -1;
-            for (int k = 0; k < al->ngpus; k++) {
-                int slice;
-                const struct gpu_info *gi =
-                    node_find_gpu(n, al->gpus[k], &slice);
-                if (!gi)
-                    continue;
-                struct gpu_use *u = &use[gi - n->gpus];
-                if (slice >= 0)
-                    u->held |= 1u << slice;
-                if (gi - n->gpus == last)
-                    continue;
-                last = (int)(gi - n->gpus);
-                const char *pr = job->spec.project ? job->spec.project : "";
-                if (u->jobs++ == 0)
-                    u->project = pr;
-                else if (strcmp(u->project, pr) != 0)
-                    u->projects = true;
-            }
-        }
-    }
+    struct node_use_walk w = {.use = use, .part = -1, .last = -1};
+    nodetab_each_gpu_part(d->nodes, d->jobs, n, use_gpu, &w);
 }
 
 /* A node that takes new jobs (the engine's view: up, no stray runs). */
@@ -531,7 +536,7 @@ static bool reslice_serves(const struct job *job)
 }
 
 /* A job asking for memory only, which the engine places on a slice or a
- * whole GPU (see cluster.c). */
+ * whole GPU (see engine.c). */
 static bool memory_job(const struct job *job)
 {
     return !job->spec.slice && job->spec.gpu_mem > 0 &&

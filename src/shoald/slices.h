@@ -29,8 +29,8 @@ struct slices;
 struct slices *slices_create(struct sh_error *err);
 void slices_destroy(struct slices *s);
 
-/* What slicing needs of the scheduling engine's bridge (cluster.c), given
- * once by main.c so that this module does not call into it (cluster.c
+/* What slicing needs of the scheduling engine's bridge (engine.c), given
+ * once by shoald_create so that this module does not call into it (engine.c
  * reads the plans: slices_gpu_blocked, slices_node_work). Unset hooks are
  * skipped. */
 struct slices_hooks {

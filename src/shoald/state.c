@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Loading, initialising and reloading the controller's state (see state.h),
- * and the small context helpers of shoald.h. */
+/* Loading, initialising and reloading the controller's state (see
+ * state.h). */
 #include "shoald/state.h"
 
 #include <errno.h>
@@ -12,12 +12,11 @@
 #include <unistd.h>
 
 #include "lib/model/node_json.h"
-#include "lib/util/clock.h"
 #include "lib/util/file.h"
 #include "lib/util/log.h"
 #include "lib/util/utf8.h"
 #include "shoald/auth.h"
-#include "shoald/cluster.h"
+#include "shoald/engine.h"
 #include "shoald/commit.h"
 #include "shoald/jobs.h"
 #include "shoald/nodetab.h"
@@ -26,17 +25,6 @@
 #include "shoald/secrets.h"
 #include "shoald/volumes.h"
 #include "store/store.h"
-
-struct store_batch *shoald_batch(struct shoald *d)
-{
-    return commit_batch(d->commit);
-}
-
-int64_t shoald_now_ms(const struct shoald *d)
-{
-    (void)d;
-    return clock_wall_ms();
-}
 
 static int load_node(const char *key, const json_t *rec, void *arg,
                      struct sh_error *err)

@@ -16,6 +16,9 @@
 
 #include "lib/model/job.h"
 #include "lib/util/utf8.h"
+#include "shoald/auth.h"
+#include "shoald/jobtab.h"
+#include "shoald/volumes.h"
 #include "store/store.h"
 
 #define NAME_SIZE (JOB_IDENT_MAX + 1)
@@ -1211,4 +1214,74 @@ bool tenancy_check_invariants(const struct tenancy *t, struct sh_error *err)
         }
     }
     return true;
+}
+
+/* ---- removing a project or a user: the rules across tables ---- */
+
+/* Jobs not yet finished (pending, running, or still releasing GPUs) that
+ * match project or user (NULL = any). *first is one of their ids. */
+static int active_jobs(struct shoald *d, const char *project, const char *user,
+                       uint64_t *first)
+{
+    int n = 0;
+    for (struct job *j = jobtab_next(d->jobs, NULL); j;
+         j = jobtab_next(d->jobs, j)) {
+        if (job_state_is_terminal(j->state) && !j->releasing)
+            continue;
+        if (project && strcmp(project, j->spec.project) != 0)
+            continue;
+        if (user && strcmp(user, j->spec.user) != 0)
+            continue;
+        if (n++ == 0)
+            *first = j->id;
+    }
+    return n;
+}
+
+int tenancy_project_remove(struct shoald *d, const char *name,
+                           struct sh_error *err)
+{
+    uint64_t first = 0;
+    int n = active_jobs(d, name, NULL, &first);
+    if (n > 0)
+        return sh_errorf(
+            err, SH_ECONFLICT,
+            "project %s still has %d pending or running job(s) (e.g. "
+            "job %llu); cancel them or wait for them to end first",
+            name, n, (unsigned long long)first);
+    const char *vol = NULL;
+    int nvol = volumes_owned_by(d->volumes, name, &vol);
+    if (nvol > 0)
+        return sh_errorf(err, SH_ECONFLICT,
+                         "project %s owns %d volume(s) (e.g. %s); delete them "
+                         "first",
+                         name, nvol, vol);
+    if (auth_users_forget_project(d->auth, shoald_batch(d), name, err) < 0 ||
+        tenancy_project_delete(d->tenancy, shoald_batch(d), name, err) < 0)
+        return -1;
+    return 0;
+}
+
+int tenancy_user_remove(struct shoald *d, const char *name,
+                        struct sh_error *err)
+{
+    uint64_t first = 0;
+    const struct auth_user *u = auth_user_get(d->auth, name);
+    if (!u)
+        return sh_errorf(err, SH_ENOTFOUND, "no user %s", name);
+    int n = active_jobs(d, NULL, name, &first);
+    if (n > 0)
+        return sh_errorf(err, SH_ECONFLICT,
+                         "user %s still has %d pending or running job(s) (e.g. "
+                         "job %llu); cancel them first",
+                         name, n, (unsigned long long)first);
+    if (u->admin && !auth_admin_remains(d->auth, shoald_now_ms(d), name, NULL))
+        return sh_errorf(err, SH_ECONFLICT,
+                         "%s is the last cluster admin with a valid token; "
+                         "deleting it would lock everyone out",
+                         name);
+    if (tenancy_user_forget(d->tenancy, shoald_batch(d), name, err) < 0 ||
+        auth_user_delete(d->auth, shoald_batch(d), name, err) < 0)
+        return -1;
+    return 0;
 }

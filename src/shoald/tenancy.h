@@ -6,7 +6,7 @@
  * added to the open batch and made in memory in the same call.
  *
  * Not here: users and tokens (auth.c), who may do what (policy.c), usage
- * accounting, and enforcing quotas (the scheduling engine, fed by cluster.c
+ * accounting, and enforcing quotas (the scheduling engine, fed by engine.c
  * through the read interface below).
  *
  * Quotas. A team and a project each hold up to TENANCY_QUOTAS_MAX entries,
@@ -29,6 +29,7 @@
 #include <stdint.h>
 
 #include "lib/util/error.h"
+#include "shoald/shoald.h"
 
 struct tenancy;
 struct store;
@@ -238,6 +239,17 @@ int tenancy_member_remove(struct tenancy *t, struct store_batch *batch,
 /* Remove every membership of user (when the user is deleted). */
 int tenancy_user_forget(struct tenancy *t, struct store_batch *batch,
                         const char *user, struct sh_error *err);
+
+/* The rules of deleting across tables (DELETE /v1/projects/NAME and
+ * /v1/users/NAME), these two taking the whole controller: a project
+ * without pending or running jobs and without volumes leaves the tenancy
+ * and every user's default; a user without such jobs, and not the last
+ * admin with a valid token, leaves its projects and the users. Refused
+ * with SH_ECONFLICT (saying why), else both changes join the open batch. */
+int tenancy_project_remove(struct shoald *d, const char *name,
+                           struct sh_error *err);
+int tenancy_user_remove(struct shoald *d, const char *name,
+                        struct sh_error *err);
 
 /* For a new cluster: the team and project "default" (no quotas). */
 int tenancy_init_defaults(struct tenancy *t, struct store_batch *batch,

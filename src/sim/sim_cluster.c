@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "lib/model/preset.h"
+#include "lib/util/parse.h"
 
 #define SPEC_MAX 65536 /* bytes of a spec or spec file */
 #define POOLS_MAX 4096
@@ -58,17 +59,9 @@ static int pool_preset(struct sim_pool *p, const char *preset,
 
 static int parse_count(const char **p, int max, int *out)
 {
-    long v = 0;
-    const char *s = *p;
-    if (*s < '0' || *s > '9')
+    long v;
+    if (parse_digits(p, max, &v) < 0)
         return -1;
-    while (*s >= '0' && *s <= '9') {
-        v = v * 10 + (*s - '0');
-        if (v > max)
-            return -1;
-        s++;
-    }
-    *p = s;
     *out = (int)v;
     return 0;
 }

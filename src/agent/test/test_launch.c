@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Focus: agent/launch.c turns the controller's work entry into what a run
- * executes. Work entries are built the way shoald's cluster.c work_entry()
+ * executes. Work entries are built the way shoald's nodework.c work_entry()
  * builds them (job_spec_to_json for the spec), and the tests check what a
  * job sees: its argv, the environment contract of ARCHITECTURE.md ("Inside
  * a job"), its own variables and that they cannot override the contract,
@@ -59,7 +59,7 @@ static json_t *str_array(const char *const *v)
     return a;
 }
 
-/* The work entry of one node's part of a job, shaped like cluster.c's
+/* The work entry of one node's part of a job, shaped like nodework.c's
  * work_entry(): nodes and gpus are NULL-terminated lists. */
 static json_t *work_make(uint64_t id, int attempt, int node_rank,
                          const char *const *nodes, const char *const *gpus,

@@ -5,25 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/util/parse.h"
 #include "lib/util/utf8.h"
-
-/* A number at *p (digits only), at most max; moves *p past it. */
-static int number(const char **p, long max, long *out)
-{
-    const char *s = *p;
-    long v = 0;
-    if (*s < '0' || *s > '9')
-        return -1;
-    while (*s >= '0' && *s <= '9') {
-        v = v * 10 + (*s - '0');
-        if (v > max)
-            return -1;
-        s++;
-    }
-    *p = s;
-    *out = v;
-    return 0;
-}
 
 static int int_cmp(const void *a, const void *b)
 {
@@ -55,16 +38,17 @@ int job_array_parse(const char *text, struct job_array *a, struct sh_error *err)
     for (;;) {
         const char *item = p;
         long lo, hi, step = 1;
-        if (number(&p, JOB_ARRAY_INDEX_MAX, &lo) < 0)
+        if (parse_digits(&p, JOB_ARRAY_INDEX_MAX, &lo) < 0)
             goto bad;
         hi = lo;
         if (*p == '-') {
             p++;
-            if (number(&p, JOB_ARRAY_INDEX_MAX, &hi) < 0 || hi < lo)
+            if (parse_digits(&p, JOB_ARRAY_INDEX_MAX, &hi) < 0 || hi < lo)
                 goto bad;
             if (*p == ':') {
                 p++;
-                if (number(&p, JOB_ARRAY_INDEX_MAX, &step) < 0 || step < 1)
+                if (parse_digits(&p, JOB_ARRAY_INDEX_MAX, &step) < 0 ||
+                    step < 1)
                     goto bad;
             }
         }
@@ -94,7 +78,7 @@ int job_array_parse(const char *text, struct job_array *a, struct sh_error *err)
         if (*p == '%') {
             long m;
             p++;
-            if (number(&p, JOB_ARRAY_TASKS_MAX, &m) < 0 || m < 1 || *p) {
+            if (parse_digits(&p, JOB_ARRAY_TASKS_MAX, &m) < 0 || m < 1 || *p) {
                 job_array_fini(a);
                 return sh_errorf(err, SH_EINVAL,
                                  "array: '%%' takes the most tasks at once, "

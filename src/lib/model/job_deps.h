@@ -3,7 +3,7 @@
  * afternotok:15,singleton". This module parses and prints the list and
  * says, from a target job's state, whether one dependency is met, still
  * waits, or can never be met. It does no I/O; the controller finds the
- * targets and acts (shoald/cluster.c).
+ * targets and acts (shoald/engine.c).
  */
 #ifndef SHOAL_MODEL_JOB_DEPS_H
 #define SHOAL_MODEL_JOB_DEPS_H

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Replacing a small file whole, and opening files in folders others may
- * write to (see file.h). */
+/* Replacing a small file whole, opening files in folders others may write
+ * to, and removing a tree (see file.h). */
 #include "lib/util/file.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -114,4 +115,19 @@ uint64_t file_size_at(int dirfd, const char *name)
         !S_ISREG(st.st_mode))
         return 0;
     return (uint64_t)st.st_size;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag,
+                        struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    remove(path);
+    return 0;
+}
+
+void file_remove_tree(const char *path)
+{
+    nftw(path, remove_entry, 32, FTW_DEPTH | FTW_PHYS);
 }

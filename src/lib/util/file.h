@@ -7,7 +7,10 @@
  * folder, for a root agent): the last component is never followed when it
  * is a symbolic link, temporary files are created exclusively (a planted
  * file or link is removed, never written through), and readers accept
- * regular files only (a FIFO would block, a device would be read). */
+ * regular files only (a FIFO would block, a device would be read).
+ *
+ * And removing a folder with everything in it (the agent's caches and
+ * staging folders). */
 #ifndef SHOAL_UTIL_FILE_H
 #define SHOAL_UTIL_FILE_H
 
@@ -45,5 +48,10 @@ int file_open_regular_stat_at(int dirfd, const char *name, struct stat *st);
 /* The size of the regular file `name` of dirfd (links not followed); 0 when
  * it is absent or not a regular file. */
 uint64_t file_size_at(int dirfd, const char *name);
+
+/* Remove path and everything under it, deepest first, best effort (what
+ * cannot be removed stays; nothing is reported). Symbolic links are
+ * removed, never followed, and the walk stays on path's side of them. */
+void file_remove_tree(const char *path);
 
 #endif

@@ -233,3 +233,20 @@ void format_size(uint64_t bytes, char *buf, size_t size)
     else
         snprintf(buf, size, "%.1f%c", v, units[u]);
 }
+
+int parse_digits(const char **p, long max, long *out)
+{
+    const char *s = *p;
+    long v = 0;
+    if (*s < '0' || *s > '9')
+        return -1;
+    while (*s >= '0' && *s <= '9') {
+        v = v * 10 + (*s - '0');
+        if (v > max)
+            return -1;
+        s++;
+    }
+    *p = s;
+    *out = v;
+    return 0;
+}

@@ -22,6 +22,11 @@
 int parse_int64(const char *field, const char *s, int64_t min, int64_t max,
                 int64_t *out, struct sh_error *err);
 
+/* Scan a number at *p (digits only, no sign), at most max, into *out and
+ * move *p past it; -1 (nothing moved) when there is no digit or it is over
+ * max. For grammars that go on after the number ("0-15%4", "4x8"). */
+int parse_digits(const char **p, long max, long *out);
+
 /* Parse a size with a binary unit K, M, G, T, P (optionally followed by "B"
  * or "iB"); "16G" is 16 GiB. A bare number is rejected: units are required. */
 int parse_size(const char *field, const char *s, uint64_t *bytes,

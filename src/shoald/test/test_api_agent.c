@@ -12,10 +12,11 @@
 #include "api_harness.h"
 #include "shoald/api_handlers.h"
 #include "shoald/auth.h"
-#include "shoald/cluster.h"
+#include "shoald/engine.h"
 #include "shoald/commit.h"
 #include "shoald/nodes.h"
 #include "shoald/nodetab.h"
+#include "shoald/nodework.h"
 #include "shoald/shoald.h"
 #include "state_fixture.h"
 
@@ -26,7 +27,6 @@ static const struct api_caller agent = {.role = API_AGENT, .node = "n1"};
 static void setup(void)
 {
     state_fixture_open(&d, dir, sizeof(dir), "shoal-agent-test");
-    api_agent_attach(&d);
     api_harness_set_commit(d.commit);
     struct sh_error err = {0};
     char token[AUTH_TOKEN_LEN + 1];

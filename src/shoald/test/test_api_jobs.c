@@ -23,7 +23,7 @@
 #include "lib/util/clock.h"
 #include "shoald/api_handlers.h"
 #include "shoald/auth.h"
-#include "shoald/cluster.h"
+#include "shoald/engine.h"
 #include "shoald/commit.h"
 #include "shoald/jobtab.h"
 #include "shoald/nodes.h"

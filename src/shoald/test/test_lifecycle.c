@@ -21,7 +21,7 @@
 #include "lib/loop/loop.h"
 #include "lib/model/job_json.h"
 #include "shoald/auth.h"
-#include "shoald/cluster.h"
+#include "shoald/engine.h"
 #include "shoald/commit.h"
 #include "shoald/jobs.h"
 #include "shoald/jobtab.h"
@@ -43,7 +43,8 @@ static const struct api_caller admin = {
 static void setup(void)
 {
     state_fixture_open(&d, dir, sizeof(dir), "shoal-life-test");
-    cr_assert_not_null(d.job_transition, "jobs_load registers the lifecycle");
+    cr_assert_not_null(d.job_transition,
+                       "shoald_create registers the lifecycle");
 }
 
 static void teardown(void)

@@ -4,7 +4,7 @@
  * so reservations and backfill happen) replayed with and without
  * all_reasons start every job at the same time on the same GPUs, with and
  * without quotas (preemption). And a replay that drives the engine the way
- * the controller does (src/shoald/cluster.c: sched_config_init() with its
+ * the controller does (src/shoald/engine.c: sched_config_init() with its
  * full-pass interval and grace, so all_reasons on; submissions and ends
  * reported as they come, one sched_run() per batch; every pending job's
  * status and reason read after every pass, as `shoal queue` does) takes
@@ -23,7 +23,7 @@
 #include "lib/util/strbuf.h"
 #include "sim/sim.h"
 
-#define CTL_FULL_PASS_MS 1000 /* src/shoald/cluster.c FULL_PASS_MS */
+#define CTL_FULL_PASS_MS 1000 /* src/shoald/engine.c FULL_PASS_MS */
 #define CTL_GRACE_MS 10000    /* shoald's default --kill-grace */
 
 static uint64_t xorshift(uint64_t *x)
@@ -337,7 +337,7 @@ Test(sim_decisions, all_reasons_does_not_change_a_las_replay)
 
 /* ------------------------------------------- the controller's way */
 
-/* Drive an engine as src/shoald/cluster.c does: build() configures it
+/* Drive an engine as src/shoald/engine.c does: build() configures it
  * (defaults, the controller's full-pass interval and grace), sched_job_add()
  * as jobs are submitted, sched_job_end() as they end, one sched_run() per
  * batch before the loop sleeps (here: per instant, submissions first),

@@ -158,3 +158,29 @@ Test(file_write_atomic, readers_open_regular_files_only)
     close(fd);
     close(dfd);
 }
+
+Test(file, remove_tree_removes_all_and_follows_no_link)
+{
+    char top[] = "/tmp/shoal-rmtree-XXXXXX",
+         outside[] = "/tmp/shoal-keep-XXXXXX";
+    char p[256];
+    cr_assert_not_null(mkdtemp(top));
+    cr_assert_not_null(mkdtemp(outside));
+    snprintf(p, sizeof(p), "%s/kept", outside);
+    cr_assert_eq(file_write_atomic(p, "x", 1, 0600, false, NULL), 0);
+    snprintf(p, sizeof(p), "%s/a", top);
+    cr_assert_eq(mkdir(p, 0700), 0);
+    snprintf(p, sizeof(p), "%s/a/b", top);
+    cr_assert_eq(mkdir(p, 0700), 0);
+    snprintf(p, sizeof(p), "%s/a/b/file", top);
+    cr_assert_eq(file_write_atomic(p, "data", 4, 0600, false, NULL), 0);
+    snprintf(p, sizeof(p), "%s/a/link", top);
+    cr_assert_eq(symlink(outside, p), 0);
+    file_remove_tree(top);
+    struct stat st;
+    cr_assert_lt(lstat(top, &st), 0, "the whole tree is gone");
+    snprintf(p, sizeof(p), "%s/kept", outside);
+    cr_assert_eq(stat(p, &st), 0, "what a link pointed to is untouched");
+    file_remove_tree(outside);
+    cr_assert_lt(lstat(outside, &st), 0);
+}

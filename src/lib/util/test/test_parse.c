@@ -138,3 +138,23 @@ Test(parse, dates)
     clock_format_iso(1767312010000LL, buf, sizeof(buf));
     cr_assert_str_eq(buf, "2026-01-02T00:00:10Z");
 }
+
+Test(parse, digits_stop_at_the_grammar_that_follows)
+{
+    const char *s = "15%4";
+    long v = -1;
+    cr_assert_eq(parse_digits(&s, 100, &v), 0);
+    cr_assert_eq(v, 15);
+    cr_assert_str_eq(s, "%4");
+    /* Over max, a sign or no digit: refused, nothing moved. */
+    const char *big = "101x";
+    cr_assert_eq(parse_digits(&big, 100, &v), -1);
+    cr_assert_str_eq(big, "101x");
+    const char *neg = "-1";
+    cr_assert_eq(parse_digits(&neg, 100, &v), -1);
+    cr_assert_str_eq(neg, "-1");
+    const char *none = "x";
+    cr_assert_eq(parse_digits(&none, 100, &v), -1);
+    const char *huge = "99999999999999999999999";
+    cr_assert_eq(parse_digits(&huge, 1000000, &v), -1);
+}

@@ -12,8 +12,8 @@
  * confirms the processes are gone (cluster_part_gone), or the node is
  * declared down. Only then does the engine see them free.
  */
-#ifndef SHOAL_SHOALD_CLUSTER_H
-#define SHOAL_SHOALD_CLUSTER_H
+#ifndef SHOAL_SHOALD_ENGINE_H
+#define SHOAL_SHOALD_ENGINE_H
 
 #include <jansson.h>
 
@@ -68,24 +68,6 @@ void cluster_node_changed(struct shoald *d, struct node *n);
 
 /* Forget a down node without jobs: out of the engine and the table. */
 void cluster_node_removed(struct shoald *d, const char *name);
-
-/* A node stopped answering: it is marked dead (jobs_node_down() ends its
- * jobs, then tells the engine with cluster_node_changed()). */
-void cluster_node_down(struct shoald *d, struct node *n, const char *why);
-
-/* The node's desired work for its agent (a new reference). */
-json_t *cluster_node_work(struct shoald *d, const struct node *n);
-
-/* Bump a node's generation so its agent's held poll is answered after the
- * next commit. */
-void cluster_node_touch(struct shoald *d, const char *node);
-
-/* Call fn for each GPU of node n that a job's live allocation holds: the
- * job and the GPU's index on n (a GPU whose slices several jobs hold comes
- * once per holder). For the node views and the metrics. */
-typedef void (*cluster_gpu_holder_f)(const struct job *job, int gpu, void *arg);
-void cluster_each_gpu_holder(struct shoald *d, const struct node *n,
-                             cluster_gpu_holder_f fn, void *arg);
 
 /* The sum of the GPU shares a job holds (1 per whole GPU, the slice's
  * share per slice). */

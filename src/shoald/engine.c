@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Binding jobs to nodes through the scheduling engine (see cluster.h).
+/* Binding jobs to nodes through the scheduling engine (see engine.h).
  *
  * Every job goes through the engine, those that ask for no GPU too: they
  * are the engine's own queue class (src/sched/sched_cpu.c), ordered and
  * limited like GPU jobs, and placed on the eligible up node with the
  * fewest running jobs. */
-#include "shoald/cluster.h"
+#include "shoald/engine.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -14,8 +14,6 @@
 #include <uthash.h>
 
 #include "lib/loop/loop.h"
-#include "lib/model/job_container.h"
-#include "lib/model/job_json.h"
 #include "lib/model/job_place.h"
 #include "lib/model/preset.h"
 #include "lib/util/clock.h"
@@ -28,10 +26,9 @@
 #include "shoald/gate.h"
 #include "shoald/jobtab.h"
 #include "shoald/nodetab.h"
-#include "shoald/secrets.h"
+#include "shoald/nodework.h"
 #include "shoald/slices.h"
 #include "shoald/tenancy.h"
-#include "shoald/volumes.h"
 
 #define MASTER_PORT_BASE 29500
 #define MASTER_PORT_SPAN 500
@@ -41,9 +38,7 @@
 struct cluster {
     struct sched *sched;
     struct sched_decisions dec;
-    bool schedule_pending; /* a pass is due before the loop sleeps */
-    bool rebuild;          /* rebuild the engine before the next pass */
-    bool wake_registered;  /* a commit_after for agent polls is queued */
+    bool rebuild; /* rebuild the engine before the next pass */
     int64_t last_pass_ms;
     int64_t last_evict_ms;
     struct array_rt *arrays; /* arrays with a %M: tasks counted against it */
@@ -61,17 +56,11 @@ static const double pass_bounds[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025,
                                      0.005,  0.01,    0.025,  0.05,  0.1,
                                      0.25,   0.5,     1.0,    2.5};
 
-void shoald_schedule_soon(struct shoald *d)
-{
-    if (d->cluster)
-        d->cluster->schedule_pending = true;
-}
-
 /* The cluster decides placements, never states: a start, a preemption or
  * a dependency that can never be met is posted to the job lifecycle
  * (jobs.c, through d->job_transition). */
-static int post_transition(struct shoald *d, struct job *job, enum job_state to,
-                           const char *reason, struct sh_error *err)
+static int tell_lifecycle(struct shoald *d, struct job *job, enum job_state to,
+                          const char *reason, struct sh_error *err)
 {
     if (!d->job_transition)
         return sh_errorf(err, SH_EINTERNAL, "no job lifecycle to tell");
@@ -164,27 +153,6 @@ static void job_desc(const struct job *job, struct sched_job_desc *desc)
 static bool uses_gpus(const struct job *job)
 {
     return job_spec_uses_gpus(&job->spec);
-}
-
-void cluster_each_gpu_holder(struct shoald *d, const struct node *n,
-                             cluster_gpu_holder_f fn, void *arg)
-{
-    struct node_rt *rt = nodetab_rt(d->nodes, n->name);
-    for (int i = 0; i < rt->njobs; i++) {
-        const struct job *job = jobtab_get(d->jobs, rt->jobs[i]);
-        for (int a = 0; job && a < job->nalloc; a++) {
-            const struct job_alloc *al = &job->alloc[a];
-            if (al->done || strcmp(al->node, n->name) != 0)
-                continue;
-            for (int g = 0; g < al->ngpus; g++) {
-                int slice;
-                const struct gpu_info *gi =
-                    node_find_gpu(n, al->gpus[g], &slice);
-                if (gi)
-                    fn(job, (int)(gi - n->gpus), arg);
-            }
-        }
-    }
 }
 
 /* Map a job's placement (UUIDs) back to GPU and slice indices. */
@@ -455,7 +423,7 @@ static int build(struct shoald *d, struct sh_error *err)
     for (struct node *n = nodetab_next(d->nodes, NULL); n;
          n = nodetab_next(d->nodes, n))
         n->running = nodetab_rt(d->nodes, n->name)->njobs;
-    c->schedule_pending = true;
+    d->schedule_pending = true;
     return 0;
 }
 
@@ -491,12 +459,7 @@ int cluster_create(struct shoald *d, struct sh_error *err)
                    (int)(sizeof(pass_bounds) / sizeof(pass_bounds[0])));
     /* A controller that just started gives every known node one heartbeat
      * timeout to reconnect before its jobs are declared lost. */
-    int64_t now = shoald_now_ms(d);
-    for (struct node *n = nodetab_next(d->nodes, NULL); n;
-         n = nodetab_next(d->nodes, n)) {
-        n->alive = true;
-        n->last_heartbeat_ms = now;
-    }
+    nodetab_grace(d->nodes, shoald_now_ms(d), true);
     if (build(d, err) < 0)
         return -1;
     return 0;
@@ -598,166 +561,6 @@ int cluster_check_submit(struct shoald *d, const struct job_spec *spec,
     return 0;
 }
 
-/* ---- node work and wake-ups ---- */
-
-static void wake_polls(bool ok, void *arg);
-
-/* Answer node n's held work poll (d->wake_agent, from the HTTP layer). */
-static void wake_agent(struct shoald *d, const struct node *n,
-                       const struct sh_error *err)
-{
-    if (d->wake_agent)
-        d->wake_agent(d, n, err);
-}
-
-void cluster_node_touch(struct shoald *d, const char *node)
-{
-    struct node_rt *rt = nodetab_rt(d->nodes, node);
-    if (!rt)
-        return;
-    rt->generation++;
-    rt->wake = true;
-    rt->wake_batch = commit_open_batch(d->commit);
-    if (!d->cluster->wake_registered &&
-        commit_after(d->commit, wake_polls, d) == 0)
-        d->cluster->wake_registered = true;
-}
-
-/* The commit_done_f of the agent polls' wake-up; arg is the struct
- * shoald. The wake-up may have been registered for a commit that was
- * already under way when a later change touched a node: that node's answer
- * is composed now and waits for the batch open now (api_agent_answer_poll),
- * so no agent hears of a change before it is durable, and a node touched in
- * every batch waits at most one batch. When the commit failed and memory is
- * not the store's (fenced, or the reload failed) nothing is told from
- * memory: the held polls get 503 and the agents ask again. */
-static void wake_polls(bool ok, void *arg)
-{
-    struct shoald *d = arg;
-    d->cluster->wake_registered = false;
-    struct sh_error lost;
-    bool refuse = !ok && commit_memory_lost(d->commit);
-    if (refuse)
-        sh_errorf(&lost, SH_EUNAVAILABLE,
-                  "the controller's state could not be stored; try again");
-    for (struct node *n = nodetab_next(d->nodes, NULL); n;
-         n = nodetab_next(d->nodes, n)) {
-        struct node_rt *rt = nodetab_rt(d->nodes, n->name);
-        if (!rt->wake)
-            continue;
-        rt->wake = false;
-        wake_agent(d, n, refuse ? &lost : NULL);
-    }
-}
-
-static const char *stop_reason(const struct job *job)
-{
-    switch (job->state) {
-    case JOB_CANCELLED:
-        return "cancelled";
-    case JOB_TIMEOUT:
-        return "timeout";
-    case JOB_PREEMPTED:
-        return "preempted";
-    case JOB_NODE_FAIL:
-        return "node_fail";
-    default:
-        return "ended";
-    }
-}
-
-/* A job pulling from a registry gets its project's credentials for that
- * registry, if a secret holds some (secrets_registry_auth): the agent
- * hands them to skopeo in a file of its own, never to the job, and keeps
- * them in no file of the run (work_entry sends them until the node
- * reports the run). */
-static void add_registry_auth(struct shoald *d, const struct job *job,
-                              json_t *e)
-{
-    char t[4200];
-    if (job_image_transport(job->spec.container.image, t, sizeof(t)) < 0 ||
-        strncmp(t, "docker://", 9) != 0)
-        return;
-    const char *host = t + 9;
-    size_t n = strcspn(host, "/");
-    if (!host[n])
-        return;
-    t[9 + n] = '\0';
-    json_t *auth = secrets_registry_auth(d->secrets, job->spec.project, host);
-    if (auth)
-        json_object_set_new(e, "registry_auth", auth);
-}
-
-static json_t *work_entry(struct shoald *d, const struct job *job, int part)
-{
-    const struct job_alloc *al = &job->alloc[part];
-    json_t *nodes = json_array();
-    json_t *gpus = json_array();
-    for (int a = 0; a < job->nalloc; a++)
-        json_array_append_new(nodes, json_string(job->alloc[a].node));
-    for (int g = 0; g < al->ngpus; g++)
-        json_array_append_new(gpus, json_string(al->gpus[g]));
-    const struct node *master = nodetab_get(d->nodes, job->alloc[0].node);
-    bool run = job->state == JOB_RUNNING;
-    /* "o" steals nodes, gpus and the spec */
-    json_t *e = json_pack(
-        "{s:I, s:i, s:s, s:i, s:o, s:o, s:s, s:i, s:I, s:i, s:o}", "id",
-        (json_int_t)job->id, "attempt", job_attempt(job), "action",
-        run ? "run" : "stop", "node_rank", part, "nodes", nodes, "gpus", gpus,
-        "master_addr",
-        master && master->address ? master->address : "127.0.0.1",
-        "master_port", job->master_port, "start_ms", (json_int_t)job->start_ms,
-        "grace_s", d->cfg.kill_grace_s, "spec", job_spec_to_json(&job->spec));
-    if (e && !run)
-        json_object_set_new(e, "stop_reason", json_string(stop_reason(job)));
-    if (e && run && job->spec.nvolumes > 0)
-        json_object_set_new(e, "mounts",
-                            volumes_mounts(d->volumes, d->secrets, &job->spec));
-    /* Only until the node has the run: the secret is not decrypted for
-     * every poll of a running job, nor sent again. */
-    if (e && run && job->spec.container.image && !al->reported)
-        add_registry_auth(d, job, e);
-    if (e && run && job->image_digest)
-        json_object_set_new(e, "image_digest", json_string(job->image_digest));
-    if (e && job->array_id) {
-        json_object_set_new(e, "array_id",
-                            json_integer((json_int_t)job->array_id));
-        json_object_set_new(e, "array_task", json_integer(job->array_task));
-    }
-    return e;
-}
-
-/* A part other than the first of a job in an image waits (its work is not
- * sent) until the first node reported the digest its reference resolved
- * to: then every node pulls that digest (nodes_count_stale takes it). A
- * reference that names its digest needs nobody's resolution. */
-static bool part_held(const struct job *job, int part)
-{
-    return part > 0 && job->state == JOB_RUNNING && job->spec.container.image &&
-           !job->image_digest &&
-           !job_image_ref_pinned(job->spec.container.image);
-}
-
-json_t *cluster_node_work(struct shoald *d, const struct node *n)
-{
-    struct node_rt *rt = nodetab_rt(d->nodes, n->name);
-    json_t *jobs = json_array();
-    for (int i = 0; rt && i < rt->njobs; i++) {
-        const struct job *job = jobtab_get(d->jobs, rt->jobs[i]);
-        if (!job)
-            continue;
-        for (int a = 0; a < job->nalloc; a++) {
-            if (strcmp(job->alloc[a].node, n->name) == 0 &&
-                !job->alloc[a].done && !part_held(job, a))
-                json_array_append_new(jobs, work_entry(d, job, a));
-        }
-    }
-    /* "o" steals jobs and the slicing work */
-    return json_pack("{s:I, s:b, s:o, s:o}", "generation",
-                     (json_int_t)(rt ? rt->generation : 0), "drain", n->drain,
-                     "jobs", jobs, "slices", slices_node_work(d, n));
-}
-
 /* ---- starting jobs ---- */
 
 static int pick_master_port(struct shoald *d, const char *node)
@@ -844,7 +647,7 @@ static void start_job(struct shoald *d, struct job *job,
     job->util_ms = 0;
     job->idle_since_ms = 0;
     job->idle = false;
-    if (post_transition(d, job, JOB_RUNNING, NULL, &err) < 0) {
+    if (tell_lifecycle(d, job, JOB_RUNNING, NULL, &err) < 0) {
         sh_log(LOG_ERR, "cluster", "job %llu cannot start: %s",
                (unsigned long long)job->id, err.msg);
         return;
@@ -898,7 +701,7 @@ static void apply_preempts(struct shoald *d)
                  for_job ? for_job->spec.project : "?",
                  (unsigned long long)p->for_job);
         struct sh_error err;
-        if (post_transition(d, job, JOB_PREEMPTED, reason, &err) < 0)
+        if (tell_lifecycle(d, job, JOB_PREEMPTED, reason, &err) < 0)
             sh_log(LOG_ERR, "cluster", "job %llu: %s",
                    (unsigned long long)job->id, err.msg);
         else
@@ -940,7 +743,7 @@ static void gate_recheck(struct shoald *d)
                 continue;
             if (g == GATE_NEVER) {
                 struct sh_error err;
-                if (post_transition(d, job, JOB_CANCELLED, why, &err) < 0)
+                if (tell_lifecycle(d, job, JOB_CANCELLED, why, &err) < 0)
                     sh_log(LOG_ERR, "cluster", "job %llu: %s",
                            (unsigned long long)job->id, err.msg);
                 continue;
@@ -991,7 +794,7 @@ void cluster_job_release(struct shoald *d, struct job *job)
 bool cluster_pass_due(const struct shoald *d)
 {
     const struct cluster *c = d->cluster;
-    return c && (c->schedule_pending || c->rebuild || c->gate_dirty);
+    return c && (d->schedule_pending || c->rebuild || c->gate_dirty);
 }
 
 void cluster_before_sleep(struct shoald *d)
@@ -1003,9 +806,9 @@ void cluster_before_sleep(struct shoald *d)
         return;
     }
     gate_recheck(d);
-    if (!c->schedule_pending)
+    if (!d->schedule_pending)
         return;
-    c->schedule_pending = false;
+    d->schedule_pending = false;
     c->last_pass_ms = shoald_now_ms(d);
     int64_t t0 = clock_mono_us();
     if (sched_run(c->sched, c->last_pass_ms, false, &c->dec, &err) < 0) {
@@ -1121,7 +924,7 @@ void cluster_node_removed(struct shoald *d, const char *name)
         return;
     struct sh_error err;
     sh_errorf(&err, SH_ENOTFOUND, "node %s was removed", name);
-    wake_agent(d, n, &err);
+    nodework_wake(d, n, &err);
     if (sched_node_remove(d->cluster->sched, name, &err) < 0 &&
         err.code == SH_ECONFLICT) {
         /* Jobs the engine still holds there (the table saw none): start
@@ -1131,12 +934,6 @@ void cluster_node_removed(struct shoald *d, const char *name)
     }
     nodetab_remove(d->nodes, name);
     shoald_schedule_soon(d);
-}
-
-void cluster_node_down(struct shoald *d, struct node *n, const char *why)
-{
-    n->alive = false;
-    sh_log(LOG_WARNING, "cluster", "node %s is down: %s", n->name, why);
 }
 
 /* ---- views ---- */
