@@ -91,7 +91,8 @@ static void env_unset(json_t *env, const char *key)
 }
 
 static int contract_env(json_t *env, const json_t *work, const json_t *spec,
-                        const char *run_dir, int node_rank, int nnodes, int tpn)
+                        const char *run_dir, int node_rank, int nnodes, int tpn,
+                        bool batch)
 {
     struct strbuf gpus, nodes;
     strbuf_init(&gpus, 1 << 16);
@@ -173,9 +174,10 @@ static int contract_env(json_t *env, const json_t *work, const json_t *spec,
     rc |= add_env_int(
         env, "MASTER_PORT",
         (long long)json_integer_value(json_object_get(work, "master_port")));
-    rc |= add_env_int(env, "WORLD_SIZE", (long long)nnodes * tpn);
+    /* The batch step is one process; srun's steps set their own. */
+    rc |= add_env_int(env, "WORLD_SIZE", batch ? 1 : (long long)nnodes * tpn);
     rc |= add_env_int(env, "NODE_RANK", node_rank);
-    rc |= add_env_int(env, "LOCAL_WORLD_SIZE", tpn);
+    rc |= add_env_int(env, "LOCAL_WORLD_SIZE", batch ? 1 : tpn);
     /* The same facts under Slurm's names, for scripts written for it
      * (SLURM_PROCID and SLURM_LOCALID are per task: the shim sets them). */
     long long id = (long long)json_integer_value(json_object_get(work, "id"));
@@ -339,6 +341,13 @@ json_t *launch_from_work(const json_t *work, const struct launch_ctx *ctx,
         sh_errorf(err, SH_EINVAL, "work entry has bad ranks");
         return NULL;
     }
+    /* Slurm's batch step: the script once, on the first node, as one
+     * process (RANK 0 of 1); the other nodes hold their share for the
+     * steps srun starts (no task of their own). */
+    const char *mode = json_string_value(json_object_get(spec, "launch"));
+    bool batch = mode && strcmp(mode, "batch") == 0;
+    int tasks = batch ? (node_rank == 0 ? 1 : 0) : tpn;
+    int world = batch ? 1 : nnodes * tpn;
     json_t *env = json_array();
     json_t *argv = json_array();
     json_t *out = NULL;
@@ -362,8 +371,8 @@ json_t *launch_from_work(const json_t *work, const struct launch_ctx *ctx,
         env_unset(env, key);
         add_env(env, key, json_string_value(v));
     }
-    int rc =
-        contract_env(env, work, spec, ctx->run_dir, node_rank, nnodes, tpn);
+    int rc = contract_env(env, work, spec, ctx->run_dir, node_rank, nnodes, tpn,
+                          batch);
     if (rc < 0 || mps_env(env, work, ctx) < 0)
         goto fail;
     if (script) {
@@ -386,8 +395,8 @@ json_t *launch_from_work(const json_t *work, const struct launch_ctx *ctx,
     out = json_pack("{s:o, s:o, s:O?, s:s?, s:i, s:i, s:i, s:s?, s:s?, s:s}",
                     "argv", argv, "env", env, "workdir",
                     json_object_get(spec, "workdir"), "user",
-                    ctx->as_root ? user : NULL, "tasks", tpn, "node_rank",
-                    node_rank, "world_size", nnodes * tpn, "script", script,
+                    ctx->as_root ? user : NULL, "tasks", tasks, "node_rank",
+                    node_rank, "world_size", world, "script", script,
                     "cgroup_parent", ctx->cg_parent, "cgroup_key", key_buf);
     if (out) {
         json_t *allow = json_array();

@@ -429,6 +429,30 @@ Test(launch, ranks_come_from_the_node_and_the_tasks_per_node)
     job_spec_fini(&s);
 }
 
+Test(launch, batch_job_runs_once_on_its_first_node_and_holds_the_others)
+{
+    struct job_spec s;
+    spec_make(&s, (const char *const[]){NULL});
+    s.script = xstrdup("#!/bin/sh\nsrun hostname\n");
+    s.batch = true;
+    s.nodes = 3;
+    s.tasks_per_node = 4;
+    const char *const nodes[] = {"a", "b", "c", NULL};
+    struct launch_ctx ctx = ctx_make();
+    for (int r = 0; r < 3; r++) {
+        json_t *l = launch_one(&s, r, nodes, TWO_GPUS, &ctx);
+        /* The script once, on the first node, as one process of one. */
+        cr_assert_eq(int_field(l, "tasks"), r == 0 ? 1 : 0);
+        cr_assert_eq(int_field(l, "world_size"), 1);
+        assert_env(l, "WORLD_SIZE", "1");
+        /* ... with the whole allocation's variables. */
+        assert_env(l, "SLURM_NTASKS", "12");
+        assert_env(l, "SLURM_NNODES", "3");
+        json_decref(l);
+    }
+    job_spec_fini(&s);
+}
+
 Test(launch, cgroup_key_names_the_job_and_attempt)
 {
     char buf[64];
