@@ -223,6 +223,30 @@ out:
     return rc ? -1 : 0;
 }
 
+/* srun and scontrol (steps.h): their folder first on PATH, and the agent's
+ * socket they ask. */
+static int steps_env(json_t *env, const struct launch_ctx *ctx)
+{
+    if (!ctx->step_socket || !ctx->step_bin_dir)
+        return 0;
+    const char *path = DEFAULT_PATH;
+    size_t i;
+    json_t *v;
+    json_array_foreach (env, i, v) {
+        const char *kv = json_string_value(v);
+        if (kv && strncmp(kv, "PATH=", 5) == 0)
+            path = kv + 5;
+    }
+    char *joined;
+    if (asprintf(&joined, "%s:%s", ctx->step_bin_dir, path) < 0)
+        return -1;
+    env_unset(env, "PATH");
+    int rc = add_env(env, "PATH", joined);
+    free(joined);
+    env_unset(env, "SHOAL_STEP_SOCKET");
+    return rc | add_env(env, "SHOAL_STEP_SOCKET", ctx->step_socket);
+}
+
 /* A time-slice on a node with MPS: its share of the GPU's threads and
  * memory, so one share cannot take the whole GPU. The job sees its GPU as
  * device 0 (CUDA_VISIBLE_DEVICES holds one UUID). */
@@ -347,6 +371,12 @@ json_t *launch_from_work(const json_t *work, const struct launch_ctx *ctx,
     const char *mode = json_string_value(json_object_get(spec, "launch"));
     bool batch = mode && strcmp(mode, "batch") == 0;
     int tasks = batch ? (node_rank == 0 ? 1 : 0) : tpn;
+    /* Those other nodes run the step server when the node has steps (not
+     * in an image: shoal-step is the node's, not the image's). */
+    const char *image0 = json_string_value(json_object_get(spec, "image"));
+    bool serve = batch && node_rank > 0 && ctx->step_program && !image0;
+    if (serve)
+        tasks = 1;
     int world = batch ? 1 : nnodes * tpn;
     json_t *env = json_array();
     json_t *argv = json_array();
@@ -375,13 +405,19 @@ json_t *launch_from_work(const json_t *work, const struct launch_ctx *ctx,
                           batch);
     if (rc < 0 || mps_env(env, work, ctx) < 0)
         goto fail;
-    if (script) {
+    if (!image && steps_env(env, ctx) < 0)
+        goto fail;
+    if (serve) {
+        json_array_append_new(argv, json_string(ctx->step_program));
+        json_array_append_new(argv, json_string("--serve"));
+        script = NULL;
+    } else if (script) {
         char path[4200];
         snprintf(path, sizeof(path), "%s/script", ctx->run_dir);
         json_array_append_new(argv, json_string(path));
     }
     size_t i;
-    json_array_foreach (json_object_get(spec, "command"), i, v)
+    json_array_foreach (serve ? NULL : json_object_get(spec, "command"), i, v)
         json_array_append(argv, v);
     if (json_array_size(argv) == 0) {
         sh_errorf(err, SH_EINVAL, "nothing to run");

@@ -33,6 +33,7 @@
 #include "shoald/nodetab.h"
 #include "shoald/slices.h"
 #include "shoald/state.h"
+#include "shoald/steps.h"
 #include "shoald/tenancy.h"
 #include "shoald/secrets.h"
 #include "shoald/volumes.h"
@@ -443,6 +444,9 @@ static int setup(struct shoald *d, char *store_url, size_t url_size,
     d->auth = auth_create(err);
     if (!d->auth)
         return -1;
+    d->steps = steps_create(cluster_node_touch, err);
+    if (!d->steps)
+        return -1;
     d->slices = slices_create(err);
     if (!d->slices)
         return -1;
@@ -562,6 +566,8 @@ static void teardown(struct shoald *d)
     volumes_destroy(d->volumes);
     secrets_destroy(d->secrets);
     slices_destroy(d->slices);
+    steps_destroy(d->steps);
+    d->steps = NULL;
     store_close(d->store);
     loop_destroy(d->loop);
 }

@@ -39,3 +39,102 @@ EOS
     wait_job_state "$bad" failed 30
     [ "$(job_field "$bad" .exit_code)" = 3 ]
 }
+
+@test "st-003 srun inside a 2-node batch script starts a task on each node" {
+    shoal_cluster_start 2 2
+    cat >"$SHOAL_TEST_DIR/srun.sbatch" <<'EOS'
+#!/bin/sh
+#SBATCH -N 2 --ntasks-per-node=1 --gres=gpu:1
+echo "body once"
+srun sh -c 'echo "proc $SLURM_PROCID of $SLURM_NTASKS on node $SLURM_NODEID step $SLURM_STEP_ID rank $RANK/$WORLD_SIZE"'
+echo "srun said $?"
+EOS
+    job=$(submit "$SHOAL_TEST_DIR/srun.sbatch")
+    wait_job_state "$job" completed 30
+    wait_for 20 job_released "$job"
+    out=$(shoal logs "$job")
+    echo "$out"
+    [ "$(echo "$out" | grep -c '^body once$')" = 1 ]
+    echo "$out" | grep -qx 'proc 0 of 2 on node 0 step 0 rank 0/2'
+    echo "$out" | grep -qx 'proc 1 of 2 on node 1 step 0 rank 1/2'
+    [ "$(echo "$out" | grep -c '^proc ')" = 2 ]
+    echo "$out" | grep -qx 'srun said 0'
+}
+
+@test "st-004 srun -l labels lines; its exit is the highest task's; -n spreads tasks" {
+    shoal_cluster_start 2 2
+    cat >"$SHOAL_TEST_DIR/lab.sbatch" <<'EOS'
+#!/bin/sh
+#SBATCH -N 2 --ntasks-per-node=2
+srun -l sh -c 'echo "hi from $SLURM_PROCID"'
+srun -n 3 sh -c 'exit $((SLURM_PROCID + 3))'
+echo "exit $?"
+srun -N 1 -n 1 true
+echo "one $?"
+EOS
+    job=$(submit "$SHOAL_TEST_DIR/lab.sbatch")
+    wait_job_state "$job" completed 40
+    wait_for 20 job_released "$job"
+    out=$(shoal logs "$job")
+    echo "$out"
+    for r in 0 1 2 3; do
+        echo "$out" | grep -qx "$r: hi from $r"
+    done
+    echo "$out" | grep -qx 'exit 5'
+    echo "$out" | grep -qx 'one 0'
+}
+
+@test "st-005 scontrol show hostnames; a process outside the job cannot start a step" {
+    shoal_cluster_start 2 1
+    cat >"$SHOAL_TEST_DIR/host.sbatch" <<EOS
+#!/bin/sh
+#SBATCH -N 2
+scontrol show hostnames
+scontrol show hostnames 'gpu[08-10],login1'
+scontrol show jobs; echo "scontrol other: \$?"
+env > "$SHOAL_TEST_DIR/job.env"
+sleep 300
+EOS
+    job=$(submit "$SHOAL_TEST_DIR/host.sbatch")
+    wait_job_state "$job" running 30
+    wait_for 20 test -s "$SHOAL_TEST_DIR/job.env"
+    # The job's own variables, copied into a shell of the same user that
+    # is not in the job: refused.
+    run env -i $(cat "$SHOAL_TEST_DIR/job.env" | grep -E '^(SHOAL_|SLURM_|PATH=)' | tr '\n' ' ') srun true
+    echo "$output"
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"not inside a job on this node"* ]]
+    shoal cancel "$job"
+    wait_job_state "$job" cancelled 30
+    out=$(shoal logs "$job")
+    echo "$out"
+    [ "$(echo "$out" | sed -n 1,2p | sort | tr '\n' ' ')" = "node1 node2 " ]
+    echo "$out" | sed -n 3,6p | tr '\n' ' ' | grep -qx 'gpu08 gpu09 gpu10 login1 '
+    echo "$out" | grep -q "scontrol: error: inside a Shoal job, scontrol answers only 'scontrol show hostnames"
+    echo "$out" | grep -qx 'scontrol other: 1'
+}
+
+@test "st-006 the multi-node torchrun pattern works unchanged (a stub torchrun)" {
+    shoal_cluster_start 2 2
+    mkdir -p "$SHOAL_TEST_DIR/bin"
+    # The stub checks what a real torchrun reads, and says it.
+    cat >"$SHOAL_TEST_DIR/bin/torchrun" <<'EOS'
+#!/bin/sh
+echo "torchrun $* node=$SLURM_NODEID procid=$SLURM_PROCID gpus=$(echo "$CUDA_VISIBLE_DEVICES" | tr ',' '\n' | grep -c .)"
+EOS
+    chmod +x "$SHOAL_TEST_DIR/bin/torchrun"
+    cat >"$SHOAL_TEST_DIR/tr.sbatch" <<EOS
+#!/bin/bash
+#SBATCH -N 2 --ntasks-per-node=1 --gpus-per-node=2
+export PATH=$SHOAL_TEST_DIR/bin:\$PATH
+head=\$(scontrol show hostnames | head -1)
+srun torchrun --nnodes \$SLURM_NNODES --nproc-per-node 2 --rdzv-endpoint \$head:29500 train.py
+EOS
+    job=$(submit "$SHOAL_TEST_DIR/tr.sbatch")
+    wait_job_state "$job" completed 30
+    wait_for 20 job_released "$job"
+    out=$(shoal logs "$job")
+    echo "$out"
+    echo "$out" | grep -qx 'torchrun --nnodes 2 --nproc-per-node 2 --rdzv-endpoint node1:29500 train.py node=0 procid=0 gpus=2'
+    echo "$out" | grep -qx 'torchrun --nnodes 2 --nproc-per-node 2 --rdzv-endpoint node1:29500 train.py node=1 procid=1 gpus=2'
+}
