@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "lib/model/job.h"
+#include "lib/model/job_array.h"
 #include "lib/model/job_container.h"
 #include "lib/model/job_output.h"
 #include "lib/util/strbuf.h"
@@ -90,6 +91,44 @@ static void env_unset(json_t *env, const char *key)
     }
 }
 
+/* The rest of what Slurm scripts read: where the job was submitted from,
+ * its CPUs, GPUs and memory per node, its partition, its array's range;
+ * and the GPUs' UUIDs under a name of their own. */
+static int slurm_more_env(json_t *env, const json_t *spec, const char *uuids,
+                          size_t ngpus, int tpn)
+{
+    int rc = add_env(env, "SHOAL_GPU_UUIDS", uuids);
+    const char *dir = json_string_value(json_object_get(spec, "submit_dir"));
+    if (dir)
+        rc |= add_env(env, "SLURM_SUBMIT_DIR", dir);
+    long long cpus =
+        (long long)json_integer_value(json_object_get(spec, "cpus"));
+    if (cpus > 0) {
+        rc |= add_env_int(env, "SLURM_CPUS_ON_NODE", cpus);
+        if (cpus % tpn == 0)
+            rc |= add_env_int(env, "SLURM_CPUS_PER_TASK", cpus / tpn);
+    }
+    rc |= add_env_int(env, "SLURM_GPUS_PER_NODE", (long long)ngpus);
+    long long mem = (long long)json_integer_value(json_object_get(spec, "mem"));
+    if (mem > 0)
+        rc |= add_env_int(env, "SLURM_MEM_PER_NODE", mem >> 20); /* MiB */
+    const char *part = json_string_value(json_object_get(spec, "partition"));
+    if (part)
+        rc |= add_env(env, "SLURM_JOB_PARTITION", part);
+    const char *array = json_string_value(json_object_get(spec, "array"));
+    struct job_array a;
+    struct sh_error err;
+    if (array && job_array_parse(array, &a, &err) == 0) {
+        if (a.n > 0) {
+            rc |= add_env_int(env, "SLURM_ARRAY_TASK_COUNT", a.n);
+            rc |= add_env_int(env, "SLURM_ARRAY_TASK_MIN", a.idx[0]);
+            rc |= add_env_int(env, "SLURM_ARRAY_TASK_MAX", a.idx[a.n - 1]);
+        }
+        job_array_fini(&a);
+    }
+    return rc ? -1 : 0;
+}
+
 static int contract_env(json_t *env, const json_t *work, const json_t *spec,
                         const char *run_dir, int node_rank, int nnodes, int tpn,
                         bool batch)
@@ -140,6 +179,17 @@ static int contract_env(json_t *env, const json_t *work, const json_t *spec,
                                        "SLURM_ARRAY_JOB_ID",
                                        "SHOAL_ARRAY_JOB_ID",
                                        "SHOAL_ARRAY_TASK_ID",
+                                       "SHOAL_GPU_UUIDS",
+                                       "SLURMD_NODENAME",
+                                       "SLURM_SUBMIT_DIR",
+                                       "SLURM_CPUS_PER_TASK",
+                                       "SLURM_CPUS_ON_NODE",
+                                       "SLURM_GPUS_PER_NODE",
+                                       "SLURM_MEM_PER_NODE",
+                                       "SLURM_JOB_PARTITION",
+                                       "SLURM_ARRAY_TASK_COUNT",
+                                       "SLURM_ARRAY_TASK_MIN",
+                                       "SLURM_ARRAY_TASK_MAX",
                                        NULL};
     for (int i = 0; keys[i]; i++)
         env_unset(env, keys[i]);
@@ -208,6 +258,9 @@ static int contract_env(json_t *env, const json_t *work, const json_t *spec,
         rc |= add_env_int(env, "SLURM_ARRAY_JOB_ID", aid);
         rc |= add_env_int(env, "SLURM_ARRAY_TASK_ID", task);
     }
+    if (slurm_more_env(env, spec, strbuf_str(&gpus), json_array_size(gpu_arr),
+                       tpn) < 0)
+        rc = -1;
     /* Where and how long a stopped job learns its SIGKILL deadline. */
     rc |= add_env_int(env, "SHOAL_PREEMPT_GRACE", launch_grace_s(work));
     char *deadline;
@@ -403,7 +456,8 @@ json_t *launch_from_work(const json_t *work, const struct launch_ctx *ctx,
     }
     int rc = contract_env(env, work, spec, ctx->run_dir, node_rank, nnodes, tpn,
                           batch);
-    if (rc < 0 || mps_env(env, work, ctx) < 0)
+    if (rc < 0 || (ctx->node && add_env(env, "SLURMD_NODENAME", ctx->node)) ||
+        mps_env(env, work, ctx) < 0)
         goto fail;
     if (!image && steps_env(env, ctx) < 0)
         goto fail;

@@ -138,3 +138,22 @@ EOS
     echo "$out" | grep -qx 'torchrun --nnodes 2 --nproc-per-node 2 --rdzv-endpoint node1:29500 train.py node=0 procid=0 gpus=2'
     echo "$out" | grep -qx 'torchrun --nnodes 2 --nproc-per-node 2 --rdzv-endpoint node1:29500 train.py node=1 procid=1 gpus=2'
 }
+
+@test "st-007 a script finds SLURM_SUBMIT_DIR, its GPUs and memory, and SHOAL_GPU_UUIDS" {
+    shoal_cluster_start 1 2
+    mkdir -p "$SHOAL_TEST_DIR/sub"
+    cat >"$SHOAL_TEST_DIR/sub/env.sbatch" <<'EOS'
+#!/bin/sh
+#SBATCH --gres=gpu:2 --mem=1G -c 2 -D /tmp
+cd "$SLURM_SUBMIT_DIR" && echo "submit $(pwd)"
+echo "gpus $SLURM_GPUS_PER_NODE mem $SLURM_MEM_PER_NODE cpt $SLURM_CPUS_PER_TASK node $SLURMD_NODENAME"
+echo "uuids $SHOAL_GPU_UUIDS cuda $CUDA_VISIBLE_DEVICES"
+EOS
+    job=$(cd "$SHOAL_TEST_DIR/sub" && submit env.sbatch)
+    wait_job_state "$job" completed 30
+    out=$(shoal logs "$job")
+    echo "$out"
+    echo "$out" | grep -qx "submit $SHOAL_TEST_DIR/sub"
+    echo "$out" | grep -qx 'gpus 2 mem 1024 cpt 2 node node1'
+    echo "$out" | grep -qx 'uuids GPU-[^,]*,GPU-[^,]* cuda GPU-[^,]*,GPU-[^,]*'
+}
