@@ -84,7 +84,7 @@ EOS
     echo "$out" | grep -qx 'one 0'
 }
 
-@test "st-005 scontrol show hostnames; a process outside the job cannot start a step" {
+@test "st-005 scontrol show hostnames; shoal show lists steps; a process outside the job cannot start one" {
     shoal_cluster_start 2 1
     cat >"$SHOAL_TEST_DIR/host.sbatch" <<EOS
 #!/bin/sh
@@ -92,6 +92,8 @@ EOS
 scontrol show hostnames
 scontrol show hostnames 'gpu[08-10],login1'
 scontrol show jobs; echo "scontrol other: \$?"
+srun true
+srun sh -c 'exit 3'
 env > "$SHOAL_TEST_DIR/job.env"
 sleep 300
 EOS
@@ -104,6 +106,11 @@ EOS
     echo "$output"
     [ "$status" -ne 0 ]
     [[ "$output" == *"not inside a job on this node"* ]]
+    # The job's steps, as shoal show lists them.
+    run shoal show "$job"
+    echo "$output"
+    [[ "$output" == *"steps:"*"0: completed, exit 0, 2 tasks on node1,node2: true"* ]]
+    [[ "$output" == *"1: failed, exit 3, 2 tasks on node1,node2: sh -c exit 3"* ]]
     shoal cancel "$job"
     wait_job_state "$job" cancelled 30
     out=$(shoal logs "$job")
