@@ -164,3 +164,29 @@ EOS
     echo "$out" | grep -qx 'gpus 2 mem 1024 cpt 2 node node1'
     echo "$out" | grep -qx 'uuids GPU-[^,]*,GPU-[^,]* cuda GPU-[^,]*,GPU-[^,]*'
 }
+
+@test "st-008 srun refuses what it cannot do, saying why" {
+    shoal_cluster_start 2 1
+    # A command job runs its command as its tasks: no steps there.
+    cmd=$(submit -- srun true)
+    wait_job_state "$cmd" failed 30
+    shoal logs "$cmd" | grep -q 'srun: error: srun starts steps inside a batch job (shoal submit SCRIPT)'
+    cat >"$SHOAL_TEST_DIR/bad.sbatch" <<'EOS'
+#!/bin/sh
+#SBATCH -N 2
+srun --mpi=pmix true; echo "mpi $?"
+srun -N 3 true; echo "three $?"
+srun --gpus-per-task=2 true; echo "gpt $?"
+srun; echo "none $?"
+EOS
+    job=$(submit "$SHOAL_TEST_DIR/bad.sbatch")
+    wait_job_state "$job" completed 30
+    out=$(shoal logs "$job")
+    echo "$out"
+    echo "$out" | grep -q "srun: error: Shoal's srun does not take '--mpi=pmix'"
+    echo "$out" | grep -qx 'mpi 1'
+    echo "$out" | grep -q 'srun: error: 3 nodes asked, the job has 2'
+    echo "$out" | grep -q 'srun: error: 1 tasks on a node with --gpus-per-task=2 need 2 GPUs; the job has 0 per node'
+    echo "$out" | grep -qx 'gpt 1'
+    echo "$out" | grep -q 'srun: error: no command given'
+}
