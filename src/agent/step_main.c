@@ -9,6 +9,7 @@
  * job from the caller's process; it starts its own node's tasks itself and
  * waits for the other nodes' through the agent. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <poll.h>
@@ -337,6 +338,37 @@ static char **step_env(const struct srun_opts *o)
     return env;
 }
 
+/* What srun hears from the agent while its own tasks run. */
+struct srun_watch {
+    struct reader *r;
+    bool got_exit; /* the other parts ended, with exit */
+    int exit;
+    bool cancelled;
+};
+
+static int srun_heard(void *arg)
+{
+    struct srun_watch *w = arg;
+    bool timed_out;
+    json_t *m = read_msg(w->r, 0, &timed_out);
+    if (!m)
+        return timed_out ? 0 : -1;
+    int rc = 0;
+    const char *op = json_string_value(json_object_get(m, "op"));
+    if (op && strcmp(op, "cancel") == 0) {
+        fprintf(stderr, "srun: error: a task of the step failed on another "
+                        "node: killing this node's tasks "
+                        "(--kill-on-bad-exit)\n");
+        w->cancelled = true;
+        rc = 1;
+    } else if (json_is_integer(json_object_get(m, "exit"))) {
+        w->got_exit = true;
+        w->exit = (int)json_integer_value(json_object_get(m, "exit"));
+    }
+    json_decref(m);
+    return rc;
+}
+
 static int srun_main(int argc, char **argv)
 {
     struct srun_opts o = {0};
@@ -403,10 +435,19 @@ static int srun_main(int argc, char **argv)
         .gpus_per_task = o.gpus_per_task,
         .label = o.label,
         .kill_on_bad_exit = o.kill_on_bad_exit,
+        .watch_fd = fd,
+        .cancelled = srun_heard,
     };
+    struct srun_watch watch = {.r = r};
+    part.arg = &watch;
     int code = step_part_run(&part);
+    /* A task failed here under -K: the other nodes' parts end too. */
+    if (code != 0 && o.kill_on_bad_exit && !watch.cancelled && nnodes > 1)
+        send_msg(fd, json_pack("{s:s}", "op", "cancel"));
     send_msg(fd, json_pack("{s:s, s:i}", "op", "done", "exit", code));
-    if (nnodes > 1) {
+    if (watch.got_exit)
+        code = watch.exit > code ? watch.exit : code;
+    if (nnodes > 1 && !watch.got_exit) {
         /* The other nodes' parts: their highest exit, from the agent. */
         for (;;) {
             json_t *m = read_msg(r, -1, &timed_out);
@@ -458,6 +499,27 @@ static bool is_node_key(const char *kv)
     return false;
 }
 
+/* A part's runner learns of a cancel (SIGUSR1 from the server) through
+ * this pipe. */
+static int cancel_pipe[2] = {-1, -1};
+
+static void on_cancel(int sig)
+{
+    (void)sig;
+    int e = errno;
+    if (write(cancel_pipe[1], "x", 1) < 0) {
+        /* nothing to do: the pipe is full, a cancel is pending anyway */
+    }
+    errno = e;
+}
+
+static int part_cancelled(void *arg)
+{
+    (void)arg;
+    char c;
+    return read(cancel_pipe[0], &c, 1) == 1 ? 1 : 0;
+}
+
 /* Run one part in a child; its pid. */
 static pid_t serve_part(const json_t *msg)
 {
@@ -465,6 +527,8 @@ static pid_t serve_part(const json_t *msg)
     pid_t pid = fork();
     if (pid != 0)
         return pid;
+    if (pipe2(cancel_pipe, O_CLOEXEC | O_NONBLOCK) == 0)
+        signal(SIGUSR1, on_cancel);
     const json_t *senv = json_object_get(req, "env");
     size_t n = json_array_size(senv);
     char **env = calloc(n + 64, sizeof(char *));
@@ -499,6 +563,8 @@ static pid_t serve_part(const json_t *msg)
         .label = json_is_true(json_object_get(req, "label")),
         .kill_on_bad_exit =
             json_is_true(json_object_get(req, "kill_on_bad_exit")),
+        .watch_fd = cancel_pipe[0],
+        .cancelled = cancel_pipe[0] >= 0 ? part_cancelled : NULL,
     };
     const char *nn = step_env_get(env, "SLURM_STEP_NUM_NODES");
     part.step_nodes = nn ? atoi(nn) : 0;
@@ -516,6 +582,7 @@ static int serve_main(void)
     struct reader *r = calloc(1, sizeof(*r));
     pid_t pids[SERVE_PARTS_MAX];
     int steps[SERVE_PARTS_MAX];
+    bool kbe[SERVE_PARTS_MAX]; /* --kill-on-bad-exit */
     int nparts = 0;
     json_t *started = json_object(); /* steps begun, never twice */
     for (int tries = 0; r;) {
@@ -548,8 +615,16 @@ static int serve_main(void)
             snprintf(key, sizeof(key), "%d", step);
             if (!json_object_get(started, key)) {
                 json_object_set_new(started, key, json_true());
+                kbe[nparts] = json_is_true(json_object_get(
+                    json_object_get(m, "req"), "kill_on_bad_exit"));
                 pids[nparts] = serve_part(m);
                 steps[nparts++] = step;
+            }
+        } else if (op && strcmp(op, "cancel") == 0) {
+            int step = (int)json_integer_value(json_object_get(m, "step"));
+            for (int i = 0; i < nparts; i++) {
+                if (steps[i] == step && pids[i] > 0)
+                    kill(pids[i], SIGUSR1);
             }
         }
         json_decref(m);
@@ -561,11 +636,15 @@ static int serve_main(void)
                     continue;
                 int code = WIFEXITED(status) ? WEXITSTATUS(status)
                                              : 128 + WTERMSIG(status);
+                if (fd >= 0 && code != 0 && kbe[i])
+                    send_msg(fd, json_pack("{s:s, s:i}", "op", "cancel", "step",
+                                           steps[i]));
                 if (fd >= 0)
                     send_msg(fd, json_pack("{s:s, s:i, s:i}", "op", "exit",
                                            "step", steps[i], "exit", code));
                 pids[i] = pids[--nparts];
                 steps[i] = steps[nparts];
+                kbe[i] = kbe[nparts];
                 break;
             }
         }

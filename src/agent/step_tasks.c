@@ -191,6 +191,46 @@ static void kill_others(pid_t *pids, int n, pid_t except)
     }
 }
 
+/* Wait a tenth of a second at most for output or a word from watch_fd
+ * (-1: none); copy the output; 1 when p->cancelled says the step is
+ * cancelled. */
+static int wait_some(const struct step_part *p, struct label_pipe *lps,
+                     int npipes, int *open_pipes, struct pollfd *pfd,
+                     bool *watching)
+{
+    int k = 0;
+    for (int i = 0; i < npipes; i++) {
+        if (lps[i].fd < 0)
+            continue;
+        pfd[k].fd = lps[i].fd;
+        pfd[k++].events = POLLIN;
+    }
+    int watch = -1;
+    if (*watching && p->watch_fd >= 0) {
+        watch = k;
+        pfd[k].fd = p->watch_fd;
+        pfd[k++].events = POLLIN;
+    }
+    if (poll(pfd, (nfds_t)k, 100) <= 0)
+        return 0;
+    for (int i = 0, j = 0; i < npipes && j < k; i++) {
+        if (lps[i].fd < 0)
+            continue;
+        if (pfd[j++].revents && pump(&lps[i]) == 0) {
+            close(lps[i].fd);
+            lps[i].fd = -1;
+            (*open_pipes)--;
+        }
+    }
+    if (watch >= 0 && pfd[watch].revents) {
+        int rc = p->cancelled(p->arg);
+        if (rc < 0)
+            *watching = false; /* nothing more to hear */
+        return rc > 0;
+    }
+    return 0;
+}
+
 int step_part_run(const struct step_part *p)
 {
     int n = p->ntasks;
@@ -199,8 +239,11 @@ int step_part_run(const struct step_part *p)
     pid_t *pids = calloc((size_t)n, sizeof(pid_t));
     struct label_pipe *lps =
         p->label ? calloc((size_t)n * 2, sizeof(*lps)) : NULL;
-    if (!pids || (p->label && !lps)) {
+    struct pollfd *pfd = calloc((size_t)n * 2 + 1, sizeof(*pfd));
+    if (!pids || !pfd || (p->label && !lps)) {
         free(pids);
+        free(lps);
+        free(pfd);
         return 1;
     }
     int worst = 0;
@@ -209,7 +252,7 @@ int step_part_run(const struct step_part *p)
         if (p->label) {
             for (int k = 0; k < 2; k++) {
                 if (pipe2(fds[k], O_CLOEXEC) < 0)
-                    return 1;
+                    fds[k][0] = fds[k][1] = -1;
                 lps[2 * t + k] = (struct label_pipe){
                     .fd = fds[k][0], .rank = p->first + t, .to = k + 1};
             }
@@ -222,58 +265,49 @@ int step_part_run(const struct step_part *p)
         if (pids[t] < 0)
             worst = 127;
     }
-    int open_pipes = p->label ? 2 * n : 0;
-    struct pollfd *pfd =
-        open_pipes ? calloc((size_t)open_pipes, sizeof(*pfd)) : NULL;
+    int npipes = p->label ? 2 * n : 0, open_pipes = 0;
+    for (int i = 0; i < npipes; i++)
+        open_pipes += lps[i].fd >= 0;
     int left = 0;
     for (int t = 0; t < n; t++)
         left += pids[t] > 0;
+    bool watching = p->cancelled != NULL, killed = false;
     while (left > 0 || open_pipes > 0) {
-        if (open_pipes > 0 && pfd) {
-            int k = 0;
-            for (int i = 0; i < 2 * n; i++) {
-                pfd[k].fd = lps[i].fd;
-                pfd[k].events = POLLIN;
-                k += lps[i].fd >= 0;
-            }
-            if (poll(pfd, (nfds_t)k, left > 0 ? 100 : -1) > 0) {
-                for (int i = 0; i < 2 * n; i++) {
-                    if (lps[i].fd < 0)
-                        continue;
-                    for (int j = 0; j < k; j++) {
-                        if (pfd[j].fd == lps[i].fd && pfd[j].revents &&
-                            pump(&lps[i]) == 0) {
-                            close(lps[i].fd);
-                            lps[i].fd = -1;
-                            open_pipes--;
-                        }
-                    }
-                }
-            }
+        /* Nothing to copy nor to hear: wait for a task to end. */
+        bool block = open_pipes == 0 && !(watching && p->watch_fd >= 0);
+        if (!block && wait_some(p, lps, npipes, &open_pipes, pfd, &watching) &&
+            !killed) {
+            /* Another node's task failed under --kill-on-bad-exit. */
+            killed = true;
+            kill_others(pids, n, 0);
         }
         int status;
-        pid_t pid = waitpid(-1, &status, open_pipes > 0 ? WNOHANG : 0);
-        if (pid < 0 && errno == EINTR)
-            continue;
-        if (pid < 0 && errno == ECHILD)
-            left = 0;
-        if (pid <= 0)
-            continue;
-        for (int t = 0; t < n; t++) {
-            if (pids[t] != pid)
-                continue;
-            int e = exit_of(status);
-            if (e > worst)
-                worst = e;
-            left--;
-            pids[t] = -pid;
-            if (e != 0 && p->kill_on_bad_exit) {
-                fprintf(stderr,
-                        "srun: error: task %d exited with %d: "
-                        "killing the step's other tasks "
-                        "(--kill-on-bad-exit)\n",
-                        p->first + t, e);
-                kill_others(pids, n, pid);
+        pid_t pid;
+        while (left > 0 &&
+               (pid = waitpid(-1, &status, block ? 0 : WNOHANG)) != 0) {
+            if (pid < 0) {
+                if (errno == EINTR)
+                    continue;
+                left = 0; /* no child left to wait for */
+                break;
+            }
+            block = false;
+            for (int t = 0; t < n; t++) {
+                if (pids[t] != pid)
+                    continue;
+                int e = exit_of(status);
+                if (e > worst)
+                    worst = e;
+                left--;
+                pids[t] = -pid;
+                if (e != 0 && p->kill_on_bad_exit && !killed) {
+                    fprintf(stderr,
+                            "srun: error: task %d exited with %d: killing "
+                            "the step's other tasks (--kill-on-bad-exit)\n",
+                            p->first + t, e);
+                    killed = true;
+                    kill_others(pids, n, pid);
+                }
             }
         }
     }

@@ -24,6 +24,13 @@ struct step_part {
     int gpus_per_task; /* 0: every task sees the node's GPUs */
     bool label;        /* prefix each line with the task's rank */
     bool kill_on_bad_exit;
+    /* While the tasks run: when watch_fd (-1: none) is readable,
+     * cancelled(arg) says whether the step was cancelled (1: its tasks
+     * are killed), nothing yet (0) or that watch_fd has nothing more to
+     * say (-1). */
+    int watch_fd;
+    int (*cancelled)(void *arg);
+    void *arg;
 };
 
 /* Run the part; the highest exit of its tasks, 128+N for a task killed by

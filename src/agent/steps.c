@@ -7,8 +7,12 @@
  *           then {"op": "done", "exit": e} when its own part ended, and it
  *           reads {"exit": e} when the other parts ended (their highest)
  *   server: {"op": "serve"} -> {"op": "run", "step", "req", "first",
- *           "ntasks", "node_index"} per part to run; it answers
- *           {"op": "exit", "step": k, "exit": e} for each. */
+ *           "ntasks", "node_index", "cancel"} per part to run; it answers
+ *           {"op": "exit", "step": k, "exit": e} for each.
+ *   --kill-on-bad-exit: either side sends {"op": "cancel"} (srun; a
+ *   server adds "step") when a task failed; the agent passes it to the
+ *   controller, and {"op": "cancel"} (with "step" to a server) to the
+ *   parts that still run. */
 #include "agent/steps.h"
 
 #include <errno.h>
@@ -39,11 +43,12 @@ struct conn {
     enum conn_kind kind;
     uint64_t id; /* the job it runs in */
     int attempt;
-    int step;       /* srun: its step; -1 before it has one */
-    bool told_exit; /* srun: the other parts' end was sent */
-    bool reported;  /* srun: its own part's end went to the controller */
-    bool dead;      /* to close (reap) */
-    bool srun_done; /* srun: its own part ended, with srun_exit */
+    int step;         /* srun: its step; -1 before it has one */
+    bool told_exit;   /* srun: the other parts' end was sent */
+    bool reported;    /* srun: its own part's end went to the controller */
+    bool dead;        /* to close (reap) */
+    bool srun_done;   /* srun: its own part ended, with srun_exit */
+    bool told_cancel; /* srun: the step's cancel was sent */
     int srun_exit;
     struct steps *owner;
     char *buf; /* what was read of the current line */
@@ -138,6 +143,21 @@ static int call(struct steps *s, const char *path, json_t *body, json_t **ans,
     return rc;
 }
 
+/* --kill-on-bad-exit: a part's task failed; the controller ends the
+ * others. */
+static void cancel_step(struct steps *s, uint64_t id, int attempt, int step)
+{
+    char path[128];
+    snprintf(path, sizeof(path), "/v1/agent/jobs/%llu/steps/%d/cancel",
+             (unsigned long long)id, step);
+    struct sh_error err;
+    json_t *ans = NULL;
+    if (call(s, path, json_pack("{s:i}", "attempt", attempt), &ans, &err) < 0)
+        sh_log(LOG_WARNING, "steps", "job %llu step %d: cancelling: %s",
+               (unsigned long long)id, step, err.msg);
+    json_decref(ans);
+}
+
 static void report_part(struct steps *s, uint64_t id, int attempt, int step,
                         int code)
 {
@@ -194,15 +214,34 @@ static void dispatch(struct steps *s)
                     key, sizeof(key), "%llu.%d.%lld", (unsigned long long)c->id,
                     c->attempt,
                     (long long)json_integer_value(json_object_get(st, "step")));
-                if (json_object_get(s->sent, key))
-                    continue;
-                json_t *msg = json_deep_copy(st);
-                json_object_set_new(msg, "op", json_string("run"));
-                if (conn_send(s, c, msg) < 0)
-                    break;
-                json_object_set_new(s->sent, key, json_true());
+                if (!json_object_get(s->sent, key)) {
+                    json_t *msg = json_deep_copy(st);
+                    json_object_set_new(msg, "op", json_string("run"));
+                    if (conn_send(s, c, msg) < 0)
+                        break;
+                    json_object_set_new(s->sent, key, json_true());
+                }
+                /* Sent once the part runs: "id.attempt.step.cancel". */
+                strncat(key, ".cancel", sizeof(key) - strlen(key) - 1);
+                if (json_is_true(json_object_get(st, "cancel")) &&
+                    !json_object_get(s->sent, key)) {
+                    if (conn_send(s, c,
+                                  json_pack("{s:s, s:O}", "op", "cancel",
+                                            "step",
+                                            json_object_get(st, "step"))) < 0)
+                        break;
+                    json_object_set_new(s->sent, key, json_true());
+                }
             }
-        } else if (c->kind == CONN_SRUN && c->step >= 0 && !c->told_exit) {
+        } else if (c->kind == CONN_SRUN && c->step >= 0) {
+            json_array_foreach (json_object_get(j, "steps_cancel"), i, st) {
+                if (json_integer_value(st) != c->step || c->told_cancel)
+                    continue;
+                c->told_cancel = true;
+                conn_send(s, c, json_pack("{s:s}", "op", "cancel"));
+            }
+            if (c->told_exit)
+                continue;
             json_array_foreach (json_object_get(j, "steps_done"), i, st) {
                 if (json_integer_value(json_object_get(st, "step")) != c->step)
                     continue;
@@ -309,6 +348,12 @@ static void on_message(struct steps *s, struct conn *c, json_t *msg)
         c->srun_done = true;
         c->srun_exit = code;
         maybe_report(s, c);
+    } else if (strcmp(op, "cancel") == 0 &&
+               (c->kind == CONN_SRUN || c->kind == CONN_SERVER)) {
+        cancel_step(s, c->id, c->attempt,
+                    c->kind == CONN_SRUN ? c->step
+                                         : (int)json_integer_value(
+                                               json_object_get(msg, "step")));
     } else if (c->kind == CONN_SERVER && strcmp(op, "exit") == 0) {
         report_part(s, c->id, c->attempt,
                     (int)json_integer_value(json_object_get(msg, "step")),

@@ -5,6 +5,9 @@
  *                                              number
  *   POST /v1/agent/jobs/{id}/steps/{step}/done  a node's part of a step
  *                                              ended: {"attempt", "exit"}
+ *   POST /v1/agent/jobs/{id}/steps/{step}/cancel  a part's task failed
+ *                                              under --kill-on-bad-exit:
+ *                                              the other parts are ended
  * Only a node that runs a part of the job's current attempt is heard
  * (the first node alone may ask for steps). */
 #include <stdio.h>
@@ -52,6 +55,35 @@ void api_agent_step_add(struct shoald *d, struct api_req *req)
         return;
     }
     api_reply_json(req, 201, json_pack("{s:i}", "step", step));
+}
+
+void api_agent_step_cancel(struct shoald *d, struct api_req *req)
+{
+    json_t *body = api_body(req);
+    if (!body)
+        return;
+    struct job *job = caller_job(d, req);
+    if (!job)
+        return;
+    struct sh_error err;
+    int64_t step;
+    int attempt;
+    json_error_t jerr;
+    if (parse_int64("step", api_param(req, 1), 0, INT32_MAX, &step, &err) < 0) {
+        api_reply_error(req, &err);
+        return;
+    }
+    if (json_unpack_ex(body, &jerr, JSON_STRICT, "{s:i}", "attempt", &attempt) <
+        0) {
+        api_errorf(req, SH_EINVAL, "step cancel: %s", jerr.text);
+        return;
+    }
+    if (steps_cancel(d, job, api_caller(req)->node, attempt, (int)step, &err) <
+        0) {
+        api_reply_error(req, &err);
+        return;
+    }
+    api_reply_json(req, 200, json_object());
 }
 
 void api_agent_step_done(struct shoald *d, struct api_req *req)

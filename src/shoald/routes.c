@@ -37,6 +37,8 @@ const struct api_route api_routes[] = {
     {"POST", "/v1/agent/jobs/{}/steps", api_agent_step_add, API_ACCESS_AGENT},
     {"POST", "/v1/agent/jobs/{}/steps/{}/done", api_agent_step_done,
      API_ACCESS_AGENT},
+    {"POST", "/v1/agent/jobs/{}/steps/{}/cancel", api_agent_step_cancel,
+     API_ACCESS_AGENT},
     {"GET", "/v1/teams", api_teams_list, API_ACCESS_USER},
     {"POST", "/v1/teams", api_teams_create, API_ACCESS_ADMIN},
     {"GET", "/v1/teams/{}", api_teams_show, API_ACCESS_USER},

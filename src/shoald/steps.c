@@ -274,6 +274,32 @@ int steps_part_done(struct shoald *d, const struct job *job, const char *node,
     return 0;
 }
 
+int steps_cancel(struct shoald *d, const struct job *job, const char *node,
+                 int attempt, int step, struct sh_error *err)
+{
+    if (attempt != job_attempt(job))
+        return 0;
+    json_t *st = find_step(job_steps_get(d->steps, job, false), step);
+    if (!st)
+        return sh_errorf(err, SH_ENOTFOUND, "job %llu has no step %d",
+                         (unsigned long long)job->id, step);
+    bool member = false;
+    size_t i;
+    json_t *p;
+    json_array_foreach (json_object_get(st, "parts"), i, p)
+        member = member || strcmp(json_string_value(json_object_get(p, "node")),
+                                  node) == 0;
+    if (!member)
+        return sh_errorf(err, SH_EFORBIDDEN, "node %s has no part of step %d",
+                         node, step);
+    if (json_is_true(json_object_get(st, "cancel")))
+        return 0;
+    json_object_set_new(st, "cancel", json_true());
+    json_array_foreach (json_object_get(st, "parts"), i, p)
+        d->steps->touch(d, json_string_value(json_object_get(p, "node")));
+    return 0;
+}
+
 /* The highest exit of the parts other than skip's (all of them when skip
  * is NULL), and whether they all ended. */
 static int parts_exit(const json_t *st, const char *skip, bool *all_done)
@@ -306,6 +332,7 @@ void steps_work(struct shoald *d, const struct job *job, int part,
     const char *node = job->alloc[part].node;
     json_t *run = json_array();
     json_t *done = json_array();
+    json_t *cancel = json_array();
     size_t i;
     json_t *st;
     json_array_foreach (js->list, i, st) {
@@ -318,13 +345,17 @@ void steps_work(struct shoald *d, const struct job *job, int part,
                 json_is_true(json_object_get(p, "done")))
                 continue;
             json_array_append_new(
-                run,
-                json_pack("{s:O, s:O, s:O, s:O, s:i}", "step",
-                          json_object_get(st, "step"), "req",
-                          json_object_get(st, "req"), "first",
-                          json_object_get(p, "first"), "ntasks",
-                          json_object_get(p, "ntasks"), "node_index", (int)k));
+                run, json_pack("{s:O, s:O, s:O, s:O, s:i, s:b}", "step",
+                               json_object_get(st, "step"), "req",
+                               json_object_get(st, "req"), "first",
+                               json_object_get(p, "first"), "ntasks",
+                               json_object_get(p, "ntasks"), "node_index",
+                               (int)k, "cancel",
+                               json_is_true(json_object_get(st, "cancel"))));
         }
+        if (part == 0 && json_is_true(json_object_get(st, "cancel")) &&
+            !json_is_true(json_object_get(st, "ended")))
+            json_array_append(cancel, json_object_get(st, "step"));
         bool all;
         int worst = parts_exit(st, job->alloc[0].node, &all);
         if (part == 0 && all && !json_is_true(json_object_get(st, "ended")))
@@ -340,6 +371,10 @@ void steps_work(struct shoald *d, const struct job *job, int part,
         json_object_set_new(entry, "steps_done", done);
     else
         json_decref(done);
+    if (json_array_size(cancel))
+        json_object_set_new(entry, "steps_cancel", cancel);
+    else
+        json_decref(cancel);
 }
 
 json_t *steps_job_json(struct shoald *d, const struct job *job)

@@ -46,6 +46,12 @@ int steps_add(struct shoald *d, const struct job *job, const char *node,
 int steps_part_done(struct shoald *d, const struct job *job, const char *node,
                     int attempt, int step, int exit_code, struct sh_error *err);
 
+/* A node of the step asks to end it (--kill-on-bad-exit: one of its tasks
+ * failed): every part still running is told "cancel". 0, or -1 with
+ * err. */
+int steps_cancel(struct shoald *d, const struct job *job, const char *node,
+                 int attempt, int step, struct sh_error *err);
+
 /* Add to a work entry (borrowed job, its part on that node) the steps that
  * node must run ("steps": [...], parts not yet ended), and on the first
  * node the steps whose other parts all ended ("steps_done": [{"step": k,

@@ -190,3 +190,30 @@ EOS
     echo "$out" | grep -qx 'gpt 1'
     echo "$out" | grep -q 'srun: error: no command given'
 }
+
+@test "st-009 srun -K: a task failing on one node ends the step's tasks on the others" {
+    shoal_cluster_start 2 1
+    cat >"$SHOAL_TEST_DIR/k.sbatch" <<'EOS'
+#!/bin/sh
+#SBATCH -N 2
+# A task on the second node fails: the first node's is killed...
+srun -K sh -c '[ "$SLURM_PROCID" = 1 ] && exit 3; sleep 60; echo survived'
+echo "remote failed: $?"
+# ...and the other way round.
+srun --kill-on-bad-exit sh -c '[ "$SLURM_PROCID" = 0 ] && exit 4; sleep 60; echo survived'
+echo "local failed: $?"
+# Without -K the others run on.
+srun sh -c '[ "$SLURM_PROCID" = 1 ] && exit 5; echo "ran on"'
+echo "no -K: $?"
+EOS
+    job=$(submit "$SHOAL_TEST_DIR/k.sbatch")
+    wait_job_state "$job" completed 50
+    wait_for 20 job_released "$job"
+    out=$(shoal logs "$job")
+    echo "$out"
+    ! echo "$out" | grep -q survived
+    echo "$out" | grep -Eqx 'remote failed: (3|137|143)'
+    echo "$out" | grep -Eqx 'local failed: (4|137|143)'
+    echo "$out" | grep -qx 'ran on'
+    echo "$out" | grep -qx 'no -K: 5'
+}
