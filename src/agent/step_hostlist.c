@@ -23,6 +23,8 @@ static int expand(const char *prefix, const char *rest, FILE *out, int *count,
     const char *close = strchr(open, ']');
     if (!close)
         return sh_errorf(err, SH_EINVAL, "unclosed '[' in %s%s", prefix, rest);
+    if (close == open + 1)
+        return sh_errorf(err, SH_EINVAL, "empty '[]' in %s%s", prefix, rest);
     char head[NAME_MAX_LEN];
     int hl = snprintf(head, sizeof(head), "%s%.*s", prefix, (int)(open - rest),
                       rest);
