@@ -302,15 +302,15 @@ static int srun_layout(struct srun_opts *o, int job_nodes, int *nnodes,
 }
 
 /* The job's node names, split from SLURM_JOB_NODELIST (comma-separated,
- * as Shoal gives it). */
-static int job_node_names(char ***names)
+ * as Shoal gives it) in *copy (the caller frees both). */
+static int job_node_names(char ***names, char **copy)
 {
     const char *list = getenv("SLURM_JOB_NODELIST");
-    char *copy = strdup(list ? list : "");
     int n = 0;
-    *names = calloc(strlen(copy) + 2, sizeof(char *));
+    *copy = strdup(list ? list : "");
+    *names = *copy ? calloc(strlen(*copy) + 2, sizeof(char *)) : NULL;
     char *save = NULL;
-    for (char *t = strtok_r(copy, ",", &save); t && *names;
+    for (char *t = *names ? strtok_r(*copy, ",", &save) : NULL; t;
          t = strtok_r(NULL, ",", &save))
         (*names)[n++] = t;
     return n;
@@ -369,25 +369,13 @@ static int srun_heard(void *arg)
     return rc;
 }
 
-static int srun_main(int argc, char **argv)
+/* A step from srun: asked of the agent, its own node's part run here,
+ * the others' exit heard. srun's exit status. */
+static int srun_step(const struct srun_opts *o, char **cmd, char **names,
+                     int nnodes, int ntasks, char **env, struct reader *r)
 {
-    struct srun_opts o = {0};
-    int first = srun_parse(argc, argv, &o);
-    if (first < 0)
-        return 1;
-    char **names;
-    int job_nodes = job_node_names(&names);
-    int nnodes, ntasks;
-    if (job_nodes < 1) {
-        fprintf(stderr, "srun: error: SLURM_JOB_NODELIST is not set: not "
-                        "inside a Shoal job\n");
-        return 1;
-    }
-    if (srun_layout(&o, job_nodes, &nnodes, &ntasks) < 0)
-        return 1;
-    char **env = step_env(&o);
     char cwd[PATH_MAX];
-    if (!env || !getcwd(cwd, sizeof(cwd)))
+    if (!getcwd(cwd, sizeof(cwd)))
         return 1;
     json_t *parts = json_array();
     int base = ntasks / nnodes, extra = ntasks % nnodes, next = 0;
@@ -398,32 +386,29 @@ static int srun_main(int argc, char **argv)
                                         "first", next, "ntasks", n));
         next += n;
     }
-    int fd = agent_connect("srun");
-    if (fd < 0)
-        return 1;
     json_t *req =
         json_pack("{s:s, s:o, s:o, s:s, s:b, s:b, s:i, s:o}", "op", "step",
-                  "argv", str_array(argv + first), "env", str_array(env), "cwd",
-                  cwd, "label", o.label, "kill_on_bad_exit", o.kill_on_bad_exit,
+                  "argv", str_array(cmd), "env", str_array(env), "cwd", cwd,
+                  "label", o->label, "kill_on_bad_exit", o->kill_on_bad_exit,
                   "ntasks", ntasks, "parts", parts);
-    struct reader *r = calloc(1, sizeof(*r));
     bool timed_out;
-    if (!r || send_msg(fd, req) < 0) {
+    if (send_msg(r->fd, req) < 0) {
         fprintf(stderr, "srun: error: cannot talk to the node's agent\n");
         return 1;
     }
-    r->fd = fd;
     json_t *ans = read_msg(r, -1, &timed_out);
     const char *error = json_string_value(json_object_get(ans, "error"));
     if (!json_is_integer(json_object_get(ans, "step"))) {
         fprintf(stderr, "srun: error: %s\n",
                 error ? error : "the node's agent did not answer");
+        json_decref(ans);
         return 1;
     }
     int step = (int)json_integer_value(json_object_get(ans, "step"));
     json_decref(ans);
+    struct srun_watch watch = {.r = r};
     struct step_part part = {
-        .argv = argv + first,
+        .argv = cmd,
         .env = env,
         .cwd = NULL,
         .step = step,
@@ -432,42 +417,76 @@ static int srun_main(int argc, char **argv)
         .node_index = 0,
         .step_tasks = ntasks,
         .step_nodes = nnodes,
-        .gpus_per_task = o.gpus_per_task,
-        .label = o.label,
-        .kill_on_bad_exit = o.kill_on_bad_exit,
-        .watch_fd = fd,
+        .gpus_per_task = o->gpus_per_task,
+        .label = o->label,
+        .kill_on_bad_exit = o->kill_on_bad_exit,
+        .watch_fd = r->fd,
         .cancelled = srun_heard,
+        .arg = &watch,
     };
-    struct srun_watch watch = {.r = r};
-    part.arg = &watch;
     int code = step_part_run(&part);
     /* A task failed here under -K: the other nodes' parts end too. */
-    if (code != 0 && o.kill_on_bad_exit && !watch.cancelled && nnodes > 1)
-        send_msg(fd, json_pack("{s:s}", "op", "cancel"));
-    send_msg(fd, json_pack("{s:s, s:i}", "op", "done", "exit", code));
+    if (code != 0 && o->kill_on_bad_exit && !watch.cancelled && nnodes > 1)
+        send_msg(r->fd, json_pack("{s:s}", "op", "cancel"));
+    send_msg(r->fd, json_pack("{s:s, s:i}", "op", "done", "exit", code));
     if (watch.got_exit)
         code = watch.exit > code ? watch.exit : code;
-    if (nnodes > 1 && !watch.got_exit) {
+    while (nnodes > 1 && !watch.got_exit) {
         /* The other nodes' parts: their highest exit, from the agent. */
-        for (;;) {
-            json_t *m = read_msg(r, -1, &timed_out);
-            if (!m) {
-                fprintf(stderr, "srun: error: lost the node's agent before "
-                                "the step's other nodes ended\n");
-                return code ? code : 1;
-            }
-            json_t *e = json_object_get(m, "exit");
-            if (json_is_integer(e)) {
-                int other = (int)json_integer_value(e);
-                code = other > code ? other : code;
-                json_decref(m);
-                break;
-            }
-            json_decref(m);
+        json_t *m = read_msg(r, -1, &timed_out);
+        if (!m) {
+            fprintf(stderr, "srun: error: lost the node's agent before the "
+                            "step's other nodes ended\n");
+            return code ? code : 1;
         }
+        json_t *e = json_object_get(m, "exit");
+        if (json_is_integer(e)) {
+            int other = (int)json_integer_value(e);
+            code = other > code ? other : code;
+            watch.got_exit = true;
+        }
+        json_decref(m);
     }
-    close(fd);
     return code > 255 ? 255 : code;
+}
+
+static int srun_main(int argc, char **argv)
+{
+    struct srun_opts o = {0};
+    int first = srun_parse(argc, argv, &o);
+    if (first < 0)
+        return 1;
+    char **names = NULL, *copy = NULL, **env = NULL;
+    struct reader *r = NULL;
+    int rc = 1, nnodes, ntasks;
+    int job_nodes = job_node_names(&names, &copy);
+    if (job_nodes < 1) {
+        fprintf(stderr, "srun: error: SLURM_JOB_NODELIST is not set: not "
+                        "inside a Shoal job\n");
+        goto out;
+    }
+    if (srun_layout(&o, job_nodes, &nnodes, &ntasks) < 0)
+        goto out;
+    env = step_env(&o);
+    r = calloc(1, sizeof(*r));
+    if (!env || !r || (r->fd = agent_connect("srun")) < 0)
+        goto out;
+    rc = srun_step(&o, argv + first, names, nnodes, ntasks, env, r);
+    close(r->fd);
+out:
+    free(names);
+    free(copy);
+    for (int i = 0; env && env[i]; i++) {
+        /* srun's own settings were allocated; environ's are not ours. */
+        bool own = true;
+        for (int k = 0; environ[k] && own; k++)
+            own = environ[k] != env[i];
+        if (own)
+            free(env[i]);
+    }
+    free(env);
+    free(r);
+    return rc;
 }
 
 /* ---- the step server of a batch job's other nodes ---- */
@@ -594,7 +613,7 @@ static int serve_main(void)
                 fd = -1;
                 /* The agent restarts: come back to it for a while. */
                 if (++tries > 120)
-                    return 1;
+                    break;
                 sleep(1);
                 continue;
             }
@@ -649,6 +668,8 @@ static int serve_main(void)
             }
         }
     }
+    json_decref(started);
+    free(r);
     return 1;
 }
 
