@@ -392,11 +392,10 @@ static int srun_step(const struct srun_opts *o, char **cmd, char **names,
                   "label", o->label, "kill_on_bad_exit", o->kill_on_bad_exit,
                   "ntasks", ntasks, "parts", parts);
     bool timed_out;
-    if (send_msg(r->fd, req) < 0) {
-        fprintf(stderr, "srun: error: cannot talk to the node's agent\n");
-        return 1;
-    }
-    json_t *ans = read_msg(r, -1, &timed_out);
+    /* The agent may have answered (and closed) before reading the request,
+     * when it turned the caller away at once: read that answer anyway. */
+    bool sent = send_msg(r->fd, req) == 0;
+    json_t *ans = read_msg(r, sent ? -1 : 1000, &timed_out);
     const char *error = json_string_value(json_object_get(ans, "error"));
     if (!json_is_integer(json_object_get(ans, "step"))) {
         fprintf(stderr, "srun: error: %s\n",

@@ -35,6 +35,7 @@
 
 #define STEP_MSG_MAX (1 << 20) /* bytes of one message */
 #define STEP_CONNS_MAX 1024
+#define STEP_CONNS_PER_JOB 64
 
 enum conn_kind { CONN_NEW, CONN_SRUN, CONN_SERVER };
 
@@ -424,6 +425,30 @@ static void on_accept(struct loop *loop, int fd, uint32_t events, void *arg)
     c->fd = cfd;
     c->owner = s;
     c->step = -1;
+    /* Who connects, at once: a process outside every job is turned away
+     * before it holds a connection, and one job holds at most
+     * STEP_CONNS_PER_JOB of them. */
+    struct ucred cred;
+    socklen_t len = sizeof(cred);
+    const json_t *work = NULL;
+    if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0)
+        work = runs_work_of_pid(s->a->runs, cred.pid);
+    int same = 0;
+    if (work) {
+        c->id = (uint64_t)json_integer_value(json_object_get(work, "id"));
+        for (struct conn *o = s->conns; o; o = o->next)
+            same += o->id == c->id && !o->dead;
+    }
+    if (!work || same >= STEP_CONNS_PER_JOB) {
+        conn_error(s, c,
+                   !work ? "not inside a job on this node: steps start only "
+                           "from a job's own processes"
+                         : "this job holds too many connections to the "
+                           "agent (steps asked at once)");
+        close(cfd);
+        free(c);
+        return;
+    }
     if (loop_add_fd(loop, cfd, EPOLLIN, on_readable, c, NULL) < 0) {
         close(cfd);
         free(c);
