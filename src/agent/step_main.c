@@ -317,16 +317,17 @@ static int job_node_names(char ***names, char **copy)
 }
 
 /* srun's own settings, for every task of the step on every node. */
-static char **step_env(const struct srun_opts *o)
+static char **step_env(const struct srun_opts *o, int nnodes)
 {
     int n = 0;
     while (environ[n])
         n++;
-    char **env = calloc((size_t)n + 3, sizeof(char *));
+    char **env = calloc((size_t)n + 4, sizeof(char *));
     int k = 0;
     for (int i = 0; env && i < n; i++) {
         if (strncmp(environ[i], "SLURM_GPUS_PER_TASK=", 20) != 0 &&
-            strncmp(environ[i], "SLURM_CPUS_PER_TASK=", 20) != 0)
+            strncmp(environ[i], "SLURM_CPUS_PER_TASK=", 20) != 0 &&
+            strncmp(environ[i], "SLURM_STEP_NUM_NODES=", 21) != 0)
             env[k++] = environ[i];
     }
     if (env && o->gpus_per_task &&
@@ -334,6 +335,8 @@ static char **step_env(const struct srun_opts *o)
         return NULL;
     if (env && o->cpus_per_task &&
         asprintf(&env[k++], "SLURM_CPUS_PER_TASK=%d", o->cpus_per_task) < 0)
+        return NULL;
+    if (env && asprintf(&env[k++], "SLURM_STEP_NUM_NODES=%d", nnodes) < 0)
         return NULL;
     return env;
 }
@@ -466,7 +469,7 @@ static int srun_main(int argc, char **argv)
     }
     if (srun_layout(&o, job_nodes, &nnodes, &ntasks) < 0)
         goto out;
-    env = step_env(&o);
+    env = step_env(&o, nnodes);
     r = calloc(1, sizeof(*r));
     if (!env || !r || (r->fd = agent_connect("srun")) < 0)
         goto out;
@@ -563,9 +566,7 @@ static pid_t serve_part(const json_t *msg)
     char **argv = json_strv(json_object_get(req, "argv"));
     if (!env || !argv || !argv[0])
         _exit(1);
-    const json_t *gpt = NULL;
     const char *g = step_env_get(env, "SLURM_GPUS_PER_TASK");
-    (void)gpt;
     struct step_part part = {
         .argv = argv,
         .env = env,

@@ -46,7 +46,7 @@ EOS
 #!/bin/sh
 #SBATCH -N 2 --ntasks-per-node=1 --gres=gpu:1
 echo "body once"
-srun sh -c 'echo "proc $SLURM_PROCID of $SLURM_NTASKS on node $SLURM_NODEID step $SLURM_STEP_ID rank $RANK/$WORLD_SIZE"'
+srun sh -c 'echo "proc $SLURM_PROCID of $SLURM_NTASKS on node $SLURM_NODEID of $SLURM_STEP_NUM_NODES step $SLURM_STEP_ID rank $RANK/$WORLD_SIZE"'
 echo "srun said $?"
 EOS
     job=$(submit "$SHOAL_TEST_DIR/srun.sbatch")
@@ -55,8 +55,8 @@ EOS
     out=$(shoal logs "$job")
     echo "$out"
     [ "$(echo "$out" | grep -c '^body once$')" = 1 ]
-    echo "$out" | grep -qx 'proc 0 of 2 on node 0 step 0 rank 0/2'
-    echo "$out" | grep -qx 'proc 1 of 2 on node 1 step 0 rank 1/2'
+    echo "$out" | grep -qx 'proc 0 of 2 on node 0 of 2 step 0 rank 0/2'
+    echo "$out" | grep -qx 'proc 1 of 2 on node 1 of 2 step 0 rank 1/2'
     [ "$(echo "$out" | grep -c '^proc ')" = 2 ]
     echo "$out" | grep -qx 'srun said 0'
 }
