@@ -43,6 +43,7 @@ HOOKS = {
     "slices_hooks.node_changed": (("field", "node_changed"), "shoald_setup.c"),
     "slices_hooks.node_touch": (("field", "node_touch"), "shoald_setup.c"),
     "slices_hooks.job_reason": (("field", "job_reason"), "shoald_setup.c"),
+    "steps node touch": (("arg", "steps_create"), "shoald_setup.c"),
     "commit reload": (("arg", "commit_create"), "shoald_setup.c"),
     "commit fenced": (("arg", "commit_on_fenced"), "shoald_setup.c"),
     "commit completion": (("arg", "commit_after"), None),

@@ -23,6 +23,7 @@ struct client;
 struct gpu_backend;
 struct cgroup_ctx;
 struct runs;
+struct steps;
 struct link;
 
 #define AGENT_ALLOW_USERS_MAX 16
@@ -59,6 +60,7 @@ struct agent {
     struct loop *loop;
     struct link *link;
     struct runs *runs;
+    struct steps *steps;     /* srun's steps (steps.h); NULL: none */
     struct gpu_backend *gpu; /* NULL: no GPUs */
     struct gpu_info *gpus;
     int ngpus;

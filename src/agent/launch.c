@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "lib/model/job.h"
+#include "lib/model/job_array.h"
 #include "lib/model/job_container.h"
 #include "lib/model/job_output.h"
 #include "lib/util/strbuf.h"
@@ -90,8 +91,47 @@ static void env_unset(json_t *env, const char *key)
     }
 }
 
+/* The rest of what Slurm scripts read: where the job was submitted from,
+ * its CPUs, GPUs and memory per node, its partition, its array's range;
+ * and the GPUs' UUIDs under a name of their own. */
+static int slurm_more_env(json_t *env, const json_t *spec, const char *uuids,
+                          size_t ngpus, int tpn)
+{
+    int rc = add_env(env, "SHOAL_GPU_UUIDS", uuids);
+    const char *dir = json_string_value(json_object_get(spec, "submit_dir"));
+    if (dir)
+        rc |= add_env(env, "SLURM_SUBMIT_DIR", dir);
+    long long cpus =
+        (long long)json_integer_value(json_object_get(spec, "cpus"));
+    if (cpus > 0) {
+        rc |= add_env_int(env, "SLURM_CPUS_ON_NODE", cpus);
+        if (cpus % tpn == 0)
+            rc |= add_env_int(env, "SLURM_CPUS_PER_TASK", cpus / tpn);
+    }
+    rc |= add_env_int(env, "SLURM_GPUS_PER_NODE", (long long)ngpus);
+    long long mem = (long long)json_integer_value(json_object_get(spec, "mem"));
+    if (mem > 0)
+        rc |= add_env_int(env, "SLURM_MEM_PER_NODE", mem >> 20); /* MiB */
+    const char *part = json_string_value(json_object_get(spec, "partition"));
+    if (part)
+        rc |= add_env(env, "SLURM_JOB_PARTITION", part);
+    const char *array = json_string_value(json_object_get(spec, "array"));
+    struct job_array a;
+    struct sh_error err;
+    if (array && job_array_parse(array, &a, &err) == 0) {
+        if (a.n > 0) {
+            rc |= add_env_int(env, "SLURM_ARRAY_TASK_COUNT", a.n);
+            rc |= add_env_int(env, "SLURM_ARRAY_TASK_MIN", a.idx[0]);
+            rc |= add_env_int(env, "SLURM_ARRAY_TASK_MAX", a.idx[a.n - 1]);
+        }
+        job_array_fini(&a);
+    }
+    return rc ? -1 : 0;
+}
+
 static int contract_env(json_t *env, const json_t *work, const json_t *spec,
-                        const char *run_dir, int node_rank, int nnodes, int tpn)
+                        const char *run_dir, int node_rank, int nnodes, int tpn,
+                        bool batch)
 {
     struct strbuf gpus, nodes;
     strbuf_init(&gpus, 1 << 16);
@@ -139,6 +179,17 @@ static int contract_env(json_t *env, const json_t *work, const json_t *spec,
                                        "SLURM_ARRAY_JOB_ID",
                                        "SHOAL_ARRAY_JOB_ID",
                                        "SHOAL_ARRAY_TASK_ID",
+                                       "SHOAL_GPU_UUIDS",
+                                       "SLURMD_NODENAME",
+                                       "SLURM_SUBMIT_DIR",
+                                       "SLURM_CPUS_PER_TASK",
+                                       "SLURM_CPUS_ON_NODE",
+                                       "SLURM_GPUS_PER_NODE",
+                                       "SLURM_MEM_PER_NODE",
+                                       "SLURM_JOB_PARTITION",
+                                       "SLURM_ARRAY_TASK_COUNT",
+                                       "SLURM_ARRAY_TASK_MIN",
+                                       "SLURM_ARRAY_TASK_MAX",
                                        NULL};
     for (int i = 0; keys[i]; i++)
         env_unset(env, keys[i]);
@@ -173,9 +224,10 @@ static int contract_env(json_t *env, const json_t *work, const json_t *spec,
     rc |= add_env_int(
         env, "MASTER_PORT",
         (long long)json_integer_value(json_object_get(work, "master_port")));
-    rc |= add_env_int(env, "WORLD_SIZE", (long long)nnodes * tpn);
+    /* The batch step is one process; srun's steps set their own. */
+    rc |= add_env_int(env, "WORLD_SIZE", batch ? 1 : (long long)nnodes * tpn);
     rc |= add_env_int(env, "NODE_RANK", node_rank);
-    rc |= add_env_int(env, "LOCAL_WORLD_SIZE", tpn);
+    rc |= add_env_int(env, "LOCAL_WORLD_SIZE", batch ? 1 : tpn);
     /* The same facts under Slurm's names, for scripts written for it
      * (SLURM_PROCID and SLURM_LOCALID are per task: the shim sets them). */
     long long id = (long long)json_integer_value(json_object_get(work, "id"));
@@ -206,6 +258,9 @@ static int contract_env(json_t *env, const json_t *work, const json_t *spec,
         rc |= add_env_int(env, "SLURM_ARRAY_JOB_ID", aid);
         rc |= add_env_int(env, "SLURM_ARRAY_TASK_ID", task);
     }
+    if (slurm_more_env(env, spec, strbuf_str(&gpus), json_array_size(gpu_arr),
+                       tpn) < 0)
+        rc = -1;
     /* Where and how long a stopped job learns its SIGKILL deadline. */
     rc |= add_env_int(env, "SHOAL_PREEMPT_GRACE", launch_grace_s(work));
     char *deadline;
@@ -219,6 +274,30 @@ out:
     strbuf_fini(&gpus);
     strbuf_fini(&nodes);
     return rc ? -1 : 0;
+}
+
+/* srun and scontrol (steps.h): their folder first on PATH, and the agent's
+ * socket they ask. */
+static int steps_env(json_t *env, const struct launch_ctx *ctx)
+{
+    if (!ctx->step_socket || !ctx->step_bin_dir)
+        return 0;
+    const char *path = DEFAULT_PATH;
+    size_t i;
+    json_t *v;
+    json_array_foreach (env, i, v) {
+        const char *kv = json_string_value(v);
+        if (kv && strncmp(kv, "PATH=", 5) == 0)
+            path = kv + 5;
+    }
+    char *joined;
+    if (asprintf(&joined, "%s:%s", ctx->step_bin_dir, path) < 0)
+        return -1;
+    env_unset(env, "PATH");
+    int rc = add_env(env, "PATH", joined);
+    free(joined);
+    env_unset(env, "SHOAL_STEP_SOCKET");
+    return rc | add_env(env, "SHOAL_STEP_SOCKET", ctx->step_socket);
 }
 
 /* A time-slice on a node with MPS: its share of the GPU's threads and
@@ -341,6 +420,19 @@ json_t *launch_from_work(const json_t *work, const struct launch_ctx *ctx,
         sh_errorf(err, SH_EINVAL, "work entry has bad ranks");
         return NULL;
     }
+    /* Slurm's batch step: the script once, on the first node, as one
+     * process (RANK 0 of 1); the other nodes hold their share for the
+     * steps srun starts (no task of their own). */
+    const char *mode = json_string_value(json_object_get(spec, "launch"));
+    bool batch = mode && strcmp(mode, "batch") == 0;
+    int tasks = batch ? (node_rank == 0 ? 1 : 0) : tpn;
+    /* Those other nodes run the step server when the node has steps (not
+     * in an image: shoal-step is the node's, not the image's). */
+    const char *image0 = json_string_value(json_object_get(spec, "image"));
+    bool serve = batch && node_rank > 0 && ctx->step_program && !image0;
+    if (serve)
+        tasks = 1;
+    int world = batch ? 1 : nnodes * tpn;
     json_t *env = json_array();
     json_t *argv = json_array();
     json_t *out = NULL;
@@ -364,17 +456,24 @@ json_t *launch_from_work(const json_t *work, const struct launch_ctx *ctx,
         env_unset(env, key);
         add_env(env, key, json_string_value(v));
     }
-    int rc =
-        contract_env(env, work, spec, ctx->run_dir, node_rank, nnodes, tpn);
-    if (rc < 0 || mps_env(env, work, ctx) < 0)
+    int rc = contract_env(env, work, spec, ctx->run_dir, node_rank, nnodes, tpn,
+                          batch);
+    if (rc < 0 || (ctx->node && add_env(env, "SLURMD_NODENAME", ctx->node)) ||
+        mps_env(env, work, ctx) < 0)
         goto fail;
-    if (script) {
+    if (!image && steps_env(env, ctx) < 0)
+        goto fail;
+    if (serve) {
+        json_array_append_new(argv, json_string(ctx->step_program));
+        json_array_append_new(argv, json_string("--serve"));
+        script = NULL;
+    } else if (script) {
         char path[4200];
         snprintf(path, sizeof(path), "%s/script", ctx->run_dir);
         json_array_append_new(argv, json_string(path));
     }
     size_t i;
-    json_array_foreach (json_object_get(spec, "command"), i, v)
+    json_array_foreach (serve ? NULL : json_object_get(spec, "command"), i, v)
         json_array_append(argv, v);
     if (json_array_size(argv) == 0) {
         sh_errorf(err, SH_EINVAL, "nothing to run");
@@ -388,8 +487,8 @@ json_t *launch_from_work(const json_t *work, const struct launch_ctx *ctx,
     out = json_pack("{s:o, s:o, s:O?, s:s?, s:i, s:i, s:i, s:s?, s:s?, s:s}",
                     "argv", argv, "env", env, "workdir",
                     json_object_get(spec, "workdir"), "user",
-                    ctx->as_root ? user : NULL, "tasks", tpn, "node_rank",
-                    node_rank, "world_size", nnodes * tpn, "script", script,
+                    ctx->as_root ? user : NULL, "tasks", tasks, "node_rank",
+                    node_rank, "world_size", world, "script", script,
                     "cgroup_parent", ctx->cg_parent, "cgroup_key", key_buf);
     if (out) {
         json_t *allow = json_array();

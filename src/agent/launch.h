@@ -36,6 +36,11 @@ struct launch_ctx {
     bool image_tls_verify;
     const json_t *container_devices; /* this run's GPUs + control devices */
     const json_t *container_libs;    /* the driver's libraries */
+    /* Steps (steps.h); NULL: none on this node. */
+    const char *step_socket;  /* SHOAL_STEP_SOCKET */
+    const char *step_bin_dir; /* srun and scontrol: first on PATH */
+    const char *step_program; /* shoal-step, the step server of a batch
+                                 job's other nodes */
 };
 
 /* Build the launch description from a work entry (see api_agent.c):

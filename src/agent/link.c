@@ -386,6 +386,14 @@ int link_push_log(struct link *l, uint64_t id, int attempt, const char *stream,
     return rc;
 }
 
+int link_call(struct link *l, const char *method, const char *path,
+              const json_t *body, json_t **ans, struct sh_error *err)
+{
+    int status = 0;
+    *ans = NULL;
+    return client_call(l->client, method, path, body, ans, &status, err);
+}
+
 bool link_connected(const struct link *l)
 {
     return l->connected;

@@ -45,6 +45,12 @@ int link_push_log(struct link *l, uint64_t id, int attempt, const char *stream,
                   uint64_t offset, const char *data, size_t len,
                   uint64_t *stored, struct sh_error *err);
 
+/* One call to the controller from the loop (method, path; body
+ * borrowed, may be NULL): 0 with *ans (new reference, may be NULL), or -1
+ * with err (the controller's message when it answered). */
+int link_call(struct link *l, const char *method, const char *path,
+              const json_t *body, json_t **ans, struct sh_error *err);
+
 /* Start the long-poll thread (after the first registration). */
 int link_start_poll(struct link *l, struct sh_error *err);
 

@@ -27,6 +27,7 @@
 #include "agent/runs.h"
 #include "agent/shim.h"
 #include "agent/slicing.h"
+#include "agent/steps.h"
 #include "lib/loop/loop.h"
 #include "lib/model/job.h"
 #include "lib/util/file.h"
@@ -505,6 +506,26 @@ static int setup_loop(struct agent *a, struct sh_error *err)
     return 0;
 }
 
+/* srun and scontrol inside jobs: shoal-step, next to this program. A node
+ * without it runs batch jobs without steps (logged). */
+static void setup_steps(struct agent *a)
+{
+    char bin[PATH_MAX];
+    const char *slash = strrchr(a->cfg.self_exe, '/');
+    int dir = slash ? (int)(slash - a->cfg.self_exe) : 0;
+    snprintf(bin, sizeof(bin), "%.*s/shoal-step", dir, a->cfg.self_exe);
+    struct sh_error err;
+    if (access(bin, X_OK) < 0) {
+        sh_log(LOG_WARNING, "steps",
+               "%s is missing: jobs get no srun or scontrol", bin);
+        return;
+    }
+    a->steps = steps_create(a, bin, &err);
+    if (!a->steps)
+        sh_log(LOG_WARNING, "steps", "jobs get no srun or scontrol: %s",
+               err.msg);
+}
+
 static int run_agent(struct agent *a, struct sh_error *err)
 {
     if (mkdir(a->cfg.state_dir, 0711) < 0 && errno != EEXIST)
@@ -530,8 +551,10 @@ static int run_agent(struct agent *a, struct sh_error *err)
         return -1;
     slicing_restore(a);
     a->runs = runs_create(a, err);
-    if (!a->runs || setup_loop(a, err) < 0 || first_register(a, err) < 0 ||
-        link_start_poll(a->link, err) < 0)
+    if (!a->runs || setup_loop(a, err) < 0)
+        return -1;
+    setup_steps(a);
+    if (first_register(a, err) < 0 || link_start_poll(a->link, err) < 0)
         return -1;
     return loop_run(a->loop, err);
 }
@@ -545,6 +568,7 @@ static void teardown(struct agent *a)
             link_heartbeat(a->link, &err); /* report the ends, best effort */
     }
     link_destroy(a->link);
+    steps_destroy(a->steps);
     runs_destroy(a->runs);
     cgroup_ctx_destroy(a->cg);
     free(a->gpus);

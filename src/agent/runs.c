@@ -24,6 +24,7 @@
 #include "agent/link.h"
 #include "agent/shim.h"
 #include "agent/stage.h"
+#include "agent/steps.h"
 #include "lib/loop/loop.h"
 #include "lib/model/job_container.h"
 #include "lib/util/clock.h"
@@ -695,6 +696,9 @@ static int prepare(struct run *r, const json_t *work, json_t **launch_out,
         .min_uid = a->cfg.min_job_uid,
         .allow_users = a->cfg.allow_job_users,
         .nallow_users = a->cfg.nallow_job_users,
+        .step_socket = a->steps ? steps_socket_path(a->steps) : NULL,
+        .step_bin_dir = a->steps ? steps_bin_dir(a->steps) : NULL,
+        .step_program = a->steps ? steps_program(a->steps) : NULL,
     };
     json_t *cdevs = NULL;
     if (json_string_value(json_object_get(spec, "image"))) {
@@ -982,6 +986,8 @@ static void run_limit_changed(struct run *r, const json_t *work)
 
 void runs_reconcile(struct runs *rs, const json_t *work)
 {
+    if (rs->a->steps)
+        steps_work(rs->a->steps, work);
     struct run *r, *tmp;
     HASH_ITER (hh, rs->by_key, r, tmp)
         r->wanted = false;
@@ -1141,6 +1147,42 @@ static void run_digest(const struct run *r, char *buf, size_t size)
     buf[strcspn(buf, "\n")] = '\0';
     if (!job_image_digest_valid(buf))
         buf[0] = '\0';
+}
+
+/* pid's parent, from /proc/<pid>/stat (the field after the command, which
+ * may hold spaces and parentheses). 0 when it cannot be read. */
+static pid_t parent_of(pid_t pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')');
+    char state;
+    int ppid;
+    if (!p || sscanf(p + 1, " %c %d", &state, &ppid) != 2)
+        return 0;
+    return (pid_t)ppid;
+}
+
+const json_t *runs_work_of_pid(struct runs *rs, pid_t pid)
+{
+    for (int depth = 0; pid > 1 && depth < 64; depth++) {
+        struct run *r, *tmp;
+        HASH_ITER (hh, rs->by_key, r, tmp) {
+            if (r->phase != RUN_EXITED && r->work && r->shim_pid == pid &&
+                proc_start(pid) == r->shim_start)
+                return r->work;
+        }
+        pid = parent_of(pid);
+    }
+    return NULL;
 }
 
 json_t *runs_alive_json(struct runs *rs)

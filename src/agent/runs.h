@@ -45,6 +45,12 @@ void runs_reconcile(struct runs *r, const json_t *work);
  * (1.2 GB / 3.4 GB)"). */
 json_t *runs_alive_json(struct runs *r);
 
+/* The work entry (borrowed) of the live run that process pid belongs to:
+ * the run whose shim is pid's parent, grandparent, ... (the job's tasks
+ * and what they start; a process that left the tree, reparented to init
+ * by a double fork, belongs to none). NULL when pid is in no live run. */
+const json_t *runs_work_of_pid(struct runs *r, pid_t pid);
+
 /* Exit events not yet acknowledged by the controller. Each call returns the
  * same events until runs_events_acked() with the count returned. */
 json_t *runs_events_json(struct runs *r, int *count);

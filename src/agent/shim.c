@@ -267,7 +267,9 @@ static int load(struct shim *s, char *text, size_t len)
     s->tasks = (int)json_integer_value(json_object_get(s->launch, "tasks"));
     s->node_rank =
         (int)json_integer_value(json_object_get(s->launch, "node_rank"));
-    if (s->tasks < 1 || s->tasks > SHIM_TASKS_MAX)
+    /* 0: a batch job's share on a node other than its first, which holds
+     * the job's place there until the job ends. */
+    if (s->tasks < 0 || s->tasks > SHIM_TASKS_MAX)
         s->tasks = 1;
     return 0;
 }
@@ -935,8 +937,26 @@ static bool is_task(const pid_t *pids, int n, pid_t pid)
     return false;
 }
 
+/* A batch job's share on a node other than its first: no task; the run
+ * holds its GPUs and cgroup until the agent stops it (the job ended). */
+static int hold_until_stopped(struct shim *s)
+{
+    sigset_t mask, old;
+    sigemptyset(&mask);
+    sigaddset(&mask, SHIM_SIG_TERM);
+    sigaddset(&mask, SHIM_SIG_KILL);
+    sigprocmask(SIG_BLOCK, &mask, &old);
+    while (!pending_sig)
+        sigsuspend(&old);
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    write_status(s, 0, 0, NULL);
+    return 0;
+}
+
 static int run_tasks(struct shim *s)
 {
+    if (s->tasks == 0)
+        return hold_until_stopped(s);
     pid_t pids[SHIM_TASKS_MAX];
     pid_t pgid = 0;
     int started = 0;

@@ -555,6 +555,31 @@ static void print_job(const json_t *j)
                                  " %s", json_string_value(g));
         show_line(i ? "" : "placement:", buf);
     }
+    /* srun's steps of a running batch job: "0: completed, exit 0, 2 tasks
+     * on node1,node2: hostname". */
+    json_array_foreach (json_object_get(j, "steps"), i, v) {
+        size_t k;
+        json_t *x;
+        o = (size_t)snprintf(buf, sizeof(buf), "%lld: %s", num(v, "step"),
+                             str(v, "state"));
+        if (json_is_integer(json_object_get(v, "exit")))
+            o +=
+                (size_t)snprintf(buf + o, o < sizeof(buf) ? sizeof(buf) - o : 0,
+                                 ", exit %lld", num(v, "exit"));
+        o += (size_t)snprintf(buf + o, o < sizeof(buf) ? sizeof(buf) - o : 0,
+                              ", %lld tasks on", num(v, "ntasks"));
+        json_array_foreach (json_object_get(v, "nodes"), k, x)
+            o +=
+                (size_t)snprintf(buf + o, o < sizeof(buf) ? sizeof(buf) - o : 0,
+                                 "%s%s", k ? "," : " ", json_string_value(x));
+        o += (size_t)snprintf(buf + o, o < sizeof(buf) ? sizeof(buf) - o : 0,
+                              ":");
+        json_array_foreach (json_object_get(v, "command"), k, x)
+            o +=
+                (size_t)snprintf(buf + o, o < sizeof(buf) ? sizeof(buf) - o : 0,
+                                 " %s", json_string_value(x));
+        show_line(i ? "" : "steps:", buf);
+    }
     if (num(j, "requeues")) {
         snprintf(buf, sizeof(buf), "%lld", num(j, "requeues"));
         show_line("requeues:", buf);

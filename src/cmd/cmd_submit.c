@@ -607,6 +607,9 @@ static void set_command(struct submit *s, int argc, char **argv, int first,
         merge_cli(s->job, cli);
         json_decref(cli);
         json_object_set_new(s->job, "script", json_string(text));
+        /* Slurm's batch step: the script runs once, on the first node;
+         * srun inside it starts the tasks. */
+        json_object_set_new(s->job, "launch", json_string("batch"));
         if (!json_object_get(s->job, "name")) {
             const char *base = strrchr(argv[first], '/');
             json_object_set_new(s->job, "name",
@@ -655,6 +658,9 @@ int cmd_submit(int argc, char **argv)
         if (getcwd(cwd, sizeof(cwd)))
             json_object_set_new(s.job, "workdir", json_string(cwd));
     }
+    char submit_dir[4096];
+    if (getcwd(submit_dir, sizeof(submit_dir)))
+        json_object_set_new(s.job, "submit_dir", json_string(submit_dir));
     struct client *c = cmd_connect();
     /* Sent again if its answer is lost, without making a second job. */
     json_t *job = NULL;

@@ -50,6 +50,9 @@ void api_agent_register(struct shoald *d, struct api_req *req);
 void api_agent_heartbeat(struct shoald *d, struct api_req *req);
 void api_agent_work(struct shoald *d, struct api_req *req);
 void api_agent_logs(struct shoald *d, struct api_req *req);
+void api_agent_step_add(struct shoald *d, struct api_req *req);
+void api_agent_step_done(struct shoald *d, struct api_req *req);
+void api_agent_step_cancel(struct shoald *d, struct api_req *req);
 /* Answer node n's held work poll, if any, with its work (or err). */
 void api_agent_answer_poll(struct shoald *d, const struct node *n,
                            const struct sh_error *err);

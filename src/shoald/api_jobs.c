@@ -17,6 +17,7 @@
 #include "shoald/logs.h"
 #include "shoald/jobtab.h"
 #include "shoald/policy.h"
+#include "shoald/steps.h"
 
 #define LIST_LIMIT_MAX 1000000
 
@@ -25,6 +26,9 @@
 static json_t *job_view(struct shoald *d, const struct job *job)
 {
     json_t *o = job_to_json(job);
+    json_t *steps = o ? steps_job_json(d, job) : NULL;
+    if (steps)
+        json_object_set_new(o, "steps", steps);
     if (o && job->state == JOB_PENDING) {
         char reason[JOB_REASON_MAX];
         int64_t est;

@@ -398,7 +398,11 @@ enum job_state jobs_exit_state(const struct job *job, const char *node,
     } else if (exit_code != 0) {
         to = JOB_FAILED;
         snprintf(why, size, "exited with %d on %s", exit_code, node);
-    } else if (!job_parts_active(job)) {
+    } else if (!job_parts_active(job) ||
+               (job->spec.batch && job->nalloc > 0 &&
+                strcmp(job->alloc[0].node, node) == 0)) {
+        /* A batch job ends with its script (on its first node): the other
+         * nodes only held their share for its steps. */
         to = JOB_COMPLETED;
     }
     return to;

@@ -75,7 +75,8 @@ int jobs_transition(struct shoald *d, struct job *job, enum job_state to,
  * exit_code/exit_signal (reason from the agent: "timeout", "lost", or
  * NULL): TIMEOUT, NODE_FAIL, FAILED (a signal or a non-zero exit: the
  * first failing part ends the job), COMPLETED once every part ended with
- * 0, else RUNNING (other parts still run). why gets the reason to show,
+ * 0 (a batch job: once its first node's part, the script, ended with 0),
+ * else RUNNING (other parts still run). why gets the reason to show,
  * "" for none. The part must already be marked done. */
 enum job_state jobs_exit_state(const struct job *job, const char *node,
                                int exit_code, int exit_signal,

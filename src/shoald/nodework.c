@@ -15,6 +15,7 @@
 #include "shoald/nodetab.h"
 #include "shoald/secrets.h"
 #include "shoald/slices.h"
+#include "shoald/steps.h"
 #include "shoald/volumes.h"
 
 static void wake_polls(bool ok, void *arg);
@@ -134,6 +135,8 @@ static json_t *work_entry(struct shoald *d, const struct job *job, int part)
         add_registry_auth(d, job, e);
     if (e && run && job->image_digest)
         json_object_set_new(e, "image_digest", json_string(job->image_digest));
+    if (e && run)
+        steps_work(d, job, part, e);
     if (e && job->array_id) {
         json_object_set_new(e, "array_id",
                             json_integer((json_int_t)job->array_id));

@@ -82,6 +82,7 @@ struct shoald {
     struct cluster *cluster;
     struct logs *logs;
     struct slices *slices;
+    struct steps *steps;     /* srun's steps inside batch jobs (steps.h) */
     struct volumes *volumes; /* storage jobs mount by name */
     struct secrets *secrets; /* e.g. volumes' credentials, sealed */
     struct ha *ha;           /* leader or follower (ha.h) */

@@ -23,6 +23,7 @@
 #include "shoald/secrets.h"
 #include "shoald/slices.h"
 #include "shoald/state.h"
+#include "shoald/steps.h"
 #include "shoald/tenancy.h"
 #include "shoald/volumes.h"
 #include "store/store.h"
@@ -54,6 +55,10 @@ int shoald_create(struct shoald *d, struct sh_error *err)
     store_set_leader_lease(d->store, d->cfg.leader_lease_ms);
     d->auth = auth_create(err);
     if (!d->auth)
+        return -1;
+    /* Steps wake the nodes they start on (nodework.c). */
+    d->steps = steps_create(cluster_node_touch, err);
+    if (!d->steps)
         return -1;
     d->slices = slices_create(err);
     if (!d->slices)
@@ -98,6 +103,8 @@ void shoald_destroy(struct shoald *d)
     volumes_destroy(d->volumes);
     secrets_destroy(d->secrets);
     slices_destroy(d->slices);
+    steps_destroy(d->steps);
+    d->steps = NULL;
     store_close(d->store);
     loop_destroy(d->loop);
 }

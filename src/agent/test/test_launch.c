@@ -429,6 +429,88 @@ Test(launch, ranks_come_from_the_node_and_the_tasks_per_node)
     job_spec_fini(&s);
 }
 
+Test(launch, batch_job_runs_once_on_its_first_node_and_holds_the_others)
+{
+    struct job_spec s;
+    spec_make(&s, (const char *const[]){NULL});
+    s.script = xstrdup("#!/bin/sh\nsrun hostname\n");
+    s.batch = true;
+    s.nodes = 3;
+    s.tasks_per_node = 4;
+    const char *const nodes[] = {"a", "b", "c", NULL};
+    struct launch_ctx ctx = ctx_make();
+    for (int r = 0; r < 3; r++) {
+        json_t *l = launch_one(&s, r, nodes, TWO_GPUS, &ctx);
+        /* The script once, on the first node, as one process of one. */
+        cr_assert_eq(int_field(l, "tasks"), r == 0 ? 1 : 0);
+        cr_assert_eq(int_field(l, "world_size"), 1);
+        assert_env(l, "WORLD_SIZE", "1");
+        /* ... with the whole allocation's variables. */
+        assert_env(l, "SLURM_NTASKS", "12");
+        assert_env(l, "SLURM_NNODES", "3");
+        json_decref(l);
+    }
+    job_spec_fini(&s);
+}
+
+Test(launch, slurm_scripts_find_the_variables_they_read)
+{
+    struct job_spec s;
+    spec_make(&s, (const char *const[]){"true", NULL});
+    s.submit_dir = xstrdup("/home/alice/exp");
+    s.cpus = 8;
+    s.tasks_per_node = 2;
+    s.mem = 4ULL << 30;
+    s.array = xstrdup("3-9:3%2");
+    struct launch_ctx ctx = ctx_make();
+    json_t *l = launch_one(&s, 0, ONE_NODE, TWO_GPUS, &ctx);
+    assert_env(l, "SLURM_SUBMIT_DIR", "/home/alice/exp");
+    assert_env(l, "SLURM_CPUS_ON_NODE", "8");
+    assert_env(l, "SLURM_CPUS_PER_TASK", "4");
+    assert_env(l, "SLURM_GPUS_PER_NODE", "2");
+    assert_env(l, "SLURM_MEM_PER_NODE", "4096");
+    assert_env(l, "SLURM_ARRAY_TASK_COUNT", "3");
+    assert_env(l, "SLURM_ARRAY_TASK_MIN", "3");
+    assert_env(l, "SLURM_ARRAY_TASK_MAX", "9");
+    assert_env(l, "SLURMD_NODENAME", "gpu01");
+    /* UUIDs under their own name; CUDA_VISIBLE_DEVICES keeps the
+     * contract's (ARCHITECTURE.md). */
+    assert_env(l, "SHOAL_GPU_UUIDS", "GPU-1111,GPU-2222");
+    assert_env(l, "CUDA_VISIBLE_DEVICES", "GPU-1111,GPU-2222");
+    /* No partition in the spec: none in the job. */
+    cr_assert_null(env_get(l, "SLURM_JOB_PARTITION"));
+    json_decref(l);
+    job_spec_fini(&s);
+}
+
+Test(launch, steps_put_srun_first_on_path_and_name_the_socket)
+{
+    struct job_spec s;
+    spec_make(&s, (const char *const[]){NULL});
+    s.script = xstrdup("#!/bin/sh\nsrun true\n");
+    s.batch = true;
+    s.nodes = 2;
+    spec_add_env(&s, "PATH", "/opt/conda/bin:/usr/bin");
+    const char *const nodes[] = {"a", "b", NULL};
+    struct launch_ctx ctx = ctx_make();
+    ctx.step_socket = "/var/lib/shoal/step.sock";
+    ctx.step_bin_dir = "/var/lib/shoal/bin";
+    ctx.step_program = "/usr/bin/shoal-step";
+    json_t *l = launch_one(&s, 0, nodes, TWO_GPUS, &ctx);
+    assert_env(l, "PATH", "/var/lib/shoal/bin:/opt/conda/bin:/usr/bin");
+    assert_env(l, "SHOAL_STEP_SOCKET", "/var/lib/shoal/step.sock");
+    cr_assert_str_eq(argv_at(l, 0), RUN_DIR "/script");
+    json_decref(l);
+    /* The other node runs the step server, not the script. */
+    l = launch_one(&s, 1, nodes, TWO_GPUS, &ctx);
+    cr_assert_eq(int_field(l, "tasks"), 1);
+    cr_assert_str_eq(argv_at(l, 0), "/usr/bin/shoal-step");
+    cr_assert_str_eq(argv_at(l, 1), "--serve");
+    cr_assert_null(json_string_value(json_object_get(l, "script")));
+    json_decref(l);
+    job_spec_fini(&s);
+}
+
 Test(launch, cgroup_key_names_the_job_and_attempt)
 {
     char buf[64];

@@ -94,6 +94,7 @@ void job_spec_fini(struct job_spec *spec)
     free(spec->gpu_type);
     free(spec->slice);
     free(spec->workdir);
+    free(spec->submit_dir);
     free(spec->script);
     for (int i = 0; i < spec->argc; i++)
         free(spec->argv[i]);
@@ -271,6 +272,13 @@ static int validate_paths(const struct job_spec *s, struct sh_error *err)
                              "bytes",
                              JOB_PATH_MAX);
     }
+    if (s->submit_dir &&
+        (s->submit_dir[0] != '/' || strlen(s->submit_dir) > JOB_PATH_MAX ||
+         !printable(s->submit_dir)))
+        return sh_errorf(err, SH_EINVAL,
+                         "submit_dir must be an absolute path of at most %d "
+                         "bytes",
+                         JOB_PATH_MAX);
     if (s->nvolumes > JOB_VOLUMES_MAX)
         return sh_errorf(err, SH_ETOOLARGE, "%d volumes given, the limit is %d",
                          s->nvolumes, JOB_VOLUMES_MAX);
@@ -382,7 +390,7 @@ int job_spec_copy(struct job_spec *dst, const struct job_spec *src)
     job_spec_init(dst);
     *dst = *src;
     dst->name = dst->user = dst->project = dst->gpu_type = dst->slice = NULL;
-    dst->workdir = dst->script = dst->array = NULL;
+    dst->workdir = dst->script = dst->array = dst->submit_dir = NULL;
     dst->nodelist = dst->exclude = dst->constraint = NULL;
     dst->output = dst->error = NULL;
     dst->argv = NULL;
@@ -397,6 +405,7 @@ int job_spec_copy(struct job_spec *dst, const struct job_spec *src)
         dup_str(&dst->gpu_type, src->gpu_type) < 0 ||
         dup_str(&dst->slice, src->slice) < 0 ||
         dup_str(&dst->workdir, src->workdir) < 0 ||
+        dup_str(&dst->submit_dir, src->submit_dir) < 0 ||
         dup_str(&dst->script, src->script) < 0 ||
         dup_str(&dst->array, src->array) < 0 ||
         dup_str(&dst->nodelist, src->nodelist) < 0 ||

@@ -117,6 +117,12 @@ struct job_spec {
                            with argv as its arguments */
     char **argv;         /* argc strings, then NULL; with a script, its
                            arguments (may be empty), else the command */
+    bool batch;          /* "launch": "batch": run once, on the first node
+                            (Slurm's batch step; srun starts the tasks);
+                            false = "tasks": tasks_per_node tasks on every
+                            node */
+    char *submit_dir;    /* where the job was submitted from (absolute), for
+                            SLURM_SUBMIT_DIR; NULL = not given */
     int argc;
     struct job_env *env;
     int nenv;

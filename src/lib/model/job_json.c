@@ -238,6 +238,22 @@ static int get_volumes(const json_t *v, struct job_spec *s,
     return 0;
 }
 
+/* "launch": "batch" (once, on the first node) or "tasks" (every task). */
+static int get_launch(const json_t *v, struct job_spec *s, struct sh_error *err)
+{
+    const char *t = json_string_value(v);
+    if (t && strcmp(t, "batch") == 0)
+        s->batch = true;
+    else if (t && strcmp(t, "tasks") == 0)
+        s->batch = false;
+    else
+        return sh_errorf(err, SH_EINVAL,
+                         "launch must be \"batch\" (the script once, on the "
+                         "first node) or \"tasks\" (every task on every "
+                         "node)");
+    return 0;
+}
+
 static int get_bool(const json_t *v, const char *field, bool *out,
                     struct sh_error *err)
 {
@@ -300,6 +316,10 @@ static int spec_field(const char *key, const json_t *v, struct job_spec *s,
         return get_string(v, "workdir", JOB_PATH_MAX, &s->workdir, err);
     if (strcmp(key, "script") == 0)
         return get_string(v, "script", JOB_SCRIPT_MAX, &s->script, err);
+    if (strcmp(key, "launch") == 0)
+        return get_launch(v, s, err);
+    if (strcmp(key, "submit_dir") == 0)
+        return get_string(v, "submit_dir", JOB_PATH_MAX, &s->submit_dir, err);
     if (strcmp(key, "volumes") == 0)
         return get_volumes(v, s, err);
     if (strcmp(key, "dependency") == 0) {
@@ -465,6 +485,9 @@ json_t *job_spec_to_json(const struct job_spec *s)
     set_str(o, "workdir", s->workdir);
     if (s->script)
         set_str(o, "script", s->script);
+    set_str(o, "launch", s->batch ? "batch" : "tasks");
+    if (s->submit_dir)
+        set_str(o, "submit_dir", s->submit_dir);
     for (int i = 0; i < s->nvolumes; i++)
         json_array_append_new(vols, json_pack("{s:s, s:s, s:b}", "name",
                                               s->volumes[i].name, "path",

@@ -235,6 +235,12 @@ static void spec(struct out *o, const struct job_spec *s)
         key(o, "script");
         str(o, s->script);
     }
+    key(o, "launch");
+    str(o, s->batch ? "batch" : "tasks");
+    if (s->submit_dir) {
+        key(o, "submit_dir");
+        str(o, s->submit_dir);
+    }
     key(o, "volumes");
     raw(o, "[", 1);
     for (int i = 0; i < s->nvolumes; i++) {
