@@ -404,42 +404,57 @@ static const struct sbatch_opt *find_opt(const char *lng, size_t len, char shrt,
     return NULL;
 }
 
+/* One option word (and its value) at words[*i]; moves *i past them. */
+static int apply_word(json_t *job, char **words, int n, int *i,
+                      struct sbatch *sb, struct sh_error *err)
+{
+    const char *w = words[*i];
+    char name[64];
+    const char *attached; /* --opt=VALUE, -oVALUE or -o=VALUE */
+    const struct sbatch_opt *o;
+    if (strncmp(w, "--", 2) == 0) {
+        const char *eq = strchr(w + 2, '=');
+        size_t len = eq ? (size_t)(eq - w - 2) : strlen(w + 2);
+        snprintf(name, sizeof(name), "--%.*s", (int)len, w + 2);
+        o = find_opt(w + 2, len, 0, name, err);
+        attached = eq ? eq + 1 : NULL;
+    } else if (w[0] == '-' && w[1] && w[1] != '-') {
+        snprintf(name, sizeof(name), "-%c", w[1]);
+        o = find_opt(NULL, 0, w[1], name, err);
+        attached = !w[2] ? NULL : w[2] == '=' ? w + 3 : w + 2;
+    } else {
+        return sh_errorf(err, SH_EINVAL, "#SBATCH: '%s' is not an option", w);
+    }
+    if (!o) {
+        /* Skip a value given apart, so it is not read as an option. */
+        if (!attached && *i + 1 < n && words[*i + 1][0] != '-')
+            (*i)++;
+        return -1;
+    }
+    const char *val = attached;
+    if (o->arg && !val) {
+        if (*i + 1 >= n)
+            return bad(err, name, "needs a value");
+        val = words[++(*i)];
+    } else if (!o->arg && attached) {
+        return bad(err, name, "takes no value");
+    }
+    return apply_one(job, o->id, name, val ? val : "", sb, err);
+}
+
 int sbatch_apply_words(json_t *job, char **words, int n, struct sbatch *sb,
                        struct sh_error *err)
 {
+    int rc = 0;
     for (int i = 0; i < n; i++) {
-        const char *w = words[i];
-        char name[64];
-        const char *attached; /* --opt=VALUE, -oVALUE or -o=VALUE */
-        const struct sbatch_opt *o;
-        if (strncmp(w, "--", 2) == 0) {
-            const char *eq = strchr(w + 2, '=');
-            size_t len = eq ? (size_t)(eq - w - 2) : strlen(w + 2);
-            snprintf(name, sizeof(name), "--%.*s", (int)len, w + 2);
-            o = find_opt(w + 2, len, 0, name, err);
-            attached = eq ? eq + 1 : NULL;
-        } else if (w[0] == '-' && w[1] && w[1] != '-') {
-            snprintf(name, sizeof(name), "-%c", w[1]);
-            o = find_opt(NULL, 0, w[1], name, err);
-            attached = !w[2] ? NULL : w[2] == '=' ? w + 3 : w + 2;
-        } else {
-            return sh_errorf(err, SH_EINVAL, "#SBATCH: '%s' is not an option",
-                             w);
-        }
-        if (!o)
+        if (apply_word(job, words, n, &i, sb, err) == 0)
+            continue;
+        rc = -1;
+        if (!sb->report)
             return -1;
-        const char *val = attached;
-        if (o->arg && !val) {
-            if (i + 1 >= n)
-                return bad(err, name, "needs a value");
-            val = words[++i];
-        } else if (!o->arg && attached) {
-            return bad(err, name, "takes no value");
-        }
-        if (apply_one(job, o->id, name, val ? val : "", sb, err) < 0)
-            return -1;
+        sb->report(sb->report_arg, err);
     }
-    return 0;
+    return rc;
 }
 
 void sbatch_init(struct sbatch *sb)

@@ -149,7 +149,20 @@ struct submit {
     const char *where; /* "command line" or "SCRIPT:LINE" for errors */
     bool in_script;    /* reading #SHOAL lines, not the command line */
     struct sh_error err;
+    /* Reading a script: every bad directive, one per line ("PATH:LINE:
+     * message"), so one answer names them all. */
+    struct strbuf *problems;
+    int nproblems;
 };
+
+/* Keep s->err as one of the script's problems. */
+static void keep_problem(struct submit *s)
+{
+    if (s->problems && s->nproblems < 64)
+        strbuf_appendf(s->problems, "%s  %s", s->nproblems ? "\n" : "",
+                       s->err.msg);
+    s->nproblems++;
+}
 
 static int fail(struct submit *s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -390,12 +403,18 @@ static int parse_opts(struct submit *s, int argc, char **argv, bool *dashdash)
                   "g:N:p:t:c:m:v:n:e:D:d:a:w:x:C:b:o:", true, argc, argv);
     if (s->in_script)
         cmd_opts_keep_errors(&p, msg, sizeof(msg), "a directive");
+    bool failed = false;
     while ((c = cmd_opts_next(&p)) != -1) {
-        if (c == CMD_OPT_MISTAKE)
-            return fail(s, "%s", msg);
-        if (apply(s, c, p.arg) < 0)
+        int rc = c == CMD_OPT_MISTAKE ? fail(s, "%s", msg) : apply(s, c, p.arg);
+        if (rc < 0 && !s->in_script)
             return -1;
+        if (rc < 0) {
+            keep_problem(s); /* and go on to the line's next option */
+            failed = true;
+        }
     }
+    if (failed)
+        return -1;
     int first = cmd_opts_index(&p);
     *dashdash = first > 1 && strcmp(argv[first - 1], "--") == 0;
     return first;
@@ -467,30 +486,47 @@ static int apply_line(struct submit *s, char *args)
     char *words[65];
     words[0] = "submit";
     int n = split_words(args, words + 1, 63);
-    if (n < 0)
-        return fail(s, "%s", "unbalanced quotes or too many words");
+    if (n < 0) {
+        fail(s, "%s", "unbalanced quotes or too many words");
+        keep_problem(s);
+        return -1;
+    }
     words[n + 1] = NULL;
     bool dd;
     int rest = parse_opts(s, n + 1, words, &dd);
     if (rest < 0)
+        return -1; /* each problem kept */
+    if (rest < n + 1) {
+        fail(s, "'%s' is not an option", words[rest]);
+        keep_problem(s);
         return -1;
-    if (rest < n + 1)
-        return fail(s, "'%s' is not an option", words[rest]);
+    }
     return 0;
 }
 
-/* Apply the #SHOAL lines at the top of a script. 0, or -1 with s->err
- * filled. */
+/* An #SBATCH problem: "PATH:LINE: message" kept with the others. */
+static void sbatch_problem(void *arg, const struct sh_error *err)
+{
+    struct submit *s = arg;
+    char msg[sizeof(s->err.msg)];
+    snprintf(msg, sizeof(msg), "%s", err->msg);
+    sh_errorf(&s->err, SH_EINVAL, "%s: %s", s->where, msg);
+    keep_problem(s);
+}
+
+/* Apply the #SHOAL and #SBATCH lines at the top of a script. 0, or -1
+ * with every bad directive in s->problems (the last in s->err). */
 static int apply_directives(struct submit *s, const char *path,
                             const char *text)
 {
     char *copy = strdup(text);
     char where[600];
     int lineno = 0;
-    int rc = 0;
     struct sbatch sb;
     bool slurm = false;
     sbatch_init(&sb);
+    sb.report = sbatch_problem;
+    sb.report_arg = s;
     if (!copy)
         return sh_errorf(&s->err, SH_EINTERNAL, "out of memory");
     for (char *line = copy; line && *line;) {
@@ -501,46 +537,40 @@ static int apply_directives(struct submit *s, const char *path,
         char *t = line;
         while (*t == ' ' || *t == '\t')
             t++;
+        snprintf(where, sizeof(where), "%s:%d", path, lineno);
+        s->where = where;
         if (strncmp(t, "#SBATCH", 7) == 0 &&
             (t[7] == ' ' || t[7] == '\t' || !t[7])) {
             /* A Slurm directive, with Slurm's meaning. */
             char *words[64];
             int n = split_words(t + 7, words, 64);
-            snprintf(where, sizeof(where), "%s:%d", path, lineno);
-            if (n < 0)
-                rc =
-                    sh_errorf(&s->err, SH_EINVAL,
-                              "%s: unbalanced quotes or too many words", where);
-            else if (sbatch_apply_words(s->job, words, n, &sb, &s->err) < 0) {
-                char msg[sizeof(s->err.msg)];
-                snprintf(msg, sizeof(msg), "%s", s->err.msg);
-                rc = sh_errorf(&s->err, SH_EINVAL, "%s: %s", where, msg);
+            if (n < 0) {
+                sh_errorf(&s->err, SH_EINVAL,
+                          "%s: unbalanced quotes or too many words", where);
+                keep_problem(s);
+            } else {
+                sbatch_apply_words(s->job, words, n, &sb, &s->err);
             }
-            if (rc < 0)
-                break;
             slurm = true;
         } else if (strncmp(t, "#SHOAL", 6) == 0 &&
                    (t[6] == ' ' || t[6] == '\t' || !t[6])) {
-            snprintf(where, sizeof(where), "%s:%d", path, lineno);
-            s->where = where;
             s->in_script = true;
-            rc = apply_line(s, t + 6);
-            s->where = "command line";
+            apply_line(s, t + 6); /* problems kept */
             s->in_script = false;
-            if (rc < 0)
-                break;
         } else if (*t && *t != '#') {
             break; /* the first command ends the directives */
         }
         line = nl ? nl + 1 : NULL;
     }
-    if (rc == 0 && slurm && sbatch_finish(s->job, &sb, &s->err) < 0) {
+    s->where = "command line";
+    if (slurm && sbatch_finish(s->job, &sb, &s->err) < 0) {
         char msg[sizeof(s->err.msg)];
         snprintf(msg, sizeof(msg), "%s", s->err.msg);
-        rc = sh_errorf(&s->err, SH_EINVAL, "%s: %s", path, msg);
+        sh_errorf(&s->err, SH_EINVAL, "%s: %s", path, msg);
+        keep_problem(s);
     }
     free(copy);
-    return rc;
+    return s->nproblems ? -1 : 0;
 }
 
 int cmd_submit_directives(json_t *job, const char *path, const char *text,
@@ -602,8 +632,16 @@ static void set_command(struct submit *s, int argc, char **argv, int first,
         char *text = read_script(argv[first]);
         /* Directives first, then the command line again so it wins. */
         json_t *cli = json_deep_copy(s->job);
-        if (apply_directives(s, argv[first], text) < 0)
+        struct strbuf problems;
+        strbuf_init(&problems, 65536);
+        s->problems = &problems;
+        if (apply_directives(s, argv[first], text) < 0 && s->nproblems == 1)
             die("%s", s->err.msg);
+        if (s->nproblems)
+            die("%s has %d bad directives:\n%s", argv[first], s->nproblems,
+                strbuf_str(&problems));
+        s->problems = NULL;
+        strbuf_fini(&problems);
         merge_cli(s->job, cli);
         json_decref(cli);
         json_object_set_new(s->job, "script", json_string(text));

@@ -15,6 +15,7 @@
 #include "shoald/cluster.h"
 #include "shoald/gate.h"
 #include "shoald/jobtab.h"
+#include "shoald/jobwhere.h"
 #include "shoald/logs.h"
 #include "shoald/nodetab.h"
 #include "shoald/policy.h"
@@ -203,6 +204,7 @@ int jobs_submit(struct shoald *d, const struct api_caller *caller,
         job_spec_validate(&spec, err) < 0 ||
         check_deps(d, caller, &spec, err) < 0 ||
         volumes_check_job(d->volumes, &spec, err) < 0 ||
+        jobwhere_check(d->nodes, &spec, err) < 0 ||
         cluster_check_submit(d, &spec, err) < 0)
         goto error;
     if (spec.array)
@@ -626,6 +628,7 @@ int jobs_update(struct shoald *d, const struct api_caller *caller,
         return 0;
     }
     if (check_deps(d, caller, &spec, err) < 0 ||
+        jobwhere_check(d->nodes, &spec, err) < 0 ||
         cluster_check_submit(d, &spec, err) < 0) {
         job_spec_fini(&spec);
         return -1;

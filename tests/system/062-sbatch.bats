@@ -37,18 +37,30 @@ EOS
     echo "$out" | grep -q "nodeid=1 procid=1 localid=0"
 }
 
-@test "sb-002 a Slurm option Shoal does not have is refused, naming it" {
+@test "sb-002 every bad directive is reported in one answer, each with its line" {
     shoal_cluster_start 1 1
-    printf '#!/bin/bash\n#SBATCH --gres=gpu:1\n#SBATCH -p gpu\necho hi\n' \
-        >"$SHOAL_TEST_DIR/p.sbatch"
-    run shoal submit "$SHOAL_TEST_DIR/p.sbatch"
+    cat >"$SHOAL_TEST_DIR/bad.sbatch" <<'EOS'
+#!/bin/bash
+#SBATCH --gres=gpu:1 --frobnicate=3
+#SBATCH --time=10
+#SBATCH -N x
+#SHOAL --nope
+#SBATCH --gres=mps:1
+echo hi
+EOS
+    run shoal submit "$SHOAL_TEST_DIR/bad.sbatch"
+    echo "$output"
     [ "$status" -ne 0 ]
-    [[ "$output" == *"p.sbatch:3: #SBATCH -p: Shoal has no partitions"* ]]
+    [[ "$output" == *"bad.sbatch has 4 bad directives:"* ]]
+    [[ "$output" == *"bad.sbatch:2: #SBATCH --frobnicate: Shoal has no such option"* ]]
+    [[ "$output" == *"bad.sbatch:4: #SBATCH -N: 'x' is not a count"* ]]
+    [[ "$output" == *"bad.sbatch:5: unknown option --nope"* ]]
+    [[ "$output" == *"bad.sbatch:6: #SBATCH --gres: 'mps:1': Shoal schedules GPUs only"* ]]
     printf '#!/bin/bash\n#SBATCH --frobnicate=3\necho hi\n' \
         >"$SHOAL_TEST_DIR/f.sbatch"
     run shoal submit "$SHOAL_TEST_DIR/f.sbatch"
     [ "$status" -ne 0 ]
-    [[ "$output" == *"#SBATCH --frobnicate: Shoal has no such option"* ]]
+    [[ "$output" == *"f.sbatch:2: #SBATCH --frobnicate: Shoal has no such option"* ]]
     # Nothing was submitted.
     [ "$(curl -sf -H "Authorization: Bearer $SHOAL_TOKEN" "$SHOAL_URL/v1/jobs" | jq '.jobs | length')" = 0 ]
 }
