@@ -15,6 +15,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "cmd/cmd_export.h"
 #include "lib/model/job.h"
 #include "lib/util/clock.h"
 #include "lib/util/parse.h"
@@ -370,11 +371,10 @@ static int apply_one(json_t *job, int id, const char *opt, const char *v,
     case O_CWORKDIR:
         json_object_set_new(job, "container_workdir", json_string(v));
         return 0;
-    case O_EXPORT:
-        if (strcasecmp(v, "ALL") != 0)
-            return bad(err, opt,
-                       "only ALL (the default) is supported; pass variables "
-                       "with #SHOAL --env");
+    case O_EXPORT: /* applied when the job is sent (cmd_export.h) */
+        if (export_check(v, err) < 0)
+            return sh_error_prefix(err, "#SBATCH ");
+        json_object_set_new(job, "export", json_string(v));
         return 0;
     }
     return 0;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cmd/cmd.h"
+#include "cmd/cmd_export.h"
 #include "cmd/cmd_opts.h"
 #include "cmd/cmd_sbatch.h"
 #include "lib/model/job.h"
@@ -42,6 +43,11 @@ static const char usage[] =
     "  -n, --name NAME        job name\n"
     "  -e, --env K=V          set a variable in the job; K alone copies yours\n"
     "                         (repeatable)\n"
+    "      --export LIST      your variables the job gets, as Slurm's: ALL\n"
+    "                         (the default: your whole environment, PATH\n"
+    "                         included, but never SHOAL_TOKEN), NONE, or\n"
+    "                         [ALL,]VAR,VAR=VALUE,... (without ALL: only\n"
+    "                         these); --env entries win\n"
     "      --requeue          requeue after preemption or node failure\n"
     "      --checkpointable   the job saves its state on SIGTERM and resumes\n"
     "                         from it: the las policy may preempt it (implies\n"
@@ -102,6 +108,7 @@ enum {
     OPT_CENV,
     OPT_ERROR,
     OPT_GPUS_TOTAL,
+    OPT_EXPORT,
 };
 
 static const struct option opts[] = {
@@ -119,6 +126,7 @@ static const struct option opts[] = {
     {"volume", required_argument, NULL, 'v'},
     {"name", required_argument, NULL, 'n'},
     {"env", required_argument, NULL, 'e'},
+    {"export", required_argument, NULL, OPT_EXPORT},
     {"requeue", no_argument, NULL, OPT_REQUEUE},
     {"checkpointable", no_argument, NULL, OPT_CHECKPOINTABLE},
     {"dependency", required_argument, NULL, 'd'},
@@ -326,6 +334,11 @@ static int apply(struct submit *s, int c, const char *arg)
         break;
     case 'e':
         return set_env(s, "env", arg);
+    case OPT_EXPORT:
+        if (export_check(arg, &err) < 0)
+            return fail(s, "%s", err.msg);
+        json_object_set_new(s->job, "export", json_string(arg));
+        break;
     case OPT_IMAGE:
         json_object_set_new(s->job, "image", json_string(arg));
         break;
@@ -662,6 +675,25 @@ static void set_command(struct submit *s, int argc, char **argv, int first,
     json_object_set_new(s->job, "command", cmd); /* steals cmd */
 }
 
+/* --export (the script's or the command line's; ALL when none) into the
+ * job's env, under its --env entries. */
+static void send_environment(json_t *job)
+{
+    extern char **environ;
+    struct sh_error err;
+    const char *spec = json_string_value(json_object_get(job, "export"));
+    json_t *env = json_object_get(job, "env");
+    if (!env) {
+        env = json_object();
+        json_object_set_new(job, "env", env);
+    }
+    if (export_env(env, spec, environ, &err) < 0)
+        die("%s", err.msg);
+    json_object_del(job, "export");
+    if (json_object_size(env) == 0)
+        json_object_del(job, "env");
+}
+
 int cmd_submit(int argc, char **argv)
 {
     struct submit s = {.job = json_object(), .where = "command line"};
@@ -693,6 +725,7 @@ int cmd_submit(int argc, char **argv)
         if (getcwd(cwd, sizeof(cwd)))
             json_object_set_new(s.job, "workdir", json_string(cwd));
     }
+    send_environment(s.job);
     struct client *c = cmd_connect();
     json_t *job = cmd_call(c, "POST", "/v1/jobs", s.job);
     if (s.json_out) {

@@ -64,3 +64,49 @@ EOS
     # Nothing was submitted.
     [ "$(curl -sf -H "Authorization: Bearer $SHOAL_TOKEN" "$SHOAL_URL/v1/jobs" | jq '.jobs | length')" = 0 ]
 }
+
+@test "sb-003 --export: the submitter's environment, PATH included, by default; NONE; a list; never SHOAL_TOKEN" {
+    shoal_cluster_start 1 1
+    mkdir -p "$SHOAL_TEST_DIR/venv/bin"
+    printf '#!/bin/sh\necho "venv tool ran"\n' >"$SHOAL_TEST_DIR/venv/bin/venv-tool"
+    chmod +x "$SHOAL_TEST_DIR/venv/bin/venv-tool"
+    cat >"$SHOAL_TEST_DIR/env.sbatch" <<'EOS'
+#!/bin/bash
+#SBATCH -J envtest
+venv-tool || echo "no venv tool"
+echo "foo=${FOO-unset} bar=${BAR-unset} token=${SHOAL_TOKEN-unset} jobid=$SLURM_JOB_ID shoaljob=$SHOAL_JOB_ID"
+EOS
+    job=$(PATH="$SHOAL_TEST_DIR/venv/bin:$PATH" FOO=1 SLURM_JOB_ID=999 SHOAL_JOB_ID=998 \
+        submit "$SHOAL_TEST_DIR/env.sbatch")
+    wait_job_state "$job" completed 30
+    out=$(shoal logs "$job")
+    echo "$out"
+    echo "$out" | grep -qx "venv tool ran"
+    echo "$out" | grep -qx "foo=1 bar=unset token=unset jobid=$job shoaljob=$job"
+    # The submitter's token is in no job record either.
+    [ -z "$(shoal show --json "$job" | grep -F "$SHOAL_TOKEN")" ]
+    # NONE: nothing of the submitter's, the node's default PATH.
+    job=$(PATH="$SHOAL_TEST_DIR/venv/bin:$PATH" FOO=1 \
+        submit --export=NONE "$SHOAL_TEST_DIR/env.sbatch")
+    wait_job_state "$job" completed 30
+    out=$(shoal logs "$job")
+    echo "$out" | grep -qx "no venv tool"
+    echo "$out" | grep -qx "foo=unset bar=unset token=unset jobid=$job shoaljob=$job"
+    # A list in the script: only those; the job's own SLURM_* win.
+    sed -i 's/^#SBATCH -J envtest$/#SBATCH -J envtest --export=FOO,BAR=2,SLURM_JOB_ID=5/' \
+        "$SHOAL_TEST_DIR/env.sbatch"
+    job=$(FOO=3 QUX=4 submit "$SHOAL_TEST_DIR/env.sbatch")
+    wait_job_state "$job" completed 30
+    out=$(shoal logs "$job")
+    echo "$out"
+    echo "$out" | grep -qx "foo=3 bar=2 token=unset jobid=$job shoaljob=$job"
+    [ "$(job_field "$job" '.env.QUX // "none"')" = none ]
+    # Naming the token is refused.
+    run shoal submit --export=ALL,SHOAL_TOKEN "$SHOAL_TEST_DIR/env.sbatch"
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"SHOAL_TOKEN is your credential and never travels with a job"* ]]
+    # An environment past the limits is refused, saying what to do.
+    BIG="$(head -c 40000 /dev/zero | tr "\0" x)" run "$SHOAL_CLI" submit --export=ALL "$SHOAL_TEST_DIR/env.sbatch"
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"BIG is 40000 bytes, more than the 32768 a job's variable may hold"* ]]
+}

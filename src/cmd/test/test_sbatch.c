@@ -4,6 +4,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
+#include "cmd/cmd_export.h"
 #include "cmd/cmd_sbatch.h"
 
 /* Apply lines (each a NULL-terminated word list) and finish. */
@@ -124,8 +125,8 @@ Test(sbatch, options_shoal_does_not_have_are_named)
     refused(days, "not a Slurm time");
     static const char *const v[] = {"--mem=12X", NULL};
     refused(v, "not a size");
-    static const char *const e[] = {"--export=NONE", NULL};
-    refused(e, "only ALL");
+    static const char *const e[] = {"--export=NONE,FOO", NULL};
+    refused(e, "NONE goes alone");
     static const char *const n[] = {"--gpus=3", "-N", "2", NULL};
     refused(n, "do not split evenly");
     static const char *const x[] = {"--time", NULL};
@@ -190,4 +191,67 @@ Test(sbatch, gpus_without_nodes_is_a_total_the_engine_shapes)
     json_decref(job);
     static const char *const both[] = {"--gpus=4", "--gres=gpu:2", NULL};
     refused(both, "keep one");
+}
+
+static const char *envget(json_t *env, const char *k)
+{
+    return json_string_value(json_object_get(env, k));
+}
+
+Test(export, all_sends_the_environment_but_never_the_token_or_the_jobs_own)
+{
+    char *environ[] = {"PATH=/venv/bin:/usr/bin",
+                       "FOO=1",
+                       "SHOAL_TOKEN=secret",
+                       "SHOAL_URL=http://x",
+                       "SLURM_JOB_ID=7",
+                       "CUDA_VISIBLE_DEVICES=0",
+                       "BASH_FUNC_module%%=() { :; }",
+                       "PWD=/home/u",
+                       NULL};
+    json_t *env = json_pack("{s:s}", "FOO", "from --env");
+    struct sh_error err = {0};
+    cr_assert_eq(export_env(env, NULL, environ, &err), 0, "%s", err.msg);
+    cr_assert_str_eq(envget(env, "PATH"), "/venv/bin:/usr/bin");
+    cr_assert_str_eq(envget(env, "FOO"), "from --env"); /* --env wins */
+    cr_assert_eq(json_object_size(env), 2);
+    json_decref(env);
+}
+
+Test(export, none_and_lists)
+{
+    char *environ[] = {"PATH=/usr/bin", "FOO=1", "BAR=2", NULL};
+    json_t *env = json_object();
+    struct sh_error err = {0};
+    cr_assert_eq(export_env(env, "NONE", environ, &err), 0, "%s", err.msg);
+    cr_assert_eq(json_object_size(env), 0);
+    cr_assert_eq(export_env(env, "FOO,QUX=a=b,UNSET", environ, &err), 0, "%s",
+                 err.msg);
+    cr_assert_str_eq(envget(env, "FOO"), "1");
+    cr_assert_str_eq(envget(env, "QUX"), "a=b");
+    cr_assert_eq(json_object_size(env), 2); /* no PATH, no BAR */
+    json_decref(env);
+    env = json_object();
+    cr_assert_eq(export_env(env, "ALL,FOO=9", environ, &err), 0, "%s", err.msg);
+    cr_assert_str_eq(envget(env, "FOO"), "9");
+    cr_assert_str_eq(envget(env, "BAR"), "2");
+    cr_assert_lt(export_env(env, "SHOAL_TOKEN", environ, &err), 0);
+    cr_assert(strstr(err.msg, "never travels"), "%s", err.msg);
+    cr_assert_lt(export_env(env, "1BAD", environ, &err), 0);
+    cr_assert_lt(export_env(env, "", environ, &err), 0);
+    json_decref(env);
+}
+
+Test(export, past_the_limits_is_refused_and_changes_nothing)
+{
+    static char big[40000];
+    memset(big, 'x', sizeof(big) - 1);
+    memcpy(big, "BIG=", 4);
+    char *environ[] = {"FOO=1", big, NULL};
+    json_t *env = json_object();
+    struct sh_error err = {0};
+    cr_assert_lt(export_env(env, "ALL", environ, &err), 0);
+    cr_assert(strstr(err.msg, "BIG is"), "%s", err.msg);
+    cr_assert_eq(json_object_size(env), 0);
+    json_decref(env);
 }
