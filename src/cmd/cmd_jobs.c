@@ -454,6 +454,10 @@ static void print_job(const json_t *j)
     show_line("name:", str(j, "name"));
     show_line("user:", str(j, "user"));
     show_line("project:", str(j, "project"));
+    if (str(j, "partition"))
+        show_line("partition:", str(j, "partition"));
+    if (str(j, "qos"))
+        show_line("qos:", str(j, "qos"));
     show_line("state:", str(j, "state"));
     show_line("reason:", str(j, "reason"));
     show_line("priority:", str(j, "priority"));

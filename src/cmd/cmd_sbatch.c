@@ -211,6 +211,8 @@ enum {
     O_CWORKDIR,
     O_OUTPUT,
     O_ERROR,
+    O_PARTITION,
+    O_QOS,
 };
 
 static const struct sbatch_opt known[] = {
@@ -243,6 +245,8 @@ static const struct sbatch_opt known[] = {
     {"container-workdir", 0, true, O_CWORKDIR},
     {"output", 'o', true, O_OUTPUT},
     {"error", 'e', true, O_ERROR},
+    {"partition", 'p', true, O_PARTITION},
+    {"qos", 'q', true, O_QOS},
     {NULL, 0, false, 0},
 };
 
@@ -252,9 +256,6 @@ static const struct {
     char shrt;
     const char *why;
 } unsupported[] = {
-    {"partition", 'p',
-     "Shoal has no partitions: use --gpu-type or a project (--account)"},
-    {"qos", 'q', "Shoal has no QOS: priority classes are high, normal, low"},
     {"mail-type", 0, "Shoal sends no mail"},
     {"mail-user", 0, "Shoal sends no mail"},
     {NULL, 0, NULL},
@@ -347,6 +348,17 @@ static int apply_one(json_t *job, int id, const char *opt, const char *v,
         return 0;
     case O_EXCLUSIVE:
         json_object_set_new(job, "exclusive", json_true());
+        return 0;
+    case O_PARTITION:
+        if (strchr(v, ','))
+            return bad(err, opt,
+                       "'%s': give one partition (Shoal does not pick "
+                       "among several)",
+                       v);
+        json_object_set_new(job, "partition", json_string(v));
+        return 0;
+    case O_QOS:
+        json_object_set_new(job, "qos", json_string(v));
         return 0;
     case O_OUTPUT:
         json_object_set_new(job, "output", json_string(v));

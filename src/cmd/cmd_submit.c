@@ -35,6 +35,11 @@ static const char usage[] =
     "      --gpu-mem SIZE     the smallest GPU or slice with this memory\n"
     "  -p, --project NAME     project to charge (default: your default)\n"
     "      --priority CLASS   high, normal or low (default normal)\n"
+    "      --partition NAME   a partition an admin defined (shoal partition\n"
+    "                         list): its nodes and time limits; without it,\n"
+    "                         the default partition when there is one\n"
+    "      --qos NAME         a QOS an admin defined (shoal qos list): its\n"
+    "                         priority class and time limit\n"
     "  -t, --time DUR         time limit: 90s, 30m, 2h, 1d, HH:MM:SS\n"
     "  -c, --cpus N           CPUs per node\n"
     "  -m, --mem SIZE         memory per node: 512M, 16G\n"
@@ -109,6 +114,8 @@ enum {
     OPT_ERROR,
     OPT_GPUS_TOTAL,
     OPT_EXPORT,
+    OPT_PARTITION,
+    OPT_QOS,
 };
 
 static const struct option opts[] = {
@@ -127,6 +134,8 @@ static const struct option opts[] = {
     {"name", required_argument, NULL, 'n'},
     {"env", required_argument, NULL, 'e'},
     {"export", required_argument, NULL, OPT_EXPORT},
+    {"partition", required_argument, NULL, OPT_PARTITION},
+    {"qos", required_argument, NULL, OPT_QOS},
     {"requeue", no_argument, NULL, OPT_REQUEUE},
     {"checkpointable", no_argument, NULL, OPT_CHECKPOINTABLE},
     {"dependency", required_argument, NULL, 'd'},
@@ -334,6 +343,12 @@ static int apply(struct submit *s, int c, const char *arg)
         break;
     case 'e':
         return set_env(s, "env", arg);
+    case OPT_PARTITION:
+        json_object_set_new(s->job, "partition", json_string(arg));
+        break;
+    case OPT_QOS:
+        json_object_set_new(s->job, "qos", json_string(arg));
+        break;
     case OPT_EXPORT:
         if (export_check(arg, &err) < 0)
             return fail(s, "%s", err.msg);

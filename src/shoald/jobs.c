@@ -18,6 +18,7 @@
 #include "shoald/jobwhere.h"
 #include "shoald/logs.h"
 #include "shoald/nodetab.h"
+#include "shoald/partitions.h"
 #include "shoald/policy.h"
 #include "shoald/volumes.h"
 #include "store/store.h"
@@ -200,8 +201,10 @@ int jobs_submit(struct shoald *d, const struct api_caller *caller,
     job_spec_init(&spec);
     if (job_spec_from_json(body, &spec, err) < 0)
         return -1;
-    if (resolve_owner(d, caller, &spec, err) < 0 ||
+    if (partitions_apply_qos(d->partitions, &spec, err) < 0 ||
+        resolve_owner(d, caller, &spec, err) < 0 ||
         job_spec_validate(&spec, err) < 0 ||
+        partitions_apply_partition(d->partitions, &spec, err) < 0 ||
         check_deps(d, caller, &spec, err) < 0 ||
         volumes_check_job(d->volumes, &spec, err) < 0 ||
         jobwhere_check(d->nodes, &spec, err) < 0 ||

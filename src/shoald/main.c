@@ -35,6 +35,7 @@
 #include "shoald/state.h"
 #include "shoald/tenancy.h"
 #include "shoald/secrets.h"
+#include "shoald/partitions.h"
 #include "shoald/volumes.h"
 #include "store/store.h"
 
@@ -460,6 +461,9 @@ static int setup(struct shoald *d, char *store_url, size_t url_size,
     d->volumes = volumes_create(err);
     if (!d->volumes)
         return -1;
+    d->partitions = partitions_create(err);
+    if (!d->partitions)
+        return -1;
     d->secrets = secrets_create(d->cfg.state_dir, err);
     if (!d->secrets)
         return -1;
@@ -560,6 +564,7 @@ static void teardown(struct shoald *d)
     auth_destroy(d->auth);
     tenancy_destroy(d->tenancy);
     volumes_destroy(d->volumes);
+    partitions_destroy(d->partitions);
     secrets_destroy(d->secrets);
     slices_destroy(d->slices);
     store_close(d->store);

@@ -32,6 +32,7 @@ struct tenancy;
 struct logs;
 struct slices;
 struct volumes;
+struct partitions;
 struct secrets;
 struct ha;
 struct node;
@@ -81,11 +82,12 @@ struct shoald {
     struct cluster *cluster;
     struct logs *logs;
     struct slices *slices;
-    struct volumes *volumes; /* storage jobs mount by name */
-    struct secrets *secrets; /* e.g. volumes' credentials, sealed */
-    struct ha *ha;           /* leader or follower (ha.h) */
-    char url[300];           /* the URL clients use */
-    char cluster_id[33];     /* random hex, made once (state.c) */
+    struct volumes *volumes;       /* storage jobs mount by name */
+    struct partitions *partitions; /* partitions and QOS (Slurm's -p, --qos) */
+    struct secrets *secrets;       /* e.g. volumes' credentials, sealed */
+    struct ha *ha;                 /* leader or follower (ha.h) */
+    char url[300];                 /* the URL clients use */
+    char cluster_id[33];           /* random hex, made once (state.c) */
     bool stopping;
     /* Answer node n's held work poll with its work, or with err when not
      * NULL. Set by the HTTP layer (api_agent_attach), so that the cluster

@@ -103,8 +103,8 @@ static void refused(const char *const *words, const char *part)
 
 Test(sbatch, options_shoal_does_not_have_are_named)
 {
-    static const char *const p[] = {"-p", "gpu", NULL};
-    refused(p, "#SBATCH -p: Shoal has no partitions");
+    static const char *const p[] = {"-p", "gpu,cpu", NULL};
+    refused(p, "#SBATCH -p: 'gpu,cpu': give one partition");
     static const char *const a[] = {"--mail-type=END", NULL};
     refused(a, "#SBATCH --mail-type: Shoal sends no mail");
     static const char *const z[] = {"--frobnicate", NULL};

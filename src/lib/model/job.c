@@ -91,6 +91,8 @@ void job_spec_fini(struct job_spec *spec)
     free(spec->name);
     free(spec->user);
     free(spec->project);
+    free(spec->partition);
+    free(spec->qos);
     free(spec->gpu_type);
     free(spec->slice);
     free(spec->workdir);
@@ -352,6 +354,14 @@ int job_spec_validate(const struct job_spec *s, struct sh_error *err)
     if (s->user && !job_ident_valid(s->user))
         return sh_errorf(err, SH_EINVAL, "user '%.*s' is not a valid name",
                          UTF8_CUT(s->user, 64));
+    if (s->partition && !job_ident_valid(s->partition))
+        return sh_errorf(err, SH_EINVAL,
+                         "partition '%.*s' is not a valid name (one "
+                         "partition, 1..%d letters, digits, '.', '_' or '-')",
+                         UTF8_CUT(s->partition, 64), JOB_IDENT_MAX);
+    if (s->qos && !job_ident_valid(s->qos))
+        return sh_errorf(err, SH_EINVAL, "qos '%.*s' is not a valid name",
+                         UTF8_CUT(s->qos, 64));
     if (s->project && !job_ident_valid(s->project))
         return sh_errorf(err, SH_EINVAL,
                          "project must be 1..%d characters of letters, digits, "
@@ -382,6 +392,7 @@ int job_spec_copy(struct job_spec *dst, const struct job_spec *src)
     job_spec_init(dst);
     *dst = *src;
     dst->name = dst->user = dst->project = dst->gpu_type = dst->slice = NULL;
+    dst->partition = dst->qos = NULL;
     dst->workdir = dst->script = dst->array = NULL;
     dst->nodelist = dst->exclude = dst->constraint = NULL;
     dst->output = dst->error = NULL;
@@ -394,6 +405,8 @@ int job_spec_copy(struct job_spec *dst, const struct job_spec *src)
     if (dup_str(&dst->name, src->name) < 0 ||
         dup_str(&dst->user, src->user) < 0 ||
         dup_str(&dst->project, src->project) < 0 ||
+        dup_str(&dst->partition, src->partition) < 0 ||
+        dup_str(&dst->qos, src->qos) < 0 ||
         dup_str(&dst->gpu_type, src->gpu_type) < 0 ||
         dup_str(&dst->slice, src->slice) < 0 ||
         dup_str(&dst->workdir, src->workdir) < 0 ||

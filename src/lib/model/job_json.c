@@ -257,6 +257,10 @@ static int spec_field(const char *key, const json_t *v, struct job_spec *s,
         return get_string(v, "user", JOB_IDENT_MAX, &s->user, err);
     if (strcmp(key, "project") == 0)
         return get_string(v, "project", JOB_IDENT_MAX, &s->project, err);
+    if (strcmp(key, "partition") == 0)
+        return get_string(v, "partition", JOB_IDENT_MAX, &s->partition, err);
+    if (strcmp(key, "qos") == 0)
+        return get_string(v, "qos", JOB_IDENT_MAX, &s->qos, err);
     if (strcmp(key, "priority") == 0) {
         if (!json_is_string(v) ||
             job_priority_from_name(json_string_value(v), &s->priority) < 0)
@@ -442,6 +446,10 @@ json_t *job_spec_to_json(const struct job_spec *s)
     set_str(o, "name", s->name);
     set_str(o, "user", s->user);
     set_str(o, "project", s->project);
+    if (s->partition)
+        set_str(o, "partition", s->partition);
+    if (s->qos)
+        set_str(o, "qos", s->qos);
     set_str(o, "priority", job_priority_name(s->priority));
     json_object_set_new(o, "nodes", json_integer(s->nodes));
     json_object_set_new(o, "gpus", json_integer(s->gpus_per_node));

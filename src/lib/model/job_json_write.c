@@ -183,6 +183,14 @@ static void spec(struct out *o, const struct job_spec *s)
     str_or_null(o, s->user);
     key(o, "project");
     str_or_null(o, s->project);
+    if (s->partition) {
+        key(o, "partition");
+        str(o, s->partition);
+    }
+    if (s->qos) {
+        key(o, "qos");
+        str(o, s->qos);
+    }
     key(o, "priority");
     str(o, job_priority_name(s->priority));
     key(o, "nodes");

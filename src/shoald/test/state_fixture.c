@@ -17,6 +17,7 @@
 #include "shoald/slices.h"
 #include "shoald/state.h"
 #include "shoald/tenancy.h"
+#include "shoald/partitions.h"
 #include "shoald/volumes.h"
 #include "store/store.h"
 
@@ -45,6 +46,7 @@ void state_fixture_open(struct shoald *d, char *dir, size_t dir_size,
     d->slices = slices_create(&err);
     d->tenancy = tenancy_create(&err);
     d->volumes = volumes_create(&err);
+    d->partitions = partitions_create(&err);
     d->secrets = secrets_create(dir, &err);
     d->commit = commit_create(d->store, d->loop, state_reload, d, &err);
     cr_assert(d->loop && d->auth && d->slices && d->tenancy && d->volumes &&
@@ -64,6 +66,7 @@ void state_fixture_close(struct shoald *d, const char *dir)
     auth_destroy(d->auth);
     tenancy_destroy(d->tenancy);
     volumes_destroy(d->volumes);
+    partitions_destroy(d->partitions);
     secrets_destroy(d->secrets);
     slices_destroy(d->slices);
     store_close(d->store);
