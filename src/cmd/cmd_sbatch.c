@@ -131,6 +131,10 @@ static int slurm_mem(const char *opt, const char *v, json_int_t *bytes,
         if (end[1] && !(toupper((unsigned char)end[1]) == 'B' && !end[2]))
             return bad(err, opt, "'%s' is not a size", v);
     }
+    if (n == 0 && strcmp(opt, "--mem") == 0) {
+        *bytes = 0; /* Slurm's "all the node's memory": no reservation */
+        return 0;
+    }
     if (n == 0 || n > (1ULL << 50) / mul)
         return bad(err, opt, "'%s' is out of range", v);
     *bytes = (json_int_t)(n * mul);
@@ -213,6 +217,7 @@ enum {
     O_ERROR,
     O_PARTITION,
     O_QOS,
+    O_OPEN_MODE,
 };
 
 static const struct sbatch_opt known[] = {
@@ -247,6 +252,7 @@ static const struct sbatch_opt known[] = {
     {"error", 'e', true, O_ERROR},
     {"partition", 'p', true, O_PARTITION},
     {"qos", 'q', true, O_QOS},
+    {"open-mode", 0, true, O_OPEN_MODE},
     {NULL, 0, false, 0},
 };
 
@@ -256,8 +262,21 @@ static const struct {
     char shrt;
     const char *why;
 } unsupported[] = {
-    {"mail-type", 0, "Shoal sends no mail"},
-    {"mail-user", 0, "Shoal sends no mail"},
+    {"mail-type", 0,
+     "Shoal sends no mail (this cluster has no notification command); "
+     "remove it and follow the job with shoal logs -f or shoal show"},
+    {"mail-user", 0,
+     "Shoal sends no mail (this cluster has no notification command); "
+     "remove it and follow the job with shoal logs -f or shoal show"},
+    {"signal", 0,
+     "Shoal sends no signal before the time limit: at the limit the job "
+     "gets SIGTERM, then SIGKILL after the grace period, and "
+     "$SHOAL_PREEMPT_DEADLINE names a file holding the SIGKILL's time"},
+    {"licenses", 'L', "Shoal has no licenses (Slurm's -L): remove it"},
+    {"clusters", 'M',
+     "Shoal runs one cluster: remove it and submit to the cluster you mean"},
+    {"cluster", 0,
+     "Shoal runs one cluster: remove it and submit to the cluster you mean"},
     {NULL, 0, NULL},
 };
 
@@ -305,7 +324,10 @@ static int apply_one(json_t *job, int id, const char *opt, const char *v,
     case O_MEM:
         if (slurm_mem(opt, v, &bytes, err) < 0)
             return -1;
-        json_object_set_new(job, "mem", json_integer(bytes));
+        if (bytes) /* --mem=0: the whole node's memory, none reserved */
+            json_object_set_new(job, "mem", json_integer(bytes));
+        else
+            json_object_del(job, "mem");
         return 0;
     case O_NAME:
         json_object_set_new(job, "name", json_string(v));
@@ -359,6 +381,15 @@ static int apply_one(json_t *job, int id, const char *opt, const char *v,
         return 0;
     case O_QOS:
         json_object_set_new(job, "qos", json_string(v));
+        return 0;
+    case O_OPEN_MODE:
+        /* Shoal's output files are always appended to (tasks share them). */
+        if (strcmp(v, "append") != 0)
+            return bad(err, opt,
+                       "'%s': Shoal appends to output files (append is "
+                       "the only mode); remove the file first to start "
+                       "afresh",
+                       v);
         return 0;
     case O_OUTPUT:
         json_object_set_new(job, "output", json_string(v));
