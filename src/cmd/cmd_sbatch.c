@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "cmd/cmd_export.h"
 #include "lib/model/job.h"
@@ -218,6 +219,7 @@ enum {
     O_PARTITION,
     O_QOS,
     O_OPEN_MODE,
+    O_GPUS_PER_TASK,
 };
 
 static const struct sbatch_opt known[] = {
@@ -253,6 +255,8 @@ static const struct sbatch_opt known[] = {
     {"partition", 'p', true, O_PARTITION},
     {"qos", 'q', true, O_QOS},
     {"open-mode", 0, true, O_OPEN_MODE},
+    {"gpus-per-task", 0, true, O_GPUS_PER_TASK},
+    {"tasks-per-node", 0, true, O_TASKS_PER_NODE}, /* Slurm's alias */
     {NULL, 0, false, 0},
 };
 
@@ -351,11 +355,15 @@ static int apply_one(json_t *job, int id, const char *opt, const char *v,
     case O_ACCOUNT:
         json_object_set_new(job, "project", json_string(v));
         return 0;
-    case O_CHDIR:
-        if (v[0] != '/')
-            return bad(err, opt, "'%s' must be an absolute path", v);
-        json_object_set_new(job, "workdir", json_string(v));
+    case O_CHDIR: { /* relative: from the submit directory, as Slurm */
+        char cwd[4096], path[8192];
+        if (v[0] != '/' && !getcwd(cwd, sizeof(cwd)))
+            return bad(err, opt, "'%s': the current directory is unknown", v);
+        snprintf(path, sizeof(path), "%s%s%s", v[0] == '/' ? "" : cwd,
+                 v[0] == '/' ? "" : "/", v);
+        json_object_set_new(job, "workdir", json_string(path));
         return 0;
+    }
     case O_ARRAY:
         json_object_set_new(job, "array", json_string(v));
         return 0;
@@ -382,6 +390,19 @@ static int apply_one(json_t *job, int id, const char *opt, const char *v,
     case O_QOS:
         json_object_set_new(job, "qos", json_string(v));
         return 0;
+    case O_GPUS_PER_TASK: {
+        char buf[160];
+        snprintf(buf, sizeof(buf), "%s", v);
+        char *colon = strrchr(buf, ':');
+        if (colon) { /* [TYPE:]N */
+            *colon = '\0';
+            if (!*buf)
+                return bad(err, opt, "'%s': an empty GPU type", v);
+            json_object_set_new(job, "gpu_type", json_string(buf));
+        }
+        return count(opt, colon ? v + (colon - buf) + 1 : v,
+                     JOB_GPUS_PER_NODE_MAX, &l->gpus_per_task, err);
+    }
     case O_OPEN_MODE:
         /* Shoal's output files are always appended to (tasks share them). */
         if (strcmp(v, "append") != 0)
@@ -508,14 +529,28 @@ void sbatch_init(struct sbatch *sb)
 int sbatch_finish(json_t *job, const struct sbatch *sb, struct sh_error *err)
 {
     const struct sbatch *l = sb;
-    long nodes = l->nodes ? l->nodes : 1;
-    if (l->nodes)
-        json_object_set_new(job, "nodes", json_integer(l->nodes));
+    long given = l->nodes;
+    /* -n N --ntasks-per-node M without -N: Slurm's N/M nodes. */
+    if (!given && l->ntasks && l->tasks_per_node) {
+        if (l->ntasks % l->tasks_per_node)
+            return bad(err, "--ntasks",
+                       "%ld tasks at %ld per node do not fill whole nodes: "
+                       "give -N or a count that divides",
+                       l->ntasks, l->tasks_per_node);
+        given = l->ntasks / l->tasks_per_node;
+    }
+    long nodes = given ? given : 1;
+    if (given)
+        json_object_set_new(job, "nodes", json_integer(given));
+    if (l->gpus_per_task && (l->gpus_total || json_object_get(job, "gpus")))
+        return bad(err, "--gpus-per-task",
+                   "gives the GPUs per task, and --gpus, --gres or "
+                   "--gpus-per-node give them otherwise: keep one");
     if (l->gpus_total && json_object_get(job, "gpus"))
         return bad(err, "--gpus",
                    "gives the GPUs in all, and --gres or --gpus-per-node "
                    "gives them per node: keep one");
-    if (l->gpus_total && !l->nodes) {
+    if (l->gpus_total && !given) {
         /* Slurm's meaning: that many GPUs, on nodes Shoal picks. */
         json_object_set_new(job, "gpus_total", json_integer(l->gpus_total));
     } else if (l->gpus_total) {
@@ -542,6 +577,15 @@ int sbatch_finish(json_t *job, const struct sbatch *sb, struct sh_error *err)
     }
     if (tpn)
         json_object_set_new(job, "tasks_per_node", json_integer(tpn));
+    if (l->gpus_per_task) {
+        long per_node = l->gpus_per_task * (tpn ? tpn : 1);
+        if (per_node > JOB_GPUS_PER_NODE_MAX)
+            return bad(err, "--gpus-per-task",
+                       "%ld GPUs per task x %ld tasks per node is more "
+                       "than %d GPUs on a node: give -N",
+                       l->gpus_per_task, tpn ? tpn : 1, JOB_GPUS_PER_NODE_MAX);
+        json_object_set_new(job, "gpus", json_integer(per_node));
+    }
     if (l->cpus_per_task)
         json_object_set_new(job, "cpus",
                             json_integer(l->cpus_per_task * (tpn ? tpn : 1)));

@@ -12,6 +12,7 @@
  * read (Shoal's are per node). */
 struct sbatch {
     long nodes, ntasks, tasks_per_node, cpus_per_task, gpus_total;
+    long gpus_per_task;
     /* When set, every bad option of a line is reported here and the
      * line's other options still apply; else the first one ends it. */
     void (*report)(void *arg, const struct sh_error *err);

@@ -82,7 +82,8 @@ static const char usage[] =
     "                         YYYY-MM-DD[THH:MM[:SS]], midnight, noon,\n"
     "                         teatime, tomorrow (local time)\n"
     "      --tasks-per-node N processes per node, each with its own ranks\n"
-    "  -D, --workdir DIR      working directory (default: the current one;\n"
+    "  -D, --workdir DIR      working directory, absolute or from the\n"
+    "                         current one (default: the current one;\n"
     "                         not with --image)\n"
     "      --image REF        run in an OCI image: oci-archive:PATH,\n"
     "                         oci:DIR:TAG or registry/name:tag\n"
@@ -401,11 +402,16 @@ static int apply(struct submit *s, int c, const char *arg)
     case OPT_ERROR:
         json_object_set_new(s->job, "error", json_string(arg));
         break;
-    case 'D':
-        if (arg[0] != '/')
-            return fail(s, "--workdir '%s' must be an absolute path", arg);
-        json_object_set_new(s->job, "workdir", json_string(arg));
+    case 'D': { /* relative: from the current directory, as Slurm's -D */
+        char cwd[4096], path[8192];
+        if (arg[0] != '/' && !getcwd(cwd, sizeof(cwd)))
+            return fail(s, "--workdir '%s': the current directory is unknown",
+                        arg);
+        snprintf(path, sizeof(path), "%s%s%s", arg[0] == '/' ? "" : cwd,
+                 arg[0] == '/' ? "" : "/", arg);
+        json_object_set_new(s->job, "workdir", json_string(path));
         break;
+    }
     case OPT_USER:
         json_object_set_new(s->job, "user", json_string(arg));
         break;

@@ -3,6 +3,7 @@
  * naming every option it does not have. */
 #include <criterion/criterion.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cmd/cmd_export.h"
 #include "cmd/cmd_sbatch.h"
@@ -254,4 +255,50 @@ Test(export, past_the_limits_is_refused_and_changes_nothing)
     cr_assert(strstr(err.msg, "BIG is"), "%s", err.msg);
     cr_assert_eq(json_object_size(env), 0);
     json_decref(env);
+}
+
+Test(sbatch, tasks_and_gpus_per_task_mean_what_slurm_says)
+{
+    static const char *const a[] = {"--ntasks=2", "--ntasks-per-node=1", NULL};
+    static const char *const *la[] = {a, NULL};
+    json_t *job = json_object();
+    struct sh_error err = {0};
+    cr_assert_eq(apply(job, la, &err), 0, "%s", err.msg);
+    cr_assert_eq(num(job, "nodes"), 2);
+    cr_assert_eq(num(job, "tasks_per_node"), 1);
+    json_decref(job);
+    static const char *const b[] = {"-N", "2", "--tasks-per-node=4",
+                                    "--gpus-per-task=2", NULL};
+    static const char *const *lb[] = {b, NULL};
+    job = json_object();
+    cr_assert_eq(apply(job, lb, &err), 0, "%s", err.msg);
+    cr_assert_eq(num(job, "gpus"), 8); /* 2 per task x 4 tasks */
+    cr_assert_eq(num(job, "tasks_per_node"), 4);
+    json_decref(job);
+    static const char *const c[] = {"-n", "4", "--gpus-per-task=a100:1", NULL};
+    static const char *const *lc[] = {c, NULL};
+    job = json_object();
+    cr_assert_eq(apply(job, lc, &err), 0, "%s", err.msg);
+    cr_assert_eq(num(job, "gpus"), 4); /* -n without -N: one node */
+    cr_assert_str_eq(json_string_value(json_object_get(job, "gpu_type")),
+                     "a100");
+    json_decref(job);
+    static const char *const d[] = {"--ntasks=3", "--ntasks-per-node=2", NULL};
+    refused(d, "do not fill whole nodes");
+    static const char *const e[] = {"--gpus-per-task=1", "--gres=gpu:2", NULL};
+    refused(e, "keep one");
+}
+
+Test(sbatch, a_relative_chdir_is_from_the_submit_directory)
+{
+    static const char *const a[] = {"-D", "runs/a", NULL};
+    static const char *const *la[] = {a, NULL};
+    json_t *job = json_object();
+    struct sh_error err = {0};
+    char cwd[4096], want[4200];
+    cr_assert(getcwd(cwd, sizeof(cwd)));
+    snprintf(want, sizeof(want), "%s/runs/a", cwd);
+    cr_assert_eq(apply(job, la, &err), 0, "%s", err.msg);
+    cr_assert_str_eq(json_string_value(json_object_get(job, "workdir")), want);
+    json_decref(job);
 }
