@@ -18,6 +18,7 @@
 
 #include "cmd/cmd_export.h"
 #include "lib/model/job.h"
+#include "lib/model/job_mail.h"
 #include "lib/util/clock.h"
 #include "lib/util/parse.h"
 
@@ -220,6 +221,8 @@ enum {
     O_QOS,
     O_OPEN_MODE,
     O_GPUS_PER_TASK,
+    O_MAIL_TYPE,
+    O_MAIL_USER,
 };
 
 static const struct sbatch_opt known[] = {
@@ -256,6 +259,8 @@ static const struct sbatch_opt known[] = {
     {"qos", 'q', true, O_QOS},
     {"open-mode", 0, true, O_OPEN_MODE},
     {"gpus-per-task", 0, true, O_GPUS_PER_TASK},
+    {"mail-type", 0, true, O_MAIL_TYPE},
+    {"mail-user", 0, true, O_MAIL_USER},
     {"tasks-per-node", 0, true, O_TASKS_PER_NODE}, /* Slurm's alias */
     {NULL, 0, false, 0},
 };
@@ -266,12 +271,6 @@ static const struct {
     char shrt;
     const char *why;
 } unsupported[] = {
-    {"mail-type", 0,
-     "Shoal sends no mail (this cluster has no notification command); "
-     "remove it and follow the job with shoal logs -f or shoal show"},
-    {"mail-user", 0,
-     "Shoal sends no mail (this cluster has no notification command); "
-     "remove it and follow the job with shoal logs -f or shoal show"},
     {"signal", 0,
      "Shoal sends no signal before the time limit: at the limit the job "
      "gets SIGTERM, then SIGKILL after the grace period, and "
@@ -403,6 +402,18 @@ static int apply_one(json_t *job, int id, const char *opt, const char *v,
         return count(opt, colon ? v + (colon - buf) + 1 : v,
                      JOB_GPUS_PER_NODE_MAX, &l->gpus_per_task, err);
     }
+    case O_MAIL_TYPE: { /* the controller refuses it without a command */
+        int events;
+        if (job_mail_parse(v, &events, err) < 0)
+            return sh_error_prefix(err, "#SBATCH %s: ", opt);
+        json_object_set_new(job, "mail_type", json_string(v));
+        return 0;
+    }
+    case O_MAIL_USER:
+        if (!job_mail_user_valid(v))
+            return bad(err, opt, "'%s' is not a mail address", v);
+        json_object_set_new(job, "mail_user", json_string(v));
+        return 0;
     case O_OPEN_MODE:
         /* Shoal's output files are always appended to (tasks share them). */
         if (strcmp(v, "append") != 0)

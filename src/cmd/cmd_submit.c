@@ -40,6 +40,10 @@ static const char usage[] =
     "                         the default partition when there is one\n"
     "      --qos NAME         a QOS an admin defined (shoal qos list): its\n"
     "                         priority class and time limit\n"
+    "      --mail-type LIST   BEGIN, END, FAIL, REQUEUE, INVALID_DEPEND, ALL:\n"
+    "                         the cluster's notification command is run\n"
+    "                         then (refused where an admin set none)\n"
+    "      --mail-user ADDR   who is notified (default: you)\n"
     "  -t, --time DUR         time limit: 90s, 30m, 2h, 1d, HH:MM:SS\n"
     "  -c, --cpus N           CPUs per node\n"
     "  -m, --mem SIZE         memory per node: 512M, 16G\n"
@@ -118,6 +122,8 @@ enum {
     OPT_EXPORT,
     OPT_PARTITION,
     OPT_QOS,
+    OPT_MAIL_TYPE,
+    OPT_MAIL_USER,
 };
 
 static const struct option opts[] = {
@@ -138,6 +144,8 @@ static const struct option opts[] = {
     {"export", required_argument, NULL, OPT_EXPORT},
     {"partition", required_argument, NULL, OPT_PARTITION},
     {"qos", required_argument, NULL, OPT_QOS},
+    {"mail-type", required_argument, NULL, OPT_MAIL_TYPE},
+    {"mail-user", required_argument, NULL, OPT_MAIL_USER},
     {"requeue", no_argument, NULL, OPT_REQUEUE},
     {"checkpointable", no_argument, NULL, OPT_CHECKPOINTABLE},
     {"dependency", required_argument, NULL, 'd'},
@@ -350,6 +358,12 @@ static int apply(struct submit *s, int c, const char *arg)
         break;
     case OPT_QOS:
         json_object_set_new(s->job, "qos", json_string(arg));
+        break;
+    case OPT_MAIL_TYPE:
+        json_object_set_new(s->job, "mail_type", json_string(arg));
+        break;
+    case OPT_MAIL_USER:
+        json_object_set_new(s->job, "mail_user", json_string(arg));
         break;
     case OPT_EXPORT:
         if (export_check(arg, &err) < 0)

@@ -18,6 +18,7 @@
 #include "shoald/jobwhere.h"
 #include "shoald/logs.h"
 #include "shoald/nodetab.h"
+#include "shoald/notify.h"
 #include "shoald/partitions.h"
 #include "shoald/policy.h"
 #include "shoald/volumes.h"
@@ -208,6 +209,7 @@ int jobs_submit(struct shoald *d, const struct api_caller *caller,
         check_deps(d, caller, &spec, err) < 0 ||
         volumes_check_job(d->volumes, &spec, err) < 0 ||
         jobwhere_check(d->nodes, &spec, err) < 0 ||
+        notify_check_submit(d->cfg.mail_program, &spec, err) < 0 ||
         cluster_check_submit(d, &spec, err) < 0)
         goto error;
     if (spec.array)
@@ -308,6 +310,7 @@ int jobs_transition(struct shoald *d, struct job *job, enum job_state to,
     if (jobs_persist(d, job, err) < 0)
         return -1;
     job_action(d, job, from);
+    notify_transition(d->cfg.mail_program, job, from);
     return 0;
 }
 

@@ -55,6 +55,8 @@ struct shoald_config {
     int heartbeat_timeout_s;   /* a node without heartbeats is down after */
     int64_t keep_finished_ms;  /* finished jobs stay in memory this long */
     int kill_grace_s;          /* SIGTERM to SIGKILL on cancel/timeout */
+    const char *mail_program;  /* --mail-program: run for --mail-type
+                                  events (notify.h); NULL = none */
     int idle_threshold_pct;    /* a job's GPUs all under this are idle... */
     int64_t idle_after_ms;     /* ...when it lasts this long */
     int idle_policy;           /* enum acct_idle_policy: the default */

@@ -110,3 +110,28 @@ EOS
     [ "$status" -ne 0 ]
     [[ "$output" == *"BIG is 40000 bytes, more than the 32768 a job's variable may hold"* ]]
 }
+
+@test "sb-004 --mail-type runs the admin's notification command; refused where there is none" {
+    shoal_cluster_start 1 1
+    printf '#!/bin/bash\n#SBATCH --mail-type=BEGIN,END --mail-user=ann@example.org\ntrue\n' \
+        >"$SHOAL_TEST_DIR/mail.sbatch"
+    run shoal submit "$SHOAL_TEST_DIR/mail.sbatch"
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"this cluster sends no notifications (an admin configures a command with shoald --mail-program)"* ]]
+    shoald_stop
+    printf '#!/bin/sh\necho "$*" >>"%s/mails"\n' "$SHOAL_TEST_DIR" >"$SHOAL_TEST_DIR/notify"
+    chmod +x "$SHOAL_TEST_DIR/notify"
+    shoald_start --mail-program "$SHOAL_TEST_DIR/notify"
+    j=$(submit "$SHOAL_TEST_DIR/mail.sbatch")
+    wait_job_state "$j" completed 30
+    [ "$(job_field "$j" .mail_type)" = BEGIN,END ]
+    wait_for 10 test "$(wc -l <"$SHOAL_TEST_DIR/mails" 2>/dev/null)" = 2
+    cat "$SHOAL_TEST_DIR/mails"
+    grep -qx "$j $(id -un) BEGIN ann@example.org running" "$SHOAL_TEST_DIR/mails"
+    grep -qx "$j $(id -un) END ann@example.org completed" "$SHOAL_TEST_DIR/mails"
+    # FAIL only: a failed job, and nothing at its start.
+    k=$(submit --mail-type FAIL -- false)
+    wait_job_state "$k" failed 30
+    wait_for 10 grep -qx "$k $(id -un) FAIL $(id -un) failed" "$SHOAL_TEST_DIR/mails"
+    [ "$(grep -c "^$k " "$SHOAL_TEST_DIR/mails")" = 1 ]
+}

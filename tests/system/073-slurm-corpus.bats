@@ -3,7 +3,8 @@
 # Focus: real public GPU Slurm batch scripts (tests/data/slurm-scripts,
 # their origins in SOURCES there), each submitted unchanged with `shoal
 # submit SCRIPT` to a 2-node x 8-GPU cluster once the admin created the
-# partitions, QOS and projects they name. Each is accepted, or refused
+# partitions, QOS and projects they name (and a notification command for
+# --mail-type). Each is accepted, or refused
 # with a reason a Slurm user would accept; the test holds the count and
 # every refusal's reason, so a change in either is seen.
 
@@ -41,7 +42,10 @@ admin_setup() {
 }
 
 @test "corpus-001 public Slurm scripts: accepted unchanged, or refused with a Slurm user's reason" {
-    shoald_start
+    # The admin's notification command for --mail-type.
+    printf '#!/bin/sh\necho "$*" >>"%s/mails"\n' "$SHOAL_TEST_DIR" >"$SHOAL_TEST_DIR/notify"
+    chmod +x "$SHOAL_TEST_DIR/notify"
+    shoald_start --mail-program "$SHOAL_TEST_DIR/notify"
     agent_start node1 8 H100-80GB --label h100 --label gpu
     agent_start node2 8 H100-80GB --label h100 --label gpu
     wait_for 20 nodes_up_is 2
@@ -53,7 +57,7 @@ admin_setup() {
     # Each script: "accepted", or what the refusal must say.
     declare -A want=(
         [4960a-crosscbr-submit-beluga-dblp.sh]="#SBATCH --mem-per-cpu: Shoal has no such option"
-        [babylm-launch-slurm.wilkes3]="#SBATCH --mail-type: Shoal sends no mail (this cluster has no notification command)"
+        [babylm-launch-slurm.wilkes3]="exclusive needs gpus >= 1 (jobs without GPUs share nodes)"
         [cifailing-job-within.sh]=accepted
         [cltransformers-l2-sweep.sh]=accepted
         [csc-run-accelerate-gpu8.sh]="unknown GPU model 'v100'"

@@ -106,8 +106,11 @@ Test(sbatch, options_shoal_does_not_have_are_named)
 {
     static const char *const p[] = {"-p", "gpu,cpu", NULL};
     refused(p, "#SBATCH -p: 'gpu,cpu': give one partition");
-    static const char *const a[] = {"--mail-type=END", NULL};
-    refused(a, "#SBATCH --mail-type: Shoal sends no mail");
+    static const char *const a[] = {"--mail-type=TIME_LIMIT_90", NULL};
+    refused(a,
+            "#SBATCH --mail-type: mail_type: TIME_LIMIT_90 is not supported");
+    static const char *const s[] = {"--signal=B:USR1@60", NULL};
+    refused(s, "#SBATCH --signal: Shoal sends no signal before the time limit");
     static const char *const z[] = {"--frobnicate", NULL};
     refused(z, "#SBATCH --frobnicate: Shoal has no such option");
     static const char *const g[] = {"--gres=gpu:2,nvme:1", NULL};

@@ -3,6 +3,7 @@
 #include "lib/model/job.h"
 
 #include "lib/model/job_deps.h"
+#include "lib/model/job_mail.h"
 #include "lib/model/job_output.h"
 #include "lib/model/job_place.h"
 
@@ -93,6 +94,7 @@ void job_spec_fini(struct job_spec *spec)
     free(spec->project);
     free(spec->partition);
     free(spec->qos);
+    free(spec->mail_user);
     free(spec->gpu_type);
     free(spec->slice);
     free(spec->workdir);
@@ -359,6 +361,11 @@ int job_spec_validate(const struct job_spec *s, struct sh_error *err)
                          "partition '%.*s' is not a valid name (one "
                          "partition, 1..%d letters, digits, '.', '_' or '-')",
                          UTF8_CUT(s->partition, 64), JOB_IDENT_MAX);
+    if (s->mail_user && !job_mail_user_valid(s->mail_user))
+        return sh_errorf(err, SH_EINVAL,
+                         "mail_user must be an address of letters, digits "
+                         "and ._%%+-@ (at most %d)",
+                         JOB_MAIL_USER_MAX);
     if (s->qos && !job_ident_valid(s->qos))
         return sh_errorf(err, SH_EINVAL, "qos '%.*s' is not a valid name",
                          UTF8_CUT(s->qos, 64));
@@ -392,7 +399,7 @@ int job_spec_copy(struct job_spec *dst, const struct job_spec *src)
     job_spec_init(dst);
     *dst = *src;
     dst->name = dst->user = dst->project = dst->gpu_type = dst->slice = NULL;
-    dst->partition = dst->qos = NULL;
+    dst->partition = dst->qos = dst->mail_user = NULL;
     dst->workdir = dst->script = dst->array = NULL;
     dst->nodelist = dst->exclude = dst->constraint = NULL;
     dst->output = dst->error = NULL;
@@ -407,6 +414,7 @@ int job_spec_copy(struct job_spec *dst, const struct job_spec *src)
         dup_str(&dst->project, src->project) < 0 ||
         dup_str(&dst->partition, src->partition) < 0 ||
         dup_str(&dst->qos, src->qos) < 0 ||
+        dup_str(&dst->mail_user, src->mail_user) < 0 ||
         dup_str(&dst->gpu_type, src->gpu_type) < 0 ||
         dup_str(&dst->slice, src->slice) < 0 ||
         dup_str(&dst->workdir, src->workdir) < 0 ||

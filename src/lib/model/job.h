@@ -95,6 +95,8 @@ struct job_spec {
     char *partition; /* an admin's partition (shoald/partitions.h): its
                         nodes, time limits and projects; NULL = none */
     char *qos;       /* an admin's QOS: its priority and limits; NULL */
+    int mail_events; /* lib/model/job_mail.h: events to notify; 0 none */
+    char *mail_user; /* who is told (--mail-user); NULL = the user */
     enum job_priority priority;
     int nodes;           /* >= 1; 0 with gpus_total */
     int gpus_per_node;   /* 0..JOB_GPUS_PER_NODE_MAX; 1 for a slice job;
