@@ -19,10 +19,12 @@ const char *const queue_format_keys[] = {
     "placement",  "start_time", "end_time",   "submit_time",
     "time_limit", NULL};
 
-static const struct {
+struct fmt_field {
     char letter;
     const char *header;
-} fields[] = {
+};
+
+static const struct fmt_field job_fields[] = {
     {'i', "JOBID"},
     {'j', "NAME"},
     {'u', "USER"},
@@ -44,7 +46,22 @@ static const struct {
     {0, NULL},
 };
 
-static const char *header_of(char c)
+/* sinfo's -o fields of a node line. */
+static const struct fmt_field node_fields[] = {
+    {'N', "NODELIST"},
+    {'T', "STATE"},
+    {'t', "STATE"},
+    {'a', "AVAIL"},
+    {'G', "GRES"},
+    {'c', "CPUS"},
+    {'m', "MEMORY"},
+    {'f', "AVAIL_FEATURES"},
+    {'g', "GPUS(FREE/TOTAL)"},
+    {'j', "JOBS"},
+    {0, NULL},
+};
+
+static const char *header_of(const struct fmt_field *fields, char c)
 {
     for (int i = 0; fields[i].letter; i++)
         if (fields[i].letter == c)
@@ -68,7 +85,8 @@ static const char *spec(const char *p, bool *right, int *width, char *letter)
     return p + 1;
 }
 
-int queue_format_check(const char *fmt, struct sh_error *err)
+static int check(const char *fmt, const struct fmt_field *fields,
+                 const char *names, struct sh_error *err)
 {
     if (!*fmt)
         return sh_errorf(err, SH_EINVAL, "--format must not be empty");
@@ -83,15 +101,25 @@ int queue_format_check(const char *fmt, struct sh_error *err)
         int width;
         char c;
         const char *next = spec(p, &right, &width, &c);
-        if (!next || !header_of(c))
+        if (!next || !header_of(fields, c))
             return sh_errorf(err, SH_EINVAL,
-                             "--format: '%%%.*s' is not a field (%%i %%j %%u "
-                             "%%a %%P %%q %%p %%T %%t %%M %%l %%D %%R %%N %%b "
-                             "%%V %%S %%e, with an optional [.]WIDTH)",
-                             next ? (int)(next - p) : 1, p);
+                             "--format: '%%%.*s' is not a field (%s, with "
+                             "an optional [.]WIDTH)",
+                             next ? (int)(next - p) : 1, p, names);
         p = next;
     }
     return 0;
+}
+
+int queue_format_check(const char *fmt, struct sh_error *err)
+{
+    return check(fmt, job_fields,
+                 "%i %j %u %a %P %q %p %T %t %M %l %D %R %N %b %V %S %e", err);
+}
+
+int nodes_format_check(const char *fmt, struct sh_error *err)
+{
+    return check(fmt, node_fields, "%N %T %t %a %G %c %m %f %g %j", err);
 }
 
 static void put(struct strbuf *out, const char *v, bool right, int width)
@@ -263,7 +291,11 @@ static void field(char c, const json_t *j, int64_t now_ms, char *buf,
     }
 }
 
-static void walk(const char *fmt, const json_t *job, int64_t now_ms,
+typedef void (*value_fn)(char c, const json_t *o, int64_t now_ms, char *buf,
+                         size_t size);
+
+static void walk(const char *fmt, const struct fmt_field *fields,
+                 value_fn value, const json_t *o, int64_t now_ms,
                  struct strbuf *out)
 {
     for (const char *p = fmt; *p;) {
@@ -283,10 +315,10 @@ static void walk(const char *fmt, const json_t *job, int64_t now_ms,
         const char *next = spec(p, &right, &width, &c);
         if (!next)
             return; /* checked before */
-        if (job)
-            field(c, job, now_ms, buf, sizeof(buf));
+        if (o)
+            value(c, o, now_ms, buf, sizeof(buf));
         else
-            snprintf(buf, sizeof(buf), "%s", header_of(c));
+            snprintf(buf, sizeof(buf), "%s", header_of(fields, c));
         put(out, buf, right, width);
         p = next;
     }
@@ -294,11 +326,91 @@ static void walk(const char *fmt, const json_t *job, int64_t now_ms,
 
 void queue_format_header(const char *fmt, struct strbuf *out)
 {
-    walk(fmt, NULL, 0, out);
+    walk(fmt, job_fields, field, NULL, 0, out);
 }
 
 void queue_format_row(const char *fmt, const json_t *job, int64_t now_ms,
                       struct strbuf *out)
 {
-    walk(fmt, job, now_ms, out);
+    walk(fmt, job_fields, field, job, now_ms, out);
+}
+
+/* One node field (sinfo's letters). */
+static void node_field(char c, const json_t *n, int64_t now_ms, char *buf,
+                       size_t size)
+{
+    (void)now_ms;
+    const json_t *gpus = json_object_get(n, "gpus");
+    long long total = (long long)json_array_size(gpus);
+    long long busy = num(n, "gpus_busy");
+    const char *state = str(n, "state");
+    buf[0] = '\0';
+    switch (c) {
+    case 'N':
+        snprintf(buf, size, "%s", str(n, "name"));
+        break;
+    case 'T':
+        snprintf(buf, size, "%s", state);
+        break;
+    case 't': /* sinfo's words: idle, mix, alloc, drng, drain, down */
+        if (strcmp(state, "up") == 0)
+            snprintf(buf, size, "%s",
+                     busy == 0 && num(n, "running_jobs") == 0 ? "idle"
+                     : total && busy >= total                 ? "alloc"
+                                                              : "mix");
+        else
+            snprintf(buf, size, "%s",
+                     strcmp(state, "draining") == 0  ? "drng"
+                     : strcmp(state, "drained") == 0 ? "drain"
+                                                     : state);
+        break;
+    case 'a':
+        snprintf(buf, size, "%s", strcmp(state, "down") == 0 ? "down" : "up");
+        break;
+    case 'G':
+        if (total)
+            snprintf(buf, size, "gpu:%s:%lld",
+                     str(json_array_get(gpus, 0), "model"), total);
+        else
+            snprintf(buf, size, "(null)");
+        break;
+    case 'c':
+        snprintf(buf, size, "%lld", num(n, "cpus"));
+        break;
+    case 'm': /* megabytes, as sinfo */
+        snprintf(buf, size, "%lld", num(n, "memory") >> 20);
+        break;
+    case 'f': {
+        size_t o = 0;
+        const char *key;
+        json_t *v;
+        json_object_foreach ((json_t *)json_object_get(n, "labels"), key, v) {
+            const char *val = json_string_value(v);
+            int k = snprintf(buf + o, size - o, "%s%s%s%s", o ? "," : "", key,
+                             val && *val ? "=" : "", val ? val : "");
+            if (k < 0 || (size_t)k >= size - o)
+                break;
+            o += (size_t)k;
+        }
+        if (!o)
+            snprintf(buf, size, "(null)");
+        break;
+    }
+    case 'g':
+        snprintf(buf, size, "%lld/%lld", total - busy, total);
+        break;
+    case 'j':
+        snprintf(buf, size, "%lld", num(n, "running_jobs"));
+        break;
+    }
+}
+
+void nodes_format_header(const char *fmt, struct strbuf *out)
+{
+    walk(fmt, node_fields, node_field, NULL, 0, out);
+}
+
+void nodes_format_row(const char *fmt, const json_t *node, struct strbuf *out)
+{
+    walk(fmt, node_fields, node_field, node, 0, out);
 }

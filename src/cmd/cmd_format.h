@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* `shoal queue --format`: squeue's -o format of a job line. Fields are
+/* `shoal queue --format` and `shoal nodes --format`: squeue's and sinfo's
+ * -o format of a job or node line. Fields are
  * %[.][WIDTH]X: '.' right-justifies, WIDTH pads (and, as squeue does,
  * cuts) to that many characters; text between fields is kept; %% is a
  * percent sign. The fields (squeue's letters):
@@ -11,6 +12,12 @@
  *   %R  nodes when placed, else the reason   %N  nodes (placed)
  *   %b  GPUs (per node, or NxG)              %V  submit time
  *   %S  start time (or its estimate)         %e  end time
+ * Node fields (sinfo's letters, a line per node):
+ *   %N  name       %T  state (up, down, draining, drained)
+ *   %t  sinfo's state word (idle, mix, alloc, drng, drain, down)
+ *   %a  up/down    %G  gres (gpu:MODEL:N)    %c  CPUs
+ *   %m  memory (MB)  %f  labels (features)   %g  GPUs free/total
+ *   %j  running jobs
  * Nothing here talks to the controller. */
 #ifndef SHOAL_CMD_FORMAT_H
 #define SHOAL_CMD_FORMAT_H
@@ -33,5 +40,10 @@ void queue_format_header(const char *fmt, struct strbuf *out);
 /* One job's line into out; now_ms for the time used by running jobs. */
 void queue_format_row(const char *fmt, const json_t *job, int64_t now_ms,
                       struct strbuf *out);
+
+/* The same for nodes. */
+int nodes_format_check(const char *fmt, struct sh_error *err);
+void nodes_format_header(const char *fmt, struct strbuf *out);
+void nodes_format_row(const char *fmt, const json_t *node, struct strbuf *out);
 
 #endif

@@ -54,3 +54,21 @@ teardown() { shoal_cluster_stop; }
     [ "$(job_state "$c")" != cancelled ]
     shoal cancel "$c" >/dev/null
 }
+
+@test "qc-003 nodes --format prints sinfo's fields" {
+    shoald_start
+    agent_start node1 2 H100-80GB --label a100
+    wait_for 20 nodes_up_is 1
+    run shoal nodes --format '%N %t %G %f %g'
+    echo "$output"
+    [ "${lines[0]}" = "NODELIST STATE GRES AVAIL_FEATURES GPUS(FREE/TOTAL)" ]
+    [ "${lines[1]}" = "node1 idle gpu:H100-80GB:2 a100 2/2" ]
+    j=$(submit --gpus 1 -- sleep 60)
+    wait_job_state "$j" running 20
+    run shoal nodes --noheader --format '%N %t %g %j'
+    [ "$output" = "node1 mix 1/2 1" ]
+    run shoal nodes --format '%N %Q'
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"'%Q' is not a field"* ]]
+    shoal cancel "$j" >/dev/null
+}

@@ -53,3 +53,28 @@ Test(format, unknown_fields_are_named)
     cr_assert_lt(queue_format_check("%.", &err), 0);
     cr_assert_lt(queue_format_check("", &err), 0);
 }
+
+Test(format, sinfo_fields_of_a_node)
+{
+    json_t *n =
+        json_pack("{s:s, s:s, s:i, s:I, s:i, s:i, s:[{s:s},{s:s}], "
+                  "s:{s:s, s:s}}",
+                  "name", "node1", "state", "up", "cpus", 64, "memory",
+                  (json_int_t)(512LL << 30), "gpus_busy", 1, "running_jobs", 1,
+                  "gpus", "model", "H100-80GB", "model", "H100-80GB", "labels",
+                  "a100", "", "rack", "r1");
+    struct sh_error err;
+    cr_assert_eq(nodes_format_check("%N %t %G %c %m %f %g", &err), 0, "%s",
+                 err.msg);
+    struct strbuf out;
+    strbuf_init(&out, 4096);
+    nodes_format_row("%N %t %G %c %m %f %g", n, &out);
+    cr_assert_str_eq(strbuf_str(&out),
+                     "node1 mix gpu:H100-80GB:2 64 524288 a100,rack=r1 1/2");
+    strbuf_reset(&out);
+    nodes_format_header("%.6N|%t", &out);
+    cr_assert_str_eq(strbuf_str(&out), "NODELI|STATE"); /* cut too */
+    strbuf_fini(&out);
+    cr_assert_lt(nodes_format_check("%N %i", &err), 0);
+    json_decref(n);
+}
