@@ -56,7 +56,8 @@ static const char usage[] =
     "                         (the default: your whole environment, PATH\n"
     "                         included, but never SHOAL_TOKEN), NONE, or\n"
     "                         [ALL,]VAR,VAR=VALUE,... (without ALL: only\n"
-    "                         these); --env entries win\n"
+    "                         these); --env entries win; with --image the\n"
+    "                         default is NONE (the image's environment)\n"
     "      --requeue          requeue after preemption or node failure\n"
     "      --checkpointable   the job saves its state on SIGTERM and resumes\n"
     "                         from it: the las policy may preempt it (implies\n"
@@ -718,6 +719,10 @@ static void send_environment(json_t *job)
     extern char **environ;
     struct sh_error err;
     const char *spec = json_string_value(json_object_get(job, "export"));
+    /* In an image the image's environment stands (its PATH, its
+     * libraries): the submitter's is sent only when asked for. */
+    if (!spec && json_object_get(job, "image"))
+        spec = "NONE";
     json_t *env = json_object_get(job, "env");
     if (!env) {
         env = json_object();
