@@ -33,13 +33,16 @@ static const char partition_usage[] =
 static const char qos_usage[] =
     "Usage: shoal qos create NAME --priority high|normal|low [--max-time "
     "DUR]\n"
+    "                        [--max-gpus-per-user N]\n"
     "       shoal qos list [--json]\n"
     "       shoal qos show NAME [--json]\n"
     "       shoal qos delete NAME\n"
     "A QOS, which jobs name with --qos (#SBATCH --qos), gives them a\n"
     "priority class (as shoal submit --priority) and caps their time limit\n"
-    "(--max-time; jobs that give none get it). Cluster admins create and\n"
-    "delete them.\n";
+    "(--max-time; jobs that give none get it). With --max-gpus-per-user,\n"
+    "a user's jobs in it hold at most N GPUs at once: the next one waits\n"
+    "(its reason says so) and a bigger one is refused. Cluster admins\n"
+    "create and delete them.\n";
 
 struct kind {
     const char *cmd;   /* "partition" */
@@ -85,6 +88,7 @@ static int create(const struct kind *k, int argc, char **argv)
         {"default", false, NULL, false}, {NULL, false, NULL, false}};
     struct cmd_flag qflags[] = {{"priority", true, NULL, false},
                                 {"max-time", true, NULL, false},
+                                {"max-gpus-per-user", true, NULL, false},
                                 {NULL, false, NULL, false}};
     struct cmd_flag *flags = part ? pflags : qflags;
     char cmd[64];
@@ -123,6 +127,11 @@ static int create(const struct kind *k, int argc, char **argv)
         json_object_set_new(req, "priority", json_string(qflags[0].value));
         if (qflags[1].set)
             set_duration(req, "max_time", "--max-time", qflags[1].value);
+        if (qflags[2].set)
+            json_object_set_new(
+                req, "max_gpus_per_user",
+                json_integer(cmd_parse_int("--max-gpus-per-user",
+                                           qflags[2].value, 1, 65536)));
     }
     struct client *c = cmd_connect();
     json_decref(cmd_call(c, "POST", k->path, req));
@@ -162,9 +171,13 @@ static void partition_row(struct table *t, const json_t *v)
 
 static void qos_row(struct table *t, const json_t *v)
 {
-    char mt[32];
+    char mt[32], g[24] = "-";
     dur(v, "max_time", mt, sizeof(mt));
-    const char *row[] = {str(v, "name"), str(v, "priority"), mt};
+    if (json_object_get(v, "max_gpus_per_user"))
+        snprintf(g, sizeof(g), "%lld",
+                 (long long)json_integer_value(
+                     json_object_get(v, "max_gpus_per_user")));
+    const char *row[] = {str(v, "name"), str(v, "priority"), mt, g};
     table_add(t, row);
 }
 
@@ -172,9 +185,10 @@ static void print_table(const struct kind *k, const json_t *all)
 {
     static const char *const phdr[] = {"NAME",     "DEFAULT",  "NODES",
                                        "DEF_TIME", "MAX_TIME", "PROJECTS"};
-    static const char *const qhdr[] = {"NAME", "PRIORITY", "MAX_TIME"};
+    static const char *const qhdr[] = {"NAME", "PRIORITY", "MAX_TIME",
+                                       "MAX_GPUS_PER_USER"};
     bool part = k == &partition_kind;
-    struct table *t = part ? table_create(6, phdr) : table_create(3, qhdr);
+    struct table *t = part ? table_create(6, phdr) : table_create(4, qhdr);
     size_t i;
     json_t *v;
     json_array_foreach (all, i, v) {

@@ -163,6 +163,31 @@ enum gate_state gate_of(const struct jobtab *jobs, struct store *store,
         if (g == GATE_NEVER)
             break;
     }
+    /* A QOS's GPUs per user: its running jobs in the QOS, and those
+     * waiting ahead of it (lower ids, no dependency, not held), leave
+     * room for this one, or it waits (Slurm's QOSMaxGRESPerUser). */
+    if (g == GATE_OPEN && job->spec.qos && job->spec.qos_max_gpus) {
+        int used = 0;
+        for (const struct job *o = jobtab_next(jobs, NULL); o;
+             o = jobtab_next(jobs, o)) {
+            if (o == job || !o->spec.qos ||
+                strcmp(o->spec.qos, job->spec.qos) != 0 ||
+                strcmp(o->spec.user, job->spec.user) != 0)
+                continue;
+            if (o->state == JOB_RUNNING ||
+                (o->state == JOB_PENDING && o->id < job->id && !o->held &&
+                 o->spec.ndeps == 0))
+                used += job_spec_total_gpus(&o->spec);
+        }
+        if (used + job_spec_total_gpus(&job->spec) > job->spec.qos_max_gpus) {
+            snprintf(why, size,
+                     "qos %s: user %s has %d of its %d GPUs per user in "
+                     "use or ahead",
+                     job->spec.qos, job->spec.user, used,
+                     job->spec.qos_max_gpus);
+            g = GATE_WAIT;
+        }
+    }
     /* --begin: not eligible before its time (the liveness timer wakes
      * the gate: cluster.c keeps the earliest begin of the gated jobs). */
     if (g == GATE_OPEN && job->spec.begin_ms > now_ms) {

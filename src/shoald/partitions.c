@@ -223,8 +223,10 @@ int partitions_apply_qos(const struct partitions *p, struct job_spec *spec,
     if (!p)
         return sh_errorf(err, SH_EINVAL, "qos %.*s does not exist",
                          UTF8_CUT(spec->qos, 64));
-    if (!spec->qos)
+    if (!spec->qos) {
+        spec->qos_max_gpus = 0; /* the QOS's, never the request's */
         return 0;
+    }
     const json_t *rec = json_object_get(p->table[PARTITIONS_QOS], spec->qos);
     if (!rec) {
         char names[1024];
@@ -234,6 +236,14 @@ int partitions_apply_qos(const struct partitions *p, struct job_spec *spec,
     }
     job_priority_from_name(json_string_value(json_object_get(rec, "priority")),
                            &spec->priority);
+    spec->qos_max_gpus =
+        (int)json_integer_value(json_object_get(rec, "max_gpus_per_user"));
+    if (spec->qos_max_gpus && job_spec_total_gpus(spec) > spec->qos_max_gpus)
+        return sh_errorf(err, SH_EQUOTA,
+                         "qos %s allows a user %d GPUs at once; the job "
+                         "asks for %d",
+                         spec->qos, spec->qos_max_gpus,
+                         job_spec_total_gpus(spec));
     return 0;
 }
 

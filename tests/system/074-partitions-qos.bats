@@ -28,7 +28,7 @@ nodes_of() { job_field "$1" '[.placement[].node] | sort | join(",")'; }
     echo "$output" | grep -E '^big +a100 +- +4h00m +vision$'
     echo "$output" | grep -E '^gpu +yes +all +1h00m +2h00m +\(all\)$'
     run shoal qos list
-    echo "$output" | grep -E '^urgent +high +30m00s$'
+    echo "$output" | grep -E '^urgent +high +30m00s +-$'
     # A second default, or a bad selector, is refused.
     run shoal partition create other --nodes all --default
     [ "$status" -ne 0 ]
@@ -103,4 +103,24 @@ EOS
     shoal partition delete gpu
     shoal qos delete low
     [ "$(shoal partition list --json | jq length)" = 0 ]
+}
+
+@test "pq-003 a QOS's GPUs per user: the next job waits, a bigger one is refused" {
+    shoal_cluster_start 1 4
+    shoal qos create small --priority normal --max-gpus-per-user 2
+    run shoal qos list
+    echo "$output" | grep -E '^small +normal +- +2$'
+    a=$(submit --qos small --gpus 2 -- sleep 60)
+    wait_job_state "$a" running 20
+    b=$(submit --qos small --gpus 1 -- true)
+    wait_job_reason "$b" "qos small: user $(id -un) has 2 of its 2 GPUs per user in use or ahead"
+    [ "$(job_state "$b")" = pending ]
+    # Outside the QOS the same user's job runs on the free GPUs.
+    c=$(submit --gpus 1 -- true)
+    wait_job_state "$c" completed 30
+    run shoal submit --qos small --gpus 3 -- true
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"qos small allows a user 2 GPUs at once; the job asks for 3"* ]]
+    shoal cancel "$a" >/dev/null
+    wait_job_state "$b" completed 30
 }

@@ -262,6 +262,15 @@ static int spec_field(const char *key, const json_t *v, struct job_spec *s,
         return get_string(v, "partition", JOB_IDENT_MAX, &s->partition, err);
     if (strcmp(key, "qos") == 0)
         return get_string(v, "qos", JOB_IDENT_MAX, &s->qos, err);
+    if (strcmp(key, "qos_max_gpus_per_user") == 0) {
+        if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+            json_integer_value(v) > JOB_GPUS_TOTAL_MAX)
+            return sh_errorf(err, SH_EINVAL,
+                             "qos_max_gpus_per_user must be 0..%d",
+                             JOB_GPUS_TOTAL_MAX);
+        s->qos_max_gpus = (int)json_integer_value(v);
+        return 0;
+    }
     if (strcmp(key, "mail_type") == 0) {
         if (!json_is_string(v))
             return sh_errorf(err, SH_EINVAL,
@@ -460,6 +469,9 @@ json_t *job_spec_to_json(const struct job_spec *s)
         set_str(o, "partition", s->partition);
     if (s->qos)
         set_str(o, "qos", s->qos);
+    if (s->qos_max_gpus)
+        json_object_set_new(o, "qos_max_gpus_per_user",
+                            json_integer(s->qos_max_gpus));
     if (s->mail_events) {
         char m[128];
         set_str(o, "mail_type", job_mail_format(s->mail_events, m, sizeof(m)));

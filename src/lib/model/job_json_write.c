@@ -192,6 +192,10 @@ static void spec(struct out *o, const struct job_spec *s)
         key(o, "qos");
         str(o, s->qos);
     }
+    if (s->qos_max_gpus) {
+        key(o, "qos_max_gpus_per_user");
+        integer(o, s->qos_max_gpus);
+    }
     if (s->mail_events) {
         char m[128];
         key(o, "mail_type");

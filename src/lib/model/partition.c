@@ -136,7 +136,8 @@ fail:
 json_t *qos_from_request(const json_t *req, int64_t now_ms,
                          struct sh_error *err)
 {
-    static const char *const fields[] = {"name", "priority", "max_time", NULL};
+    static const char *const fields[] = {"name", "priority", "max_time",
+                                         "max_gpus_per_user", NULL};
     const char *name;
     if (only(req, fields, err) < 0 || get_name(req, "qos", &name, err))
         return NULL;
@@ -155,6 +156,18 @@ json_t *qos_from_request(const json_t *req, int64_t now_ms,
     if (get_time(req, "max_time", rec, err) < 0) {
         json_decref(rec);
         return NULL;
+    }
+    const json_t *g = json_object_get(req, "max_gpus_per_user");
+    if (g && !json_is_null(g)) {
+        if (!json_is_integer(g) || json_integer_value(g) < 1 ||
+            json_integer_value(g) > JOB_GPUS_TOTAL_MAX) {
+            sh_errorf(err, SH_EINVAL, "max_gpus_per_user must be 1..%d",
+                      JOB_GPUS_TOTAL_MAX);
+            json_decref(rec);
+            return NULL;
+        }
+        json_object_set_new(rec, "max_gpus_per_user",
+                            json_integer(json_integer_value(g)));
     }
     return rec;
 }

@@ -10,7 +10,7 @@
  *    "default": bool, "created_ms"}
  * A QOS record:
  *   {"name", "priority": "high" | "normal" | "low", "max_time"?: s,
- *    "created_ms"}
+ *    "max_gpus_per_user"?: n, "created_ms"}
  */
 #ifndef SHOAL_MODEL_PARTITION_H
 #define SHOAL_MODEL_PARTITION_H
