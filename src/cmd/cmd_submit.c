@@ -57,7 +57,8 @@ static const char usage[] =
     "                         included, but never SHOAL_TOKEN), NONE, or\n"
     "                         [ALL,]VAR,VAR=VALUE,... (without ALL: only\n"
     "                         these); --env entries win; with --image the\n"
-    "                         default is NONE (the image's environment)\n"
+    "                         default is NONE (the image's environment),\n"
+    "                         and with --user too\n"
     "      --requeue          requeue after preemption or node failure\n"
     "      --checkpointable   the job saves its state on SIGTERM and resumes\n"
     "                         from it: the las policy may preempt it (implies\n"
@@ -722,6 +723,10 @@ static void send_environment(json_t *job)
     /* In an image the image's environment stands (its PATH, its
      * libraries): the submitter's is sent only when asked for. */
     if (!spec && json_object_get(job, "image"))
+        spec = "NONE";
+    /* A job submitted for another user (--user) would show that user the
+     * submitter's environment: nothing is sent unless asked for. */
+    if (!spec && json_object_get(job, "user"))
         spec = "NONE";
     json_t *env = json_object_get(job, "env");
     if (!env) {
