@@ -310,7 +310,8 @@ int jobs_transition(struct shoald *d, struct job *job, enum job_state to,
     if (jobs_persist(d, job, err) < 0)
         return -1;
     job_action(d, job, from);
-    notify_transition(d->cfg.mail_program, job, from);
+    if (d->cluster) /* not while loading: those changes were told */
+        notify_transition(d->cfg.mail_program, job, from);
     return 0;
 }
 
