@@ -73,6 +73,8 @@ int cmd_team(int argc, char **argv);
 int cmd_project(int argc, char **argv);
 int cmd_user(int argc, char **argv);
 int cmd_volume(int argc, char **argv);
+int cmd_partition(int argc, char **argv);
+int cmd_qos(int argc, char **argv);
 int cmd_secret(int argc, char **argv);
 
 #endif

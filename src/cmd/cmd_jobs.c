@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cmd/cmd.h"
+#include "cmd/cmd_format.h"
 #include "cmd/cmd_opts.h"
 #include "lib/util/clock.h"
 #include "lib/util/parse.h"
@@ -33,15 +34,35 @@ static const char queue_usage[] =
     "  -p, --project NAME one project's jobs\n"
     "  -n, --limit N      at most N jobs (0: all of them)\n"
     "      --after ID     only jobs with a greater id (the next page)\n"
-    "      --json         a JSON array of jobs\n";
+    "      --json         a JSON array of jobs\n"
+    "  -o, --format FMT   squeue's -o: a line per job of %[.][WIDTH]X\n"
+    "                     fields: %i id, %j name, %u user, %a project, %P\n"
+    "                     partition, %q qos, %p priority, %T state, %t its\n"
+    "                     code (PD, R, CD, F, CA, PR, TO, NF), %M time used,\n"
+    "                     %l time limit, %D nodes, %R nodes or (reason), %N\n"
+    "                     nodes, %b GPUs, %V submit, %S start, %e end time\n"
+    "                     ('.' right-justifies; WIDTH pads and cuts)\n"
+    "      --noheader     no header line with --format\n";
 
 static const char show_usage[] = "Usage: shoal show JOB [--json]\n"
                                  "Show everything about one job.\n";
 
 static const char cancel_usage[] =
     "Usage: shoal cancel JOB...\n"
+    "       shoal cancel [-u USER] [-n NAME] [-t STATE[,STATE]] [-p "
+    "PARTITION]\n"
+    "                    [-A PROJECT] [JOB...]\n"
     "Cancel jobs: pending ones at once, running ones are stopped (SIGTERM,\n"
-    "then SIGKILL after the grace period).\n";
+    "then SIGKILL after the grace period). ID of an array cancels every\n"
+    "task, ID_TASK one. With filters (scancel's), every job you may see\n"
+    "that matches them all (and is among the JOBs, when named):\n"
+    "  -u, --user USER       of this user (me: yours)\n"
+    "  -n, --name NAME       with this name\n"
+    "  -t, --state LIST      in these states (default pending,running)\n"
+    "  -p, --partition NAME  in this partition\n"
+    "  -A, --account NAME    of this project\n"
+    "Shoal has no --signal: a job gets SIGTERM (then SIGKILL) only as it\n"
+    "ends.\n";
 
 static const char hold_usage[] =
     "Usage: shoal hold JOB...\n"
@@ -202,6 +223,26 @@ static void print_queue(json_t *jobs)
     table_destroy(t);
 }
 
+/* --format: squeue -o lines (cmd_format.h), a job per line. */
+static void print_format(const char *format, const json_t *jobs, bool header)
+{
+    struct strbuf line;
+    strbuf_init(&line, 1 << 20);
+    if (header) {
+        queue_format_header(format, &line);
+        puts(strbuf_str(&line));
+    }
+    size_t i;
+    json_t *j;
+    int64_t now = clock_wall_ms();
+    json_array_foreach (jobs, i, j) {
+        strbuf_reset(&line);
+        queue_format_row(format, j, now, &line);
+        puts(strbuf_str(&line));
+    }
+    strbuf_fini(&line);
+}
+
 /* The table's default page: the terminal's height less the header, the
  * "more" line and the prompt; 100 lines when not on a terminal. */
 static int64_t page_lines(void)
@@ -282,11 +323,12 @@ static json_t *queue_rows(struct client *cl, const char *path, int64_t limit,
                           int64_t after, long long *more)
 {
     static const char *const keys[] = {
-        "id",       "array_id",   "array_task", "state",
-        "reason",   "name",       "user",       "project",
-        "slice",    "nodes",      "gpus",       "estimated_start",
-        "estimate", "placement",  "idle",       "start_time",
-        "end_time", "submit_time"};
+        "id",       "array_id",    "array_task", "state",
+        "reason",   "name",        "user",       "project",
+        "slice",    "nodes",       "gpus",       "estimated_start",
+        "estimate", "placement",   "idle",       "start_time",
+        "end_time", "submit_time", "partition",  "qos",
+        "priority", "time_limit",  "gpus_total"};
     json_t *rows = json_array();
     int64_t got = 0;
     *more = 1;
@@ -331,15 +373,18 @@ int cmd_queue(int argc, char **argv)
         {"json", no_argument, NULL, 'j'},
         {"limit", required_argument, NULL, 'n'},
         {"after", required_argument, NULL, 'A'},
+        {"format", required_argument, NULL, 'o'},
+        {"noheader", no_argument, NULL, 'H'},
         {NULL, 0, NULL, 0},
     };
     const char *state = "active", *user = NULL, *project = NULL;
-    bool json_out = false;
+    bool json_out = false, noheader = false;
+    const char *format = NULL;
     int64_t limit = -1, after = 0; /* -1: the default page */
     struct sh_error err;
     int c;
     struct cmd_opts p;
-    cmd_opts_init(&p, "queue", queue_usage, opts, "as:u:p:n:", false, argc,
+    cmd_opts_init(&p, "queue", queue_usage, opts, "as:u:p:n:o:", false, argc,
                   argv);
     while ((c = cmd_opts_next(&p)) != -1) {
         switch (c) {
@@ -360,6 +405,14 @@ int cmd_queue(int argc, char **argv)
             break;
         case 'j':
             json_out = true;
+            break;
+        case 'o':
+            if (queue_format_check(p.arg, &err) < 0)
+                cmd_opts_fail(&p, "%s", err.msg);
+            format = p.arg;
+            break;
+        case 'H':
+            noheader = true;
             break;
         case 'n':
             if (parse_int64("--limit", p.arg, 0, QUEUE_LIMIT_MAX, &limit,
@@ -404,7 +457,10 @@ int cmd_queue(int argc, char **argv)
     }
     long long more = 0;
     json_t *jobs = queue_rows(cl, path, limit, after, &more);
-    print_queue(jobs);
+    if (format)
+        print_format(format, jobs, !noheader);
+    else
+        print_queue(jobs);
     size_t n = json_array_size(jobs);
     if (more > 0 && n > 0)
         printf("... %lld more; the next page: --after %lld, all of them: "
@@ -454,6 +510,10 @@ static void print_job(const json_t *j)
     show_line("name:", str(j, "name"));
     show_line("user:", str(j, "user"));
     show_line("project:", str(j, "project"));
+    if (str(j, "partition"))
+        show_line("partition:", str(j, "partition"));
+    if (str(j, "qos"))
+        show_line("qos:", str(j, "qos"));
     show_line("state:", str(j, "state"));
     show_line("reason:", str(j, "reason"));
     show_line("priority:", str(j, "priority"));
@@ -660,9 +720,133 @@ static int each_job(int argc, char **argv, const char *usage,
     return failed ? 1 : 0;
 }
 
+/* Whether job j is among the ids named (none named: all are). */
+static bool named(const json_t *j, const char **ids, int n)
+{
+    if (n == 0)
+        return true;
+    char id[64], task[64];
+    snprintf(id, sizeof(id), "%lld", num(j, "id"));
+    snprintf(task, sizeof(task), "%lld_%lld", num(j, "array_id"),
+             num(j, "array_task"));
+    for (int i = 0; i < n; i++) {
+        if (strcmp(ids[i], id) == 0 ||
+            (json_object_get(j, "array_id") &&
+             (strcmp(ids[i], task) == 0 ||
+              strtoll(ids[i], NULL, 10) == num(j, "array_id"))))
+            return true;
+    }
+    return false;
+}
+
+/* scancel's filters: the matching jobs, each cancelled by its own id. */
+static int cancel_matching(const char *user, const char *name,
+                           const char *state, const char *partition,
+                           const char *project, const char **ids, int nids)
+{
+    char path[1024], enc[300];
+    snprintf(path, sizeof(path), "/v1/jobs?limit=%d&", QUEUE_LIMIT_MAX);
+    client_urlencode(state ? state : "pending,running", enc, sizeof(enc));
+    snprintf(path + strlen(path), sizeof(path) - strlen(path), "state=%s", enc);
+    if (user) {
+        client_urlencode(user, enc, sizeof(enc));
+        snprintf(path + strlen(path), sizeof(path) - strlen(path), "&user=%s",
+                 enc);
+    }
+    if (project) {
+        client_urlencode(project, enc, sizeof(enc));
+        snprintf(path + strlen(path), sizeof(path) - strlen(path),
+                 "&project=%s", enc);
+    }
+    struct client *c = cmd_connect();
+    json_t *ans = cmd_call(c, "GET", path, NULL);
+    int failed = 0, done = 0;
+    size_t i;
+    json_t *j;
+    json_array_foreach (json_object_get(ans, "jobs"), i, j) {
+        const char *jn = str(j, "name"), *jp = str(j, "partition");
+        if ((name && (!jn || strcmp(jn, name) != 0)) ||
+            (partition && (!jp || strcmp(jp, partition) != 0)) ||
+            !named(j, ids, nids))
+            continue;
+        char p[96];
+        snprintf(p, sizeof(p), "/v1/jobs/%lld/cancel", num(j, "id"));
+        json_t *out = NULL;
+        struct sh_error err;
+        if (client_call(c, "POST", p, NULL, &out, NULL, &err) < 0) {
+            warn("%s", err.msg);
+            failed++;
+            continue;
+        }
+        json_decref(out);
+        done++;
+        if (json_object_get(j, "array_id"))
+            printf("cancelled job %lld_%lld\n", num(j, "array_id"),
+                   num(j, "array_task"));
+        else
+            printf("cancelled job %lld\n", num(j, "id"));
+    }
+    if (!done && !failed)
+        printf("no job matches\n");
+    json_decref(ans);
+    client_destroy(c);
+    return failed ? 1 : 0;
+}
+
 int cmd_cancel(int argc, char **argv)
 {
-    return each_job(argc, argv, cancel_usage, "cancel", "cancelled");
+    static const struct option opts[] = {
+        {"user", required_argument, NULL, 'u'},
+        {"name", required_argument, NULL, 'n'},
+        {"state", required_argument, NULL, 't'},
+        {"partition", required_argument, NULL, 'p'},
+        {"account", required_argument, NULL, 'A'},
+        {"signal", required_argument, NULL, 's'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *user = NULL, *name = NULL, *state = NULL, *partition = NULL,
+               *project = NULL;
+    const char **ids = calloc((size_t)argc + 1, sizeof(*ids));
+    int nids = 0, c;
+    bool filtered = false;
+    struct cmd_opts p;
+    if (!ids)
+        die("out of memory");
+    cmd_opts_init(&p, "cancel", cancel_usage, opts, "u:n:t:p:A:s:", false, argc,
+                  argv);
+    while ((c = cmd_opts_next(&p)) != -1) {
+        filtered |= c != CMD_OPT_ARG;
+        switch (c) {
+        case 'u':
+            user = p.arg;
+            break;
+        case 'n':
+            name = p.arg;
+            break;
+        case 't':
+            state = p.arg;
+            break;
+        case 'p':
+            partition = p.arg;
+            break;
+        case 'A':
+            project = p.arg;
+            break;
+        case 's':
+            cmd_opts_fail(&p, "--signal: Shoal signals a job only as it ends "
+                              "(SIGTERM, then SIGKILL after the grace period); "
+                              "leave --signal out to cancel");
+        default: /* CMD_OPT_ARG */
+            ids[nids++] = job_id_arg(p.arg);
+        }
+    }
+    if (!filtered) {
+        free(ids);
+        return each_job(argc, argv, cancel_usage, "cancel", "cancelled");
+    }
+    int rc = cancel_matching(user, name, state, partition, project, ids, nids);
+    free(ids);
+    return rc;
 }
 
 int cmd_hold(int argc, char **argv)

@@ -5,13 +5,18 @@
 #include <string.h>
 
 #include "cmd/cmd.h"
+#include "cmd/cmd_format.h"
 #include "cmd/cmd_opts.h"
 #include "lib/util/parse.h"
 
 static const char nodes_usage[] =
-    "Usage: shoal nodes [--json]\n"
+    "Usage: shoal nodes [--json | --format FMT [--noheader]]\n"
     "List nodes with their state, GPUs (free/total), model and labels.\n"
-    "--json prints an array of nodes, each with its gpus and their uuid.\n";
+    "--json prints an array of nodes, each with its gpus and their uuid.\n"
+    "--format is sinfo's -o: a line per node of %[.][WIDTH]X fields: %N\n"
+    "name, %T state, %t sinfo's state (idle, mix, alloc, drng, drain,\n"
+    "down), %a up/down, %G gres (gpu:MODEL:N), %c CPUs, %m memory (MB),\n"
+    "%f labels, %g GPUs free/total, %j running jobs.\n";
 
 static const char node_usage[] =
     "Usage: shoal node drain NODE [--reason TEXT]\n"
@@ -72,16 +77,37 @@ static void print_nodes(const json_t *nodes)
 int cmd_nodes(int argc, char **argv)
 {
     struct cmd_flag flags[] = {{"json", false, NULL, false},
+                               {"format", true, NULL, false},
+                               {"noheader", false, NULL, false},
                                {NULL, false, NULL, false}};
     cmd_opts_collect("nodes", nodes_usage, flags, argc, argv, NULL, 0);
     bool json_out = flags[0].set;
+    struct sh_error err;
+    if (flags[1].set && nodes_format_check(flags[1].value, &err) < 0)
+        die("%s", err.msg);
     struct client *c = cmd_connect();
     json_t *ans = cmd_call(c, "GET", "/v1/nodes", NULL);
     json_t *nodes = json_object_get(ans, "nodes");
-    if (json_out)
+    if (json_out) {
         cmd_print_json(json_incref(nodes));
-    else
+    } else if (flags[1].set) {
+        struct strbuf line;
+        strbuf_init(&line, 1 << 20);
+        if (!flags[2].set) {
+            nodes_format_header(flags[1].value, &line);
+            puts(strbuf_str(&line));
+        }
+        size_t i;
+        json_t *n;
+        json_array_foreach (nodes, i, n) {
+            strbuf_reset(&line);
+            nodes_format_row(flags[1].value, n, &line);
+            puts(strbuf_str(&line));
+        }
+        strbuf_fini(&line);
+    } else {
         print_nodes(nodes);
+    }
     json_decref(ans);
     client_destroy(c);
     return 0;

@@ -14,8 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
+#include "cmd/cmd_export.h"
 #include "lib/model/job.h"
+#include "lib/model/job_mail.h"
 #include "lib/util/clock.h"
 #include "lib/util/parse.h"
 
@@ -130,6 +133,10 @@ static int slurm_mem(const char *opt, const char *v, json_int_t *bytes,
         if (end[1] && !(toupper((unsigned char)end[1]) == 'B' && !end[2]))
             return bad(err, opt, "'%s' is not a size", v);
     }
+    if (n == 0 && strcmp(opt, "--mem") == 0) {
+        *bytes = 0; /* Slurm's "all the node's memory": no reservation */
+        return 0;
+    }
     if (n == 0 || n > (1ULL << 50) / mul)
         return bad(err, opt, "'%s' is out of range", v);
     *bytes = (json_int_t)(n * mul);
@@ -210,6 +217,12 @@ enum {
     O_CWORKDIR,
     O_OUTPUT,
     O_ERROR,
+    O_PARTITION,
+    O_QOS,
+    O_OPEN_MODE,
+    O_GPUS_PER_TASK,
+    O_MAIL_TYPE,
+    O_MAIL_USER,
 };
 
 static const struct sbatch_opt known[] = {
@@ -242,6 +255,13 @@ static const struct sbatch_opt known[] = {
     {"container-workdir", 0, true, O_CWORKDIR},
     {"output", 'o', true, O_OUTPUT},
     {"error", 'e', true, O_ERROR},
+    {"partition", 'p', true, O_PARTITION},
+    {"qos", 'q', true, O_QOS},
+    {"open-mode", 0, true, O_OPEN_MODE},
+    {"gpus-per-task", 0, true, O_GPUS_PER_TASK},
+    {"mail-type", 0, true, O_MAIL_TYPE},
+    {"mail-user", 0, true, O_MAIL_USER},
+    {"tasks-per-node", 0, true, O_TASKS_PER_NODE}, /* Slurm's alias */
     {NULL, 0, false, 0},
 };
 
@@ -251,11 +271,15 @@ static const struct {
     char shrt;
     const char *why;
 } unsupported[] = {
-    {"partition", 'p',
-     "Shoal has no partitions: use --gpu-type or a project (--account)"},
-    {"qos", 'q', "Shoal has no QOS: priority classes are high, normal, low"},
-    {"mail-type", 0, "Shoal sends no mail"},
-    {"mail-user", 0, "Shoal sends no mail"},
+    {"signal", 0,
+     "Shoal sends no signal before the time limit: at the limit the job "
+     "gets SIGTERM, then SIGKILL after the grace period, and "
+     "$SHOAL_PREEMPT_DEADLINE names a file holding the SIGKILL's time"},
+    {"licenses", 'L', "Shoal has no licenses (Slurm's -L): remove it"},
+    {"clusters", 'M',
+     "Shoal runs one cluster: remove it and submit to the cluster you mean"},
+    {"cluster", 0,
+     "Shoal runs one cluster: remove it and submit to the cluster you mean"},
     {NULL, 0, NULL},
 };
 
@@ -303,7 +327,10 @@ static int apply_one(json_t *job, int id, const char *opt, const char *v,
     case O_MEM:
         if (slurm_mem(opt, v, &bytes, err) < 0)
             return -1;
-        json_object_set_new(job, "mem", json_integer(bytes));
+        if (bytes) /* --mem=0: the whole node's memory, none reserved */
+            json_object_set_new(job, "mem", json_integer(bytes));
+        else
+            json_object_del(job, "mem");
         return 0;
     case O_NAME:
         json_object_set_new(job, "name", json_string(v));
@@ -327,11 +354,15 @@ static int apply_one(json_t *job, int id, const char *opt, const char *v,
     case O_ACCOUNT:
         json_object_set_new(job, "project", json_string(v));
         return 0;
-    case O_CHDIR:
-        if (v[0] != '/')
-            return bad(err, opt, "'%s' must be an absolute path", v);
-        json_object_set_new(job, "workdir", json_string(v));
+    case O_CHDIR: { /* relative: from the submit directory, as Slurm */
+        char cwd[4096], path[8192];
+        if (v[0] != '/' && !getcwd(cwd, sizeof(cwd)))
+            return bad(err, opt, "'%s': the current directory is unknown", v);
+        snprintf(path, sizeof(path), "%s%s%s", v[0] == '/' ? "" : cwd,
+                 v[0] == '/' ? "" : "/", v);
+        json_object_set_new(job, "workdir", json_string(path));
         return 0;
+    }
     case O_ARRAY:
         json_object_set_new(job, "array", json_string(v));
         return 0;
@@ -346,6 +377,51 @@ static int apply_one(json_t *job, int id, const char *opt, const char *v,
         return 0;
     case O_EXCLUSIVE:
         json_object_set_new(job, "exclusive", json_true());
+        return 0;
+    case O_PARTITION:
+        if (strchr(v, ','))
+            return bad(err, opt,
+                       "'%s': give one partition (Shoal does not pick "
+                       "among several)",
+                       v);
+        json_object_set_new(job, "partition", json_string(v));
+        return 0;
+    case O_QOS:
+        json_object_set_new(job, "qos", json_string(v));
+        return 0;
+    case O_GPUS_PER_TASK: {
+        char buf[160];
+        snprintf(buf, sizeof(buf), "%s", v);
+        char *colon = strrchr(buf, ':');
+        if (colon) { /* [TYPE:]N */
+            *colon = '\0';
+            if (!*buf)
+                return bad(err, opt, "'%s': an empty GPU type", v);
+            json_object_set_new(job, "gpu_type", json_string(buf));
+        }
+        return count(opt, colon ? v + (colon - buf) + 1 : v,
+                     JOB_GPUS_PER_NODE_MAX, &l->gpus_per_task, err);
+    }
+    case O_MAIL_TYPE: { /* the controller refuses it without a command */
+        int events;
+        if (job_mail_parse(v, &events, err) < 0)
+            return sh_error_prefix(err, "#SBATCH %s: ", opt);
+        json_object_set_new(job, "mail_type", json_string(v));
+        return 0;
+    }
+    case O_MAIL_USER:
+        if (!job_mail_user_valid(v))
+            return bad(err, opt, "'%s' is not a mail address", v);
+        json_object_set_new(job, "mail_user", json_string(v));
+        return 0;
+    case O_OPEN_MODE:
+        /* Shoal's output files are always appended to (tasks share them). */
+        if (strcmp(v, "append") != 0)
+            return bad(err, opt,
+                       "'%s': Shoal appends to output files (append is "
+                       "the only mode); remove the file first to start "
+                       "afresh",
+                       v);
         return 0;
     case O_OUTPUT:
         json_object_set_new(job, "output", json_string(v));
@@ -370,11 +446,10 @@ static int apply_one(json_t *job, int id, const char *opt, const char *v,
     case O_CWORKDIR:
         json_object_set_new(job, "container_workdir", json_string(v));
         return 0;
-    case O_EXPORT:
-        if (strcasecmp(v, "ALL") != 0)
-            return bad(err, opt,
-                       "only ALL (the default) is supported; pass variables "
-                       "with #SHOAL --env");
+    case O_EXPORT: /* applied when the job is sent (cmd_export.h) */
+        if (export_check(v, err) < 0)
+            return sh_error_prefix(err, "#SBATCH ");
+        json_object_set_new(job, "export", json_string(v));
         return 0;
     }
     return 0;
@@ -404,42 +479,57 @@ static const struct sbatch_opt *find_opt(const char *lng, size_t len, char shrt,
     return NULL;
 }
 
+/* One option word (and its value) at words[*i]; moves *i past them. */
+static int apply_word(json_t *job, char **words, int n, int *i,
+                      struct sbatch *sb, struct sh_error *err)
+{
+    const char *w = words[*i];
+    char name[64];
+    const char *attached; /* --opt=VALUE, -oVALUE or -o=VALUE */
+    const struct sbatch_opt *o;
+    if (strncmp(w, "--", 2) == 0) {
+        const char *eq = strchr(w + 2, '=');
+        size_t len = eq ? (size_t)(eq - w - 2) : strlen(w + 2);
+        snprintf(name, sizeof(name), "--%.*s", (int)len, w + 2);
+        o = find_opt(w + 2, len, 0, name, err);
+        attached = eq ? eq + 1 : NULL;
+    } else if (w[0] == '-' && w[1] && w[1] != '-') {
+        snprintf(name, sizeof(name), "-%c", w[1]);
+        o = find_opt(NULL, 0, w[1], name, err);
+        attached = !w[2] ? NULL : w[2] == '=' ? w + 3 : w + 2;
+    } else {
+        return sh_errorf(err, SH_EINVAL, "#SBATCH: '%s' is not an option", w);
+    }
+    if (!o) {
+        /* Skip a value given apart, so it is not read as an option. */
+        if (!attached && *i + 1 < n && words[*i + 1][0] != '-')
+            (*i)++;
+        return -1;
+    }
+    const char *val = attached;
+    if (o->arg && !val) {
+        if (*i + 1 >= n)
+            return bad(err, name, "needs a value");
+        val = words[++(*i)];
+    } else if (!o->arg && attached) {
+        return bad(err, name, "takes no value");
+    }
+    return apply_one(job, o->id, name, val ? val : "", sb, err);
+}
+
 int sbatch_apply_words(json_t *job, char **words, int n, struct sbatch *sb,
                        struct sh_error *err)
 {
+    int rc = 0;
     for (int i = 0; i < n; i++) {
-        const char *w = words[i];
-        char name[64];
-        const char *attached; /* --opt=VALUE, -oVALUE or -o=VALUE */
-        const struct sbatch_opt *o;
-        if (strncmp(w, "--", 2) == 0) {
-            const char *eq = strchr(w + 2, '=');
-            size_t len = eq ? (size_t)(eq - w - 2) : strlen(w + 2);
-            snprintf(name, sizeof(name), "--%.*s", (int)len, w + 2);
-            o = find_opt(w + 2, len, 0, name, err);
-            attached = eq ? eq + 1 : NULL;
-        } else if (w[0] == '-' && w[1] && w[1] != '-') {
-            snprintf(name, sizeof(name), "-%c", w[1]);
-            o = find_opt(NULL, 0, w[1], name, err);
-            attached = !w[2] ? NULL : w[2] == '=' ? w + 3 : w + 2;
-        } else {
-            return sh_errorf(err, SH_EINVAL, "#SBATCH: '%s' is not an option",
-                             w);
-        }
-        if (!o)
+        if (apply_word(job, words, n, &i, sb, err) == 0)
+            continue;
+        rc = -1;
+        if (!sb->report)
             return -1;
-        const char *val = attached;
-        if (o->arg && !val) {
-            if (i + 1 >= n)
-                return bad(err, name, "needs a value");
-            val = words[++i];
-        } else if (!o->arg && attached) {
-            return bad(err, name, "takes no value");
-        }
-        if (apply_one(job, o->id, name, val ? val : "", sb, err) < 0)
-            return -1;
+        sb->report(sb->report_arg, err);
     }
-    return 0;
+    return rc;
 }
 
 void sbatch_init(struct sbatch *sb)
@@ -450,14 +540,28 @@ void sbatch_init(struct sbatch *sb)
 int sbatch_finish(json_t *job, const struct sbatch *sb, struct sh_error *err)
 {
     const struct sbatch *l = sb;
-    long nodes = l->nodes ? l->nodes : 1;
-    if (l->nodes)
-        json_object_set_new(job, "nodes", json_integer(l->nodes));
+    long given = l->nodes;
+    /* -n N --ntasks-per-node M without -N: Slurm's N/M nodes. */
+    if (!given && l->ntasks && l->tasks_per_node) {
+        if (l->ntasks % l->tasks_per_node)
+            return bad(err, "--ntasks",
+                       "%ld tasks at %ld per node do not fill whole nodes: "
+                       "give -N or a count that divides",
+                       l->ntasks, l->tasks_per_node);
+        given = l->ntasks / l->tasks_per_node;
+    }
+    long nodes = given ? given : 1;
+    if (given)
+        json_object_set_new(job, "nodes", json_integer(given));
+    if (l->gpus_per_task && (l->gpus_total || json_object_get(job, "gpus")))
+        return bad(err, "--gpus-per-task",
+                   "gives the GPUs per task, and --gpus, --gres or "
+                   "--gpus-per-node give them otherwise: keep one");
     if (l->gpus_total && json_object_get(job, "gpus"))
         return bad(err, "--gpus",
                    "gives the GPUs in all, and --gres or --gpus-per-node "
                    "gives them per node: keep one");
-    if (l->gpus_total && !l->nodes) {
+    if (l->gpus_total && !given) {
         /* Slurm's meaning: that many GPUs, on nodes Shoal picks. */
         json_object_set_new(job, "gpus_total", json_integer(l->gpus_total));
     } else if (l->gpus_total) {
@@ -484,6 +588,15 @@ int sbatch_finish(json_t *job, const struct sbatch *sb, struct sh_error *err)
     }
     if (tpn)
         json_object_set_new(job, "tasks_per_node", json_integer(tpn));
+    if (l->gpus_per_task) {
+        long per_node = l->gpus_per_task * (tpn ? tpn : 1);
+        if (per_node > JOB_GPUS_PER_NODE_MAX)
+            return bad(err, "--gpus-per-task",
+                       "%ld GPUs per task x %ld tasks per node is more "
+                       "than %d GPUs on a node: give -N",
+                       l->gpus_per_task, tpn ? tpn : 1, JOB_GPUS_PER_NODE_MAX);
+        json_object_set_new(job, "gpus", json_integer(per_node));
+    }
     if (l->cpus_per_task)
         json_object_set_new(job, "cpus",
                             json_integer(l->cpus_per_task * (tpn ? tpn : 1)));

@@ -12,13 +12,19 @@
  * read (Shoal's are per node). */
 struct sbatch {
     long nodes, ntasks, tasks_per_node, cpus_per_task, gpus_total;
+    long gpus_per_task;
+    /* When set, every bad option of a line is reported here and the
+     * line's other options still apply; else the first one ends it. */
+    void (*report)(void *arg, const struct sh_error *err);
+    void *report_arg;
 };
 
 void sbatch_init(struct sbatch *sb);
 
 /* Apply the options of one #SBATCH line (split into words) to the job
- * request. SH_EINVAL naming the option ("#SBATCH --partition: ...") for
- * one Shoal does not have or a bad value. */
+ * request. SH_EINVAL naming the option ("#SBATCH --foo: ...") for one
+ * Shoal does not have or a bad value (each one to sb->report when set:
+ * then err holds the last). */
 int sbatch_apply_words(json_t *job, char **words, int n, struct sbatch *sb,
                        struct sh_error *err);
 

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cmd/cmd.h"
+#include "cmd/cmd_export.h"
 #include "cmd/cmd_opts.h"
 #include "cmd/cmd_sbatch.h"
 #include "lib/model/job.h"
@@ -34,6 +35,15 @@ static const char usage[] =
     "      --gpu-mem SIZE     the smallest GPU or slice with this memory\n"
     "  -p, --project NAME     project to charge (default: your default)\n"
     "      --priority CLASS   high, normal or low (default normal)\n"
+    "      --partition NAME   a partition an admin defined (shoal partition\n"
+    "                         list): its nodes and time limits; without it,\n"
+    "                         the default partition when there is one\n"
+    "      --qos NAME         a QOS an admin defined (shoal qos list): its\n"
+    "                         priority class and time limit\n"
+    "      --mail-type LIST   BEGIN, END, FAIL, REQUEUE, INVALID_DEPEND, ALL:\n"
+    "                         the cluster's notification command is run\n"
+    "                         then (refused where an admin set none)\n"
+    "      --mail-user ADDR   who is notified (default: you)\n"
     "  -t, --time DUR         time limit: 90s, 30m, 2h, 1d, HH:MM:SS\n"
     "  -c, --cpus N           CPUs per node\n"
     "  -m, --mem SIZE         memory per node: 512M, 16G\n"
@@ -42,13 +52,21 @@ static const char usage[] =
     "  -n, --name NAME        job name\n"
     "  -e, --env K=V          set a variable in the job; K alone copies yours\n"
     "                         (repeatable)\n"
+    "      --export LIST      your variables the job gets, as Slurm's: ALL\n"
+    "                         (the default: your whole environment, PATH\n"
+    "                         included, but never SHOAL_TOKEN), NONE, or\n"
+    "                         [ALL,]VAR,VAR=VALUE,... (without ALL: only\n"
+    "                         these); --env entries win; with --image the\n"
+    "                         default is NONE (the image's environment),\n"
+    "                         and with --user too\n"
     "      --requeue          requeue after preemption or node failure\n"
     "      --checkpointable   the job saves its state on SIGTERM and resumes\n"
     "                         from it: the las policy may preempt it (implies\n"
     "                         --requeue)\n"
     "  -d, --dependency LIST  run after other jobs: afterok:ID[:ID...],\n"
     "                         afterany:ID, afternotok:ID, singleton\n"
-    "                         (comma-separated, all must hold)\n"
+    "                         (comma-separated, all must hold); an array's\n"
+    "                         ID means every task of it, ID_N task N\n"
     "      --hold             submit held: it starts after shoal release\n"
     "  -a, --array SPEC       one job per task: 0-99, 1,3,5-7, 0-98:2, with\n"
     "                         %M for at most M running or queued at once\n"
@@ -70,7 +88,8 @@ static const char usage[] =
     "                         YYYY-MM-DD[THH:MM[:SS]], midnight, noon,\n"
     "                         teatime, tomorrow (local time)\n"
     "      --tasks-per-node N processes per node, each with its own ranks\n"
-    "  -D, --workdir DIR      working directory (default: the current one;\n"
+    "  -D, --workdir DIR      working directory, absolute or from the\n"
+    "                         current one (default: the current one;\n"
     "                         not with --image)\n"
     "      --image REF        run in an OCI image: oci-archive:PATH,\n"
     "                         oci:DIR:TAG or registry/name:tag\n"
@@ -102,6 +121,11 @@ enum {
     OPT_CENV,
     OPT_ERROR,
     OPT_GPUS_TOTAL,
+    OPT_EXPORT,
+    OPT_PARTITION,
+    OPT_QOS,
+    OPT_MAIL_TYPE,
+    OPT_MAIL_USER,
 };
 
 static const struct option opts[] = {
@@ -119,6 +143,11 @@ static const struct option opts[] = {
     {"volume", required_argument, NULL, 'v'},
     {"name", required_argument, NULL, 'n'},
     {"env", required_argument, NULL, 'e'},
+    {"export", required_argument, NULL, OPT_EXPORT},
+    {"partition", required_argument, NULL, OPT_PARTITION},
+    {"qos", required_argument, NULL, OPT_QOS},
+    {"mail-type", required_argument, NULL, OPT_MAIL_TYPE},
+    {"mail-user", required_argument, NULL, OPT_MAIL_USER},
     {"requeue", no_argument, NULL, OPT_REQUEUE},
     {"checkpointable", no_argument, NULL, OPT_CHECKPOINTABLE},
     {"dependency", required_argument, NULL, 'd'},
@@ -149,7 +178,20 @@ struct submit {
     const char *where; /* "command line" or "SCRIPT:LINE" for errors */
     bool in_script;    /* reading #SHOAL lines, not the command line */
     struct sh_error err;
+    /* Reading a script: every bad directive, one per line ("PATH:LINE:
+     * message"), so one answer names them all. */
+    struct strbuf *problems;
+    int nproblems;
 };
+
+/* Keep s->err as one of the script's problems. */
+static void keep_problem(struct submit *s)
+{
+    if (s->problems && s->nproblems < 64)
+        strbuf_appendf(s->problems, "%s  %s", s->nproblems ? "\n" : "",
+                       s->err.msg);
+    s->nproblems++;
+}
 
 static int fail(struct submit *s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -313,6 +355,23 @@ static int apply(struct submit *s, int c, const char *arg)
         break;
     case 'e':
         return set_env(s, "env", arg);
+    case OPT_PARTITION:
+        json_object_set_new(s->job, "partition", json_string(arg));
+        break;
+    case OPT_QOS:
+        json_object_set_new(s->job, "qos", json_string(arg));
+        break;
+    case OPT_MAIL_TYPE:
+        json_object_set_new(s->job, "mail_type", json_string(arg));
+        break;
+    case OPT_MAIL_USER:
+        json_object_set_new(s->job, "mail_user", json_string(arg));
+        break;
+    case OPT_EXPORT:
+        if (export_check(arg, &err) < 0)
+            return fail(s, "%s", err.msg);
+        json_object_set_new(s->job, "export", json_string(arg));
+        break;
     case OPT_IMAGE:
         json_object_set_new(s->job, "image", json_string(arg));
         break;
@@ -359,11 +418,16 @@ static int apply(struct submit *s, int c, const char *arg)
     case OPT_ERROR:
         json_object_set_new(s->job, "error", json_string(arg));
         break;
-    case 'D':
-        if (arg[0] != '/')
-            return fail(s, "--workdir '%s' must be an absolute path", arg);
-        json_object_set_new(s->job, "workdir", json_string(arg));
+    case 'D': { /* relative: from the current directory, as Slurm's -D */
+        char cwd[4096], path[8192];
+        if (arg[0] != '/' && !getcwd(cwd, sizeof(cwd)))
+            return fail(s, "--workdir '%s': the current directory is unknown",
+                        arg);
+        snprintf(path, sizeof(path), "%s%s%s", arg[0] == '/' ? "" : cwd,
+                 arg[0] == '/' ? "" : "/", arg);
+        json_object_set_new(s->job, "workdir", json_string(path));
         break;
+    }
     case OPT_USER:
         json_object_set_new(s->job, "user", json_string(arg));
         break;
@@ -390,12 +454,18 @@ static int parse_opts(struct submit *s, int argc, char **argv, bool *dashdash)
                   "g:N:p:t:c:m:v:n:e:D:d:a:w:x:C:b:o:", true, argc, argv);
     if (s->in_script)
         cmd_opts_keep_errors(&p, msg, sizeof(msg), "a directive");
+    bool failed = false;
     while ((c = cmd_opts_next(&p)) != -1) {
-        if (c == CMD_OPT_MISTAKE)
-            return fail(s, "%s", msg);
-        if (apply(s, c, p.arg) < 0)
+        int rc = c == CMD_OPT_MISTAKE ? fail(s, "%s", msg) : apply(s, c, p.arg);
+        if (rc < 0 && !s->in_script)
             return -1;
+        if (rc < 0) {
+            keep_problem(s); /* and go on to the line's next option */
+            failed = true;
+        }
     }
+    if (failed)
+        return -1;
     int first = cmd_opts_index(&p);
     *dashdash = first > 1 && strcmp(argv[first - 1], "--") == 0;
     return first;
@@ -467,30 +537,47 @@ static int apply_line(struct submit *s, char *args)
     char *words[65];
     words[0] = "submit";
     int n = split_words(args, words + 1, 63);
-    if (n < 0)
-        return fail(s, "%s", "unbalanced quotes or too many words");
+    if (n < 0) {
+        fail(s, "%s", "unbalanced quotes or too many words");
+        keep_problem(s);
+        return -1;
+    }
     words[n + 1] = NULL;
     bool dd;
     int rest = parse_opts(s, n + 1, words, &dd);
     if (rest < 0)
+        return -1; /* each problem kept */
+    if (rest < n + 1) {
+        fail(s, "'%s' is not an option", words[rest]);
+        keep_problem(s);
         return -1;
-    if (rest < n + 1)
-        return fail(s, "'%s' is not an option", words[rest]);
+    }
     return 0;
 }
 
-/* Apply the #SHOAL lines at the top of a script. 0, or -1 with s->err
- * filled. */
+/* An #SBATCH problem: "PATH:LINE: message" kept with the others. */
+static void sbatch_problem(void *arg, const struct sh_error *err)
+{
+    struct submit *s = arg;
+    char msg[sizeof(s->err.msg)];
+    snprintf(msg, sizeof(msg), "%s", err->msg);
+    sh_errorf(&s->err, SH_EINVAL, "%s: %s", s->where, msg);
+    keep_problem(s);
+}
+
+/* Apply the #SHOAL and #SBATCH lines at the top of a script. 0, or -1
+ * with every bad directive in s->problems (the last in s->err). */
 static int apply_directives(struct submit *s, const char *path,
                             const char *text)
 {
     char *copy = strdup(text);
     char where[600];
     int lineno = 0;
-    int rc = 0;
     struct sbatch sb;
     bool slurm = false;
     sbatch_init(&sb);
+    sb.report = sbatch_problem;
+    sb.report_arg = s;
     if (!copy)
         return sh_errorf(&s->err, SH_EINTERNAL, "out of memory");
     for (char *line = copy; line && *line;) {
@@ -501,46 +588,40 @@ static int apply_directives(struct submit *s, const char *path,
         char *t = line;
         while (*t == ' ' || *t == '\t')
             t++;
+        snprintf(where, sizeof(where), "%s:%d", path, lineno);
+        s->where = where;
         if (strncmp(t, "#SBATCH", 7) == 0 &&
             (t[7] == ' ' || t[7] == '\t' || !t[7])) {
             /* A Slurm directive, with Slurm's meaning. */
             char *words[64];
             int n = split_words(t + 7, words, 64);
-            snprintf(where, sizeof(where), "%s:%d", path, lineno);
-            if (n < 0)
-                rc =
-                    sh_errorf(&s->err, SH_EINVAL,
-                              "%s: unbalanced quotes or too many words", where);
-            else if (sbatch_apply_words(s->job, words, n, &sb, &s->err) < 0) {
-                char msg[sizeof(s->err.msg)];
-                snprintf(msg, sizeof(msg), "%s", s->err.msg);
-                rc = sh_errorf(&s->err, SH_EINVAL, "%s: %s", where, msg);
+            if (n < 0) {
+                sh_errorf(&s->err, SH_EINVAL,
+                          "%s: unbalanced quotes or too many words", where);
+                keep_problem(s);
+            } else {
+                sbatch_apply_words(s->job, words, n, &sb, &s->err);
             }
-            if (rc < 0)
-                break;
             slurm = true;
         } else if (strncmp(t, "#SHOAL", 6) == 0 &&
                    (t[6] == ' ' || t[6] == '\t' || !t[6])) {
-            snprintf(where, sizeof(where), "%s:%d", path, lineno);
-            s->where = where;
             s->in_script = true;
-            rc = apply_line(s, t + 6);
-            s->where = "command line";
+            apply_line(s, t + 6); /* problems kept */
             s->in_script = false;
-            if (rc < 0)
-                break;
         } else if (*t && *t != '#') {
             break; /* the first command ends the directives */
         }
         line = nl ? nl + 1 : NULL;
     }
-    if (rc == 0 && slurm && sbatch_finish(s->job, &sb, &s->err) < 0) {
+    s->where = "command line";
+    if (slurm && sbatch_finish(s->job, &sb, &s->err) < 0) {
         char msg[sizeof(s->err.msg)];
         snprintf(msg, sizeof(msg), "%s", s->err.msg);
-        rc = sh_errorf(&s->err, SH_EINVAL, "%s: %s", path, msg);
+        sh_errorf(&s->err, SH_EINVAL, "%s: %s", path, msg);
+        keep_problem(s);
     }
     free(copy);
-    return rc;
+    return s->nproblems ? -1 : 0;
 }
 
 int cmd_submit_directives(json_t *job, const char *path, const char *text,
@@ -602,8 +683,16 @@ static void set_command(struct submit *s, int argc, char **argv, int first,
         char *text = read_script(argv[first]);
         /* Directives first, then the command line again so it wins. */
         json_t *cli = json_deep_copy(s->job);
-        if (apply_directives(s, argv[first], text) < 0)
+        struct strbuf problems;
+        strbuf_init(&problems, 65536);
+        s->problems = &problems;
+        if (apply_directives(s, argv[first], text) < 0 && s->nproblems == 1)
             die("%s", s->err.msg);
+        if (s->nproblems)
+            die("%s has %d bad directives:\n%s", argv[first], s->nproblems,
+                strbuf_str(&problems));
+        s->problems = NULL;
+        strbuf_fini(&problems);
         merge_cli(s->job, cli);
         json_decref(cli);
         json_object_set_new(s->job, "script", json_string(text));
@@ -625,6 +714,33 @@ static void set_command(struct submit *s, int argc, char **argv, int first,
     for (int i = start; i < argc; i++)
         json_array_append_new(cmd, json_string(argv[i]));
     json_object_set_new(s->job, "command", cmd); /* steals cmd */
+}
+
+/* --export (the script's or the command line's; ALL when none) into the
+ * job's env, under its --env entries. */
+static void send_environment(json_t *job)
+{
+    extern char **environ;
+    struct sh_error err;
+    const char *spec = json_string_value(json_object_get(job, "export"));
+    /* In an image the image's environment stands (its PATH, its
+     * libraries): the submitter's is sent only when asked for. */
+    if (!spec && json_object_get(job, "image"))
+        spec = "NONE";
+    /* A job submitted for another user (--user) would show that user the
+     * submitter's environment: nothing is sent unless asked for. */
+    if (!spec && json_object_get(job, "user"))
+        spec = "NONE";
+    json_t *env = json_object_get(job, "env");
+    if (!env) {
+        env = json_object();
+        json_object_set_new(job, "env", env);
+    }
+    if (export_env(env, spec, environ, &err) < 0)
+        die("%s", err.msg);
+    json_object_del(job, "export");
+    if (json_object_size(env) == 0)
+        json_object_del(job, "env");
 }
 
 int cmd_submit(int argc, char **argv)
@@ -661,6 +777,7 @@ int cmd_submit(int argc, char **argv)
     char submit_dir[4096];
     if (getcwd(submit_dir, sizeof(submit_dir)))
         json_object_set_new(s.job, "submit_dir", json_string(submit_dir));
+    send_environment(s.job);
     struct client *c = cmd_connect();
     /* Sent again if its answer is lost, without making a second job. */
     json_t *job = NULL;

@@ -36,6 +36,8 @@ static const struct command commands[] = {
     {"project", cmd_project, "projects: quotas, members and roles"},
     {"user", cmd_user, "users, tokens, limits, default projects"},
     {"volume", cmd_volume, "storage jobs mount by name: create, list, show"},
+    {"partition", cmd_partition, "partitions jobs name with -p (admins)"},
+    {"qos", cmd_qos, "QOS jobs name with --qos: priority, limits (admins)"},
     {"secret", cmd_secret, "credentials volumes use, stored sealed"},
     {NULL, NULL, NULL},
 };

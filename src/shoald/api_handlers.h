@@ -65,6 +65,16 @@ void api_volumes_create(struct shoald *d, struct api_req *req);
 void api_volumes_show(struct shoald *d, struct api_req *req);
 void api_volumes_delete(struct shoald *d, struct api_req *req);
 
+/* api_partitions.c */
+void api_partitions_list(struct shoald *d, struct api_req *req);
+void api_partitions_create(struct shoald *d, struct api_req *req);
+void api_partitions_show(struct shoald *d, struct api_req *req);
+void api_partitions_delete(struct shoald *d, struct api_req *req);
+void api_qos_list(struct shoald *d, struct api_req *req);
+void api_qos_create(struct shoald *d, struct api_req *req);
+void api_qos_show(struct shoald *d, struct api_req *req);
+void api_qos_delete(struct shoald *d, struct api_req *req);
+
 /* api_secrets.c */
 void api_secrets_list(struct shoald *d, struct api_req *req);
 void api_secrets_create(struct shoald *d, struct api_req *req);

@@ -15,8 +15,11 @@
 #include "shoald/engine.h"
 #include "shoald/gate.h"
 #include "shoald/jobtab.h"
+#include "shoald/jobwhere.h"
 #include "shoald/logs.h"
 #include "shoald/nodetab.h"
+#include "shoald/notify.h"
+#include "shoald/partitions.h"
 #include "shoald/policy.h"
 #include "shoald/volumes.h"
 #include "store/store.h"
@@ -203,7 +206,8 @@ int jobs_submit(struct shoald *d, const struct api_caller *caller,
                          JOB_IDEM_KEY_MAX);
     if (job_spec_from_json(body, &spec, err) < 0)
         return -1;
-    if (resolve_owner(d, caller, &spec, err) < 0)
+    if (partitions_apply_qos(d->partitions, &spec, err) < 0 ||
+        resolve_owner(d, caller, &spec, err) < 0)
         goto error;
     /* The same submission again (a client that did not hear the answer):
      * the job it made, not a second one. */
@@ -215,8 +219,11 @@ int jobs_submit(struct shoald *d, const struct api_caller *caller,
         return 1;
     }
     if (job_spec_validate(&spec, err) < 0 ||
+        partitions_apply_partition(d->partitions, &spec, err) < 0 ||
         check_deps(d, caller, &spec, err) < 0 ||
         volumes_check_job(d->volumes, &spec, err) < 0 ||
+        jobwhere_check(d->nodes, &spec, err) < 0 ||
+        notify_check_submit(d->cfg.mail_program, &spec, err) < 0 ||
         cluster_check_submit(d, &spec, err) < 0)
         goto error;
     if (spec.array)
@@ -321,6 +328,8 @@ int jobs_transition(struct shoald *d, struct job *job, enum job_state to,
     if (jobs_persist(d, job, err) < 0)
         return -1;
     job_action(d, job, from);
+    if (d->cluster) /* not while loading: those changes were told */
+        notify_transition(d->cfg.mail_program, job, from);
     return 0;
 }
 
@@ -648,6 +657,7 @@ int jobs_update(struct shoald *d, const struct api_caller *caller,
         return 0;
     }
     if (check_deps(d, caller, &spec, err) < 0 ||
+        jobwhere_check(d->nodes, &spec, err) < 0 ||
         cluster_check_submit(d, &spec, err) < 0) {
         job_spec_fini(&spec);
         return -1;

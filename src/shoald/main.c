@@ -76,6 +76,9 @@ static const char usage[] =
     "  --kill-grace DUR       SIGTERM to SIGKILL when a job is stopped: "
     "cancel,\n"
     "                         preemption, time limit (default 10s)\n"
+    "  --mail-program PATH    run for jobs' --mail-type events as PATH\n"
+    "                         JOB_ID USER EVENT MAIL_USER STATE (without it,\n"
+    "                         jobs asking for mail are refused)\n"
     "  --keep-finished DUR    finished jobs stay in memory (default 7d)\n"
     "  --idle-threshold PCT   GPUs under this utilization are idle (5)\n"
     "  --idle-after DUR       ...after this long (default 30m)\n"
@@ -139,6 +142,7 @@ static int parse_args(int argc, char **argv, struct shoald_config *cfg)
         {"keepalive-timeout", required_argument, NULL, 'E'},
         {"heartbeat-timeout", required_argument, NULL, 't'},
         {"kill-grace", required_argument, NULL, 'g'},
+        {"mail-program", required_argument, NULL, 1005},
         {"keep-finished", required_argument, NULL, 'K'},
         {"idle-threshold", required_argument, NULL, 'I'},
         {"idle-after", required_argument, NULL, 'A'},
@@ -152,7 +156,7 @@ static int parse_args(int argc, char **argv, struct shoald_config *cfg)
         {"las-starve-factor", required_argument, NULL, 1002},
         {"las-starve-max", required_argument, NULL, 1003},
         {"las-hold-gpus", required_argument, NULL, 1004},
-        {"leader-lease", required_argument, NULL, 1005},
+        {"leader-lease", required_argument, NULL, 1010},
         {"debug", required_argument, NULL, 'd'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -232,6 +236,16 @@ static int parse_args(int argc, char **argv, struct shoald_config *cfg)
             if (parse_duration("--kill-grace", optarg, &v, &err) < 0)
                 goto bad;
             cfg->kill_grace_s = (int)v;
+            break;
+        case 1005:
+            if (optarg[0] != '/' || access(optarg, X_OK) != 0) {
+                sh_errorf(&err, SH_EINVAL,
+                          "--mail-program: '%s' is not an absolute path to "
+                          "a program this user may run",
+                          optarg);
+                goto bad;
+            }
+            cfg->mail_program = optarg;
             break;
         case 'K':
             if (parse_duration("--keep-finished", optarg, &v, &err) < 0)
@@ -321,7 +335,7 @@ static int parse_args(int argc, char **argv, struct shoald_config *cfg)
                 goto bad;
             cfg->las_hold_gpus = v;
             break;
-        case 1005:
+        case 1010:
             if (parse_duration("--leader-lease", optarg, &v, &err) < 0)
                 goto bad;
             if (v < 2 || v > 3600) {

@@ -32,6 +32,7 @@ struct tenancy;
 struct logs;
 struct slices;
 struct volumes;
+struct partitions;
 struct secrets;
 struct ha;
 struct node;
@@ -54,6 +55,8 @@ struct shoald_config {
     int heartbeat_timeout_s;   /* a node without heartbeats is down after */
     int64_t keep_finished_ms;  /* finished jobs stay in memory this long */
     int kill_grace_s;          /* SIGTERM to SIGKILL on cancel/timeout */
+    const char *mail_program;  /* --mail-program: run for --mail-type
+                                  events (notify.h); NULL = none */
     int idle_threshold_pct;    /* a job's GPUs all under this are idle... */
     int64_t idle_after_ms;     /* ...when it lasts this long */
     int idle_policy;           /* enum acct_idle_policy: the default */
@@ -84,10 +87,11 @@ struct shoald {
     struct slices *slices;
     struct steps *steps;     /* srun's steps inside batch jobs (steps.h) */
     struct volumes *volumes; /* storage jobs mount by name */
-    struct secrets *secrets; /* e.g. volumes' credentials, sealed */
-    struct ha *ha;           /* leader or follower (ha.h) */
-    char url[300];           /* the URL clients use */
-    char cluster_id[33];     /* random hex, made once (state.c) */
+    struct partitions *partitions; /* partitions and QOS (Slurm's -p, --qos) */
+    struct secrets *secrets;       /* e.g. volumes' credentials, sealed */
+    struct ha *ha;                 /* leader or follower (ha.h) */
+    char url[300];                 /* the URL clients use */
+    char cluster_id[33];           /* random hex, made once (state.c) */
     bool stopping;
     bool schedule_pending; /* a pass is due before the loop sleeps
                               (shoald_schedule_soon; the engine runs it) */

@@ -20,6 +20,7 @@
 #include "shoald/jobtab.h"
 #include "shoald/logs.h"
 #include "shoald/nodetab.h"
+#include "shoald/partitions.h"
 #include "shoald/secrets.h"
 #include "shoald/slices.h"
 #include "shoald/state.h"
@@ -77,6 +78,9 @@ int shoald_create(struct shoald *d, struct sh_error *err)
     d->volumes = volumes_create(err);
     if (!d->volumes)
         return -1;
+    d->partitions = partitions_create(err);
+    if (!d->partitions)
+        return -1;
     d->secrets = secrets_create(d->cfg.state_dir, err);
     if (!d->secrets)
         return -1;
@@ -101,6 +105,7 @@ void shoald_destroy(struct shoald *d)
     auth_destroy(d->auth);
     tenancy_destroy(d->tenancy);
     volumes_destroy(d->volumes);
+    partitions_destroy(d->partitions);
     secrets_destroy(d->secrets);
     slices_destroy(d->slices);
     steps_destroy(d->steps);

@@ -23,6 +23,7 @@
 #include "shoald/slices.h"
 #include "shoald/tenancy.h"
 #include "shoald/secrets.h"
+#include "shoald/partitions.h"
 #include "shoald/volumes.h"
 #include "store/store.h"
 
@@ -103,6 +104,7 @@ int state_load(struct shoald *d, struct sh_error *err)
         return -1;
     if (tenancy_load(d->tenancy, d->store, err) < 0 ||
         volumes_load(d->volumes, d->store, err) < 0 ||
+        (d->partitions && partitions_load(d->partitions, d->store, err) < 0) ||
         secrets_load(d->secrets, d->store, err) < 0)
         return -1;
     return 0;

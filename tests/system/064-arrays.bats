@@ -80,3 +80,29 @@ EOS
         grep -q "^$t GPU-[^,]*,GPU-" "$SHOAL_TEST_DIR/out_$t.txt"
     done
 }
+
+@test "arr-004 afterok on an array waits for every task; ID_N for one task" {
+    shoal_cluster_start 1 4
+    gate="$SHOAL_TEST_DIR/gate"
+    a=$(submit --array 0-1 --gpus 1 -- bash -c \
+        "[ \"\$SHOAL_ARRAY_TASK_ID\" = 0 ] || while [ ! -e '$gate' ]; do sleep 0.2; done")
+    all=$(submit --dependency "afterok:$a" -- true)
+    one=$(submit --dependency "afterok:${a}_0" -- true)
+    # Task 0 ends; its own dependant runs; the array's still waits for task 1.
+    wait_job_state "$one" completed 30
+    [ "$(job_field "$((a + 1))" .state)" = running ]
+    wait_job_reason "$all" "dependency: waiting for array $a (1 of 2 tasks to end"
+    [ "$(job_state "$all")" = pending ]
+    touch "$gate"
+    wait_job_state "$all" completed 30
+    # A task that fails makes afterok on the array impossible.
+    b=$(submit --array 0-1 -- bash -c '[ "$SHOAL_ARRAY_TASK_ID" = 0 ]')
+    never=$(submit --dependency "afterok:$b" -- true)
+    notok=$(submit --dependency "afternotok:$b" -- true)
+    wait_job_state "$notok" completed 30
+    wait_job_reason "$never" "a task of array $b) ended failed, so afterok:$b can never be met"
+    # A task that does not exist is refused.
+    run shoal submit --dependency "afterok:${b}_7" -- true
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"array $b has no task 7"* ]]
+}

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # Focus: where a job may run, as Slurm users ask for it: --nodelist (exactly
 # those nodes), --exclude, --constraint on agent labels (--label a100 or
-# --label rack=r1; A&B, A|B) and --exclusive (whole nodes). A wish no node
-# meets leaves the job pending with the reason; a bad one is refused.
+# --label rack=r1; A&B, A|B) and --exclusive (whole nodes). An unknown node
+# or a constraint no node has is refused at submission, as Slurm does; a
+# wish no free node meets leaves the job pending with the reason.
 # --gpus-total N (and #SBATCH --gpus without -N): the engine picks the
 # shape, the fewest nodes with the same GPU count on each.
 
@@ -44,17 +45,24 @@ start_labelled() {
     [ "$(job_field "$e" .nodes)" = 2 ]
 }
 
-@test "pl-002 no matching node: pending with the reason, runs once one joins" {
+@test "pl-002 an unknown node or a constraint no node has is refused at submission, naming the valid ones" {
     start_labelled
-    j=$(submit --gpus 1 --constraint h200 -- true)
-    k=$(submit --gpus 1 --nodelist node9 -- true)
-    wait_for 20 reason_matches "$j" '^waiting: no node matches constraint "h200"$'
-    wait_for 20 reason_matches "$k" '^waiting: no node matches nodelist node9$'
-    run shoal queue
-    echo "$output" | grep -q 'no node matches constraint "h200"'
+    before=$(curl -sf -H "Authorization: Bearer $SHOAL_TOKEN" "$SHOAL_URL/v1/jobs" | jq '.jobs | length')
+    run shoal submit --gpus 1 --constraint h200 -- true
+    echo "$output"
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"no node satisfies 'h200' (the nodes' labels: a100,rack=r1,ib,rack=r2)"* ]]
+    run shoal submit --gpus 1 --nodes 2 --nodelist node1,node9 -- true
+    echo "$output"
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"no node named node9 (the nodes: node1,node2,node3)"* ]]
+    after=$(curl -sf -H "Authorization: Bearer $SHOAL_TOKEN" "$SHOAL_URL/v1/jobs" | jq '.jobs | length')
+    [ "$before" = "$after" ]
+    # Once a node has it, the same submission runs there.
     agent_start node9 2 H100-80GB --label h200
+    wait_for 20 nodes_up_is 4
+    j=$(submit --gpus 1 --constraint h200 -- true)
     wait_job_state "$j" completed 30
-    wait_job_state "$k" completed 30
     [ "$(nodes_of "$j")" = node9 ]
 }
 

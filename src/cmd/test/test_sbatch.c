@@ -3,7 +3,9 @@
  * naming every option it does not have. */
 #include <criterion/criterion.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "cmd/cmd_export.h"
 #include "cmd/cmd_sbatch.h"
 
 /* Apply lines (each a NULL-terminated word list) and finish. */
@@ -102,10 +104,13 @@ static void refused(const char *const *words, const char *part)
 
 Test(sbatch, options_shoal_does_not_have_are_named)
 {
-    static const char *const p[] = {"-p", "gpu", NULL};
-    refused(p, "#SBATCH -p: Shoal has no partitions");
-    static const char *const a[] = {"--mail-type=END", NULL};
-    refused(a, "#SBATCH --mail-type: Shoal sends no mail");
+    static const char *const p[] = {"-p", "gpu,cpu", NULL};
+    refused(p, "#SBATCH -p: 'gpu,cpu': give one partition");
+    static const char *const a[] = {"--mail-type=TIME_LIMIT_90", NULL};
+    refused(a,
+            "#SBATCH --mail-type: mail_type: TIME_LIMIT_90 is not supported");
+    static const char *const s[] = {"--signal=B:USR1@60", NULL};
+    refused(s, "#SBATCH --signal: Shoal sends no signal before the time limit");
     static const char *const z[] = {"--frobnicate", NULL};
     refused(z, "#SBATCH --frobnicate: Shoal has no such option");
     static const char *const g[] = {"--gres=gpu:2,nvme:1", NULL};
@@ -124,8 +129,8 @@ Test(sbatch, options_shoal_does_not_have_are_named)
     refused(days, "not a Slurm time");
     static const char *const v[] = {"--mem=12X", NULL};
     refused(v, "not a size");
-    static const char *const e[] = {"--export=NONE", NULL};
-    refused(e, "only ALL");
+    static const char *const e[] = {"--export=NONE,FOO", NULL};
+    refused(e, "NONE goes alone");
     static const char *const n[] = {"--gpus=3", "-N", "2", NULL};
     refused(n, "do not split evenly");
     static const char *const x[] = {"--time", NULL};
@@ -190,4 +195,113 @@ Test(sbatch, gpus_without_nodes_is_a_total_the_engine_shapes)
     json_decref(job);
     static const char *const both[] = {"--gpus=4", "--gres=gpu:2", NULL};
     refused(both, "keep one");
+}
+
+static const char *envget(json_t *env, const char *k)
+{
+    return json_string_value(json_object_get(env, k));
+}
+
+Test(export, all_sends_the_environment_but_never_the_token_or_the_jobs_own)
+{
+    char *environ[] = {"PATH=/venv/bin:/usr/bin",
+                       "FOO=1",
+                       "SHOAL_TOKEN=secret",
+                       "SHOAL_URL=http://x",
+                       "SLURM_JOB_ID=7",
+                       "CUDA_VISIBLE_DEVICES=0",
+                       "BASH_FUNC_module%%=() { :; }",
+                       "PWD=/home/u",
+                       NULL};
+    json_t *env = json_pack("{s:s}", "FOO", "from --env");
+    struct sh_error err = {0};
+    cr_assert_eq(export_env(env, NULL, environ, &err), 0, "%s", err.msg);
+    cr_assert_str_eq(envget(env, "PATH"), "/venv/bin:/usr/bin");
+    cr_assert_str_eq(envget(env, "FOO"), "from --env"); /* --env wins */
+    cr_assert_eq(json_object_size(env), 2);
+    json_decref(env);
+}
+
+Test(export, none_and_lists)
+{
+    char *environ[] = {"PATH=/usr/bin", "FOO=1", "BAR=2", NULL};
+    json_t *env = json_object();
+    struct sh_error err = {0};
+    cr_assert_eq(export_env(env, "NONE", environ, &err), 0, "%s", err.msg);
+    cr_assert_eq(json_object_size(env), 0);
+    cr_assert_eq(export_env(env, "FOO,QUX=a=b,UNSET", environ, &err), 0, "%s",
+                 err.msg);
+    cr_assert_str_eq(envget(env, "FOO"), "1");
+    cr_assert_str_eq(envget(env, "QUX"), "a=b");
+    cr_assert_eq(json_object_size(env), 2); /* no PATH, no BAR */
+    json_decref(env);
+    env = json_object();
+    cr_assert_eq(export_env(env, "ALL,FOO=9", environ, &err), 0, "%s", err.msg);
+    cr_assert_str_eq(envget(env, "FOO"), "9");
+    cr_assert_str_eq(envget(env, "BAR"), "2");
+    cr_assert_lt(export_env(env, "SHOAL_TOKEN", environ, &err), 0);
+    cr_assert(strstr(err.msg, "never travels"), "%s", err.msg);
+    cr_assert_lt(export_env(env, "1BAD", environ, &err), 0);
+    cr_assert_lt(export_env(env, "", environ, &err), 0);
+    json_decref(env);
+}
+
+Test(export, past_the_limits_is_refused_and_changes_nothing)
+{
+    static char big[40000];
+    memset(big, 'x', sizeof(big) - 1);
+    memcpy(big, "BIG=", 4);
+    char *environ[] = {"FOO=1", big, NULL};
+    json_t *env = json_object();
+    struct sh_error err = {0};
+    cr_assert_lt(export_env(env, "ALL", environ, &err), 0);
+    cr_assert(strstr(err.msg, "BIG is"), "%s", err.msg);
+    cr_assert_eq(json_object_size(env), 0);
+    json_decref(env);
+}
+
+Test(sbatch, tasks_and_gpus_per_task_mean_what_slurm_says)
+{
+    static const char *const a[] = {"--ntasks=2", "--ntasks-per-node=1", NULL};
+    static const char *const *la[] = {a, NULL};
+    json_t *job = json_object();
+    struct sh_error err = {0};
+    cr_assert_eq(apply(job, la, &err), 0, "%s", err.msg);
+    cr_assert_eq(num(job, "nodes"), 2);
+    cr_assert_eq(num(job, "tasks_per_node"), 1);
+    json_decref(job);
+    static const char *const b[] = {"-N", "2", "--tasks-per-node=4",
+                                    "--gpus-per-task=2", NULL};
+    static const char *const *lb[] = {b, NULL};
+    job = json_object();
+    cr_assert_eq(apply(job, lb, &err), 0, "%s", err.msg);
+    cr_assert_eq(num(job, "gpus"), 8); /* 2 per task x 4 tasks */
+    cr_assert_eq(num(job, "tasks_per_node"), 4);
+    json_decref(job);
+    static const char *const c[] = {"-n", "4", "--gpus-per-task=a100:1", NULL};
+    static const char *const *lc[] = {c, NULL};
+    job = json_object();
+    cr_assert_eq(apply(job, lc, &err), 0, "%s", err.msg);
+    cr_assert_eq(num(job, "gpus"), 4); /* -n without -N: one node */
+    cr_assert_str_eq(json_string_value(json_object_get(job, "gpu_type")),
+                     "a100");
+    json_decref(job);
+    static const char *const d[] = {"--ntasks=3", "--ntasks-per-node=2", NULL};
+    refused(d, "do not fill whole nodes");
+    static const char *const e[] = {"--gpus-per-task=1", "--gres=gpu:2", NULL};
+    refused(e, "keep one");
+}
+
+Test(sbatch, a_relative_chdir_is_from_the_submit_directory)
+{
+    static const char *const a[] = {"-D", "runs/a", NULL};
+    static const char *const *la[] = {a, NULL};
+    json_t *job = json_object();
+    struct sh_error err = {0};
+    char cwd[4096], want[4200];
+    cr_assert(getcwd(cwd, sizeof(cwd)));
+    snprintf(want, sizeof(want), "%s/runs/a", cwd);
+    cr_assert_eq(apply(job, la, &err), 0, "%s", err.msg);
+    cr_assert_str_eq(json_string_value(json_object_get(job, "workdir")), want);
+    json_decref(job);
 }

@@ -3,6 +3,7 @@
 #include "lib/model/job.h"
 
 #include "lib/model/job_deps.h"
+#include "lib/model/job_mail.h"
 #include "lib/model/job_output.h"
 #include "lib/model/job_place.h"
 
@@ -91,6 +92,9 @@ void job_spec_fini(struct job_spec *spec)
     free(spec->name);
     free(spec->user);
     free(spec->project);
+    free(spec->partition);
+    free(spec->qos);
+    free(spec->mail_user);
     free(spec->gpu_type);
     free(spec->slice);
     free(spec->workdir);
@@ -360,6 +364,19 @@ int job_spec_validate(const struct job_spec *s, struct sh_error *err)
     if (s->user && !job_ident_valid(s->user))
         return sh_errorf(err, SH_EINVAL, "user '%.*s' is not a valid name",
                          UTF8_CUT(s->user, 64));
+    if (s->partition && !job_ident_valid(s->partition))
+        return sh_errorf(err, SH_EINVAL,
+                         "partition '%.*s' is not a valid name (one "
+                         "partition, 1..%d letters, digits, '.', '_' or '-')",
+                         UTF8_CUT(s->partition, 64), JOB_IDENT_MAX);
+    if (s->mail_user && !job_mail_user_valid(s->mail_user))
+        return sh_errorf(err, SH_EINVAL,
+                         "mail_user must be an address of letters, digits "
+                         "and ._%%+-@ (at most %d)",
+                         JOB_MAIL_USER_MAX);
+    if (s->qos && !job_ident_valid(s->qos))
+        return sh_errorf(err, SH_EINVAL, "qos '%.*s' is not a valid name",
+                         UTF8_CUT(s->qos, 64));
     if (s->project && !job_ident_valid(s->project))
         return sh_errorf(err, SH_EINVAL,
                          "project must be 1..%d characters of letters, digits, "
@@ -390,6 +407,7 @@ int job_spec_copy(struct job_spec *dst, const struct job_spec *src)
     job_spec_init(dst);
     *dst = *src;
     dst->name = dst->user = dst->project = dst->gpu_type = dst->slice = NULL;
+    dst->partition = dst->qos = dst->mail_user = NULL;
     dst->workdir = dst->script = dst->array = dst->submit_dir = NULL;
     dst->nodelist = dst->exclude = dst->constraint = NULL;
     dst->output = dst->error = NULL;
@@ -402,6 +420,9 @@ int job_spec_copy(struct job_spec *dst, const struct job_spec *src)
     if (dup_str(&dst->name, src->name) < 0 ||
         dup_str(&dst->user, src->user) < 0 ||
         dup_str(&dst->project, src->project) < 0 ||
+        dup_str(&dst->partition, src->partition) < 0 ||
+        dup_str(&dst->qos, src->qos) < 0 ||
+        dup_str(&dst->mail_user, src->mail_user) < 0 ||
         dup_str(&dst->gpu_type, src->gpu_type) < 0 ||
         dup_str(&dst->slice, src->slice) < 0 ||
         dup_str(&dst->workdir, src->workdir) < 0 ||

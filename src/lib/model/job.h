@@ -89,9 +89,17 @@ struct job_volume {
 
 /* What the user asked for. Plain data; job_spec_fini() frees the strings. */
 struct job_spec {
-    char *name;    /* optional; NULL when not given */
-    char *user;    /* set by the controller from the caller's identity */
-    char *project; /* NULL until the controller fills the default */
+    char *name;       /* optional; NULL when not given */
+    char *user;       /* set by the controller from the caller's identity */
+    char *project;    /* NULL until the controller fills the default */
+    char *partition;  /* an admin's partition (shoald/partitions.h): its
+                        nodes, time limits and projects; NULL = none */
+    char *qos;        /* an admin's QOS: its priority and limits; NULL */
+    int qos_max_gpus; /* the QOS's GPUs per user, running (copied at
+                         submission: shoald/gate.c holds the job back past
+                         it); 0 = no limit */
+    int mail_events;  /* lib/model/job_mail.h: events to notify; 0 none */
+    char *mail_user;  /* who is told (--mail-user); NULL = the user */
     enum job_priority priority;
     int nodes;           /* >= 1; 0 with gpus_total */
     int gpus_per_node;   /* 0..JOB_GPUS_PER_NODE_MAX; 1 for a slice job;

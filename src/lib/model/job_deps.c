@@ -35,7 +35,7 @@ static int kind_from(const char *s, size_t len, enum job_dep_kind *k)
 }
 
 static int add(struct job_dep **v, int *n, enum job_dep_kind kind, uint64_t job,
-               struct sh_error *err)
+               int task, struct sh_error *err)
 {
     if (*n >= JOB_DEPS_MAX)
         return sh_errorf(err, SH_EINVAL, "dependency: at most %d jobs",
@@ -46,6 +46,7 @@ static int add(struct job_dep **v, int *n, enum job_dep_kind kind, uint64_t job,
     *v = p;
     p[*n].kind = kind;
     p[*n].job = job;
+    p[*n].task = task;
     (*n)++;
     return 0;
 }
@@ -80,7 +81,7 @@ static int parse_item(const char *s, size_t len, struct job_dep **v, int *n,
         if (klen != len)
             return sh_errorf(err, SH_EINVAL,
                              "dependency: singleton takes no job ids");
-        return add(v, n, kind, 0, err);
+        return add(v, n, kind, 0, -1, err);
     }
     if (klen == len)
         return sh_errorf(err, SH_EINVAL,
@@ -94,21 +95,28 @@ static int parse_item(const char *s, size_t len, struct job_dep **v, int *n,
         while (p + ilen < end && p[ilen] != ':')
             ilen++;
         char buf[24];
-        bool digits = ilen > 0 && ilen < sizeof(buf);
+        /* ID or ID_TASK */
+        size_t idlen = 0;
+        while (idlen < ilen && p[idlen] != '_')
+            idlen++;
+        bool digits = idlen > 0 && ilen < sizeof(buf) &&
+                      (idlen == ilen || idlen + 1 < ilen);
         for (size_t i = 0; i < ilen && digits; i++)
-            digits = p[i] >= '0' && p[i] <= '9';
+            digits = (p[i] >= '0' && p[i] <= '9') || i == idlen;
         if (!digits)
             return sh_errorf(err, SH_EINVAL,
-                             "dependency: '%.*s' is not a job id",
+                             "dependency: '%.*s' is not a job id (ID, or "
+                             "ID_TASK for one task of an array)",
                              CUT(p, ilen, 32));
         memcpy(buf, p, ilen);
         buf[ilen] = '\0';
         errno = 0;
         unsigned long long id = strtoull(buf, NULL, 10);
-        if (errno || id == 0)
+        long task = idlen < ilen ? strtol(buf + idlen + 1, NULL, 10) : -1;
+        if (errno || id == 0 || task > 1000000000L)
             return sh_errorf(err, SH_EINVAL, "dependency: '%s' is not a job id",
                              buf);
-        if (add(v, n, kind, id, err) < 0)
+        if (add(v, n, kind, id, (int)task, err) < 0)
             return -1;
         p += ilen;
     }
@@ -168,6 +176,8 @@ const char *job_deps_format(const struct job_dep *d, int n, char *buf,
             o += (size_t)snprintf(buf + o, size - o, "%s%s:%llu", i ? "," : "",
                                   kind_names[d[i].kind],
                                   (unsigned long long)d[i].job);
+        if (d[i].kind != JOB_DEP_SINGLETON && d[i].task >= 0 && o < size)
+            o += (size_t)snprintf(buf + o, size - o, "_%d", d[i].task);
     }
     return buf;
 }
@@ -192,4 +202,23 @@ enum job_dep_status job_dep_eval(enum job_dep_kind kind, enum job_state state,
         break;
     }
     return JOB_DEP_MET;
+}
+
+enum job_dep_status job_dep_fold(enum job_dep_kind kind,
+                                 enum job_dep_status acc,
+                                 enum job_dep_status one, bool first)
+{
+    if (kind != JOB_DEP_AFTERNOTOK) {
+        if (acc == JOB_DEP_NEVER || one == JOB_DEP_NEVER)
+            return JOB_DEP_NEVER;
+        return acc == JOB_DEP_WAIT || one == JOB_DEP_WAIT ? JOB_DEP_WAIT
+                                                          : JOB_DEP_MET;
+    }
+    /* afternotok: acc holds NEVER while no task failed so far. */
+    if (first)
+        acc = JOB_DEP_NEVER;
+    if (acc == JOB_DEP_WAIT || one == JOB_DEP_WAIT)
+        return JOB_DEP_WAIT;
+    return acc == JOB_DEP_MET || one == JOB_DEP_MET ? JOB_DEP_MET
+                                                    : JOB_DEP_NEVER;
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Job dependencies, as Slurm users write them: "afterok:12:13,afterany:14,
- * afternotok:15,singleton". This module parses and prints the list and
+ * afternotok:15,singleton", "afterok:12_3" for task 3 of array 12. This module parses and prints the list and
  * says, from a target job's state, whether one dependency is met, still
  * waits, or can never be met. It does no I/O; the controller finds the
  * targets and acts (shoald/engine.c).
@@ -28,7 +28,10 @@ enum job_dep_kind {
 
 struct job_dep {
     enum job_dep_kind kind;
-    uint64_t job; /* the target; 0 for singleton */
+    uint64_t job; /* the target; 0 for singleton. An array's id (its first
+                     task's) names the whole array: every task must meet
+                     it, as in Slurm */
+    int task;     /* "ID_N": task N of array ID only; -1 when not given */
 };
 
 enum job_dep_status {
@@ -55,5 +58,13 @@ const char *job_dep_kind_name(enum job_dep_kind k);
  * failure, so those states are not its end) is met. */
 enum job_dep_status job_dep_eval(enum job_dep_kind kind, enum job_state state,
                                  bool requeue);
+
+/* A dependency on a whole array, from each task's own status folded in
+ * turn (start from JOB_DEP_MET with first true): afterok and afterany are
+ * met when every task's is, never once one's is never; afternotok is met
+ * once every task ended and one failed, never when all completed. */
+enum job_dep_status job_dep_fold(enum job_dep_kind kind,
+                                 enum job_dep_status acc,
+                                 enum job_dep_status one, bool first);
 
 #endif

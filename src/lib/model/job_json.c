@@ -5,6 +5,7 @@
 #include "lib/model/job_array.h"
 #include "lib/model/job_place.h"
 #include "lib/model/job_deps.h"
+#include "lib/model/job_mail.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -273,6 +274,28 @@ static int spec_field(const char *key, const json_t *v, struct job_spec *s,
         return get_string(v, "user", JOB_IDENT_MAX, &s->user, err);
     if (strcmp(key, "project") == 0)
         return get_string(v, "project", JOB_IDENT_MAX, &s->project, err);
+    if (strcmp(key, "partition") == 0)
+        return get_string(v, "partition", JOB_IDENT_MAX, &s->partition, err);
+    if (strcmp(key, "qos") == 0)
+        return get_string(v, "qos", JOB_IDENT_MAX, &s->qos, err);
+    if (strcmp(key, "qos_max_gpus_per_user") == 0) {
+        if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+            json_integer_value(v) > JOB_GPUS_TOTAL_MAX)
+            return sh_errorf(err, SH_EINVAL,
+                             "qos_max_gpus_per_user must be 0..%d",
+                             JOB_GPUS_TOTAL_MAX);
+        s->qos_max_gpus = (int)json_integer_value(v);
+        return 0;
+    }
+    if (strcmp(key, "mail_type") == 0) {
+        if (!json_is_string(v))
+            return sh_errorf(err, SH_EINVAL,
+                             "mail_type must be a string like \"END,FAIL\"");
+        return job_mail_parse(json_string_value(v), &s->mail_events, err);
+    }
+    if (strcmp(key, "mail_user") == 0)
+        return get_string(v, "mail_user", JOB_MAIL_USER_MAX, &s->mail_user,
+                          err);
     if (strcmp(key, "priority") == 0) {
         if (!json_is_string(v) ||
             job_priority_from_name(json_string_value(v), &s->priority) < 0)
@@ -462,6 +485,19 @@ json_t *job_spec_to_json(const struct job_spec *s)
     set_str(o, "name", s->name);
     set_str(o, "user", s->user);
     set_str(o, "project", s->project);
+    if (s->partition)
+        set_str(o, "partition", s->partition);
+    if (s->qos)
+        set_str(o, "qos", s->qos);
+    if (s->qos_max_gpus)
+        json_object_set_new(o, "qos_max_gpus_per_user",
+                            json_integer(s->qos_max_gpus));
+    if (s->mail_events) {
+        char m[128];
+        set_str(o, "mail_type", job_mail_format(s->mail_events, m, sizeof(m)));
+    }
+    if (s->mail_user)
+        set_str(o, "mail_user", s->mail_user);
     set_str(o, "priority", job_priority_name(s->priority));
     json_object_set_new(o, "nodes", json_integer(s->nodes));
     json_object_set_new(o, "gpus", json_integer(s->gpus_per_node));

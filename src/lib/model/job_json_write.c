@@ -10,6 +10,7 @@
 
 #include "lib/model/job_deps.h"
 #include "lib/model/job_json.h"
+#include "lib/model/job_mail.h"
 #include "lib/util/clock.h"
 
 struct out {
@@ -183,6 +184,27 @@ static void spec(struct out *o, const struct job_spec *s)
     str_or_null(o, s->user);
     key(o, "project");
     str_or_null(o, s->project);
+    if (s->partition) {
+        key(o, "partition");
+        str(o, s->partition);
+    }
+    if (s->qos) {
+        key(o, "qos");
+        str(o, s->qos);
+    }
+    if (s->qos_max_gpus) {
+        key(o, "qos_max_gpus_per_user");
+        integer(o, s->qos_max_gpus);
+    }
+    if (s->mail_events) {
+        char m[128];
+        key(o, "mail_type");
+        str(o, job_mail_format(s->mail_events, m, sizeof(m)));
+    }
+    if (s->mail_user) {
+        key(o, "mail_user");
+        str(o, s->mail_user);
+    }
     key(o, "priority");
     str(o, job_priority_name(s->priority));
     key(o, "nodes");

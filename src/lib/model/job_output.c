@@ -23,10 +23,16 @@ int job_output_check(const char *field, const char *pattern,
         if (*p != '%')
             continue;
         p++;
-        if (!*p || !strchr("jAaxuN%", *p))
+        if (*p == 'n' || *p == 't' || *p == 's')
             return sh_errorf(err, SH_EINVAL,
-                             "%s: '%%%c' is not supported (only %%j, %%A, "
-                             "%%a, %%x, %%u, %%N and %%%%)",
+                             "%s: '%%%c' is not supported: Shoal writes one "
+                             "file per node, not per task or step (use "
+                             "%%N, the node's name)",
+                             field, *p);
+        if (!*p || !strchr("jJAaxuN%", *p))
+            return sh_errorf(err, SH_EINVAL,
+                             "%s: '%%%c' is not supported (only %%j, %%J, "
+                             "%%A, %%a, %%x, %%u, %%N and %%%%)",
                              field, *p ? *p : ' ');
     }
     return 0;
@@ -56,6 +62,7 @@ int job_output_expand(const char *pattern, const struct job_output_vars *v,
             continue;
         }
         switch (*++p) {
+        case 'J': /* jobid.stepid: the batch step's file is the job's */
         case 'j':
             snprintf(num, sizeof(num), "%llu", (unsigned long long)v->id);
             ok = put(buf, size, &o, num, false);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Output file patterns (--output / --error, Slurm's -o / -e): the checks
- * and the expansion of %j (job id), %A (array job id; the job id outside
+ * and the expansion of %j and %J (job id; Shoal has no steps here), %A (array job id; the job id outside
  * an array), %a (array task index; 0 outside an array), %x (job name),
  * %u (user), %N (node) and %% into a path. The agent expands them per node
  * and the job's tasks open the file as the job's user; the CLI expands

@@ -26,6 +26,7 @@ static void parse_ok(const char *text, int want_n, const char *canon)
     for (int i = 0; i < n; i++) {
         cr_assert_eq(d[i].kind, e[i].kind);
         cr_assert_eq(d[i].job, e[i].job);
+        cr_assert_eq(d[i].task, e[i].task);
     }
     free(d);
     free(e);
@@ -49,6 +50,26 @@ Test(job_deps, slurm_forms_parse_and_print)
     parse_ok("afterok:12:13,afterany:14", 3, "afterok:12:13,afterany:14");
     parse_ok("afternotok:5,singleton", 2, "afternotok:5,singleton");
     parse_ok("singleton", 1, "singleton");
+    parse_ok("afterok:12_3:13", 2, "afterok:12_3:13");
+    parse_ok("afterany:12_0", 1, "afterany:12_0");
+}
+
+Test(job_deps, an_array_is_met_when_every_task_is)
+{
+    enum job_dep_status M = JOB_DEP_MET, W = JOB_DEP_WAIT, N = JOB_DEP_NEVER;
+    /* afterok: all met; one waiting waits; one never is never. */
+    cr_assert_eq(job_dep_fold(JOB_DEP_AFTEROK,
+                              job_dep_fold(JOB_DEP_AFTEROK, M, M, true), M,
+                              false),
+                 M);
+    cr_assert_eq(job_dep_fold(JOB_DEP_AFTEROK, M, W, false), W);
+    cr_assert_eq(job_dep_fold(JOB_DEP_AFTEROK, W, N, false), N);
+    /* afternotok: every task ended and one failed. */
+    enum job_dep_status a = job_dep_fold(JOB_DEP_AFTERNOTOK, M, N, true);
+    cr_assert_eq(a, N); /* the first completed */
+    cr_assert_eq(job_dep_fold(JOB_DEP_AFTERNOTOK, a, M, false), M);
+    cr_assert_eq(job_dep_fold(JOB_DEP_AFTERNOTOK, a, W, false), W);
+    cr_assert_eq(job_dep_fold(JOB_DEP_AFTERNOTOK, a, N, false), N);
 }
 
 Test(job_deps, bad_forms_are_named)
@@ -58,6 +79,9 @@ Test(job_deps, bad_forms_are_named)
     parse_bad("afterok:", "is not a job id");
     parse_bad("afterok:x1", "'x1' is not a job id");
     parse_bad("afterok:0", "'0' is not a job id");
+    parse_bad("afterok:12_", "is not a job id");
+    parse_bad("afterok:_3", "is not a job id");
+    parse_bad("afterok:1_2_3", "is not a job id");
     parse_bad("afterok:99999999999999999999999", "is not a job id");
     parse_bad("afterok:1,,afterany:2", "an empty item");
     parse_bad("afterok:1,", "an empty item");
