@@ -243,10 +243,27 @@ int nodes_count_stale(struct shoald *d, const char *node, const json_t *runs,
 /* ---- register ---- */
 
 int nodes_register(struct shoald *d, const struct nodes_reg *reg,
-                   const char *peer, bool join, char token[AUTH_TOKEN_LEN + 1],
-                   struct node **out, struct sh_error *err)
+                   const char *peer, const char *join_id,
+                   char token[AUTH_TOKEN_LEN + 1], struct node **out,
+                   struct sh_error *err)
 {
     const struct nodes_reg r = *reg;
+    bool join = join_id != NULL;
+    /* A join token enrolls a new name only: taking over an enrolled node
+     * (its jobs' environment, output and exits) needs the node's own token,
+     * which only an admin can re-issue (nodes_rekey). */
+    if (join && nodetab_get(d->nodes, r.name)) {
+        sh_log(LOG_WARNING, "agent",
+               "node %s: a join token from %s tried to register an enrolled "
+               "node; refused",
+               r.name, peer);
+        return sh_errorf(
+            err, SH_ECONFLICT,
+            "node %s is enrolled: a join token enrolls new names only. Lost "
+            "node token? An admin runs 'shoal node rekey %s' (its token goes "
+            "in the agent's STATE/token) or 'shoal node delete %s'",
+            r.name, r.name, r.name);
+    }
     struct node *n = node_from_reg(d, &r, peer, err);
     if (!n)
         return -1;
@@ -260,11 +277,12 @@ int nodes_register(struct shoald *d, const struct nodes_reg *reg,
     token[0] = '\0';
     int64_t now = shoald_now_ms(d);
     if (join) {
-        /* A (re)join: the node's old tokens stop working. */
+        /* A new node: tokens left by a forgotten node of that name go. */
         auth_token_revoke_all(d->auth, shoald_batch(d), AUTH_TOKEN_AGENT,
                               r.name);
         if (auth_token_issue(d->auth, shoald_batch(d), AUTH_TOKEN_AGENT, r.name,
-                             now, 0, token, err) < 0) {
+                             now, 0, token, err) < 0 ||
+            auth_join_used(d->auth, shoald_batch(d), join_id, err) < 0) {
             node_destroy(n);
             return -1;
         }
@@ -331,6 +349,20 @@ int nodes_set_drain(struct shoald *d, struct node *n, bool drain,
            drain ? "drained" : "resumed", who);
     cluster_node_changed(d, n);
     cluster_node_touch(d, n->name);
+    return 0;
+}
+
+int nodes_rekey(struct shoald *d, struct node *n, const char *who,
+                char token[AUTH_TOKEN_LEN + 1], struct sh_error *err)
+{
+    if (auth_token_revoke_all(d->auth, shoald_batch(d), AUTH_TOKEN_AGENT,
+                              n->name) < 0 ||
+        auth_token_issue(d->auth, shoald_batch(d), AUTH_TOKEN_AGENT, n->name,
+                         shoald_now_ms(d), 0, token, err) < 0)
+        return sh_errorf(err, SH_EINTERNAL, "out of memory");
+    sh_log(LOG_NOTICE, "nodes",
+           "node %s re-keyed by %s: its agent needs the new token", n->name,
+           who);
     return 0;
 }
 

@@ -146,7 +146,7 @@ TestSuite(policy, .init = setup, .fini = teardown);
 
 static struct api_caller user(const char *name, bool admin)
 {
-    struct api_caller c = {API_USER, name, admin, NULL};
+    struct api_caller c = {API_USER, name, admin, NULL, NULL};
     return c;
 }
 
@@ -270,11 +270,11 @@ Test(policy, cancel_own_jobs_or_as_project_admin)
 Test(policy, agents_join_tokens_and_anonymous_callers_are_never_users)
 {
     struct sh_error err;
-    struct api_caller agent = {API_AGENT, NULL, false, "node1"};
-    struct api_caller join = {API_JOIN, NULL, false, NULL};
-    struct api_caller anon = {API_ANON, NULL, false, NULL};
+    struct api_caller agent = {API_AGENT, NULL, false, "node1", NULL};
+    struct api_caller join = {API_JOIN, NULL, false, NULL, "x"};
+    struct api_caller anon = {API_ANON, NULL, false, NULL, NULL};
     /* Even a caller struct claiming admin is not a user without the role. */
-    struct api_caller fake = {API_AGENT, "alice", true, "node1"};
+    struct api_caller fake = {API_AGENT, "alice", true, "node1", NULL};
     const struct api_caller *callers[] = {&agent, &join, &anon, &fake};
     struct job j = job_of("alice", "vision");
     for (int i = 0; i < 4; i++) {

@@ -1,0 +1,153 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: Apache-2.0
+# Focus: the controller's side of security round 3 (issue 27) and node
+# enrollment (issue 31). Each test replays what a hostile node, user or
+# local account did and checks what they get now.
+#   ctl-001  the join token cannot take over an enrolled node (409 naming
+#            the remedy); the real agent keeps its token and its jobs
+#   ctl-002  an agent that lost its node token stops with a line saying to
+#            rekey or delete; `shoal node rekey` gives it a token back, and
+#            `shoal node delete` lets the name enroll afresh
+#   ctl-003  join tokens an admin creates: use counts, expiry, revoke; the
+#            default one is rotated (state/join.token rewritten)
+
+load lib/cluster
+
+teardown() { shoal_cluster_stop; }
+
+# register TOKEN NAME: a registration as an agent would send it; sets
+# $status_code and $body.
+register() {
+    API_TOKEN=$1 api POST /v1/agent/register \
+        "{\"name\":\"$2\",\"cpus\":1,\"memory\":1000000,\"gpus\":[]}"
+}
+
+node_state_is() {
+    [ "$(shoal nodes --json | jq -r --arg n "$1" '.[] | select(.name == $n) | .state')" = "$2" ]
+}
+
+err_msg() { echo "$body" | jq -r .error.message; }
+
+@test "ctl-001 the join token cannot take over an enrolled node" {
+    shoal_cluster_start 1 1
+    id=$(submit --gpus 1 -e MY_API_KEY=s3cret -- sleep 600)
+    wait_job_state "$id" running
+    join=$(cat "$SHOAL_TEST_DIR/controller/join.token")
+    register "$join" node1
+    echo "$status_code $body"
+    [ "$status_code" = 409 ]
+    err_msg | grep -q "shoal node rekey node1"
+    [ "$(echo "$body" | jq -r '.token // empty')" = "" ]
+    grep -q "tried to register an enrolled node" "$SHOAL_TEST_DIR/shoald.log"
+    # The real agent's token still works: its heartbeats go on, its job runs.
+    wait_node_heartbeat node1
+    wait_node_heartbeat node1
+    nodes_up_is 1
+    job_state_is "$id" running
+    # A new name still joins with the join token.
+    register "$join" rogue1
+    [ "$status_code" = 200 ]
+    [ -n "$(echo "$body" | jq -r .token)" ]
+}
+
+@test "ctl-002 a lost node token: the agent says rekey or delete; rekey and delete work" {
+    shoal_cluster_start 1 1
+    dir=$SHOAL_TEST_DIR/node1
+    [ -s "$dir/token" ]
+    old=$(cat "$dir/token")
+    pid=$(agent_pid node1)
+    kill -TERM "$pid"
+    wait_for 10 sh -c "! kill -0 $pid 2>/dev/null"
+    rm -f "$dir/token"
+    # Restarted without its token: it stops with the remedy in its log.
+    agent_start node1 1
+    pid=$(agent_pid node1)
+    wait_for 20 sh -c "! kill -0 $pid 2>/dev/null"
+    grep -q "shoal node rekey node1" "$SHOAL_TEST_DIR/node1.log"
+    grep -q "shoal node delete node1" "$SHOAL_TEST_DIR/node1.log"
+    # An admin re-keys it: the old token stops working, the new one in the
+    # token file brings the agent back.
+    run shoal node rekey node1
+    [ "$status" -eq 0 ]
+    new=$output
+    [[ "$new" == shoal_* ]]
+    [ "$new" != "$old" ]
+    register "$old" node1
+    [ "$status_code" = 401 ]
+    echo "$new" >"$dir/token"
+    agent_start node1 1
+    wait_for 20 nodes_up_is 1
+    # Delete: a node still up is refused; a down one is forgotten and its
+    # name may join again.
+    run shoal node delete node1
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"only a down node"* ]]
+    pid=$(agent_pid node1)
+    kill -TERM "$pid"
+    wait_for 10 sh -c "! kill -0 $pid 2>/dev/null"
+    wait_for 20 node_state_is node1 down
+    run shoal node delete node1
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(shoal nodes --json | jq length)" = 0 ]
+    register "$new" node1
+    [ "$status_code" = 401 ]
+    register "$(cat "$SHOAL_TEST_DIR/controller/join.token")" node1
+    [ "$status_code" = 200 ]
+}
+
+@test "ctl-003 join tokens: created with uses and expiry, listed, revoked; the default rotates" {
+    shoald_start
+    run shoal node token create --uses 1
+    [ "$status" -eq 0 ]
+    once=$output
+    [[ "$once" == shoal_* ]]
+    long=$(shoal node token create --expires 1h)
+    short=$(shoal node token create --expires 1s)
+    run shoal node token list
+    echo "$output"
+    [ "$(echo "$output" | grep -c '^[0-9a-f]\{12\} ')" -eq 4 ]
+    [[ "$output" != *shoal_* ]]
+    # --uses 1: one node, then refused.
+    register "$once" n-once
+    [ "$status_code" = 200 ]
+    register "$once" n-twice
+    [ "$status_code" = 401 ]
+    # --expires: refused once past.
+    sleep 1.1
+    register "$short" n-late
+    [ "$status_code" = 401 ]
+    # Revoked: refused.
+    id=$(shoal node token list --json | jq -r '[.[] | select(.default == false)][0].id')
+    [ -n "$id" ]
+    run shoal node token revoke "$id"
+    [ "$status" -eq 0 ]
+    register "$long" n-revoked
+    [ "$status_code" = 401 ]
+    run shoal node token revoke "$id"
+    [ "$status" -ne 0 ]
+    # Bad options are refused.
+    run shoal node token create --uses 0
+    [ "$status" -ne 0 ]
+    run shoal node token create --expires soon
+    [ "$status" -ne 0 ]
+    run shoal node token list --uses 3
+    [ "$status" -ne 0 ]
+    # The default join token rotates: the old text is refused, the new one
+    # (printed and in state/join.token) enrolls.
+    old=$(cat "$SHOAL_TEST_DIR/controller/join.token")
+    run shoal node token rotate-default
+    [ "$status" -eq 0 ]
+    new=$output
+    [ "$new" != "$old" ]
+    [ "$(cat "$SHOAL_TEST_DIR/controller/join.token")" = "$new" ]
+    [ "$(stat -c %a "$SHOAL_TEST_DIR/controller/join.token")" = 600 ]
+    register "$old" n-old
+    [ "$status_code" = 401 ]
+    register "$new" n-new
+    [ "$status_code" = 200 ]
+    # A user who is not an admin cannot make join tokens.
+    bob=$(shoal user create bob | tail -n1)
+    API_TOKEN=$bob api POST /v1/join-tokens '{}'
+    [ "$status_code" = 403 ]
+}
