@@ -71,6 +71,7 @@ static const int expected[POLICY_ACTION_COUNT][WHO_COUNT] = {
     [POLICY_VIEW_USER] = {1, 0, 0, 0, 0, 1, 1},
     [POLICY_REVOKE_TOKENS] = {1, 0, 0, 0, 0, 1, 1},
     [POLICY_ADMINISTER] = {1, 0, 0, 0, 0, 0, 0},
+    [POLICY_HIGH_PRIORITY] = {1, 1, 0, 0, 0, 0, 0},
 };
 
 Test(policy_table, every_action_for_every_kind_of_caller)
