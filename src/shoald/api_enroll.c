@@ -33,14 +33,14 @@ static json_t *iso_or_null(int64_t ms)
 static json_t *join_view(const struct auth_token_info *t)
 {
     bool dflt = strcmp(t->subject, AUTH_JOIN_DEFAULT) == 0;
-    json_t *o = json_pack("{s:s, s:b, s:o, s:o, s:i}", "id", t->id, "default",
-                          dflt, "created", iso_or_null(t->created_ms),
-                          "expires", iso_or_null(t->expires_ms), "uses",
-                          t->uses);
+    json_t *o =
+        json_pack("{s:s, s:b, s:o, s:o, s:i}", "id", t->id, "default", dflt,
+                  "created", iso_or_null(t->created_ms), "expires",
+                  iso_or_null(t->expires_ms), "uses", t->uses);
     if (o)
-        json_object_set_new(o, "max_uses", t->max_uses
-                                               ? json_integer(t->max_uses)
-                                               : json_null());
+        json_object_set_new(o, "max_uses",
+                            t->max_uses ? json_integer(t->max_uses)
+                                        : json_null());
     return o;
 }
 
@@ -122,8 +122,8 @@ void api_join_tokens_revoke(struct shoald *d, struct api_req *req)
     }
     sh_log(LOG_NOTICE, "nodes", "join token %.*s revoked by %s",
            UTF8_CUT(id, 16), api_caller(req)->user);
-    api_reply_json(req, 200, json_pack("{s:s, s:s}", "id", id, "state",
-                                       "revoked"));
+    api_reply_json(req, 200,
+                   json_pack("{s:s, s:s}", "id", id, "state", "revoked"));
 }
 
 void api_join_tokens_rotate_default(struct shoald *d, struct api_req *req)
@@ -144,8 +144,7 @@ void api_join_tokens_rotate_default(struct shoald *d, struct api_req *req)
     /* The controller's copy for local agents (shoal up); the old text in it
      * stops working with this answer. */
     strcat(token, "\n");
-    if (state_write_file(d->cfg.state_dir, "join.token", token, 0600, &err) <
-        0)
+    if (state_write_file(d->cfg.state_dir, "join.token", token, 0600, &err) < 0)
         sh_log(LOG_ERR, "nodes", "cannot rewrite %s/join.token: %s",
                d->cfg.state_dir, err.msg);
     sh_log(LOG_NOTICE, "nodes", "default join token rotated by %s",

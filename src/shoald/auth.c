@@ -103,11 +103,12 @@ static int user_name_cmp(struct user_entry *x, struct user_entry *y)
 static json_t *user_record(const struct user_entry *u)
 {
     json_t *rec =
-        json_pack("{s:s, s:b, s:I, s:{s:i, s:i, s:I}}", "name", u->name,
+        json_pack("{s:s, s:b, s:I, s:{s:i, s:i, s:I, s:i}}", "name", u->name,
                   "admin", u->user.admin, "created_ms",
                   (json_int_t)u->user.created_ms, "limits", "max_gpus",
                   u->user.limits.max_gpus, "max_jobs", u->user.limits.max_jobs,
-                  "max_time_s", (json_int_t)u->user.limits.max_time_s);
+                  "max_time_s", (json_int_t)u->user.limits.max_time_s,
+                  "max_pending", u->user.limits.max_pending);
     if (rec && u->default_project)
         json_object_set_new(rec, "default_project",
                             json_string(u->default_project));
@@ -153,13 +154,14 @@ static int load_user(const char *key, const json_t *rec, void *arg,
                      struct sh_error *err)
 {
     struct auth *a = arg;
-    int admin = 0, max_gpus = 0, max_jobs = 0;
+    int admin = 0, max_gpus = 0, max_jobs = 0, max_pending = 0;
     json_int_t created = 0, max_time = 0;
     const char *dp = NULL;
-    if (json_unpack((json_t *)rec, "{s:b, s:I, s?{s?i, s?i, s?I}, s?s}",
+    if (json_unpack((json_t *)rec, "{s:b, s:I, s?{s?i, s?i, s?I, s?i}, s?s}",
                     "admin", &admin, "created_ms", &created, "limits",
                     "max_gpus", &max_gpus, "max_jobs", &max_jobs, "max_time_s",
-                    &max_time, "default_project", &dp) < 0)
+                    &max_time, "max_pending", &max_pending, "default_project",
+                    &dp) < 0)
         return sh_errorf(err, SH_EINTERNAL, "user %.*s: bad record",
                          UTF8_CUT(key, 64));
     struct user_entry *u = user_add(a, key);
@@ -170,6 +172,7 @@ static int load_user(const char *key, const json_t *rec, void *arg,
     u->user.limits.max_gpus = max_gpus;
     u->user.limits.max_jobs = max_jobs;
     u->user.limits.max_time_s = max_time;
+    u->user.limits.max_pending = max_pending;
     if (dp) {
         u->default_project = strdup(dp);
         if (!u->default_project)
@@ -516,6 +519,11 @@ int auth_user_set_limits(struct auth *a, struct store_batch *batch,
         return sh_errorf(err, SH_EINVAL,
                          "max_jobs must be 0..%d (0 = no limit), not %d",
                          AUTH_MAX_JOBS_MAX, lim->max_jobs);
+    if (lim->max_pending < 0 || lim->max_pending > AUTH_MAX_PENDING_MAX)
+        return sh_errorf(err, SH_EINVAL,
+                         "max_pending must be 0..%d (0 = the cluster's "
+                         "default), not %d",
+                         AUTH_MAX_PENDING_MAX, lim->max_pending);
     if (lim->max_time_s < 0 || lim->max_time_s > PARSE_DURATION_MAX)
         return sh_errorf(err, SH_EINVAL,
                          "max_time_s must be 0..%lld seconds (366 days; 0 = no "

@@ -47,6 +47,7 @@ struct api_caller {
 /* Deliberate bounds of the per-user limits (0 = no limit). */
 #define AUTH_MAX_GPUS_MAX 1000000
 #define AUTH_MAX_JOBS_MAX 1000000
+#define AUTH_MAX_PENDING_MAX 10000000
 /* The most users a cluster may have, so a runaway script cannot exhaust
  * the controller's memory. */
 #define AUTH_USERS_MAX 100000
@@ -70,6 +71,8 @@ struct auth_user_limits {
     int max_gpus;       /* running GPUs; 0 = no limit */
     int max_jobs;       /* running jobs; 0 = no limit */
     int64_t max_time_s; /* longest time limit; 0 = no limit */
+    int max_pending;    /* pending jobs (array tasks each); 0 = the
+                           cluster's --max-pending-per-user */
 };
 
 struct auth_user {

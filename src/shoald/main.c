@@ -65,6 +65,10 @@ static const char usage[] =
     "                         agent holds 2, a CLI call 1, a browser up to 6;\n"
     "                         raise it for many agents on one host or behind\n"
     "                         one NAT (`shoal up` sets it for its agents)\n"
+    "  --max-pending-per-user N  pending jobs one user may have (array\n"
+    "                         tasks count one each; default 10000; 0 = no\n"
+    "                         limit); shoal user set-limits --max-pending\n"
+    "                         sets one user's own\n"
     "  --request-timeout DUR  close a connection that stays silent this long\n"
     "                         before it has sent a whole request (default "
     "10s)\n"
@@ -134,6 +138,7 @@ static int parse_args(int argc, char **argv, struct shoald_config *cfg)
         {"tls-key", required_argument, NULL, 'k'},
         {"max-body", required_argument, NULL, 'b'},
         {"max-conns-per-address", required_argument, NULL, 'C'},
+        {"max-pending-per-user", required_argument, NULL, 1101},
         {"request-timeout", required_argument, NULL, 'T'},
         {"keepalive-timeout", required_argument, NULL, 'E'},
         {"heartbeat-timeout", required_argument, NULL, 't'},
@@ -210,6 +215,12 @@ static int parse_args(int argc, char **argv, struct shoald_config *cfg)
                             &err) < 0)
                 goto bad;
             cfg->max_conns_per_address = (int)v;
+            break;
+        case 1101:
+            if (parse_int64("--max-pending-per-user", optarg, 0, 10000000, &v,
+                            &err) < 0)
+                goto bad;
+            cfg->max_pending_per_user = (int)v;
             break;
         case 'T':
             if (parse_timeout("--request-timeout", optarg,
@@ -585,6 +596,7 @@ int main(int argc, char **argv)
      * room on 127.0.0.1, while an attacker needs 64 addresses to fill the
      * 4096 connections. */
     d.cfg.max_conns_per_address = 64;
+    d.cfg.max_pending_per_user = 10000;
     d.cfg.request_timeout_s = 10;
     d.cfg.keepalive_timeout_s = 120;
     d.cfg.heartbeat_timeout_s = 30;

@@ -49,6 +49,7 @@ struct shoald_config {
     const char *tls_key;
     size_t max_body;           /* bytes of one request body */
     int max_conns_per_address; /* open connections from one IP; 0 = any */
+    int max_pending_per_user;  /* pending jobs one user may have; 0 = any */
     int request_timeout_s;     /* silence allowed before a whole request */
     int keepalive_timeout_s;   /* ...and after one with a valid token */
     int heartbeat_timeout_s;   /* a node without heartbeats is down after */

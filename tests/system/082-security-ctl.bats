@@ -151,3 +151,70 @@ err_msg() { echo "$body" | jq -r .error.message; }
     API_TOKEN=$bob api POST /v1/join-tokens '{}'
     [ "$status_code" = 403 ]
 }
+
+@test "ctl-004 priority above normal takes a project admin or a cluster admin" {
+    shoald_start
+    bob=$(shoal user create bob | tail -n1)
+    carol=$(shoal user create carol | tail -n1)
+    shoal project add-member default bob --role member >/dev/null
+    shoal project add-member default carol --role admin >/dev/null
+    run env SHOAL_TOKEN="$bob" "$SHOAL_CLI" submit --priority high -- true
+    echo "$output"
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"takes the admin role of project default"* ]]
+    [ "$(curl -sf -H "Authorization: Bearer $SHOAL_TOKEN" "$SHOAL_URL/v1/jobs" | jq '.jobs | length')" = 0 ]
+    id=$(SHOAL_TOKEN=$bob submit --priority low -- sleep 100)
+    run env SHOAL_TOKEN="$bob" "$SHOAL_CLI" update "$id" --priority high
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"admin role of project default"* ]]
+    [ "$(job_field "$id" .priority)" = low ]
+    SHOAL_TOKEN=$bob shoal update "$id" --priority normal
+    [ "$(job_field "$id" .priority)" = normal ]
+    # Bob may still change other fields of a job a project admin raised.
+    SHOAL_TOKEN=$carol shoal update "$id" --priority high
+    [ "$(job_field "$id" .priority)" = high ]
+    SHOAL_TOKEN=$bob shoal update "$id" --name renamed
+    [ "$(job_field "$id" .priority)" = high ]
+    id2=$(SHOAL_TOKEN=$carol submit --priority high -- true)
+    [ "$(job_field "$id2" .priority)" = high ]
+    id3=$(submit --priority high -- true)
+    [ "$(job_field "$id3" .priority)" = high ]
+}
+
+@test "ctl-005 a per-user cap on pending jobs, arrays counting each task" {
+    shoald_start --max-pending-per-user 5
+    run "$SHOALD" --max-pending-per-user -1 --state "$SHOAL_TEST_DIR/x"
+    [ "$status" -ne 0 ]
+    "$SHOALD" --help | grep -q -- --max-pending-per-user
+    bob=$(shoal user create bob | tail -n1)
+    for i in 1 2 3 4; do SHOAL_TOKEN=$bob submit -- true >/dev/null; done
+    run env SHOAL_TOKEN="$bob" "$SHOAL_CLI" submit --array 0-1 -- true
+    echo "$output"
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"has 4 pending job(s) and may have at most 5"* ]]
+    last=$(SHOAL_TOKEN=$bob submit -- true)
+    run env SHOAL_TOKEN="$bob" "$SHOAL_CLI" submit -- true
+    [ "$status" -ne 0 ]
+    # Another user has their own count.
+    submit -- true >/dev/null
+    # A cancelled job leaves the count; an admin raises bob's own cap.
+    shoal cancel "$last" >/dev/null
+    SHOAL_TOKEN=$bob submit -- true >/dev/null
+    run shoal user set-limits bob --max-pending 8
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"pending=8"* ]]
+    SHOAL_TOKEN=$bob submit --array 0-2 -- true >/dev/null
+    run env SHOAL_TOKEN="$bob" "$SHOAL_CLI" submit -- true
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"at most 8"* ]]
+    run shoal user set-limits bob --max-pending 0
+    [ "$status" -ne 0 ]
+    shoal user set-limits bob --max-pending default >/dev/null
+    [ "$(curl -sf -H "Authorization: Bearer $SHOAL_TOKEN" "$SHOAL_URL/v1/users/bob/limits" | jq .limits.max_pending)" = null ]
+    # The count survives a restart of the controller.
+    shoald_stop
+    shoald_start --max-pending-per-user 5
+    run env SHOAL_TOKEN="$bob" "$SHOAL_CLI" submit -- true
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"has 8 pending job(s)"* ]]
+}
