@@ -18,6 +18,10 @@
 #include "store/store.h"
 
 #define HISTORY_MAX_BYTES (256u << 20)
+/* JSON answers come in pages (?limit=N&after=ID, "more": how many further
+ * jobs match) so one request cannot build a huge tree. */
+#define HISTORY_PAGE_DEFAULT 1000
+#define HISTORY_PAGE_MAX 5000
 
 struct history {
     struct shoald *d;
@@ -26,6 +30,8 @@ struct history {
     const char *user, *project; /* filters; NULL = any */
     unsigned states;            /* bit per enum job_state; 0 = any */
     bool trace;
+    int64_t limit, after; /* JSON: the page */
+    int64_t n, more;      /* JSON: jobs in the page, matching jobs beyond */
     struct strbuf csv;
     json_t *jobs;
     bool too_big;
@@ -70,7 +76,14 @@ static int history_job(const struct store_job_row *row, const json_t *rec,
     if (!policy_can_view(h->d->tenancy, h->caller, &view))
         return 0;
     const json_t *spec = json_object_get(rec, "spec");
+    if (!h->trace && (int64_t)row->id <= h->after)
+        return 0;
+    if (!h->trace && h->n >= h->limit) {
+        h->more++;
+        return 0;
+    }
     if (!h->trace) {
+        h->n++;
         json_t *o = json_pack(
             "{s:I, s:s, s:s, s:s, s:I, s:I, s:I, s:f, s:O, s:O, s:O}", "id",
             (json_int_t)row->id, "state", row->state, "user", row->user,
@@ -151,6 +164,21 @@ void api_history(struct shoald *d, struct api_req *req)
         return;
     }
     h.trace = format && strcmp(format, "trace") == 0;
+    h.limit = HISTORY_PAGE_DEFAULT;
+    const char *limit_s = api_query(req, "limit");
+    const char *after_s = api_query(req, "after");
+    if ((limit_s || after_s) && h.trace) {
+        api_errorf(req, SH_EINVAL,
+                   "limit and after page the JSON format; a trace comes whole");
+        return;
+    }
+    if ((limit_s && parse_int64("limit", limit_s, 1, HISTORY_PAGE_MAX, &h.limit,
+                                &err) < 0) ||
+        (after_s &&
+         parse_int64("after", after_s, 0, INT64_MAX, &h.after, &err) < 0)) {
+        api_reply_error(req, &err);
+        return;
+    }
     strbuf_init(&h.csv, HISTORY_MAX_BYTES);
     h.jobs = json_array();
     strbuf_appends(&h.csv, "id,submit,duration,gpus,nodes,user,project,"
@@ -168,7 +196,9 @@ void api_history(struct shoald *d, struct api_req *req)
         size_t len = h.csv.len;
         api_reply_text(req, 200, "text/csv", strbuf_take(&h.csv), len);
     } else {
-        api_reply_json(req, 200, json_pack("{s:O}", "jobs", h.jobs));
+        api_reply_json(req, 200,
+                       json_pack("{s:O, s:I}", "jobs", h.jobs, "more",
+                                 (json_int_t)h.more));
     }
     strbuf_fini(&h.csv);
     json_decref(h.jobs);

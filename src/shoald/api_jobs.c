@@ -18,7 +18,9 @@
 #include "shoald/jobtab.h"
 #include "shoald/policy.h"
 
-#define LIST_LIMIT_MAX 1000000
+/* A listing's page: by default, and the most one request may ask. */
+#define LIST_LIMIT_DEFAULT 5000
+#define LIST_LIMIT_MAX 10000
 
 /* The user's view of a job, with a pending job's reason and estimated
  * start taken from the scheduling engine at the moment of asking. */
@@ -148,7 +150,7 @@ void api_jobs_list(struct shoald *d, struct api_req *req)
     const char *project = api_query(req, "project");
     const char *limit_s = api_query(req, "limit");
     const char *after_s = api_query(req, "after");
-    int64_t limit = LIST_LIMIT_MAX, after = 0;
+    int64_t limit = LIST_LIMIT_DEFAULT, after = 0;
     if (state && parse_states(state, &mask, &err) < 0)
         goto fail;
     if (limit_s &&

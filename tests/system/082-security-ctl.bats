@@ -218,3 +218,35 @@ err_msg() { echo "$body" | jq -r .error.message; }
     [ "$status" -ne 0 ]
     [[ "$output" == *"has 8 pending job(s)"* ]]
 }
+
+@test "ctl-006 listings come in bounded pages: jobs and history" {
+    shoald_start
+    # 5001 pending jobs in one array: the default page holds 5000.
+    api POST /v1/jobs '{"command":["true"],"array":"0-5000"}'
+    [ "$status_code" = 201 ]
+    curl -sf -H "Authorization: Bearer $SHOAL_TOKEN" "$SHOAL_URL/v1/jobs" >"$SHOAL_TEST_DIR/page.json"
+    [ "$(jq '.jobs | length' "$SHOAL_TEST_DIR/page.json")" = 5000 ]
+    [ "$(jq .more "$SHOAL_TEST_DIR/page.json")" = 1 ]
+    api GET '/v1/jobs?limit=10001'
+    [ "$status_code" = 400 ]
+    # The CLI pages on: every job.
+    [ "$(shoal queue --json | jq length)" = 5001 ]
+    # History (jobs that ran and ended): five, two a page.
+    shoal cancel "$(jq '.jobs[0].id' "$SHOAL_TEST_DIR/page.json")" >/dev/null
+    agent_start node1 1
+    wait_for 20 nodes_up_is 1
+    arr=$(submit --array 0-4 -- true)
+    wait_for 30 sh -c "curl -sf -H 'Authorization: Bearer $SHOAL_TOKEN' '$SHOAL_URL/v1/history' | jq -e '.jobs | length == 5'"
+    api GET '/v1/history?limit=2'
+    [ "$status_code" = 200 ]
+    [ "$(echo "$body" | jq '[.jobs[].id]')" = "$(jq -n "[$arr, $arr + 1]")" ]
+    [ "$(echo "$body" | jq .more)" = 3 ]
+    api GET "/v1/history?limit=2&after=$((arr + 3))"
+    [ "$(echo "$body" | jq -c '[.jobs[].id]')" = "[$((arr + 4))]" ]
+    [ "$(echo "$body" | jq .more)" = 0 ]
+    api GET '/v1/history?limit=5001'
+    [ "$status_code" = 400 ]
+    api GET '/v1/history?format=trace&limit=2'
+    [ "$status_code" = 400 ]
+    [ "$(shoal history --json | jq length)" = 5 ]
+}
