@@ -431,6 +431,17 @@ static int setup(struct shoald *d, char *store_url, size_t url_size,
     if (mkdir(d->cfg.state_dir, 0700) < 0 && errno != EEXIST)
         return sh_errorf(err, SH_EUNAVAILABLE, "cannot create %s: %s",
                          d->cfg.state_dir, strerror(errno));
+    /* It holds the store, tokens and job output: owner only, even when
+     * made by someone else's mkdir (a looser one is tightened). */
+    struct stat st;
+    if (stat(d->cfg.state_dir, &st) == 0 && st.st_uid == geteuid() &&
+        (st.st_mode & 077)) {
+        if (chmod(d->cfg.state_dir, 0700) < 0)
+            return sh_errorf(err, SH_EUNAVAILABLE, "cannot chmod %s: %s",
+                             d->cfg.state_dir, strerror(errno));
+        sh_log(LOG_NOTICE, "main", "state folder %s made 0700 (was %04o)",
+               d->cfg.state_dir, (unsigned)(st.st_mode & 07777));
+    }
     if (lock_state(d->cfg.state_dir, err) < 0)
         return -1;
     if (!d->cfg.store_url) {
