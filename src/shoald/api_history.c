@@ -84,13 +84,25 @@ static int history_job(const struct store_job_row *row, const json_t *rec,
     }
     if (!h->trace) {
         h->n++;
+        /* The environment's values: for the owner and cluster admins. */
+        json_t *shown = json_deep_copy(spec);
+        if (shown && !policy_can_see_env(h->caller, &view)) {
+            static const char *const keys[] = {"env", "container_env"};
+            for (int k = 0; k < 2; k++) {
+                json_t *env = json_object_get(shown, keys[k]);
+                const char *name;
+                json_t *v;
+                json_object_foreach (env, name, v)
+                    json_object_set_new(env, name, json_string(JOB_ENV_HIDDEN));
+            }
+        }
         json_t *o = json_pack(
-            "{s:I, s:s, s:s, s:s, s:I, s:I, s:I, s:f, s:O, s:O, s:O}", "id",
+            "{s:I, s:s, s:s, s:s, s:I, s:I, s:I, s:f, s:o?, s:O, s:O}", "id",
             (json_int_t)row->id, "state", row->state, "user", row->user,
             "project", row->project, "submit_ms", (json_int_t)row->submit_ms,
             "start_ms", (json_int_t)row->start_ms, "end_ms",
             (json_int_t)row->end_ms, "gpu_seconds", row->gpu_seconds, "spec",
-            spec, "exit_code", json_object_get(rec, "exit_code"), "requeues",
+            shown, "exit_code", json_object_get(rec, "exit_code"), "requeues",
             json_object_get(rec, "requeues"));
         json_object_set_new(o, "attempts", history_attempts(rec));
         json_array_append_new(h->jobs, o);

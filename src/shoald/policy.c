@@ -158,6 +158,11 @@ int policy_can_prioritize(const struct tenancy *t,
                                                  : tenancy_role_name(s.role));
 }
 
+bool policy_can_see_env(const struct api_caller *caller, const struct job *job)
+{
+    return is_user(caller) && (caller->admin || owns_job(caller, job));
+}
+
 bool policy_can_view(const struct tenancy *t, const struct api_caller *caller,
                      const struct job *job)
 {

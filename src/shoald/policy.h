@@ -62,6 +62,11 @@ int policy_can_prioritize(const struct tenancy *t,
                           const struct api_caller *caller, const char *project,
                           enum job_priority prio, struct sh_error *err);
 
+/* May caller see the values of the job's environment (env,
+ * container_env)? Its owner and cluster admins; others who may see the
+ * job see the names only. */
+bool policy_can_see_env(const struct api_caller *caller, const struct job *job);
+
 /* May caller see this job (show, list, logs)? Own jobs, jobs of projects
  * where the caller holds any role, and every job for cluster admins. */
 bool policy_can_view(const struct tenancy *t, const struct api_caller *caller,

@@ -250,3 +250,42 @@ err_msg() { echo "$body" | jq -r .error.message; }
     [ "$status_code" = 400 ]
     [ "$(shoal history --json | jq length)" = 5 ]
 }
+
+@test "ctl-007 the store is 0600 in a 0700 folder; env values only for the owner and admins" {
+    shoald_start
+    dir=$SHOAL_TEST_DIR/controller
+    bob=$(shoal user create bob | tail -n1)
+    carol=$(shoal user create carol | tail -n1)
+    shoal project add-member default carol --role viewer >/dev/null
+    id=$(SHOAL_TOKEN=$bob submit -e WANDB_API_KEY=s3cret-value -- true)
+    # The harness made the folder 0755 (mkdir -p): shoald tightened it.
+    [ "$(stat -c %a "$dir")" = 700 ]
+    [ "$(stat -c %a "$dir/logs")" = 700 ]
+    for f in shoal.db shoal.db-wal shoal.db-shm; do
+        [ -e "$dir/$f" ]
+        [ "$(stat -c %a "$dir/$f")" = 600 ]
+    done
+    # A store left readable by an older shoald is tightened on start.
+    shoald_stop
+    chmod 0644 "$dir/shoal.db"
+    chmod 0755 "$dir"
+    shoald_start
+    [ "$(stat -c %a "$dir/shoal.db")" = 600 ]
+    [ "$(stat -c %a "$dir")" = 700 ]
+    grep -q "made 0700 (was 0755)" "$SHOAL_TEST_DIR/shoald.log"
+    # A project viewer sees the names, not the values, in the job and in
+    # the listing; the owner and a cluster admin see the values.
+    API_TOKEN=$carol api GET "/v1/jobs/$id"
+    [ "$status_code" = 200 ]
+    [ "$(echo "$body" | jq -r .env.WANDB_API_KEY)" = "(hidden)" ]
+    [[ "$body" != *s3cret-value* ]]
+    API_TOKEN=$carol api GET "/v1/jobs"
+    [ "$(echo "$body" | jq -r ".jobs[] | select(.id == $id) | .env.WANDB_API_KEY")" = "(hidden)" ]
+    [[ "$body" != *s3cret-value* ]]
+    API_TOKEN=$bob api GET "/v1/jobs/$id"
+    [ "$(echo "$body" | jq -r .env.WANDB_API_KEY)" = s3cret-value ]
+    API_TOKEN=$bob api GET "/v1/jobs"
+    [ "$(echo "$body" | jq -r ".jobs[] | select(.id == $id) | .env.WANDB_API_KEY")" = s3cret-value ]
+    api GET "/v1/jobs/$id"
+    [ "$(echo "$body" | jq -r .env.WANDB_API_KEY)" = s3cret-value ]
+}
