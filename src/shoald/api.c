@@ -50,6 +50,7 @@ struct api_req {
     int nparams;
     struct strbuf body;
     bool too_large;
+    bool bad_path; /* the path holds a control byte (raw or %XX) */
     json_t *json;
     struct api_caller caller;
     enum req_phase phase;
@@ -372,6 +373,12 @@ static void dispatch(struct api *api, struct api_req *req)
                    api->d->cfg.max_body);
         return;
     }
+    if (req->bad_path) {
+        api_errorf(req, SH_EINVAL,
+                   "the path holds a control character (a byte below 0x20 or "
+                   "0x7f, raw or as %%XX such as %%00)");
+        return;
+    }
     /* Strip the query string: MHD gives the path without it already. */
     bool known;
     const struct api_route *r = route_find(api, req, req->url, &known);
@@ -448,13 +455,48 @@ static struct api_req *req_create(struct api *api, struct MHD_Connection *conn,
     return req;
 }
 
+/* What the URI callback leaves as a request's context when its path holds
+ * a control byte: MHD decodes %00 into a NUL that would end the path (so
+ * /v1/jobs/1%00 read as /v1/jobs/1), and no path segment needs one. */
+static char bad_path_mark;
+
+static int hex_value(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* MHD_OPTION_URI_LOG_CALLBACK: sees the URI as sent, before decoding. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+    (void)cls;
+    (void)conn;
+    for (const char *p = uri; *p && *p != '?'; p++) {
+        unsigned char c = (unsigned char)*p;
+        if (c < 0x20 || c == 0x7f)
+            return &bad_path_mark;
+        if (c == '%' && hex_value(p[1]) >= 0 && hex_value(p[2]) >= 0) {
+            int v = hex_value(p[1]) * 16 + hex_value(p[2]);
+            if (v < 0x20 || v == 0x7f)
+                return &bad_path_mark;
+        }
+    }
+    return NULL;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
                                   const char *url, const char *method,
                                   const char *version, const char *upload,
                                   size_t *upload_size, void **con_cls)
 {
     struct api *api = cls;
-    struct api_req *req = *con_cls;
+    bool bad_path = *con_cls == &bad_path_mark;
+    struct api_req *req = bad_path ? NULL : *con_cls;
     (void)version;
     sh_debug("api", "call %s %s req=%p phase=%d upload=%zu", method, url,
              (void *)req, req ? (int)req->phase : -1, *upload_size);
@@ -462,6 +504,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
         req = req_create(api, conn, method);
         if (!req)
             return MHD_NO;
+        req->bad_path = bad_path;
         *con_cls = req;
         return MHD_YES;
     }
@@ -504,8 +547,10 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     (void)cls;
     (void)conn;
     (void)toe;
-    if (!req)
+    if (!req || *con_cls == &bad_path_mark) {
+        *con_cls = NULL;
         return;
+    }
     for (int i = 0; i < req->nparams; i++)
         free(req->params[i]);
     strbuf_fini(&req->body);
@@ -646,8 +691,9 @@ struct api *api_create(struct shoald *d, const struct api_route *routes,
     api->mhd = MHD_start_daemon(
         flags, 0, NULL, NULL, on_request, api, MHD_OPTION_EXTERNAL_LOGGER,
         mhd_log, api, MHD_OPTION_SOCK_ADDR, &ss, MHD_OPTION_NOTIFY_COMPLETED,
-        on_completed, api, MHD_OPTION_CONNECTION_LIMIT,
-        (unsigned)API_MAX_CONNECTIONS, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        on_completed, api, MHD_OPTION_URI_LOG_CALLBACK, on_uri, api,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)API_MAX_CONNECTIONS,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT,
         (unsigned)d->cfg.max_conns_per_address, MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned)d->cfg.request_timeout_s, MHD_OPTION_LISTEN_BACKLOG_SIZE,
         (unsigned)1024,

@@ -289,3 +289,31 @@ err_msg() { echo "$body" | jq -r .error.message; }
     api GET "/v1/jobs/$id"
     [ "$(echo "$body" | jq -r .env.WANDB_API_KEY)" = s3cret-value ]
 }
+
+@test "ctl-008 a control byte in a path is refused (400), not read as a shorter path" {
+    shoald_start
+    id=$(submit -- true)
+    for p in "/v1/jobs/$id%00" "/v1/jobs/$id%00x" "/v1/jobs/$id%0a" "/v1/jobs/$id%7F" \
+        "/v1/nodes/n%01" "/v1/users/root%00"; do
+        api GET "$p"
+        echo "$p -> $status_code $body"
+        [ "$status_code" = 400 ]
+        err_msg | grep -q "control character"
+    done
+    api DELETE "/v1/jobs/$id%00"
+    [ "$status_code" = 400 ]
+    job_state_is "$id" pending
+    # A raw control byte in the request line: refused as well.
+    run python3 -c '
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(b"GET /v1/health\x01 HTTP/1.1\r\nHost: x\r\n\r\n")
+print(s.recv(4096).split(b"\r\n")[0].decode())' "$SHOALD_PORT"
+    echo "$output"
+    [[ "$output" == *" 400 "* ]]
+    # Ordinary paths and query values still work.
+    api GET "/v1/jobs/$id"
+    [ "$status_code" = 200 ]
+    api GET "/v1/jobs?state=pending"
+    [ "$status_code" = 200 ]
+}
