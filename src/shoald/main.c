@@ -74,6 +74,11 @@ static const char usage[] =
     "10s)\n"
     "  --keepalive-timeout DUR  ...or, after a request with a valid token,\n"
     "                         between requests (default 2m)\n"
+    "  --request-deadline DUR  the whole time a request may take to arrive\n"
+    "                         after its request line, however it trickles\n"
+    "                         (a request line within the silence allowed\n"
+    "                         plus this; an answer must be read within 4x\n"
+    "                         this; default 30s; 0 = none)\n"
     "  --heartbeat-timeout DUR  a node is down after this silence (default "
     "30s)\n"
     "  --kill-grace DUR       SIGTERM to SIGKILL when a job is stopped: "
@@ -139,6 +144,7 @@ static int parse_args(int argc, char **argv, struct shoald_config *cfg)
         {"max-body", required_argument, NULL, 'b'},
         {"max-conns-per-address", required_argument, NULL, 'C'},
         {"max-pending-per-user", required_argument, NULL, 1101},
+        {"request-deadline", required_argument, NULL, 1102},
         {"request-timeout", required_argument, NULL, 'T'},
         {"keepalive-timeout", required_argument, NULL, 'E'},
         {"heartbeat-timeout", required_argument, NULL, 't'},
@@ -226,6 +232,17 @@ static int parse_args(int argc, char **argv, struct shoald_config *cfg)
             if (parse_timeout("--request-timeout", optarg,
                               &cfg->request_timeout_s, &err) < 0)
                 goto bad;
+            break;
+        case 1102:
+            if (parse_duration("--request-deadline", optarg, &v, &err) < 0)
+                goto bad;
+            if (v > 3600) {
+                sh_errorf(&err, SH_EINVAL,
+                          "--request-deadline must be at most 1h, not %s",
+                          optarg);
+                goto bad;
+            }
+            cfg->request_deadline_s = (int)v;
             break;
         case 'E':
             if (parse_timeout("--keepalive-timeout", optarg,
@@ -610,6 +627,7 @@ int main(int argc, char **argv)
     d.cfg.max_pending_per_user = 10000;
     d.cfg.request_timeout_s = 10;
     d.cfg.keepalive_timeout_s = 120;
+    d.cfg.request_deadline_s = 30;
     d.cfg.heartbeat_timeout_s = 30;
     d.cfg.kill_grace_s = 10;
     d.cfg.las_quantum_ms = -1;

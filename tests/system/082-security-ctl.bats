@@ -317,3 +317,113 @@ print(s.recv(4096).split(b"\r\n")[0].decode())' "$SHOALD_PORT"
     api GET "/v1/jobs?state=pending"
     [ "$status_code" = 200 ]
 }
+
+# slow.py PORT SOURCE COUNT MODE: COUNT connections from SOURCE that never
+# finish: "headers" sends the request line then a header byte a second;
+# "line" trickles the request line itself; "reader" asks for a large answer
+# and reads 64 bytes a second. Prints "closed N of COUNT after S s" once
+# the server has closed them all (or after 40 s).
+slow_py() {
+    python3 - "$@" <<'PY'
+import socket, sys, time
+port, source, count, mode = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4]
+token = sys.argv[5] if len(sys.argv) > 5 else ""
+socks = []
+for _ in range(count):
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.bind((source, 0))
+    s.connect(("127.0.0.1", port))
+    s.setblocking(False)
+    if mode == "headers":
+        s.send(b"GET /v1/health HTTP/1.1\r\nHost: x\r\n")
+    elif mode == "reader":
+        s.send(("GET /v1/jobs?limit=10000 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n" % token).encode())
+    socks.append(s)
+start = time.time()
+closed = set()
+line = b"GET /v1/health HTTP/1.1\r\n"
+i = 0
+while len(closed) < count and time.time() - start < 40:
+    for s in socks:
+        if s in closed:
+            continue
+        try:
+            if mode == "headers":
+                s.send(b"X")
+            elif mode == "line":
+                s.send(line[i % len(line):i % len(line) + 1])
+            else:
+                if s.recv(64) == b"":
+                    closed.add(s)
+        except BlockingIOError:
+            pass
+        except OSError:
+            closed.add(s)
+            continue
+        try:
+            if mode != "reader" and s.recv(4096) == b"":
+                closed.add(s)
+        except BlockingIOError:
+            pass
+        except OSError:
+            closed.add(s)
+    i += 1
+    time.sleep(1)
+print("closed %d of %d after %d s" % (len(closed), count, round(time.time() - start)))
+PY
+}
+
+# readers_are N: the controller holds N connections to 127.0.0.5.
+readers_are() {
+    [ "$(ss -Htn state established "( sport = :$SHOALD_PORT and dst 127.0.0.5 )" | wc -l)" = "$1" ]
+}
+
+@test "ctl-009 a request trickling in is closed at its deadline; others from that address go on" {
+    shoald_start --request-timeout 3s --request-deadline 3s
+    slow_py "$SHOALD_PORT" 127.0.0.3 60 headers >"$SHOAL_TEST_DIR/headers.out" &
+    slow=$!
+    # While the 60 trickle, a client from the same address is served.
+    sleep 1
+    code=$(curl -s -o /dev/null -w '%{http_code}' --interface 127.0.0.3 "$SHOAL_URL/v1/health")
+    [ "$code" = 200 ]
+    code=$(curl -s -o /dev/null -w '%{http_code}' --interface 127.0.0.3 \
+        -H "Authorization: Bearer $SHOAL_TOKEN" "$SHOAL_URL/v1/jobs")
+    [ "$code" = 200 ]
+    wait "$slow"
+    cat "$SHOAL_TEST_DIR/headers.out"
+    n=$(awk '{print $2}' "$SHOAL_TEST_DIR/headers.out")
+    secs=$(awk '{print $6}' "$SHOAL_TEST_DIR/headers.out")
+    [ "$n" = 60 ]
+    # The deadline, not the silence, closed them: a byte a second never
+    # let the 3 s timeout fire; 3 s after the request line and the tick.
+    [ "$secs" -ge 2 ] && [ "$secs" -le 8 ]
+    grep -q "past the request deadline" "$SHOAL_TEST_DIR/shoald.log"
+    # A request line trickled byte by byte: closed after the silence
+    # allowed plus the deadline.
+    run slow_py "$SHOALD_PORT" 127.0.0.4 10 line
+    echo "$output"
+    [[ "$output" == "closed 10 of 10 after "* ]]
+    secs=$(echo "$output" | awk '{print $6}')
+    [ "$secs" -le 11 ]
+    # A slow reader of a large answer (10,000 jobs, more than the kernel's
+    # buffers hold): the controller drops it within 4 deadlines (what the
+    # client already holds in its buffer it may still read: the server's
+    # side of the connection is what counts).
+    api POST /v1/jobs '{"command":["true","a-long-argument-to-make-the-answer-larger-than-the-socket-buffers"],"array":"0-9999"}'
+    [ "$status_code" = 201 ]
+    slow_py "$SHOALD_PORT" 127.0.0.5 3 reader "$SHOAL_TOKEN" >/dev/null &
+    slow=$!
+    wait_for 10 readers_are 3
+    t0=$(date +%s)
+    wait_for 25 readers_are 0
+    secs=$(($(date +%s) - t0))
+    echo "readers dropped after ${secs}s"
+    [ "$secs" -le 15 ]
+    kill "$slow" 2>/dev/null || true
+    wait "$slow" 2>/dev/null || true
+    health_ok
+    "$SHOALD" --help | grep -q -- --request-deadline
+    run "$SHOALD" --request-deadline 2h --state "$SHOAL_TEST_DIR/x"
+    [ "$status" -ne 0 ]
+}
