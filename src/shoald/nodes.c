@@ -43,6 +43,8 @@ static struct node *node_from_reg(struct shoald *d, const struct nodes_reg *r,
     n->mem = (uint64_t)r->mem;
     n->mps = r->mps;
     n->drain = old ? old->drain : false;
+    if (old)
+        memcpy(n->drain_reason, old->drain_reason, sizeof(n->drain_reason));
     n->registered_ms = old ? old->registered_ms : shoald_now_ms(d);
     if (node_set_address(n, r->address ? r->address : peer) < 0 ||
         (r->labels &&
@@ -242,6 +244,38 @@ int nodes_count_stale(struct shoald *d, const char *node, const json_t *runs,
 
 /* ---- register ---- */
 
+/* Whether node n reports the GPUs of its last accepted registration
+ * (old): the same count, and each GPU's UUID with the same model. A MIG
+ * re-slice changes slices, not GPUs. When not, why goes in why. */
+static bool same_gpus(const struct node *old, const struct node *n, char *why,
+                      size_t size)
+{
+    if (old->ngpus != n->ngpus) {
+        snprintf(why, size, "it had %d GPU(s) and now reports %d", old->ngpus,
+                 n->ngpus);
+        return false;
+    }
+    for (int i = 0; i < old->ngpus; i++) {
+        const struct gpu_info *was = &old->gpus[i];
+        const struct gpu_info *now = NULL;
+        for (int j = 0; j < n->ngpus && !now; j++) {
+            if (strcmp(n->gpus[j].uuid, was->uuid) == 0)
+                now = &n->gpus[j];
+        }
+        if (!now) {
+            snprintf(why, size, "its GPU %s (%s) is no longer reported",
+                     was->uuid, was->model);
+            return false;
+        }
+        if (strcmp(now->model, was->model) != 0) {
+            snprintf(why, size, "its GPU %s was a %s and now reports %s",
+                     was->uuid, was->model, now->model);
+            return false;
+        }
+    }
+    return true;
+}
+
 int nodes_register(struct shoald *d, const struct nodes_reg *reg,
                    const char *peer, const char *join_id,
                    char token[AUTH_TOKEN_LEN + 1], struct node **out,
@@ -271,6 +305,21 @@ int nodes_register(struct shoald *d, const struct nodes_reg *reg,
     if (nodes_count_stale(d, r.name, r.running, &stale, err) < 0) {
         node_destroy(n);
         return -1;
+    }
+    /* A node's GPUs are what it enrolled with: another inventory is not
+     * trusted (a rogue node reporting eight H100s would draw 8-GPU jobs
+     * and their secrets) until an admin checks it and resumes the node. */
+    const struct node *old = nodetab_get(d->nodes, r.name);
+    char why[NODE_REASON_MAX - 64];
+    if (old && !same_gpus(old, n, why, sizeof(why))) {
+        n->drain = true;
+        snprintf(n->drain_reason, sizeof(n->drain_reason),
+                 "GPU inventory changed: %s; check the node, then resume it",
+                 why);
+        sh_log(LOG_WARNING, "nodes",
+               "node %s re-registered from %s with other GPUs (%s): drained "
+               "until an admin resumes it",
+               r.name, peer, why);
     }
     if (!r.running)
         runs_unreported(d, r.name, NULL);
@@ -336,15 +385,26 @@ void nodes_check_heartbeats(struct shoald *d, int64_t now)
 /* ---- drain, resume, forget ---- */
 
 int nodes_set_drain(struct shoald *d, struct node *n, bool drain,
-                    const char *who, struct sh_error *err)
+                    const char *who, const char *reason, struct sh_error *err)
 {
-    if (n->drain == drain)
+    const char *want = drain && reason ? reason : "";
+    if (n->drain == drain && strcmp(n->drain_reason, want) == 0)
         return 0;
+    if (strlen(want) >= sizeof(n->drain_reason))
+        return sh_errorf(err, SH_EINVAL, "a drain reason has at most %zu bytes",
+                         sizeof(n->drain_reason) - 1);
+    char was[NODE_REASON_MAX];
+    memcpy(was, n->drain_reason, sizeof(was));
+    bool was_drain = n->drain;
     n->drain = drain;
+    snprintf(n->drain_reason, sizeof(n->drain_reason), "%s", want);
     if (persist_node(d, n, err) < 0) {
-        n->drain = !drain;
+        n->drain = was_drain;
+        memcpy(n->drain_reason, was, sizeof(was));
         return -1;
     }
+    if (was_drain == drain) /* a new reason only */
+        return 0;
     sh_log(LOG_NOTICE, "nodes", "node %s %s by %s", n->name,
            drain ? "drained" : "resumed", who);
     cluster_node_changed(d, n);

@@ -75,10 +75,13 @@ void nodes_heartbeat(struct shoald *d, struct node *n, bool samples, int stale);
 /* shoald_cron: nodes without a heartbeat for --heartbeat-timeout go down. */
 void nodes_check_heartbeats(struct shoald *d, int64_t now);
 
-/* Drain (no new jobs; running ones finish) or resume node n on behalf of
- * who (for the log). Nothing to do when it already is. */
+/* Drain (no new jobs; running ones finish) with reason (NULL: none) or
+ * resume node n (its reason cleared) on behalf of who (for the log).
+ * Nothing to do when it already is. A re-registration that reports other
+ * GPUs than the node's record drains it with the controller's reason
+ * (nodes_register) until an admin resumes it. */
 int nodes_set_drain(struct shoald *d, struct node *n, bool drain,
-                    const char *who, struct sh_error *err);
+                    const char *who, const char *reason, struct sh_error *err);
 
 /* Forget node n (a down node without jobs; else SH_ECONFLICT): its record
  * and agent tokens are deleted and n is freed. */

@@ -427,3 +427,39 @@ readers_are() {
     run "$SHOALD" --request-deadline 2h --state "$SHOAL_TEST_DIR/x"
     [ "$status" -ne 0 ]
 }
+
+@test "ctl-010 a node re-registering with other GPUs is drained until an admin resumes it" {
+    shoal_cluster_start 1 2
+    stop_node1() {
+        local pid
+        pid=$(agent_pid node1)
+        kill -TERM "$pid"
+        wait_for 10 sh -c "! kill -0 $pid 2>/dev/null"
+    }
+    # The same GPUs again: nothing to see.
+    stop_node1
+    agent_start node1 2
+    wait_node_heartbeat node1
+    [ "$(shoal nodes --json | jq -r '.[0].drain')" = false ]
+    # Eight "H100s" instead of two: drained, with the reason, and logged.
+    stop_node1
+    echo '{"count": 8, "model": "H100-80GB", "uuid_prefix": "rogue"}' \
+        >"$SHOAL_TEST_DIR/node1/simgpu.json"
+    agent_start node1 8
+    wait_for 20 sh -c "$SHOAL_CLI nodes --json | jq -e '.[0].drain == true'"
+    reason=$(shoal nodes --json | jq -r '.[0].drain_reason')
+    echo "$reason"
+    [[ "$reason" == "GPU inventory changed: it had 2 GPU(s) and now reports 8"* ]]
+    grep -q "re-registered from .* with other GPUs" "$SHOAL_TEST_DIR/shoald.log"
+    id=$(submit --gpus 8 -- true)
+    wait_node_heartbeat node1
+    wait_node_heartbeat node1
+    job_state_is "$id" pending
+    # An admin resumes it: the new inventory is accepted.
+    shoal node resume node1
+    wait_job_state "$id" completed 30
+    [ "$(shoal nodes --json | jq -r '.[0].drain_reason // "none"')" = none ]
+    # An admin's drain reason is kept and shown.
+    shoal node drain node1 --reason "disk swap"
+    [ "$(shoal nodes --json | jq -r '.[0].drain_reason')" = "disk swap" ]
+}

@@ -67,9 +67,9 @@ static struct api_req *hold_poll(void)
 static void touch_n1(void)
 {
     struct sh_error err = {0};
-    cr_assert_eq(
-        nodes_set_drain(&d, nodetab_get(d.nodes, "n1"), true, "admin", &err), 0,
-        "%s", err.msg);
+    cr_assert_eq(nodes_set_drain(&d, nodetab_get(d.nodes, "n1"), true, "admin",
+                                 NULL, &err),
+                 0, "%s", err.msg);
     cluster_node_touch(&d, "n1");
     cr_assert(commit_dirty(d.commit));
 }

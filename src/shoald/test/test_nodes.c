@@ -110,13 +110,13 @@ Test(nodes, drain_is_durable_and_kept_across_registration)
     json_t *gpus = json_array();
     cr_assert_eq(reg("n1", gpus, true, token, &err), 0, "%s", err.msg);
     struct node *n = nodetab_get(d.nodes, "n1");
-    cr_assert_eq(nodes_set_drain(&d, n, true, "admin", &err), 0);
+    cr_assert_eq(nodes_set_drain(&d, n, true, "admin", NULL, &err), 0);
     commit_and_reload();
     cr_assert(nodetab_get(d.nodes, "n1")->drain);
     cr_assert_eq(reg("n1", gpus, false, token, &err), 0, "%s", err.msg);
     cr_assert(nodetab_get(d.nodes, "n1")->drain, "registering keeps drain");
     n = nodetab_get(d.nodes, "n1");
-    cr_assert_eq(nodes_set_drain(&d, n, false, "admin", &err), 0);
+    cr_assert_eq(nodes_set_drain(&d, n, false, "admin", NULL, &err), 0);
     commit_and_reload();
     cr_assert_not(nodetab_get(d.nodes, "n1")->drain);
     json_decref(gpus);
