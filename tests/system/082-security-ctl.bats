@@ -463,3 +463,48 @@ readers_are() {
     shoal node drain node1 --reason "disk swap"
     [ "$(shoal nodes --json | jq -r '.[0].drain_reason')" = "disk swap" ]
 }
+
+@test "ctl-011 secret names are per project: no collision, nothing revealed" {
+    shoald_start
+    shoal team create t1 >/dev/null
+    shoal project create pa --team t1 >/dev/null
+    shoal project create pb --team t1 >/dev/null
+    alice=$(shoal user create alice --project pa | tail -n1)
+    bob=$(shoal user create bob --project pb | tail -n1)
+    shoal project add-member pa alice --role admin >/dev/null
+    shoal project add-member pb bob --role admin >/dev/null
+    SHOAL_TOKEN=$alice shoal secret create cred --project pa access_key=A secret_key=A >/dev/null
+    # Bob's project may use the same name: another secret, no "exists".
+    run env SHOAL_TOKEN="$bob" "$SHOAL_CLI" secret create cred --project pb access_key=B secret_key=B
+    echo "$output"
+    [ "$status" -eq 0 ]
+    # Bob sees his own; pa's is as absent as a name nobody has.
+    API_TOKEN=$bob api GET /v1/secrets/cred
+    [ "$(echo "$body" | jq -r .project)" = pb ]
+    API_TOKEN=$bob api GET '/v1/secrets/cred?project=pa'
+    [ "$status_code" = 404 ]
+    theirs=$(err_msg)
+    API_TOKEN=$bob api GET '/v1/secrets/nosuch?project=pa'
+    [ "$status_code" = 404 ]
+    [ "$(err_msg)" = "${theirs/cred/nosuch}" ]
+    [ "$(API_TOKEN=$bob api GET /v1/secrets; echo "$body" | jq -c '[.secrets[].project]')" = '["pb"]' ]
+    # A cluster admin sees both: the name alone is ambiguous.
+    api GET /v1/secrets/cred
+    [ "$status_code" = 409 ]
+    api GET '/v1/secrets/cred?project=pa'
+    [ "$(echo "$body" | jq -r .project)" = pa ]
+    # A volume of pb naming "cred" uses pb's: pb's cannot go, pa's can.
+    SHOAL_TOKEN=$bob shoal volume create data --project pb --s3 http://127.0.0.1:9/bucket1 --secret cred >/dev/null
+    run env SHOAL_TOKEN="$bob" "$SHOAL_CLI" secret delete cred
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"used by volume data"* ]]
+    run env SHOAL_TOKEN="$alice" "$SHOAL_CLI" secret delete cred
+    [ "$status" -eq 0 ]
+    run shoal secret show cred --project pb
+    [ "$status" -eq 0 ]
+    # Survives a restart: both scopes load.
+    SHOAL_TOKEN=$alice shoal secret create cred --project pa access_key=A secret_key=A >/dev/null
+    shoald_stop
+    shoald_start
+    [ "$(curl -sf -H "Authorization: Bearer $SHOAL_TOKEN" "$SHOAL_URL/v1/secrets" | jq -c '[.secrets[].project] | sort')" = '["pa","pb"]' ]
+}

@@ -78,7 +78,7 @@ Test(secrets, sealed_in_the_store_and_opened_again)
     struct secrets *s2 = secrets_create(dir, &err);
     store = store_open(db, &err);
     cr_assert_eq(secrets_load(s2, store, &err), 0, "%s", err.msg);
-    json_t *open = secrets_open(s2, "cred", &err);
+    json_t *open = secrets_open(s2, "vision", "cred", &err);
     cr_assert_not_null(open, "%s", err.msg);
     cr_assert(json_equal(open, d));
     json_decref(open);
@@ -87,7 +87,7 @@ Test(secrets, sealed_in_the_store_and_opened_again)
     remove(key);
     struct secrets *s3 = secrets_create(dir, &err);
     cr_assert_eq(secrets_load(s3, store, &err), 0);
-    cr_assert_null(secrets_open(s3, "cred", &err));
+    cr_assert_null(secrets_open(s3, "vision", "cred", &err));
     cr_assert(strstr(err.msg, "cannot be opened"), "%s", err.msg);
 
     store_close(store);
@@ -115,10 +115,19 @@ Test(secrets, bad_input_is_refused_and_changes_nothing)
     cr_assert_eq(secrets_add(s, b, "x", NULL, ok, "u", 1, &err), 0);
     cr_assert_eq(secrets_add(s, b, "x", NULL, ok, "u", 1, &err), -1);
     cr_assert_eq(err.code, SH_ECONFLICT);
-    cr_assert_eq(secrets_delete(s, b, "nope", &err), -1);
+    /* Names are per project: another project's "x" is another secret. */
+    cr_assert_eq(secrets_add(s, b, "x", "vision", ok, "u", 1, &err), 0, "%s",
+                 err.msg);
+    cr_assert_not_null(secrets_get(s, "vision", "x"));
+    cr_assert_eq(secrets_resolve(s, "nlp", "x"), secrets_get(s, NULL, "x"));
+    cr_assert_eq(secrets_resolve(s, "vision", "x"),
+                 secrets_get(s, "vision", "x"));
+    cr_assert_eq(secrets_delete(s, b, NULL, "nope", &err), -1);
     cr_assert_eq(err.code, SH_ENOTFOUND);
-    cr_assert_eq(secrets_delete(s, b, "x", &err), 0);
-    cr_assert_null(secrets_get(s, "x"));
+    cr_assert_eq(secrets_delete(s, b, "nlp", "x", &err), -1);
+    cr_assert_eq(secrets_delete(s, b, NULL, "x", &err), 0);
+    cr_assert_null(secrets_get(s, NULL, "x"));
+    cr_assert_not_null(secrets_get(s, "vision", "x"));
     json_decref(ok);
     json_decref(empty);
     json_decref(nonstr);
