@@ -169,3 +169,34 @@ Test(secrets, registry_credentials_are_the_projects_then_the_clusters)
     store_batch_destroy(b);
     secrets_destroy(s);
 }
+
+/* A secret stored under its bare name, as before names were per project:
+ * found in its project, and deleted by the key it is stored under. */
+Test(secrets, a_record_stored_under_its_bare_name_loads_and_deletes)
+{
+    struct secrets *s = secrets_create(dir, &err);
+    char db[128];
+    snprintf(db, sizeof(db), "%s/state.db", dir);
+    struct store *store = store_open(db, &err);
+    cr_assert_not_null(store, "%s", err.msg);
+    struct store_batch *b = store_batch_create();
+    json_t *rec =
+        json_pack("{s:s, s:s, s:[s], s:s, s:s, s:I, s:s}", "name", "old",
+                  "project", "vision", "keys", "k", "nonce", "AAAA", "box",
+                  "AAAA", "created_ms", (json_int_t)1, "created_by", "u");
+    cr_assert_eq(store_batch_put(b, "secret", "old", rec), 0);
+    cr_assert_eq(store_commit(store, b, &err), 0, "%s", err.msg);
+    store_batch_destroy(b);
+    cr_assert_eq(secrets_load(s, store, &err), 0, "%s", err.msg);
+    cr_assert_not_null(secrets_get(s, "vision", "old"));
+    cr_assert_null(secrets_get(s, NULL, "old"));
+    b = store_batch_create();
+    cr_assert_eq(secrets_delete(s, b, "vision", "old", &err), 0, "%s", err.msg);
+    cr_assert_eq(store_commit(store, b, &err), 0, "%s", err.msg);
+    store_batch_destroy(b);
+    cr_assert_eq(secrets_load(s, store, &err), 0, "%s", err.msg);
+    cr_assert_null(secrets_get(s, "vision", "old"), "gone from the store");
+    json_decref(rec);
+    store_close(store);
+    secrets_destroy(s);
+}
