@@ -20,8 +20,9 @@ static const char node_usage[] =
     "       shoal node resume NODE\n"
     "       shoal node rekey NODE\n"
     "       shoal node delete NODE\n"
-    "       shoal node token create [--expires DURATION] [--uses N]\n"
-    "       shoal node token list\n"
+    "       shoal node token create [--expires DURATION] [--uses N] "
+    "[--json]\n"
+    "       shoal node token list [--json]\n"
     "       shoal node token revoke ID\n"
     "       shoal node token rotate-default\n"
     "Drain a node (running jobs finish, no new ones start) or resume it.\n"
@@ -138,6 +139,14 @@ static int node_token(int argc, char **argv)
     if (argc < 3)
         die("node token: create, list, revoke ID or rotate-default?");
     const char *verb = argv[2];
+    if (!strcmp(verb, "-h") || !strcmp(verb, "--help") ||
+        !strcmp(verb, "help")) {
+        fputs(node_usage, stdout);
+        return 0;
+    }
+    if (strcmp(verb, "create") && strcmp(verb, "list") &&
+        strcmp(verb, "revoke") && strcmp(verb, "rotate-default"))
+        cmd_opts_unknown_subcommand("node token", verb);
     struct cmd_flag flags[] = {{"expires", true, NULL, false},
                                {"uses", true, NULL, false},
                                {"json", false, NULL, false},
@@ -148,6 +157,8 @@ static int node_token(int argc, char **argv)
     bool create = strcmp(verb, "create") == 0;
     if ((flags[0].set || flags[1].set) && !create)
         die("--expires and --uses go with 'node token create'");
+    if (flags[2].set && !create && strcmp(verb, "list") != 0)
+        die("--json goes with 'node token create' and 'node token list'");
     struct client *c = cmd_connect();
     json_t *ans;
     if (create) {
