@@ -10,6 +10,16 @@
 #            `shoal node delete` lets the name enroll afresh
 #   ctl-003  join tokens an admin creates: use counts, expiry, revoke; the
 #            default one is rotated (state/join.token rewritten)
+#   ctl-004  priority above normal: project admins and cluster admins only
+#   ctl-005  a per-user cap on pending jobs (arrays count each task)
+#   ctl-006  GET /v1/jobs and /v1/history answer in bounded pages
+#   ctl-007  store files 0600 in a 0700 state folder; a job's environment
+#            values only for its owner and cluster admins
+#   ctl-008  a control byte in a path (%00) is a 400
+#   ctl-009  slow senders and slow readers are cut at the request deadline
+#   ctl-010  a node re-registering with other GPUs is drained with a reason
+#   ctl-011  secret names are per project
+#   ctl-012  the history hides environment values as the job view does
 
 load lib/cluster
 
@@ -507,4 +517,23 @@ readers_are() {
     shoald_stop
     shoald_start
     [ "$(curl -sf -H "Authorization: Bearer $SHOAL_TOKEN" "$SHOAL_URL/v1/secrets" | jq -c '[.secrets[].project] | sort')" = '["pa","pb"]' ]
+}
+
+@test "ctl-012 the history shows a job's environment values to its owner and admins only" {
+    shoal_cluster_start 1 1
+    bob=$(shoal user create bob | tail -n1)
+    carol=$(shoal user create carol | tail -n1)
+    shoal project add-member default carol --role viewer >/dev/null
+    # bob has no Unix account here: the run fails, and ends in the history
+    # all the same.
+    id=$(SHOAL_TOKEN=$bob submit -e HF_TOKEN=hf-s3cret -- true)
+    wait_for 20 sh -c "curl -sf -H 'Authorization: Bearer $SHOAL_TOKEN' '$SHOAL_URL/v1/history' | jq -e '.jobs | length == 1'"
+    API_TOKEN=$carol api GET /v1/history
+    [ "$status_code" = 200 ]
+    [ "$(echo "$body" | jq -r ".jobs[] | select(.id == $id) | .spec.env.HF_TOKEN")" = "(hidden)" ]
+    [[ "$body" != *hf-s3cret* ]]
+    API_TOKEN=$bob api GET /v1/history
+    [ "$(echo "$body" | jq -r ".jobs[] | select(.id == $id) | .spec.env.HF_TOKEN")" = hf-s3cret ]
+    api GET /v1/history
+    [ "$(echo "$body" | jq -r ".jobs[] | select(.id == $id) | .spec.env.HF_TOKEN")" = hf-s3cret ]
 }
