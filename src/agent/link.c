@@ -87,6 +87,27 @@ static int save_token(struct link *l, const char *token, struct sh_error *err)
 
 /* ---- connection ---- */
 
+static int use_token(struct link *l, const char *token, struct sh_error *err);
+
+/* The operator may put a new node token in the token file (shoal node
+ * rekey): true when it holds another token than the one in use, now used. */
+static bool token_file_changed(struct link *l)
+{
+    char old[sizeof(l->token)];
+    snprintf(old, sizeof(old), "%s", l->token);
+    load_token(l);
+    if (!l->token[0] || strcmp(old, l->token) == 0)
+        return false;
+    struct sh_error err;
+    if (use_token(l, l->token, &err) < 0)
+        return false;
+    pthread_mutex_lock(&l->mu);
+    snprintf(l->poll_token, sizeof(l->poll_token), "%s", l->token);
+    pthread_mutex_unlock(&l->mu);
+    sh_log(LOG_NOTICE, "link", "using the new node token of the token file");
+    return true;
+}
+
 static struct client *connect_as(const struct link *l, const char *token,
                                  struct sh_error *err)
 {
@@ -227,6 +248,12 @@ int link_register(struct link *l, struct sh_error *err)
         if (rc < 0 && status != 401 && status != 403)
             goto out;
     }
+    if (rc < 0 && token_file_changed(l)) {
+        rc = client_call(l->client, "POST", "/v1/agent/register", body, &ans,
+                         &status, err);
+        if (rc < 0 && status != 401 && status != 403)
+            goto out;
+    }
     if (rc < 0) {
         if (!l->a->cfg.join_token[0]) {
             rc = sh_errorf(err, SH_EUNAUTH,
@@ -244,6 +271,9 @@ int link_register(struct link *l, struct sh_error *err)
         if (rc < 0) {
             if (status == 401 || status == 403)
                 sh_error_prefix(err, "the join token was refused: ");
+            else if (status == 409)
+                sh_error_prefix(err, "the controller refused to enroll this "
+                                     "node again: ");
             goto out;
         }
     }

@@ -465,7 +465,9 @@ static int before_sleep(struct loop *loop, void *arg)
     return -1;
 }
 
-/* Register until it works, or fail for good on a refused join token. */
+/* Register until it works, or fail for good on a refused join token or an
+ * enrolled name this agent has no valid token for (the message says what
+ * the operator does: shoal node rekey or shoal node delete). */
 static int first_register(struct agent *a, struct sh_error *err)
 {
     int backoff = 100;
@@ -473,7 +475,7 @@ static int first_register(struct agent *a, struct sh_error *err)
         if (link_register(a->link, err) == 0)
             return 0;
         if (err->code == SH_EUNAUTH || err->code == SH_EFORBIDDEN ||
-            err->code == SH_EINVAL)
+            err->code == SH_EINVAL || err->code == SH_ECONFLICT)
             return -1;
         sh_log(LOG_WARNING, "link", "%s; retrying", err->msg);
         usleep((useconds_t)backoff * 1000);

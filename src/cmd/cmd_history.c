@@ -269,8 +269,25 @@ int cmd_history(int argc, char **argv)
         client_destroy(cl);
         return 0;
     }
-    json_t *ans = cmd_call(cl, "GET", path, NULL);
-    json_t *jobs = json_object_get(ans, "jobs");
+    /* Page after page (the controller answers at most 5000 at once). */
+    json_t *ans = json_object(), *jobs = json_array();
+    json_object_set_new(ans, "jobs", jobs);
+    long long after = 0;
+    for (;;) {
+        char page[2200];
+        snprintf(page, sizeof(page), "%s&limit=5000&after=%lld", path, after);
+        json_t *part = cmd_call(cl, "GET", page, NULL);
+        json_t *pj = json_object_get(part, "jobs");
+        size_t np = json_array_size(pj);
+        if (np)
+            after = json_integer_value(
+                json_object_get(json_array_get(pj, np - 1), "id"));
+        json_array_extend(jobs, pj);
+        long long more = json_integer_value(json_object_get(part, "more"));
+        json_decref(part);
+        if (!np || more <= 0)
+            break;
+    }
     if (json_out) {
         cmd_print_json(json_incref(jobs));
     } else {

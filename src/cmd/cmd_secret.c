@@ -12,14 +12,17 @@ static const char secret_usage[] =
     "Usage: shoal secret create NAME [--project P] KEY=VALUE... | "
     "--from-file KEY=PATH...\n"
     "       shoal secret list [--json]\n"
-    "       shoal secret show NAME [--json]\n"
-    "       shoal secret delete NAME\n"
+    "       shoal secret show NAME [--project P | --cluster] [--json]\n"
+    "       shoal secret delete NAME [--project P | --cluster]\n"
     "A secret holds credentials, e.g. an S3 volume's access_key and\n"
     "secret_key. The controller stores values encrypted and never shows\n"
     "them back: listings give the names of the keys only. KEY=- reads the\n"
     "value from standard input (one line), so it stays out of your shell\n"
     "history. A secret belongs to one project (--project; its admins\n"
-    "manage it) or to the whole cluster (cluster admins).\n"
+    "manage it) or to the whole cluster (cluster admins). Names are per\n"
+    "project: show and delete find the one you may see, or the one of\n"
+    "--project P (--cluster: the cluster-wide one) when several projects\n"
+    "have one of that name.\n"
     "A secret with registry=HOST[:PORT], username and password holds the\n"
     "credentials the project's jobs pull images from that registry with\n"
     "(a project's own before the cluster's).\n";
@@ -139,17 +142,34 @@ static int list(int argc, char **argv)
     return 0;
 }
 
+/* /v1/secrets/NAME, with ?project= when --project or --cluster says. */
+static void secret_path(char *path, size_t size, const char *name,
+                        const struct cmd_flag *project,
+                        const struct cmd_flag *cluster)
+{
+    char enc[200], penc[200] = "";
+    if (project->set && cluster->set)
+        die("--project and --cluster exclude each other");
+    client_urlencode(name, enc, sizeof(enc));
+    if (project->set)
+        client_urlencode(project->value, penc, sizeof(penc));
+    snprintf(path, size, "/v1/secrets/%s%s%s", enc,
+             project->set || cluster->set ? "?project=" : "", penc);
+}
+
 static int show(int argc, char **argv)
 {
     struct cmd_flag flags[] = {{"json", false, NULL, false},
+                               {"project", true, NULL, false},
+                               {"cluster", false, NULL, false},
                                {NULL, false, NULL, false}};
     const char *name;
     if (cmd_opts_collect("secret show", secret_usage, flags, argc - 1, argv + 1,
                          &name, 1) != 1)
-        die("usage: shoal secret show NAME [--json]");
-    char path[300], enc[200];
-    client_urlencode(name, enc, sizeof(enc));
-    snprintf(path, sizeof(path), "/v1/secrets/%s", enc);
+        die("usage: shoal secret show NAME [--project P | --cluster] "
+            "[--json]");
+    char path[700];
+    secret_path(path, sizeof(path), name, &flags[1], &flags[2]);
     struct client *c = cmd_connect();
     json_t *s = cmd_call(c, "GET", path, NULL);
     if (flags[0].set) {
@@ -169,13 +189,15 @@ static int show(int argc, char **argv)
 
 static int delete (int argc, char **argv)
 {
+    struct cmd_flag flags[] = {{"project", true, NULL, false},
+                               {"cluster", false, NULL, false},
+                               {NULL, false, NULL, false}};
     const char *name;
-    if (cmd_opts_collect("secret delete", secret_usage, NULL, argc - 1,
+    if (cmd_opts_collect("secret delete", secret_usage, flags, argc - 1,
                          argv + 1, &name, 1) != 1)
-        die("usage: shoal secret delete NAME");
-    char path[300], enc[200];
-    client_urlencode(name, enc, sizeof(enc));
-    snprintf(path, sizeof(path), "/v1/secrets/%s", enc);
+        die("usage: shoal secret delete NAME [--project P | --cluster]");
+    char path[700];
+    secret_path(path, sizeof(path), name, &flags[0], &flags[1]);
     struct client *c = cmd_connect();
     json_decref(cmd_call(c, "DELETE", path, NULL));
     printf("secret %s deleted\n", name);

@@ -62,7 +62,7 @@ static const char user_usage[] =
     "  shoal user tokens NAME [--json]         list tokens (ids, expiry)\n"
     "  shoal user revoke NAME [--token ID]     revoke all tokens, or one\n"
     "  shoal user set-limits NAME [--max-gpus N|none] [--max-jobs N|none]\n"
-    "                             [--max-time DUR|none]\n"
+    "                             [--max-time DUR|none] [--max-pending N]\n"
     "  shoal user set NAME [--admin|--no-admin] [--project P|--no-project]\n"
     "  shoal user delete NAME\n"
     "\n"
@@ -682,9 +682,11 @@ static const char user_limits_usage[] =
     "Usage: shoal user set-limits NAME [--max-gpus N|none]\n"
     "                                  [--max-jobs N|none]\n"
     "                                  [--max-time DUR|none]\n"
+    "                                  [--max-pending N|default]\n"
     "Set per-user limits: GPUs and jobs running at once, and the longest\n"
-    "--time a job may ask for (none: no limit). Limits not given keep their\n"
-    "value.\n";
+    "--time a job may ask for (none: no limit), and the most pending jobs\n"
+    "(array tasks count one each; default: shoald's --max-pending-per-user).\n"
+    "Limits not given keep their value.\n";
 static const char user_set_usage[] =
     "Usage: shoal user set NAME [--admin|--no-admin] [--project "
     "P|--no-project]\n"
@@ -719,11 +721,12 @@ static void print_token(const json_t *ans)
 
 static void format_limits(const json_t *l, char *buf, size_t size)
 {
-    static const char *const keys[] = {"max_gpus", "max_jobs", "max_time_s"};
-    static const char *const names[] = {"gpus", "jobs", "time"};
+    static const char *const keys[] = {"max_gpus", "max_jobs", "max_time_s",
+                                       "max_pending"};
+    static const char *const names[] = {"gpus", "jobs", "time", "pending"};
     size_t o = 0;
     buf[0] = '\0';
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         json_t *v = json_object_get(l, keys[i]);
         if (!json_is_integer(v))
             continue;
@@ -958,19 +961,18 @@ static int user_revoke(int argc, char **argv)
 
 static int user_set_limits(int argc, char **argv)
 {
-    struct cmd_flag opts[] = {{"max-gpus", true, NULL, false},
-                              {"max-jobs", true, NULL, false},
-                              {"max-time", true, NULL, false},
-                              {"json", false, NULL, false},
-                              {NULL, false, NULL, false}};
+    struct cmd_flag opts[] = {
+        {"max-gpus", true, NULL, false},    {"max-jobs", true, NULL, false},
+        {"max-time", true, NULL, false},    {"json", false, NULL, false},
+        {"max-pending", true, NULL, false}, {NULL, false, NULL, false}};
     const char *pos[1];
     char path[512];
     need_pos(cmd_opts_collect("user set-limits", user_limits_usage, opts, argc,
                               argv, pos, 1),
              1, "user set-limits", "the user's name");
-    if (!opts[0].set && !opts[1].set && !opts[2].set)
-        die("give --max-gpus, --max-jobs or --max-time (see shoal user "
-            "set-limits --help)");
+    if (!opts[0].set && !opts[1].set && !opts[2].set && !opts[4].set)
+        die("give --max-gpus, --max-jobs, --max-time or --max-pending (see "
+            "shoal user set-limits --help)");
     json_t *body = json_object();
     const char *keys[] = {"max_gpus", "max_jobs"};
     for (int i = 0; i < 2; i++) {
@@ -989,6 +991,13 @@ static int user_set_limits(int argc, char **argv)
         json_object_set_new(body, "max_time_s",
                             s ? json_integer(s) : json_null());
     }
+    if (opts[4].set)
+        json_object_set_new(
+            body, "max_pending",
+            strcmp(opts[4].value, "default") == 0
+                ? json_null()
+                : json_integer(cmd_parse_int("--max-pending", opts[4].value, 1,
+                                             10000000)));
     path_of(path, sizeof(path), "users", pos[0], "/limits");
     json_t *ans = call("PATCH", path, body);
     if (opts[3].set) {

@@ -25,7 +25,7 @@ static const struct command commands[] = {
     {"requeue", cmd_requeue, "put jobs back in the queue (running: stopped)"},
     {"logs", cmd_logs, "print a job's output (-f to follow)"},
     {"nodes", cmd_nodes, "list nodes and their GPUs"},
-    {"node", cmd_node, "drain or resume a node"},
+    {"node", cmd_node, "drain, resume, rekey or delete a node; join tokens"},
     {"history", cmd_history, "jobs that ran; --trace for shoal sim"},
     {"sim", cmd_sim, "replay a job trace against a cluster shape"},
     {"slice", cmd_slice, "GPU slices from presets: presets, apply, show"},

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 
 #include "lib/loop/loop.h"
 #include "lib/util/clock.h"
@@ -34,6 +35,29 @@
  * message text per this interval, then how many were left out. */
 #define API_LOG_REPEAT_MS 10000
 
+/* How often the request deadlines are checked, and how long an answer may
+ * take to leave, in request deadlines (a slow reader's bound). */
+#define API_DEADLINE_TICK_MS 500
+#define API_SEND_DEADLINES 4
+
+/* Where a connection is, for its deadline. Silence alone is MHD's
+ * timeout, which every byte resets; this bounds the whole time. */
+enum conn_phase {
+    CONN_IDLE = 0,  /* open or after an answer: no request line yet */
+    CONN_RECEIVING, /* a request line came: headers and body */
+    CONN_HANDLING,  /* received whole: handled, held or waiting (no bound) */
+    CONN_SENDING,   /* its answer is queued: the client reads it */
+};
+
+struct conn_track {
+    struct MHD_Connection *conn;
+    int fd;
+    enum conn_phase phase;
+    int64_t since_ms; /* when the phase began */
+    bool cut;         /* shut down for a deadline */
+    struct conn_track *prev, *next;
+};
+
 enum req_phase {
     PHASE_READING = 0, /* receiving the body */
     PHASE_WAITING,     /* answered, waiting for the commit */
@@ -50,6 +74,7 @@ struct api_req {
     int nparams;
     struct strbuf body;
     bool too_large;
+    bool bad_path; /* the path holds a control byte (raw or %XX) */
     json_t *json;
     struct api_caller caller;
     enum req_phase phase;
@@ -71,12 +96,18 @@ struct api {
     char *tls_cert;
     char *tls_key;
     uint64_t requests;
-    int suspended; /* connections suspended (held or waiting) */
+    int suspended;            /* connections suspended (held or waiting) */
+    struct conn_track *conns; /* every open connection */
+    int64_t deadline_timer;
+    uint64_t cut_count; /* connections shut for a deadline */
     /* mhd_log's repeat filter */
     const char *log_fmt;
     int64_t log_ms;
     long log_repeats;
 };
+
+static void conn_phase(struct api *api, struct MHD_Connection *conn,
+                       enum conn_phase phase);
 
 /* ---- answers ---- */
 
@@ -377,6 +408,12 @@ static void dispatch(struct api *api, struct api_req *req)
                    api->d->cfg.max_body);
         return;
     }
+    if (req->bad_path) {
+        api_errorf(req, SH_EINVAL,
+                   "the path holds a control character (a byte below 0x20 or "
+                   "0x7f, raw or as %%XX such as %%00)");
+        return;
+    }
     /* Strip the query string: MHD gives the path without it already. */
     bool known;
     const struct api_route *r = route_find(api, req, req->url, &known);
@@ -417,6 +454,7 @@ static void dispatch(struct api *api, struct api_req *req)
 
 static enum MHD_Result queue_answer(struct api_req *req)
 {
+    conn_phase(req->api, req->conn, CONN_SENDING);
     struct MHD_Response *resp = MHD_create_response_from_buffer(
         req->resp_len, req->resp, MHD_RESPMEM_MUST_FREE);
     if (!resp)
@@ -453,13 +491,159 @@ static struct api_req *req_create(struct api *api, struct MHD_Connection *conn,
     return req;
 }
 
+/* ---- the whole-request deadline ---- */
+
+static struct conn_track *track_of(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
+static void conn_phase(struct api *api, struct MHD_Connection *conn,
+                       enum conn_phase phase)
+{
+    struct conn_track *t = track_of(conn);
+    if (t && t->phase != phase) {
+        t->phase = phase;
+        t->since_ms = shoald_now_ms(api->d);
+    }
+}
+
+/* MHD_OPTION_NOTIFY_CONNECTION: keep the list of open connections. */
+static void on_connection(void *cls, struct MHD_Connection *conn,
+                          void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    struct api *api = cls;
+    struct conn_track *t = *socket_context;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        t = calloc(1, sizeof(*t));
+        if (!t)
+            return; /* out of memory: this one has MHD's timeout only */
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        t->conn = conn;
+        t->fd = ci ? ci->connect_fd : -1;
+        t->since_ms = shoald_now_ms(api->d);
+        t->next = api->conns;
+        if (api->conns)
+            api->conns->prev = t;
+        api->conns = t;
+        *socket_context = t;
+    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED && t) {
+        if (t->prev)
+            t->prev->next = t->next;
+        else
+            api->conns = t->next;
+        if (t->next)
+            t->next->prev = t->prev;
+        free(t);
+        *socket_context = NULL;
+    }
+}
+
+/* The most ms a connection may spend in its phase: a request line must
+ * come within the silence the connection is allowed (MHD's timeout: the
+ * request timeout, or the keep-alive one after a request with a valid
+ * token) plus the deadline, a whole request within the deadline of its
+ * request line, an answer within API_SEND_DEADLINES deadlines; 0: none. */
+static int64_t phase_limit_ms(const struct api *api, const struct conn_track *t)
+{
+    int64_t deadline = (int64_t)api->d->cfg.request_deadline_s * 1000;
+    switch (t->phase) {
+    case CONN_IDLE: {
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
+            t->conn, MHD_CONNECTION_INFO_CONNECTION_TIMEOUT);
+        int64_t idle = ci ? (int64_t)ci->connection_timeout * 1000 : 0;
+        return idle + deadline;
+    }
+    case CONN_RECEIVING:
+        return deadline;
+    case CONN_SENDING:
+        return deadline * API_SEND_DEADLINES;
+    case CONN_HANDLING:
+        break;
+    }
+    return 0;
+}
+
+/* Shut every connection past its phase's limit: MHD sees the end of the
+ * stream and closes it (a suspended one is never past: it is handling). */
+static int64_t check_deadlines(struct loop *loop, void *arg)
+{
+    struct api *api = arg;
+    (void)loop;
+    int64_t now = shoald_now_ms(api->d);
+    int cut = 0;
+    for (struct conn_track *t = api->conns; t; t = t->next) {
+        int64_t limit = phase_limit_ms(api, t);
+        if (t->cut || !limit || t->fd < 0 || now - t->since_ms <= limit)
+            continue;
+        /* A reset, not a close that still delivers what the kernel
+         * holds: a slow reader gets nothing more. */
+        struct linger lg = {.l_onoff = 1, .l_linger = 0};
+        setsockopt(t->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+        shutdown(t->fd, SHUT_RDWR);
+        /* MHD may wait for a write that never comes: its own timeout
+         * closes the connection a second later at most. */
+        MHD_set_connection_option(t->conn, MHD_CONNECTION_OPTION_TIMEOUT, 1u);
+        t->cut = true;
+        cut++;
+    }
+    if (cut) {
+        api->cut_count += (uint64_t)cut;
+        sh_log(LOG_WARNING, "api",
+               "closed %d connection(s) past the request deadline of %ds "
+               "(slow senders or readers; %llu so far)",
+               cut, api->d->cfg.request_deadline_s,
+               (unsigned long long)api->cut_count);
+    }
+    return API_DEADLINE_TICK_MS;
+}
+
+/* What the URI callback leaves as a request's context when its path holds
+ * a control byte: MHD decodes %00 into a NUL that would end the path (so
+ * /v1/jobs/1%00 read as /v1/jobs/1), and no path segment needs one. */
+static char bad_path_mark;
+
+static int hex_value(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* MHD_OPTION_URI_LOG_CALLBACK: sees the URI as sent, before decoding. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+    /* The request line came: the rest of the request has the deadline. */
+    conn_phase(cls, conn, CONN_RECEIVING);
+    for (const char *p = uri; *p && *p != '?'; p++) {
+        unsigned char c = (unsigned char)*p;
+        if (c < 0x20 || c == 0x7f)
+            return &bad_path_mark;
+        if (c == '%' && hex_value(p[1]) >= 0 && hex_value(p[2]) >= 0) {
+            int v = hex_value(p[1]) * 16 + hex_value(p[2]);
+            if (v < 0x20 || v == 0x7f)
+                return &bad_path_mark;
+        }
+    }
+    return NULL;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
                                   const char *url, const char *method,
                                   const char *version, const char *upload,
                                   size_t *upload_size, void **con_cls)
 {
     struct api *api = cls;
-    struct api_req *req = *con_cls;
+    bool bad_path = *con_cls == &bad_path_mark;
+    struct api_req *req = bad_path ? NULL : *con_cls;
     (void)version;
     sh_debug("api", "call %s %s req=%p phase=%d upload=%zu", method, url,
              (void *)req, req ? (int)req->phase : -1, *upload_size);
@@ -467,6 +651,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
         req = req_create(api, conn, method);
         if (!req)
             return MHD_NO;
+        req->bad_path = bad_path;
         *con_cls = req;
         return MHD_YES;
     }
@@ -483,6 +668,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
     }
     req->url = url;
     api->requests++;
+    conn_phase(api, conn, CONN_HANDLING);
     dispatch(api, req);
     if (req->phase == PHASE_HELD) {
         api->suspended++;
@@ -506,11 +692,12 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
     struct api_req *req = *con_cls;
-    (void)cls;
-    (void)conn;
     (void)toe;
-    if (!req)
+    conn_phase(cls, conn, CONN_IDLE);
+    if (!req || *con_cls == &bad_path_mark) {
+        *con_cls = NULL;
         return;
+    }
     for (int i = 0; i < req->nparams; i++)
         free(req->params[i]);
     strbuf_fini(&req->body);
@@ -651,8 +838,10 @@ struct api *api_create(struct shoald *d, const struct api_route *routes,
     api->mhd = MHD_start_daemon(
         flags, 0, NULL, NULL, on_request, api, MHD_OPTION_EXTERNAL_LOGGER,
         mhd_log, api, MHD_OPTION_SOCK_ADDR, &ss, MHD_OPTION_NOTIFY_COMPLETED,
-        on_completed, api, MHD_OPTION_CONNECTION_LIMIT,
-        (unsigned)API_MAX_CONNECTIONS, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        on_completed, api, MHD_OPTION_URI_LOG_CALLBACK, on_uri, api,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, api,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)API_MAX_CONNECTIONS,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT,
         (unsigned)d->cfg.max_conns_per_address, MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned)d->cfg.request_timeout_s, MHD_OPTION_LISTEN_BACKLOG_SIZE,
         (unsigned)1024,
@@ -673,6 +862,14 @@ struct api *api_create(struct shoald *d, const struct api_route *routes,
     if (loop_add_fd(d->loop, api->epoll_fd, EPOLLIN, on_mhd_ready, api, err) <
         0)
         goto error;
+    if (d->cfg.request_deadline_s > 0) {
+        api->deadline_timer =
+            loop_add_timer(d->loop, API_DEADLINE_TICK_MS, check_deadlines, api);
+        if (api->deadline_timer < 0) {
+            sh_errorf(err, SH_EINTERNAL, "out of memory");
+            goto error;
+        }
+    }
     return api;
 error:
     api_destroy(api);
@@ -693,6 +890,8 @@ void api_destroy(struct api *api)
 {
     if (!api)
         return;
+    if (api->deadline_timer > 0)
+        loop_del_timer(api->d->loop, api->deadline_timer);
     if (api->mhd) {
         /* Resumed connections leave the suspended list only in MHD_run. */
         MHD_run(api->mhd);

@@ -82,7 +82,8 @@ void api_agent_register(struct shoald *d, struct api_req *req)
     }
     char token[AUTH_TOKEN_LEN + 1] = "";
     struct node *n;
-    if (nodes_register(d, &r, api_peer(req), c->role == API_JOIN, token, &n,
+    if (nodes_register(d, &r, api_peer(req),
+                       c->role == API_JOIN ? c->token_id : NULL, token, &n,
                        &err) < 0)
         goto fail;
     json_t *ans =

@@ -41,6 +41,11 @@ void api_nodes_show(struct shoald *d, struct api_req *req);
 void api_nodes_drain(struct shoald *d, struct api_req *req);
 void api_nodes_resume(struct shoald *d, struct api_req *req);
 void api_nodes_delete(struct shoald *d, struct api_req *req);
+void api_nodes_rekey(struct shoald *d, struct api_req *req);
+void api_join_tokens_list(struct shoald *d, struct api_req *req);
+void api_join_tokens_create(struct shoald *d, struct api_req *req);
+void api_join_tokens_revoke(struct shoald *d, struct api_req *req);
+void api_join_tokens_rotate_default(struct shoald *d, struct api_req *req);
 
 void api_slices_presets(struct shoald *d, struct api_req *req);
 void api_slices_apply(struct shoald *d, struct api_req *req);

@@ -19,6 +19,10 @@
 #include "store/store.h"
 
 #define HISTORY_MAX_BYTES (256u << 20)
+/* JSON answers come in pages (?limit=N&after=ID, "more": how many further
+ * jobs match) so one request cannot build a huge tree. */
+#define HISTORY_PAGE_DEFAULT 1000
+#define HISTORY_PAGE_MAX 5000
 
 struct history {
     struct shoald *d;
@@ -27,6 +31,8 @@ struct history {
     const char *user, *project; /* filters; NULL = any */
     unsigned states;            /* bit per enum job_state; 0 = any */
     bool trace;
+    int64_t limit, after; /* JSON: the page */
+    int64_t n, more;      /* JSON: jobs in the page, matching jobs beyond */
     struct strbuf csv;
     json_t *jobs;
     bool too_big;
@@ -68,14 +74,33 @@ static int history_job(const struct store_job_row *row, const json_t *rec,
                                 row->project))
         return 0;
     const json_t *spec = json_object_get(rec, "spec");
+    if (!h->trace && (int64_t)row->id <= h->after)
+        return 0;
+    if (!h->trace && h->n >= h->limit) {
+        h->more++;
+        return 0;
+    }
     if (!h->trace) {
+        h->n++;
+        /* The environment's values: for the owner and cluster admins. */
+        json_t *shown = json_deep_copy(spec);
+        if (shown && !policy_can_see_env_stored(h->caller, row->user)) {
+            static const char *const keys[] = {"env", "container_env"};
+            for (int k = 0; k < 2; k++) {
+                json_t *env = json_object_get(shown, keys[k]);
+                const char *name;
+                json_t *v;
+                json_object_foreach (env, name, v)
+                    json_object_set_new(env, name, json_string(JOB_ENV_HIDDEN));
+            }
+        }
         json_t *o = json_pack(
-            "{s:I, s:s, s:s, s:s, s:I, s:I, s:I, s:f, s:O, s:O, s:O}", "id",
+            "{s:I, s:s, s:s, s:s, s:I, s:I, s:I, s:f, s:o?, s:O, s:O}", "id",
             (json_int_t)row->id, "state", row->state, "user", row->user,
             "project", row->project, "submit_ms", (json_int_t)row->submit_ms,
             "start_ms", (json_int_t)row->start_ms, "end_ms",
             (json_int_t)row->end_ms, "gpu_seconds", row->gpu_seconds, "spec",
-            spec, "exit_code", json_object_get(rec, "exit_code"), "requeues",
+            shown, "exit_code", json_object_get(rec, "exit_code"), "requeues",
             json_object_get(rec, "requeues"));
         json_object_set_new(o, "attempts", history_attempts(rec));
         json_array_append_new(h->jobs, o);
@@ -149,6 +174,21 @@ void api_history(struct shoald *d, struct api_req *req)
         return;
     }
     h.trace = format && strcmp(format, "trace") == 0;
+    h.limit = HISTORY_PAGE_DEFAULT;
+    const char *limit_s = api_query(req, "limit");
+    const char *after_s = api_query(req, "after");
+    if ((limit_s || after_s) && h.trace) {
+        api_errorf(req, SH_EINVAL,
+                   "limit and after page the JSON format; a trace comes whole");
+        return;
+    }
+    if ((limit_s && parse_int64("limit", limit_s, 1, HISTORY_PAGE_MAX, &h.limit,
+                                &err) < 0) ||
+        (after_s &&
+         parse_int64("after", after_s, 0, INT64_MAX, &h.after, &err) < 0)) {
+        api_reply_error(req, &err);
+        return;
+    }
     strbuf_init(&h.csv, HISTORY_MAX_BYTES);
     h.jobs = json_array();
     strbuf_appends(&h.csv, "id,submit,duration,gpus,nodes,user,project,"
@@ -166,7 +206,9 @@ void api_history(struct shoald *d, struct api_req *req)
         size_t len = h.csv.len;
         api_reply_text(req, 200, "text/csv", strbuf_take(&h.csv), len);
     } else {
-        api_reply_json(req, 200, json_pack("{s:O}", "jobs", h.jobs));
+        api_reply_json(req, 200,
+                       json_pack("{s:O, s:I}", "jobs", h.jobs, "more",
+                                 (json_int_t)h.more));
     }
     strbuf_fini(&h.csv);
     json_decref(h.jobs);

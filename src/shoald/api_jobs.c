@@ -19,13 +19,38 @@
 #include "shoald/policy.h"
 #include "shoald/steps.h"
 
-#define LIST_LIMIT_MAX 1000000
+/* A listing's page: by default, and the most one request may ask. */
+#define LIST_LIMIT_DEFAULT 5000
+#define LIST_LIMIT_MAX 10000
+
+/* Hide the values of the environment object at key of job JSON o. */
+static void hide_values(json_t *o, const char *key)
+{
+    json_t *env = json_object_get(o, key);
+    const char *name;
+    json_t *v;
+    json_object_foreach (env, name, v)
+        json_object_set_new(env, name, json_string(JOB_ENV_HIDDEN));
+}
+
+/* The job's JSON as caller may see it: the values of its environment only
+ * for its owner and cluster admins (policy_can_see_env). Takes o. */
+static json_t *env_for(struct api_req *req, const struct job *job, json_t *o)
+{
+    if (o && !policy_can_see_env(api_caller(req), job)) {
+        hide_values(o, "env");
+        hide_values(o, "container_env");
+    }
+    return o;
+}
 
 /* The user's view of a job, with a pending job's reason and estimated
- * start taken from the scheduling engine at the moment of asking. */
-static json_t *job_view(struct shoald *d, const struct job *job)
+ * start taken from the scheduling engine at the moment of asking, and its
+ * steps. */
+static json_t *job_view(struct shoald *d, struct api_req *req,
+                        const struct job *job)
 {
-    json_t *o = job_to_json(job);
+    json_t *o = env_for(req, job, job_to_json(job));
     json_t *steps = o ? steps_job_json(d, job) : NULL;
     if (steps)
         json_object_set_new(o, "steps", steps);
@@ -117,11 +142,12 @@ static int parse_states(const char *s, unsigned *mask, struct sh_error *err)
 }
 
 /* One job of a listing: job_view()'s text, written without the tree. */
-static int list_write(struct shoald *d, struct strbuf *sb,
+static int list_write(struct shoald *d, struct api_req *req, struct strbuf *sb,
                       const struct job *job, int64_t now)
 {
     char reason[JOB_REASON_MAX];
-    struct job_view_extra x = {0};
+    struct job_view_extra x = {.hide_env =
+                                   !policy_can_see_env(api_caller(req), job)};
     if (job->state == JOB_PENDING) {
         cluster_job_reason(d, job, reason, sizeof(reason), &x.est_start_ms);
         if (reason[0])
@@ -156,7 +182,7 @@ void api_jobs_list(struct shoald *d, struct api_req *req)
     const char *project = api_query(req, "project");
     const char *limit_s = api_query(req, "limit");
     const char *after_s = api_query(req, "after");
-    int64_t limit = LIST_LIMIT_MAX, after = 0;
+    int64_t limit = LIST_LIMIT_DEFAULT, after = 0;
     if (state && parse_states(state, &mask, &err) < 0)
         goto fail;
     if (limit_s &&
@@ -181,7 +207,7 @@ void api_jobs_list(struct shoald *d, struct api_req *req)
             continue;
         }
         ok = (n == 0 || strbuf_append(&sb, ",", 1) == 0) &&
-             list_write(d, &sb, j, now) == 0;
+             list_write(d, req, &sb, j, now) == 0;
         n++;
     }
     ok = ok && strbuf_appendf(&sb, "],\"more\":%lld}", (long long)more) == 0;
@@ -305,7 +331,7 @@ void api_jobs_show(struct shoald *d, struct api_req *req)
     struct job *job = path_job(d, req, &owned);
     if (!job)
         return;
-    json_t *o = job_view(d, job);
+    json_t *o = job_view(d, req, job);
     if (o) /* "o" steals the actions */
         json_object_set_new(o, "actions",
                             job_actions(d, api_caller(req), job, owned));
@@ -342,7 +368,7 @@ void api_jobs_cancel(struct shoald *d, struct api_req *req)
         api_reply_error(req, &err);
         return;
     }
-    api_reply_json(req, 200, job_to_json(job));
+    api_reply_json(req, 200, env_for(req, job, job_to_json(job)));
 }
 
 /* POST /v1/jobs/{id}/hold and /release: keep a pending job out of
@@ -358,7 +384,7 @@ static void hold_or_release(struct shoald *d, struct api_req *req, bool hold)
         api_reply_error(req, &err);
         return;
     }
-    api_reply_json(req, 200, job_view(d, job));
+    api_reply_json(req, 200, job_view(d, req, job));
 }
 
 /* PATCH /v1/jobs/{id}: shoal update. */
@@ -376,7 +402,7 @@ void api_jobs_update(struct shoald *d, struct api_req *req)
         api_reply_error(req, &err);
         return;
     }
-    api_reply_json(req, 200, job_view(d, job));
+    api_reply_json(req, 200, job_view(d, req, job));
 }
 
 /* POST /v1/jobs/{id}/requeue: shoal requeue. */
@@ -392,7 +418,7 @@ void api_jobs_requeue(struct shoald *d, struct api_req *req)
         api_reply_error(req, &err);
         return;
     }
-    api_reply_json(req, 200, job_view(d, job));
+    api_reply_json(req, 200, job_view(d, req, job));
 }
 
 void api_jobs_hold(struct shoald *d, struct api_req *req)

@@ -81,11 +81,11 @@ static void set_drain(struct shoald *d, struct api_req *req, bool drain)
     if (!n)
         return;
     size_t len;
+    const char *reason = NULL;
     api_body_raw(req, &len);
     if (len > 0) {
         json_t *body = api_body(req);
         json_error_t jerr;
-        const char *reason = NULL;
         if (!body)
             return;
         if (json_unpack_ex(body, &jerr, JSON_STRICT, "{s?s}", "reason",
@@ -95,7 +95,7 @@ static void set_drain(struct shoald *d, struct api_req *req, bool drain)
         }
     }
     struct sh_error err;
-    if (nodes_set_drain(d, n, drain, api_caller(req)->user, &err) < 0) {
+    if (nodes_set_drain(d, n, drain, api_caller(req)->user, reason, &err) < 0) {
         api_reply_error(req, &err);
         return;
     }

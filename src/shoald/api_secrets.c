@@ -45,15 +45,49 @@ static int may_manage(struct shoald *d, const struct api_caller *c,
     return 0;
 }
 
+/* The secret of the path's name the caller may see: in ?project=P (empty:
+ * the cluster-wide one), else the only one of that name they see (names
+ * are per project, so several projects may each have one: 409). */
 static const json_t *path_secret(struct shoald *d, struct api_req *req)
 {
-    const json_t *rec = secrets_get(d->secrets, api_param(req, 0));
-    if (!rec || !may_see(d, api_caller(req), project_of(rec))) {
+    const char *name = api_param(req, 0);
+    const char *project = api_query(req, "project");
+    const struct api_caller *c = api_caller(req);
+    if (project) {
+        const json_t *rec =
+            secrets_get(d->secrets, project[0] ? project : NULL, name);
+        if (rec && may_see(d, c, project_of(rec)))
+            return rec;
         api_errorf(req, SH_ENOTFOUND, "secret %.*s does not exist",
-                   UTF8_CUT(api_param(req, 0), 64));
+                   UTF8_CUT(name, 64));
         return NULL;
     }
-    return rec;
+    json_t *all = secrets_list(d->secrets);
+    const json_t *found = NULL;
+    int n = 0;
+    size_t i;
+    json_t *rec;
+    json_array_foreach (all, i, rec) {
+        const char *p = project_of(rec);
+        if (strcmp(json_string_value(json_object_get(rec, "name")), name) ||
+            !may_see(d, c, p))
+            continue;
+        if (!n++)
+            found = secrets_get(d->secrets, p, name);
+    }
+    json_decref(all);
+    if (n == 1)
+        return found;
+    if (n == 0)
+        api_errorf(req, SH_ENOTFOUND, "secret %.*s does not exist",
+                   UTF8_CUT(name, 64));
+    else
+        api_errorf(req, SH_ECONFLICT,
+                   "%d secrets named %.*s are yours to see, in different "
+                   "projects: name one (?project=P, or ?project= for the "
+                   "cluster-wide one)",
+                   n, UTF8_CUT(name, 64));
+    return NULL;
 }
 
 /* The record without its sealed values. */
@@ -121,7 +155,7 @@ void api_secrets_create(struct shoald *d, struct api_req *req)
         api_reply_error(req, &err);
         return;
     }
-    api_reply_json(req, 201, view(secrets_get(d->secrets, name)));
+    api_reply_json(req, 201, view(secrets_get(d->secrets, project, name)));
 }
 
 void api_secrets_delete(struct shoald *d, struct api_req *req)
@@ -133,13 +167,17 @@ void api_secrets_delete(struct shoald *d, struct api_req *req)
     char name[JOB_IDENT_MAX + 1];
     snprintf(name, sizeof(name), "%s",
              json_string_value(json_object_get(rec, "name")));
-    const char *user = volumes_using_secret(d->volumes, name);
+    char project[JOB_IDENT_MAX + 1] = "";
+    if (project_of(rec))
+        snprintf(project, sizeof(project), "%s", project_of(rec));
+    const char *p = project[0] ? project : NULL;
+    const char *user = volumes_using_secret(d->volumes, p, name);
     if (may_manage(d, api_caller(req), project_of(rec), &err) < 0 ||
         (user && sh_errorf(&err, SH_ECONFLICT,
                            "secret %s is used by volume %s; delete the volume "
                            "first",
                            name, user)) ||
-        secrets_delete(d->secrets, shoald_batch(d), name, &err) < 0) {
+        secrets_delete(d->secrets, shoald_batch(d), p, name, &err) < 0) {
         api_reply_error(req, &err);
         return;
     }

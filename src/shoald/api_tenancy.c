@@ -289,10 +289,12 @@ static json_t *limits_view(const struct auth_user_limits *l)
 {
     /* 0 means no limit; shown as null. "o" steals each new value. */
     return json_pack(
-        "{s:o, s:o, s:o}", "max_gpus",
+        "{s:o, s:o, s:o, s:o}", "max_gpus",
         l->max_gpus ? json_integer(l->max_gpus) : json_null(), "max_jobs",
         l->max_jobs ? json_integer(l->max_jobs) : json_null(), "max_time_s",
-        l->max_time_s ? json_integer(l->max_time_s) : json_null());
+        l->max_time_s ? json_integer(l->max_time_s) : json_null(),
+        "max_pending",
+        l->max_pending ? json_integer(l->max_pending) : json_null());
 }
 
 static json_t *user_projects(struct shoald *d, const char *user)
@@ -1071,7 +1073,7 @@ static int limit_field(const json_t *body, const char *key, int64_t max,
 static void users_limits(struct shoald *d, struct api_req *req, bool replace)
 {
     static const char *const allowed[] = {"max_gpus", "max_jobs", "max_time_s",
-                                          NULL};
+                                          "max_pending", NULL};
     struct sh_error err;
     const struct auth_user *u = path_user(d, req);
     if (!u)
@@ -1080,17 +1082,21 @@ static void users_limits(struct shoald *d, struct api_req *req, bool replace)
     if (!body)
         return;
     int64_t gpus = u->limits.max_gpus, jobs = u->limits.max_jobs,
-            time_s = u->limits.max_time_s;
+            time_s = u->limits.max_time_s, pending = u->limits.max_pending;
     if (fields_check(body, allowed, &err) < 0 ||
         limit_field(body, "max_gpus", AUTH_MAX_GPUS_MAX, replace, &gpus, &err) <
             0 ||
         limit_field(body, "max_jobs", AUTH_MAX_JOBS_MAX, replace, &jobs, &err) <
             0 ||
         limit_field(body, "max_time_s", PARSE_DURATION_MAX, replace, &time_s,
-                    &err) < 0)
+                    &err) < 0 ||
+        limit_field(body, "max_pending", AUTH_MAX_PENDING_MAX, replace,
+                    &pending, &err) < 0)
         goto fail;
-    struct auth_user_limits lim = {
-        .max_gpus = (int)gpus, .max_jobs = (int)jobs, .max_time_s = time_s};
+    struct auth_user_limits lim = {.max_gpus = (int)gpus,
+                                   .max_jobs = (int)jobs,
+                                   .max_time_s = time_s,
+                                   .max_pending = (int)pending};
     char name[JOB_IDENT_MAX + 1];
     snprintf(name, sizeof(name), "%s", u->name);
     if (auth_user_set_limits(d->auth, shoald_batch(d), name, &lim, &err) < 0)

@@ -133,9 +133,9 @@ static int check_secret(struct shoald *d, const struct api_caller *c,
     const char *name = volume_secret(rec);
     if (!name)
         return 0;
-    const json_t *sec = secrets_get(d->secrets, name);
-    const char *owner = json_string_value(json_object_get(sec, "project"));
     const char *project = volume_project(rec);
+    const json_t *sec = secrets_resolve(d->secrets, project, name);
+    const char *owner = json_string_value(json_object_get(sec, "project"));
     if (!sec ||
         (owner && !c->admin &&
          tenancy_role(d->tenancy, owner, c->user) < TENANCY_ROLE_VIEWER))

@@ -103,11 +103,12 @@ static int user_name_cmp(struct user_entry *x, struct user_entry *y)
 static json_t *user_record(const struct user_entry *u)
 {
     json_t *rec =
-        json_pack("{s:s, s:b, s:I, s:{s:i, s:i, s:I}}", "name", u->name,
+        json_pack("{s:s, s:b, s:I, s:{s:i, s:i, s:I, s:i}}", "name", u->name,
                   "admin", u->user.admin, "created_ms",
                   (json_int_t)u->user.created_ms, "limits", "max_gpus",
                   u->user.limits.max_gpus, "max_jobs", u->user.limits.max_jobs,
-                  "max_time_s", (json_int_t)u->user.limits.max_time_s);
+                  "max_time_s", (json_int_t)u->user.limits.max_time_s,
+                  "max_pending", u->user.limits.max_pending);
     if (rec && u->default_project)
         json_object_set_new(rec, "default_project",
                             json_string(u->default_project));
@@ -153,13 +154,14 @@ static int load_user(const char *key, const json_t *rec, void *arg,
                      struct sh_error *err)
 {
     struct auth *a = arg;
-    int admin = 0, max_gpus = 0, max_jobs = 0;
+    int admin = 0, max_gpus = 0, max_jobs = 0, max_pending = 0;
     json_int_t created = 0, max_time = 0;
     const char *dp = NULL;
-    if (json_unpack((json_t *)rec, "{s:b, s:I, s?{s?i, s?i, s?I}, s?s}",
+    if (json_unpack((json_t *)rec, "{s:b, s:I, s?{s?i, s?i, s?I, s?i}, s?s}",
                     "admin", &admin, "created_ms", &created, "limits",
                     "max_gpus", &max_gpus, "max_jobs", &max_jobs, "max_time_s",
-                    &max_time, "default_project", &dp) < 0)
+                    &max_time, "max_pending", &max_pending, "default_project",
+                    &dp) < 0)
         return sh_errorf(err, SH_EINTERNAL, "user %.*s: bad record",
                          UTF8_CUT(key, 64));
     struct user_entry *u = user_add(a, key);
@@ -170,6 +172,7 @@ static int load_user(const char *key, const json_t *rec, void *arg,
     u->user.limits.max_gpus = max_gpus;
     u->user.limits.max_jobs = max_jobs;
     u->user.limits.max_time_s = max_time;
+    u->user.limits.max_pending = max_pending;
     if (dp) {
         u->default_project = strdup(dp);
         if (!u->default_project)
@@ -208,9 +211,11 @@ static int load_token(const char *key, const json_t *rec, void *arg,
     struct auth *a = arg;
     const char *kind, *subject;
     json_int_t created = 0, expires = 0;
-    if (json_unpack((json_t *)rec, "{s:s, s:s, s:I, s:I}", "kind", &kind,
-                    "subject", &subject, "created_ms", &created, "expires_ms",
-                    &expires) < 0 ||
+    int max_uses = 0, uses = 0;
+    if (json_unpack((json_t *)rec, "{s:s, s:s, s:I, s:I, s?i, s?i}", "kind",
+                    &kind, "subject", &subject, "created_ms", &created,
+                    "expires_ms", &expires, "max_uses", &max_uses, "uses",
+                    &uses) < 0 ||
         strlen(key) != HASH_HEX_LEN)
         return sh_errorf(err, SH_EINTERNAL, "token: bad record");
     enum auth_token_kind k = AUTH_TOKEN_USER;
@@ -221,6 +226,8 @@ static int load_token(const char *key, const json_t *rec, void *arg,
     struct token_entry *t = token_new(key, k, subject, created, expires);
     if (!t)
         return sh_errorf(err, SH_EINTERNAL, "out of memory");
+    t->info.max_uses = max_uses;
+    t->info.uses = uses;
     HASH_ADD_STR(a->tokens, hash, t);
     return 0;
 }
@@ -264,7 +271,10 @@ void auth_identify(struct auth *a, const char *token, int64_t now_ms,
         caller->node = t->subject;
         break;
     case AUTH_TOKEN_JOIN:
+        if (t->info.max_uses && t->info.uses >= t->info.max_uses)
+            return;
         caller->role = API_JOIN;
+        caller->token_id = t->info.id;
         break;
     }
 }
@@ -310,20 +320,27 @@ int auth_user_create(struct auth *a, struct store_batch *batch,
     return 0;
 }
 
-int auth_token_issue(struct auth *a, struct store_batch *batch,
-                     enum auth_token_kind kind, const char *subject,
-                     int64_t now_ms, int64_t expires_ms,
-                     char out[AUTH_TOKEN_LEN + 1], struct sh_error *err)
+static json_t *token_record(const struct token_entry *t)
+{
+    json_t *rec = json_pack(
+        "{s:s, s:s, s:I, s:I}", "kind", token_kind_names[t->info.kind],
+        "subject", t->subject, "created_ms", (json_int_t)t->info.created_ms,
+        "expires_ms", (json_int_t)t->info.expires_ms);
+    if (rec && t->info.kind == AUTH_TOKEN_JOIN && t->info.max_uses) {
+        json_object_set_new(rec, "max_uses", json_integer(t->info.max_uses));
+        json_object_set_new(rec, "uses", json_integer(t->info.uses));
+    }
+    return rec;
+}
+
+static int issue(struct auth *a, struct store_batch *batch,
+                 enum auth_token_kind kind, const char *subject, int64_t now_ms,
+                 int64_t expires_ms, int max_uses, char out[AUTH_TOKEN_LEN + 1],
+                 struct sh_error *err)
 {
     unsigned char raw[32];
     char b64[64];
     char hash[HASH_HEX_LEN + 1];
-    if (kind == AUTH_TOKEN_USER &&
-        auth_token_count(a, kind, subject) >= AUTH_TOKENS_PER_SUBJECT_MAX)
-        return sh_errorf(err, SH_ETOOLARGE,
-                         "%s already holds %d tokens, the most allowed; "
-                         "revoke some first",
-                         subject, AUTH_TOKENS_PER_SUBJECT_MAX);
     randombytes_buf(raw, sizeof(raw));
     sodium_bin2base64(b64, sizeof(b64), raw, sizeof(raw),
                       sodium_base64_VARIANT_URLSAFE_NO_PADDING);
@@ -332,10 +349,9 @@ int auth_token_issue(struct auth *a, struct store_batch *batch,
     sodium_memzero(b64, sizeof(b64));
     token_hash(out, hash);
     struct token_entry *t = token_new(hash, kind, subject, now_ms, expires_ms);
-    json_t *rec =
-        json_pack("{s:s, s:s, s:I, s:I}", "kind", token_kind_names[kind],
-                  "subject", subject, "created_ms", (json_int_t)now_ms,
-                  "expires_ms", (json_int_t)expires_ms);
+    if (t)
+        t->info.max_uses = max_uses;
+    json_t *rec = t ? token_record(t) : NULL;
     if (!t || !rec || store_batch_put(batch, "token", t->hash, rec) < 0) {
         json_decref(rec);
         if (t)
@@ -345,6 +361,76 @@ int auth_token_issue(struct auth *a, struct store_batch *batch,
     json_decref(rec);
     HASH_ADD_STR(a->tokens, hash, t);
     return 0;
+}
+
+int auth_token_issue(struct auth *a, struct store_batch *batch,
+                     enum auth_token_kind kind, const char *subject,
+                     int64_t now_ms, int64_t expires_ms,
+                     char out[AUTH_TOKEN_LEN + 1], struct sh_error *err)
+{
+    if (kind == AUTH_TOKEN_USER &&
+        auth_token_count(a, kind, subject) >= AUTH_TOKENS_PER_SUBJECT_MAX)
+        return sh_errorf(err, SH_ETOOLARGE,
+                         "%s already holds %d tokens, the most allowed; "
+                         "revoke some first",
+                         subject, AUTH_TOKENS_PER_SUBJECT_MAX);
+    return issue(a, batch, kind, subject, now_ms, expires_ms, 0, out, err);
+}
+
+int auth_join_issue(struct auth *a, struct store_batch *batch, int64_t now_ms,
+                    int64_t expires_ms, int max_uses,
+                    char out[AUTH_TOKEN_LEN + 1], struct sh_error *err)
+{
+    if (max_uses < 0 || max_uses > AUTH_JOIN_USES_MAX)
+        return sh_errorf(err, SH_EINVAL,
+                         "uses must be 1..%d (0 or none: no limit), not %d",
+                         AUTH_JOIN_USES_MAX, max_uses);
+    if (expires_ms && expires_ms <= now_ms)
+        return sh_errorf(err, SH_EINVAL, "the expiry must be in the future");
+    if (auth_token_count(a, AUTH_TOKEN_JOIN, AUTH_JOIN_CREATED) >=
+        AUTH_JOIN_TOKENS_MAX)
+        return sh_errorf(err, SH_ETOOLARGE,
+                         "there are already %d join tokens, the most allowed; "
+                         "revoke some first",
+                         AUTH_JOIN_TOKENS_MAX);
+    return issue(a, batch, AUTH_TOKEN_JOIN, AUTH_JOIN_CREATED, now_ms,
+                 expires_ms, max_uses, out, err);
+}
+
+int auth_join_used(struct auth *a, struct store_batch *batch, const char *id,
+                   struct sh_error *err)
+{
+    for (struct token_entry *t = a->tokens; t; t = t->hh.next) {
+        if (t->info.kind != AUTH_TOKEN_JOIN || strcmp(t->info.id, id) != 0)
+            continue;
+        if (!t->info.max_uses)
+            return 0;
+        t->info.uses++;
+        if (t->info.uses >= t->info.max_uses) {
+            if (store_batch_del(batch, "token", t->hash) < 0)
+                return sh_errorf(err, SH_EINTERNAL, "out of memory");
+            HASH_DEL(a->tokens, t);
+            token_free(t);
+            return 0;
+        }
+        json_t *rec = token_record(t);
+        int rc = rec ? store_batch_put(batch, "token", t->hash, rec) : -1;
+        json_decref(rec);
+        return rc < 0 ? sh_errorf(err, SH_EINTERNAL, "out of memory") : 0;
+    }
+    return 0;
+}
+
+const struct auth_token_info *auth_join_next(const struct auth *a,
+                                             const struct auth_token_info *prev)
+{
+    const struct token_entry *t =
+        prev ? ((const struct token_entry *)prev)->hh.next : a->tokens;
+    for (; t; t = t->hh.next) {
+        if (t->info.kind == AUTH_TOKEN_JOIN)
+            return &t->info;
+    }
+    return NULL;
 }
 
 int auth_token_revoke_all(struct auth *a, struct store_batch *batch,
@@ -433,6 +519,11 @@ int auth_user_set_limits(struct auth *a, struct store_batch *batch,
         return sh_errorf(err, SH_EINVAL,
                          "max_jobs must be 0..%d (0 = no limit), not %d",
                          AUTH_MAX_JOBS_MAX, lim->max_jobs);
+    if (lim->max_pending < 0 || lim->max_pending > AUTH_MAX_PENDING_MAX)
+        return sh_errorf(err, SH_EINVAL,
+                         "max_pending must be 0..%d (0 = the cluster's "
+                         "default), not %d",
+                         AUTH_MAX_PENDING_MAX, lim->max_pending);
     if (lim->max_time_s < 0 || lim->max_time_s > PARSE_DURATION_MAX)
         return sh_errorf(err, SH_EINVAL,
                          "max_time_s must be 0..%lld seconds (366 days; 0 = no "

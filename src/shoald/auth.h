@@ -34,9 +34,10 @@ enum api_role {
 
 struct api_caller {
     enum api_role role;
-    const char *user; /* API_USER: the user name; borrowed from auth */
-    bool admin;       /* API_USER: cluster admin */
-    const char *node; /* API_AGENT: the node name; borrowed from auth */
+    const char *user;     /* API_USER: the user name; borrowed from auth */
+    bool admin;           /* API_USER: cluster admin */
+    const char *node;     /* API_AGENT: the node name; borrowed from auth */
+    const char *token_id; /* API_JOIN: the join token's id; borrowed */
 };
 
 /* "shoal_" + 43 characters of URL-safe base64 (32 random bytes). */
@@ -46,11 +47,19 @@ struct api_caller {
 /* Deliberate bounds of the per-user limits (0 = no limit). */
 #define AUTH_MAX_GPUS_MAX 1000000
 #define AUTH_MAX_JOBS_MAX 1000000
+#define AUTH_MAX_PENDING_MAX 10000000
 /* The most users a cluster may have, so a runaway script cannot exhaust
  * the controller's memory. */
 #define AUTH_USERS_MAX 100000
 /* The most user tokens one user may hold at once. */
 #define AUTH_TOKENS_PER_SUBJECT_MAX 100
+/* The subject of the cluster's default join token (state/join.token) and
+ * of the join tokens an admin creates (shoal node token create). */
+#define AUTH_JOIN_DEFAULT "cluster"
+#define AUTH_JOIN_CREATED "enroll"
+/* The most created join tokens at once, and the most uses of one. */
+#define AUTH_JOIN_TOKENS_MAX 1000
+#define AUTH_JOIN_USES_MAX 100000
 
 enum auth_token_kind {
     AUTH_TOKEN_USER = 0,
@@ -62,6 +71,8 @@ struct auth_user_limits {
     int max_gpus;       /* running GPUs; 0 = no limit */
     int max_jobs;       /* running jobs; 0 = no limit */
     int64_t max_time_s; /* longest time limit; 0 = no limit */
+    int max_pending;    /* pending jobs (array tasks each); 0 = the
+                           cluster's --max-pending-per-user */
 };
 
 struct auth_user {
@@ -160,7 +171,26 @@ struct auth_token_info {
     const char *subject;
     int64_t created_ms;
     int64_t expires_ms; /* 0 = never */
+    int max_uses;       /* join tokens: registrations allowed; 0 = any */
+    int uses;           /* join tokens: registrations made */
 };
+
+/* Issue a join token that enrolls new nodes (subject AUTH_JOIN_CREATED),
+ * valid until expires_ms (0 = never) for max_uses registrations (0 = no
+ * limit). SH_EINVAL out of range, SH_ETOOLARGE past AUTH_JOIN_TOKENS_MAX. */
+int auth_join_issue(struct auth *a, struct store_batch *batch, int64_t now_ms,
+                    int64_t expires_ms, int max_uses,
+                    char out[AUTH_TOKEN_LEN + 1], struct sh_error *err);
+
+/* A node enrolled with the join token of id: count the use; a token used
+ * up is deleted. */
+int auth_join_used(struct auth *a, struct store_batch *batch, const char *id,
+                   struct sh_error *err);
+
+/* Iterate every join token (default and created), in no particular order:
+ * start with NULL. Borrowed until the next change. */
+const struct auth_token_info *
+auth_join_next(const struct auth *a, const struct auth_token_info *prev);
 
 /* Iterate the tokens of kind for subject (in no particular order): start
  * with NULL. Borrowed until the next change. */

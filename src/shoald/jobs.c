@@ -122,7 +122,30 @@ static int resolve_owner(struct shoald *d, const struct api_caller *caller,
         if (!spec->project)
             return sh_errorf(err, SH_EINTERNAL, "out of memory");
     }
-    return policy_can_submit(d->tenancy, caller, spec->project, err);
+    if (policy_can_submit(d->tenancy, caller, spec->project, err) < 0)
+        return -1;
+    return policy_can_prioritize(d->tenancy, caller, spec->project,
+                                 spec->priority, err);
+}
+
+/* The per-user cap on pending jobs: n more for user must fit. */
+static int check_pending_cap(struct shoald *d, const char *user, int n,
+                             struct sh_error *err)
+{
+    const struct auth_user *u = auth_user_get(d->auth, user);
+    int cap = u && u->limits.max_pending ? u->limits.max_pending
+                                         : d->cfg.max_pending_per_user;
+    if (cap <= 0)
+        return 0;
+    int have = jobtab_user_pending(d->jobs, user);
+    if ((int64_t)have + n <= cap)
+        return 0;
+    return sh_errorf(err, SH_ETOOLARGE,
+                     "%s has %d pending job(s) and may have at most %d "
+                     "(array tasks count one each); this submission adds %d. "
+                     "Wait for some to start, or ask an admin to raise "
+                     "max_pending (shoal user set-limits --max-pending)",
+                     user, have, cap, n);
 }
 
 /* An array: one job per task, ids in task order, the first's id the
@@ -137,6 +160,11 @@ static int submit_array(struct shoald *d, struct job_spec *spec,
     uint64_t first = 0;
     int made = 0;
     if (job_array_parse(spec->array, &a, err) < 0) {
+        job_spec_fini(spec);
+        return -1;
+    }
+    if (check_pending_cap(d, spec->user, a.n, err) < 0) {
+        job_array_fini(&a);
         job_spec_fini(spec);
         return -1;
     }
@@ -228,6 +256,8 @@ int jobs_submit(struct shoald *d, const struct api_caller *caller,
         goto error;
     if (spec.array)
         return submit_array(d, &spec, idem_key, out, err);
+    if (check_pending_cap(d, spec.user, 1, err) < 0)
+        goto error;
     uint64_t id = jobtab_take_id(d->jobs);
     struct job *job = job_create(id, &spec, shoald_now_ms(d));
     if (job && idem_key && !(job->idem_key = strdup(idem_key))) {
@@ -323,6 +353,7 @@ int jobs_transition(struct shoald *d, struct job *job, enum job_state to,
         return -1;
     enum job_state from = job->state;
     job_transition(job, to, shoald_now_ms(d), NULL);
+    jobtab_state_changed(d->jobs, job);
     if (reason)
         job_set_reason(job, reason);
     if (jobs_persist(d, job, err) < 0)
@@ -656,7 +687,10 @@ int jobs_update(struct shoald *d, const struct api_caller *caller,
         cluster_job_updated(d, job); /* its agents learn the new limit */
         return 0;
     }
-    if (check_deps(d, caller, &spec, err) < 0 ||
+    if ((spec.priority != job->spec.priority &&
+         policy_can_prioritize(d->tenancy, caller, spec.project, spec.priority,
+                               err) < 0) ||
+        check_deps(d, caller, &spec, err) < 0 ||
         jobwhere_check(d->nodes, &spec, err) < 0 ||
         cluster_check_submit(d, &spec, err) < 0) {
         job_spec_fini(&spec);

@@ -15,17 +15,60 @@
 struct job_entry {
     uint64_t id;
     struct job *job;
+    bool counted; /* counted in its user's pending jobs */
     UT_hash_handle hh;
     /* "user/key" when the job has an idempotency key, in by_key. */
     char idem[JOB_IDENT_MAX + 1 + JOB_IDEM_KEY_MAX + 1];
     UT_hash_handle hk;
 };
 
+/* A user's pending jobs (the per-user cap at submission). */
+struct user_pending {
+    char *user;
+    int n;
+    UT_hash_handle hh;
+};
+
 struct jobtab {
     struct job_entry *by_id;
     struct job_entry *by_key;
+    struct user_pending *pending;
     uint64_t next_id;
 };
+
+/* Count e in its user's pending jobs, or not, as its state says. */
+static void count_pending(struct jobtab *t, struct job_entry *e, bool pending)
+{
+    const char *user = e->job->spec.user ? e->job->spec.user : "";
+    if (e->counted == pending)
+        return;
+    struct user_pending *u;
+    HASH_FIND_STR(t->pending, user, u);
+    if (!u && pending) {
+        u = calloc(1, sizeof(*u));
+        if (!u || !(u->user = strdup(user))) {
+            free(u);
+            return; /* out of memory: not counted (the cap is lenient) */
+        }
+        HASH_ADD_KEYPTR(hh, t->pending, u->user, strlen(u->user), u);
+    }
+    if (!u)
+        return;
+    u->n += pending ? 1 : -1;
+    e->counted = pending;
+    if (u->n <= 0) {
+        HASH_DEL(t->pending, u);
+        free(u->user);
+        free(u);
+    }
+}
+
+int jobtab_user_pending(const struct jobtab *t, const char *user)
+{
+    struct user_pending *u;
+    HASH_FIND_STR(t->pending, user, u);
+    return u ? u->n : 0;
+}
 
 static void idem_name(char *buf, size_t size, const char *user, const char *key)
 {
@@ -51,6 +94,12 @@ void jobtab_destroy(struct jobtab *t)
         job_destroy(e->job);
         free(e);
     }
+    struct user_pending *u, *ut;
+    HASH_ITER (hh, t->pending, u, ut) {
+        HASH_DEL(t->pending, u);
+        free(u->user);
+        free(u);
+    }
     free(t);
 }
 
@@ -66,6 +115,7 @@ int jobtab_add(struct jobtab *t, struct job *job)
         idem_name(e->idem, sizeof(e->idem), job->spec.user, job->idem_key);
         HASH_ADD_KEYPTR(hk, t->by_key, e->idem, strlen(e->idem), e);
     }
+    count_pending(t, e, job->state == JOB_PENDING);
     if (job->id >= t->next_id)
         t->next_id = job->id + 1;
     return 0;
@@ -89,6 +139,7 @@ void jobtab_remove(struct jobtab *t, uint64_t id)
     struct job_entry *e = find(t, id);
     if (!e)
         return;
+    count_pending(t, e, false);
     HASH_DEL(t->by_id, e);
     if (e->idem[0])
         HASH_DELETE(hk, t->by_key, e);
@@ -104,6 +155,13 @@ struct job *jobtab_find_idem(const struct jobtab *t, const char *user,
     idem_name(name, sizeof(name), user, key);
     HASH_FIND(hk, t->by_key, name, strlen(name), e);
     return e ? e->job : NULL;
+}
+
+void jobtab_state_changed(struct jobtab *t, const struct job *job)
+{
+    struct job_entry *e = find(t, job->id);
+    if (e && e->job == job)
+        count_pending(t, e, job->state == JOB_PENDING);
 }
 
 int jobtab_count(const struct jobtab *t)
@@ -180,6 +238,7 @@ int jobtab_evict_finished(struct jobtab *t, int64_t cutoff_ms)
             j->end_ms < cutoff_ms &&
             !((j->state == JOB_PREEMPTED || j->state == JOB_NODE_FAIL) &&
               j->spec.requeue)) {
+            count_pending(t, e, false);
             HASH_DEL(t->by_id, e);
             job_destroy(e->job);
             free(e);

@@ -41,6 +41,14 @@ void jobtab_remove(struct jobtab *t, uint64_t id);
 struct job *jobtab_find_idem(const struct jobtab *t, const char *user,
                              const char *key);
 
+/* Pending jobs of user (array tasks each), kept as jobs are added,
+ * removed and change state (jobtab_state_changed). */
+int jobtab_user_pending(const struct jobtab *t, const char *user);
+
+/* Job (in the table) may have entered or left the pending state: its
+ * user's count follows. */
+void jobtab_state_changed(struct jobtab *t, const struct job *job);
+
 /* Number of jobs in memory, and per state. */
 int jobtab_count(const struct jobtab *t);
 void jobtab_count_states(const struct jobtab *t, int counts[JOB_STATE_COUNT]);

@@ -100,7 +100,7 @@ struct logs *logs_create(const char *state_dir, struct loop *loop,
     l->loop = loop;
     l->jobs = jobs;
     snprintf(l->dir, sizeof(l->dir), "%s/logs", state_dir);
-    if (mkdir(l->dir, 0750) < 0 && errno != EEXIST) {
+    if (mkdir(l->dir, 0700) < 0 && errno != EEXIST) {
         sh_errorf(err, SH_EUNAVAILABLE, "cannot create %s: %s", l->dir,
                   strerror(errno));
         free(l);

@@ -66,11 +66,20 @@ static const char usage[] =
     "                         agent holds 2, a CLI call 1, a browser up to 6;\n"
     "                         raise it for many agents on one host or behind\n"
     "                         one NAT (`shoal up` sets it for its agents)\n"
+    "  --max-pending-per-user N  pending jobs one user may have (array\n"
+    "                         tasks count one each; default 10000; 0 = no\n"
+    "                         limit); shoal user set-limits --max-pending\n"
+    "                         sets one user's own\n"
     "  --request-timeout DUR  close a connection that stays silent this long\n"
     "                         before it has sent a whole request (default "
     "10s)\n"
     "  --keepalive-timeout DUR  ...or, after a request with a valid token,\n"
     "                         between requests (default 2m)\n"
+    "  --request-deadline DUR  the whole time a request may take to arrive\n"
+    "                         after its request line, however it trickles\n"
+    "                         (a request line within the silence allowed\n"
+    "                         plus this; an answer must be read within 4x\n"
+    "                         this; default 30s; 0 = none)\n"
     "  --heartbeat-timeout DUR  a node is down after this silence (default "
     "30s)\n"
     "  --kill-grace DUR       SIGTERM to SIGKILL when a job is stopped: "
@@ -138,6 +147,8 @@ static int parse_args(int argc, char **argv, struct shoald_config *cfg)
         {"tls-key", required_argument, NULL, 'k'},
         {"max-body", required_argument, NULL, 'b'},
         {"max-conns-per-address", required_argument, NULL, 'C'},
+        {"max-pending-per-user", required_argument, NULL, 1101},
+        {"request-deadline", required_argument, NULL, 1102},
         {"request-timeout", required_argument, NULL, 'T'},
         {"keepalive-timeout", required_argument, NULL, 'E'},
         {"heartbeat-timeout", required_argument, NULL, 't'},
@@ -217,10 +228,27 @@ static int parse_args(int argc, char **argv, struct shoald_config *cfg)
                 goto bad;
             cfg->max_conns_per_address = (int)v;
             break;
+        case 1101:
+            if (parse_int64("--max-pending-per-user", optarg, 0, 10000000, &v,
+                            &err) < 0)
+                goto bad;
+            cfg->max_pending_per_user = (int)v;
+            break;
         case 'T':
             if (parse_timeout("--request-timeout", optarg,
                               &cfg->request_timeout_s, &err) < 0)
                 goto bad;
+            break;
+        case 1102:
+            if (parse_duration("--request-deadline", optarg, &v, &err) < 0)
+                goto bad;
+            if (v > 3600) {
+                sh_errorf(&err, SH_EINVAL,
+                          "--request-deadline must be at most 1h, not %s",
+                          optarg);
+                goto bad;
+            }
+            cfg->request_deadline_s = (int)v;
             break;
         case 'E':
             if (parse_timeout("--keepalive-timeout", optarg,
@@ -447,6 +475,17 @@ static int setup(struct shoald *d, char *store_url, size_t url_size,
     if (mkdir(d->cfg.state_dir, 0700) < 0 && errno != EEXIST)
         return sh_errorf(err, SH_EUNAVAILABLE, "cannot create %s: %s",
                          d->cfg.state_dir, strerror(errno));
+    /* It holds the store, tokens and job output: owner only, even when
+     * made by someone else's mkdir (a looser one is tightened). */
+    struct stat st;
+    if (stat(d->cfg.state_dir, &st) == 0 && st.st_uid == geteuid() &&
+        (st.st_mode & 077)) {
+        if (chmod(d->cfg.state_dir, 0700) < 0)
+            return sh_errorf(err, SH_EUNAVAILABLE, "cannot chmod %s: %s",
+                             d->cfg.state_dir, strerror(errno));
+        sh_log(LOG_NOTICE, "main", "state folder %s made 0700 (was %04o)",
+               d->cfg.state_dir, (unsigned)(st.st_mode & 07777));
+    }
     if (lock_state(d->cfg.state_dir, err) < 0)
         return -1;
     if (!d->cfg.store_url) {
@@ -563,8 +602,10 @@ int main(int argc, char **argv)
      * room on 127.0.0.1, while an attacker needs 64 addresses to fill the
      * 4096 connections. */
     d.cfg.max_conns_per_address = 64;
+    d.cfg.max_pending_per_user = 10000;
     d.cfg.request_timeout_s = 10;
     d.cfg.keepalive_timeout_s = 120;
+    d.cfg.request_deadline_s = 30;
     d.cfg.heartbeat_timeout_s = 30;
     d.cfg.kill_grace_s = 10;
     d.cfg.las_quantum_ms = -1;

@@ -44,6 +44,8 @@ static struct node *node_from_reg(struct shoald *d, const struct nodes_reg *r,
     n->mem = (uint64_t)r->mem;
     n->mps = r->mps;
     n->drain = old ? old->drain : false;
+    if (old)
+        memcpy(n->drain_reason, old->drain_reason, sizeof(n->drain_reason));
     n->registered_ms = old ? old->registered_ms : shoald_now_ms(d);
     if (node_set_address(n, r->address ? r->address : peer) < 0 ||
         (r->labels &&
@@ -212,11 +214,60 @@ int nodes_count_stale(struct shoald *d, const char *node, const json_t *runs,
 
 /* ---- register ---- */
 
+/* Whether node n reports the GPUs of its last accepted registration
+ * (old): the same count, and each GPU's UUID with the same model. A MIG
+ * re-slice changes slices, not GPUs. When not, why goes in why. */
+static bool same_gpus(const struct node *old, const struct node *n, char *why,
+                      size_t size)
+{
+    if (old->ngpus != n->ngpus) {
+        snprintf(why, size, "it had %d GPU(s) and now reports %d", old->ngpus,
+                 n->ngpus);
+        return false;
+    }
+    for (int i = 0; i < old->ngpus; i++) {
+        const struct gpu_info *was = &old->gpus[i];
+        const struct gpu_info *now = NULL;
+        for (int j = 0; j < n->ngpus && !now; j++) {
+            if (strcmp(n->gpus[j].uuid, was->uuid) == 0)
+                now = &n->gpus[j];
+        }
+        if (!now) {
+            snprintf(why, size, "its GPU %s (%s) is no longer reported",
+                     was->uuid, was->model);
+            return false;
+        }
+        if (strcmp(now->model, was->model) != 0) {
+            snprintf(why, size, "its GPU %s was a %s and now reports %s",
+                     was->uuid, was->model, now->model);
+            return false;
+        }
+    }
+    return true;
+}
+
 int nodes_register(struct shoald *d, const struct nodes_reg *reg,
-                   const char *peer, bool join, char token[AUTH_TOKEN_LEN + 1],
-                   struct node **out, struct sh_error *err)
+                   const char *peer, const char *join_id,
+                   char token[AUTH_TOKEN_LEN + 1], struct node **out,
+                   struct sh_error *err)
 {
     const struct nodes_reg r = *reg;
+    bool join = join_id != NULL;
+    /* A join token enrolls a new name only: taking over an enrolled node
+     * (its jobs' environment, output and exits) needs the node's own token,
+     * which only an admin can re-issue (nodes_rekey). */
+    if (join && nodetab_get(d->nodes, r.name)) {
+        sh_log(LOG_WARNING, "agent",
+               "node %s: a join token from %s tried to register an enrolled "
+               "node; refused",
+               r.name, peer);
+        return sh_errorf(
+            err, SH_ECONFLICT,
+            "node %s is enrolled: a join token enrolls new names only. Lost "
+            "node token? An admin runs 'shoal node rekey %s' (its token goes "
+            "in the agent's STATE/token) or 'shoal node delete %s'",
+            r.name, r.name, r.name);
+    }
     struct node *n = node_from_reg(d, &r, peer, err);
     if (!n)
         return -1;
@@ -225,16 +276,32 @@ int nodes_register(struct shoald *d, const struct nodes_reg *reg,
         node_destroy(n);
         return -1;
     }
+    /* A node's GPUs are what it enrolled with: another inventory is not
+     * trusted (a rogue node reporting eight H100s would draw 8-GPU jobs
+     * and their secrets) until an admin checks it and resumes the node. */
+    const struct node *old = nodetab_get(d->nodes, r.name);
+    char why[NODE_REASON_MAX - 64];
+    if (old && !same_gpus(old, n, why, sizeof(why))) {
+        n->drain = true;
+        snprintf(n->drain_reason, sizeof(n->drain_reason),
+                 "GPU inventory changed: %s; check the node, then resume it",
+                 why);
+        sh_log(LOG_WARNING, "nodes",
+               "node %s re-registered from %s with other GPUs (%s): drained "
+               "until an admin resumes it",
+               r.name, peer, why);
+    }
     if (!r.running)
         runs_unreported(d, r.name, NULL);
     token[0] = '\0';
     int64_t now = shoald_now_ms(d);
     if (join) {
-        /* A (re)join: the node's old tokens stop working. */
+        /* A new node: tokens left by a forgotten node of that name go. */
         auth_token_revoke_all(d->auth, shoald_batch(d), AUTH_TOKEN_AGENT,
                               r.name);
         if (auth_token_issue(d->auth, shoald_batch(d), AUTH_TOKEN_AGENT, r.name,
-                             now, 0, token, err) < 0) {
+                             now, 0, token, err) < 0 ||
+            auth_join_used(d->auth, shoald_batch(d), join_id, err) < 0) {
             node_destroy(n);
             return -1;
         }
@@ -288,19 +355,44 @@ void nodes_check_heartbeats(struct shoald *d, int64_t now)
 /* ---- drain, resume, forget ---- */
 
 int nodes_set_drain(struct shoald *d, struct node *n, bool drain,
-                    const char *who, struct sh_error *err)
+                    const char *who, const char *reason, struct sh_error *err)
 {
-    if (n->drain == drain)
+    const char *want = drain && reason ? reason : "";
+    if (n->drain == drain && strcmp(n->drain_reason, want) == 0)
         return 0;
+    if (strlen(want) >= sizeof(n->drain_reason))
+        return sh_errorf(err, SH_EINVAL, "a drain reason has at most %zu bytes",
+                         sizeof(n->drain_reason) - 1);
+    char was[NODE_REASON_MAX];
+    memcpy(was, n->drain_reason, sizeof(was));
+    bool was_drain = n->drain;
     n->drain = drain;
+    snprintf(n->drain_reason, sizeof(n->drain_reason), "%s", want);
     if (persist_node(d, n, err) < 0) {
-        n->drain = !drain;
+        n->drain = was_drain;
+        memcpy(n->drain_reason, was, sizeof(was));
         return -1;
     }
+    if (was_drain == drain) /* a new reason only */
+        return 0;
     sh_log(LOG_NOTICE, "nodes", "node %s %s by %s", n->name,
            drain ? "drained" : "resumed", who);
     cluster_node_changed(d, n);
     cluster_node_touch(d, n->name);
+    return 0;
+}
+
+int nodes_rekey(struct shoald *d, struct node *n, const char *who,
+                char token[AUTH_TOKEN_LEN + 1], struct sh_error *err)
+{
+    if (auth_token_revoke_all(d->auth, shoald_batch(d), AUTH_TOKEN_AGENT,
+                              n->name) < 0 ||
+        auth_token_issue(d->auth, shoald_batch(d), AUTH_TOKEN_AGENT, n->name,
+                         shoald_now_ms(d), 0, token, err) < 0)
+        return sh_errorf(err, SH_EINTERNAL, "out of memory");
+    sh_log(LOG_NOTICE, "nodes",
+           "node %s re-keyed by %s: its agent needs the new token", n->name,
+           who);
     return 0;
 }
 

@@ -36,13 +36,21 @@ struct nodes_reg {
 /* Register node r (peer: the caller's address when r names none): its
  * record replaces the one of the same name (keeping the drain flag, the
  * first registration time and the runtime record), is added to the open
- * batch, and the node is alive as of now. join: it (re)joins with the join
- * token, so its old agent tokens stop working and token gets a new one
- * (else token is ""). *out is the table's node. Nothing changes on error
- * (SH_EINVAL: bad labels, GPUs or runs). */
+ * batch, and the node is alive as of now. join_id: the id of the join
+ * token it enrolls with (NULL: it comes back with its own token); only a
+ * name not enrolled may join (SH_ECONFLICT, saying how to rekey), the join
+ * token's use is counted and token gets the node's new token (else token
+ * is ""). *out is the table's node. Nothing changes on error (SH_EINVAL:
+ * bad labels, GPUs or runs). */
 int nodes_register(struct shoald *d, const struct nodes_reg *r,
-                   const char *peer, bool join, char token[AUTH_TOKEN_LEN + 1],
-                   struct node **out, struct sh_error *err);
+                   const char *peer, const char *join_id,
+                   char token[AUTH_TOKEN_LEN + 1], struct node **out,
+                   struct sh_error *err);
+
+/* Re-key node n on behalf of who (an admin): its agent tokens are revoked
+ * and token gets a new one, for the operator to give its agent. */
+int nodes_rekey(struct shoald *d, struct node *n, const char *who,
+                char token[AUTH_TOKEN_LEN + 1], struct sh_error *err);
 
 /* Validate the runs an agent reports (a JSON array of {id, attempt, note?};
  * NULL is none) and count those the node should not have into *stale; the
@@ -64,10 +72,13 @@ void nodes_heartbeat(struct shoald *d, struct node *n, bool samples, int stale);
 /* shoald_cron: nodes without a heartbeat for --heartbeat-timeout go down. */
 void nodes_check_heartbeats(struct shoald *d, int64_t now);
 
-/* Drain (no new jobs; running ones finish) or resume node n on behalf of
- * who (for the log). Nothing to do when it already is. */
+/* Drain (no new jobs; running ones finish) with reason (NULL: none) or
+ * resume node n (its reason cleared) on behalf of who (for the log).
+ * Nothing to do when it already is. A re-registration that reports other
+ * GPUs than the node's record drains it with the controller's reason
+ * (nodes_register) until an admin resumes it. */
 int nodes_set_drain(struct shoald *d, struct node *n, bool drain,
-                    const char *who, struct sh_error *err);
+                    const char *who, const char *reason, struct sh_error *err);
 
 /* What a heartbeat reports, nodes.c applying it. */
 /* True when node runs a part of the job's current attempt. */

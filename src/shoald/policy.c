@@ -38,6 +38,8 @@ static const struct rule rules[POLICY_ACTION_COUNT] = {
     [POLICY_VIEW_USER] = {"see", TENANCY_ROLE_NONE, true},
     [POLICY_REVOKE_TOKENS] = {"revoke the tokens of", TENANCY_ROLE_NONE, true},
     [POLICY_ADMINISTER] = {"administer", TENANCY_ROLE_NONE, false},
+    [POLICY_HIGH_PRIORITY] = {"give high priority to jobs of",
+                              TENANCY_ROLE_ADMIN, false},
 };
 
 bool policy_allows(enum policy_action action, const struct policy_subject *s)
@@ -134,6 +136,38 @@ int policy_can_submit(const struct tenancy *t, const struct api_caller *caller,
     if (!is_user(caller))
         return sh_errorf(err, SH_EFORBIDDEN, "only users submit jobs");
     return check_project(t, caller, POLICY_SUBMIT, project, err);
+}
+
+int policy_can_prioritize(const struct tenancy *t,
+                          const struct api_caller *caller, const char *project,
+                          enum job_priority prio, struct sh_error *err)
+{
+    if (prio >= JOB_PRIO_NORMAL)
+        return 0;
+    if (!is_user(caller))
+        return sh_errorf(err, SH_EFORBIDDEN, "only users set priorities");
+    struct policy_subject s = subject_of(t, caller, project, false);
+    if (policy_allows(POLICY_HIGH_PRIORITY, &s))
+        return 0;
+    return sh_errorf(err, SH_EFORBIDDEN,
+                     "priority %s takes the admin role of project %s or a "
+                     "cluster admin (%s is %s%s there); use normal or low",
+                     job_priority_name(prio), project, caller->user,
+                     s.role == TENANCY_ROLE_NONE ? "not a member" : "a ",
+                     s.role == TENANCY_ROLE_NONE ? ""
+                                                 : tenancy_role_name(s.role));
+}
+
+bool policy_can_see_env(const struct api_caller *caller, const struct job *job)
+{
+    return is_user(caller) && (caller->admin || owns_job(caller, job));
+}
+
+bool policy_can_see_env_stored(const struct api_caller *caller,
+                               const char *user)
+{
+    return is_user(caller) &&
+           (caller->admin || (user && strcmp(caller->user, user) == 0));
 }
 
 bool policy_can_view(const struct tenancy *t, const struct api_caller *caller,

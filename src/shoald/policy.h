@@ -30,6 +30,8 @@ enum policy_action {
     POLICY_VIEW_USER,      /* see a user's record, limits and tokens */
     POLICY_REVOKE_TOKENS,  /* revoke a user's tokens */
     POLICY_ADMINISTER,     /* nodes, teams, projects, quotas, users */
+    POLICY_HIGH_PRIORITY,  /* give a job of the project a priority above
+                              normal */
     POLICY_ACTION_COUNT,
 };
 
@@ -52,6 +54,21 @@ const char *policy_action_name(enum policy_action action);
  * arguments borrowed for the call. */
 int policy_can_submit(const struct tenancy *t, const struct api_caller *caller,
                       const char *project, struct sh_error *err);
+
+/* May caller give a job of project priority prio? Normal and low: anyone
+ * who may submit; above normal: the project's admins and cluster admins
+ * (SH_EFORBIDDEN naming the rule). */
+int policy_can_prioritize(const struct tenancy *t,
+                          const struct api_caller *caller, const char *project,
+                          enum job_priority prio, struct sh_error *err);
+
+/* May caller see the values of the job's environment (env,
+ * container_env)? Its owner and cluster admins; others who may see the
+ * job see the names only. */
+bool policy_can_see_env(const struct api_caller *caller, const struct job *job);
+/* The same for a job known only by its owner (a row of the history). */
+bool policy_can_see_env_stored(const struct api_caller *caller,
+                               const char *user);
 
 /* May caller see this job (show, list, logs)? Own jobs, jobs of projects
  * where the caller holds any role, and every job for cluster admins. */

@@ -19,8 +19,21 @@
 
 struct secrets {
     unsigned char key[crypto_secretbox_KEYBYTES];
-    json_t *table; /* name -> stored record */
+    json_t *table;      /* "PROJECT/NAME" ("/NAME": cluster-wide) -> record */
+    json_t *store_keys; /* the same key -> its key in the store (a record
+                           stored before names were per project is under
+                           its bare name) */
 };
+
+/* The table's key of a secret: names are per project, so one project's
+ * name neither collides with nor reveals another's. */
+static void scoped(const char *project, const char *name, char *buf,
+                   size_t size)
+{
+    snprintf(buf, size, "%s/%s", project ? project : "", name ? name : "");
+}
+
+#define SCOPED_MAX (2 * JOB_IDENT_MAX + 2)
 
 #define B64 sodium_base64_VARIANT_ORIGINAL
 
@@ -59,7 +72,10 @@ struct secrets *secrets_create(const char *state_dir, struct sh_error *err)
         return NULL;
     }
     s->table = json_object();
-    if (!s->table) {
+    s->store_keys = json_object();
+    if (!s->table || !s->store_keys) {
+        json_decref(s->table);
+        json_decref(s->store_keys);
         sh_errorf(err, SH_EINTERNAL, "out of memory");
         sodium_free(s);
         return NULL;
@@ -75,6 +91,7 @@ void secrets_destroy(struct secrets *s)
 {
     if (s) {
         json_decref(s->table);
+        json_decref(s->store_keys);
         sodium_free(s); /* wipes the key */
     }
 }
@@ -85,7 +102,9 @@ static int record_check(const char *key, const json_t *rec,
 {
     const char *name = json_string_value(json_object_get(rec, "name"));
     const json_t *project = json_object_get(rec, "project");
-    if (!name || strcmp(name, key) != 0 ||
+    char want[SCOPED_MAX];
+    scoped(json_string_value(project), name, want, sizeof(want));
+    if (!name || (strcmp(name, key) != 0 && strcmp(want, key) != 0) ||
         !json_is_string(json_object_get(rec, "nonce")) ||
         !json_is_string(json_object_get(rec, "box")) ||
         !json_is_array(json_object_get(rec, "keys")) ||
@@ -95,33 +114,56 @@ static int record_check(const char *key, const json_t *rec,
     return 0;
 }
 
+struct loading {
+    json_t *table, *store_keys;
+};
+
 static int load_one(const char *key, const json_t *rec, void *arg,
                     struct sh_error *err)
 {
+    struct loading *l = arg;
     if (record_check(key, rec, err) < 0)
         return -1;
-    if (json_object_set(arg, key, (json_t *)rec) < 0)
+    char k[SCOPED_MAX];
+    scoped(json_string_value(json_object_get(rec, "project")),
+           json_string_value(json_object_get(rec, "name")), k, sizeof(k));
+    if (json_object_set(l->table, k, (json_t *)rec) < 0 ||
+        json_object_set_new(l->store_keys, k, json_string(key)) < 0)
         return sh_errorf(err, SH_EINTERNAL, "out of memory");
     return 0;
 }
 
 int secrets_load(struct secrets *s, struct store *st, struct sh_error *err)
 {
-    json_t *fresh = json_object();
-    if (!fresh)
-        return sh_errorf(err, SH_EINTERNAL, "out of memory");
-    if (store_load_objects(st, "secret", load_one, fresh, err) < 0) {
-        json_decref(fresh);
-        return -1;
+    struct loading l = {json_object(), json_object()};
+    if (!l.table || !l.store_keys ||
+        store_load_objects(st, "secret", load_one, &l, err) < 0) {
+        json_decref(l.table);
+        json_decref(l.store_keys);
+        return l.table && l.store_keys
+                   ? -1
+                   : sh_errorf(err, SH_EINTERNAL, "out of memory");
     }
     json_decref(s->table);
-    s->table = fresh;
+    json_decref(s->store_keys);
+    s->table = l.table;
+    s->store_keys = l.store_keys;
     return 0;
 }
 
-const json_t *secrets_get(const struct secrets *s, const char *name)
+const json_t *secrets_get(const struct secrets *s, const char *project,
+                          const char *name)
 {
-    return json_object_get(s->table, name);
+    char k[SCOPED_MAX];
+    scoped(project, name, k, sizeof(k));
+    return json_object_get(s->table, k);
+}
+
+const json_t *secrets_resolve(const struct secrets *s, const char *project,
+                              const char *name)
+{
+    const json_t *rec = project ? secrets_get(s, project, name) : NULL;
+    return rec ? rec : secrets_get(s, NULL, name);
 }
 
 /* The record as the API shows it: everything but the sealed values. */
@@ -209,8 +251,12 @@ int secrets_add(struct secrets *s, struct store_batch *batch, const char *name,
                          UTF8_CUT(name ? name : "", 64), JOB_IDENT_MAX);
     if (check_data(data, err) < 0)
         return -1;
-    if (json_object_get(s->table, name))
-        return sh_errorf(err, SH_ECONFLICT, "secret %s already exists", name);
+    char k[SCOPED_MAX];
+    scoped(project, name, k, sizeof(k));
+    if (json_object_get(s->table, k))
+        return sh_errorf(err, SH_ECONFLICT, "secret %s already exists in %s%s",
+                         name, project ? "project " : "the cluster",
+                         project ? project : "");
     if (json_object_size(s->table) >= SECRETS_MAX)
         return sh_errorf(err, SH_ETOOLARGE,
                          "the cluster has %d secrets, the limit", SECRETS_MAX);
@@ -221,10 +267,10 @@ int secrets_add(struct secrets *s, struct store_batch *batch, const char *name,
         json_decref(keys);
         return sh_errorf(err, SH_EINTERNAL, "out of memory");
     }
-    const char *k;
+    const char *entry;
     json_t *v;
-    json_object_foreach ((json_t *)data, k, v)
-        json_array_append_new(keys, json_string(k));
+    json_object_foreach ((json_t *)data, entry, v)
+        json_array_append_new(keys, json_string(entry));
     size_t plen = strlen(plain);
     unsigned char nonce[crypto_secretbox_NONCEBYTES];
     unsigned char *box = malloc(plen + crypto_secretbox_MACBYTES);
@@ -252,21 +298,27 @@ int secrets_add(struct secrets *s, struct store_batch *batch, const char *name,
     if (!json_object_get(rec, "project"))
         json_object_set_new(rec, "project", json_null());
     int rc = 0;
-    if (store_batch_put(batch, "secret", name, rec) < 0 ||
-        json_object_set(s->table, name, rec) < 0)
+    if (store_batch_put(batch, "secret", k, rec) < 0 ||
+        json_object_set(s->table, k, rec) < 0 ||
+        json_object_set_new(s->store_keys, k, json_string(k)) < 0)
         rc = sh_errorf(err, SH_EINTERNAL, "out of memory");
     json_decref(rec);
     return rc;
 }
 
 int secrets_delete(struct secrets *s, struct store_batch *batch,
-                   const char *name, struct sh_error *err)
+                   const char *project, const char *name, struct sh_error *err)
 {
-    if (!json_object_get(s->table, name))
+    char k[SCOPED_MAX];
+    scoped(project, name, k, sizeof(k));
+    const char *store_key =
+        json_string_value(json_object_get(s->store_keys, k));
+    if (!json_object_get(s->table, k) || !store_key)
         return sh_errorf(err, SH_ENOTFOUND, "secret %s does not exist", name);
-    if (store_batch_del(batch, "secret", name) < 0)
+    if (store_batch_del(batch, "secret", store_key) < 0)
         return sh_errorf(err, SH_EINTERNAL, "out of memory");
-    json_object_del(s->table, name);
+    json_object_del(s->table, k);
+    json_object_del(s->store_keys, k);
     return 0;
 }
 
@@ -283,10 +335,10 @@ static unsigned char *unb64(const char *text, size_t *len)
     return out;
 }
 
-json_t *secrets_open(const struct secrets *s, const char *name,
-                     struct sh_error *err)
+json_t *secrets_open(const struct secrets *s, const char *project,
+                     const char *name, struct sh_error *err)
 {
-    const json_t *rec = json_object_get(s->table, name);
+    const json_t *rec = secrets_get(s, project, name);
     if (!rec) {
         sh_errorf(err, SH_ENOTFOUND, "secret %s does not exist", name);
         return NULL;
@@ -336,15 +388,16 @@ json_t *secrets_registry_auth(const struct secrets *s, const char *project,
 {
     json_t *found = NULL;
     bool found_project = false;
-    const char *name;
+    const char *key;
     json_t *rec;
-    json_object_foreach (s->table, name, rec) {
+    json_object_foreach (s->table, key, rec) {
+        const char *name = json_string_value(json_object_get(rec, "name"));
         const char *p = json_string_value(json_object_get(rec, "project"));
         bool mine = p && project && strcmp(p, project) == 0;
         if ((p && !mine) || (found && (found_project || !mine)) ||
             !rec_has_key(rec, "registry"))
             continue;
-        json_t *v = secrets_open(s, name, NULL);
+        json_t *v = secrets_open(s, p, name, NULL);
         const char *reg = json_string_value(json_object_get(v, "registry"));
         const char *user = json_string_value(json_object_get(v, "username"));
         const char *pass = json_string_value(json_object_get(v, "password"));

@@ -50,8 +50,11 @@ struct shoald_config {
     const char *tls_key;
     size_t max_body;           /* bytes of one request body */
     int max_conns_per_address; /* open connections from one IP; 0 = any */
+    int max_pending_per_user;  /* pending jobs one user may have; 0 = any */
     int request_timeout_s;     /* silence allowed before a whole request */
     int keepalive_timeout_s;   /* ...and after one with a valid token */
+    int request_deadline_s;    /* a whole request after its request line;
+                                  0 = none */
     int heartbeat_timeout_s;   /* a node without heartbeats is down after */
     int64_t keep_finished_ms;  /* finished jobs stay in memory this long */
     int kill_grace_s;          /* SIGTERM to SIGKILL on cancel/timeout */

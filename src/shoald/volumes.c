@@ -161,13 +161,18 @@ int volumes_check_job(const struct volumes *v, const struct job_spec *spec,
     return 0;
 }
 
-const char *volumes_using_secret(const struct volumes *v, const char *secret)
+const char *volumes_using_secret(const struct volumes *v, const char *project,
+                                 const char *secret)
 {
     const char *key;
     json_t *rec;
     json_object_foreach (v->table, key, rec) {
         const char *s = volume_secret(rec);
-        if (s && strcmp(s, secret) == 0)
+        const char *p = volume_project(rec);
+        /* A cluster-wide secret: any volume naming it (one of a project
+         * without its own of that name uses it). */
+        if (s && strcmp(s, secret) == 0 &&
+            (!project || (p && strcmp(p, project) == 0)))
             return key;
     }
     return NULL;
@@ -202,7 +207,11 @@ static json_t *s3_mount(const struct secrets *secrets,
 {
     const json_t *s3 = json_object_get(rec, "s3");
     struct sh_error err;
-    json_t *creds = secrets_open(secrets, volume_secret(rec), &err);
+    const json_t *sec =
+        secrets_resolve(secrets, volume_project(rec), volume_secret(rec));
+    json_t *creds = secrets_open(
+        secrets, json_string_value(json_object_get(sec, "project")),
+        volume_secret(rec), &err);
     const char *ak = json_string_value(json_object_get(creds, "access_key"));
     const char *sk = json_string_value(json_object_get(creds, "secret_key"));
     if (!creds || !ak || !sk) {

@@ -52,8 +52,10 @@ int volumes_owned_by(const struct volumes *v, const char *project,
 int volumes_check_job(const struct volumes *v, const struct job_spec *spec,
                       struct sh_error *err);
 
-/* The first volume that names secret, or NULL. */
-const char *volumes_using_secret(const struct volumes *v, const char *secret);
+/* The first volume that may use secret (project's; NULL: a cluster-wide
+ * one, which any volume naming it may), or NULL. */
+const char *volumes_using_secret(const struct volumes *v, const char *project,
+                                 const char *secret);
 
 /* What the agent mounts for a job, in the job's order (see
  * agent/mounts.h): {"name", "kind", "path", "readonly"} and per kind

@@ -2,10 +2,14 @@
 /* SQLite backend of the store: one database file in WAL mode with
  * synchronous=FULL, so a committed batch survives a crash of the process
  * and of the machine. Statements are prepared once and reused. */
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "store/store_impl.h"
 
@@ -317,6 +321,34 @@ static int check_schema(struct store_sqlite *s, struct sh_error *err)
     return 0;
 }
 
+/* The database and its -wal and -shm files hold every job's environment
+ * and the users' token hashes: owner only. The file is made 0600 before
+ * SQLite opens it (SQLite gives -wal and -shm the database's mode), and a
+ * store made looser by an older shoald is tightened. */
+static int private_files(const char *path, struct sh_error *err)
+{
+    if (strcmp(path, ":memory:") == 0 || strncmp(path, "file:", 5) == 0)
+        return 0;
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return sh_errorf(err, SH_EUNAVAILABLE, "store: cannot open %s: %s",
+                         path, strerror(errno));
+    int rc = fchmod(fd, 0600);
+    close(fd);
+    if (rc < 0)
+        return sh_errorf(err, SH_EUNAVAILABLE, "store: cannot chmod %s: %s",
+                         path, strerror(errno));
+    static const char *const sides[] = {"-wal", "-shm", "-journal"};
+    for (int i = 0; i < 3; i++) {
+        char side[4200];
+        snprintf(side, sizeof(side), "%s%s", path, sides[i]);
+        if (chmod(side, 0600) < 0 && errno != ENOENT)
+            return sh_errorf(err, SH_EUNAVAILABLE, "store: cannot chmod %s: %s",
+                             side, strerror(errno));
+    }
+    return 0;
+}
+
 struct store *store_sqlite_open(const char *path, struct sh_error *err)
 {
     struct store_sqlite *s = calloc(1, sizeof(*s));
@@ -325,6 +357,8 @@ struct store *store_sqlite_open(const char *path, struct sh_error *err)
         return NULL;
     }
     s->base.ops = &sqlite_ops;
+    if (private_files(path, err) < 0)
+        goto error;
     if (sqlite3_open_v2(path, &s->db,
                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
                             SQLITE_OPEN_NOMUTEX,

@@ -407,9 +407,9 @@ token_refused() {
     mkuser alice >/dev/null
     api PATCH /v1/users/alice/limits '{"max_gpus":8,"max_jobs":4,"max_time_s":3600}'
     [ "$status_code" = 200 ]
-    [ "$(echo "$body" | jq -c .limits)" = '{"max_gpus":8,"max_jobs":4,"max_time_s":3600}' ]
+    [ "$(echo "$body" | jq -c .limits)" = '{"max_gpus":8,"max_jobs":4,"max_time_s":3600,"max_pending":null}' ]
     api PATCH /v1/users/alice/limits '{"max_jobs":null}'
-    [ "$(echo "$body" | jq -c .limits)" = '{"max_gpus":8,"max_jobs":null,"max_time_s":3600}' ]
+    [ "$(echo "$body" | jq -c .limits)" = '{"max_gpus":8,"max_jobs":null,"max_time_s":3600,"max_pending":null}' ]
     before=$(snapshot)
     for bad in '{"max_gpus":-1}' '{"max_gpus":1000001}' '{"max_jobs":"4"}' \
         '{"max_time_s":99999999}' '{"max_time":"1h"}' '[]'; do
@@ -427,7 +427,7 @@ token_refused() {
     [ "$status_code" = 403 ]
     err_msg | grep -q "at most 1h"
     api PUT /v1/users/alice/limits '{"max_gpus":2}'
-    [ "$(echo "$body" | jq -c .limits)" = '{"max_gpus":2,"max_jobs":null,"max_time_s":null}' ]
+    [ "$(echo "$body" | jq -c .limits)" = '{"max_gpus":2,"max_jobs":null,"max_time_s":null,"max_pending":null}' ]
     api POST /v1/jobs '{"command":["true"],"user":"alice","time_limit":7200}'
     [ "$status_code" = 201 ]
 }

@@ -37,7 +37,12 @@ struct job_view_extra {
     const char *reason;
     int64_t est_start_ms;
     const char *estimate;
+    bool hide_env; /* env and container_env values as JOB_ENV_HIDDEN */
 };
+
+/* What a job's environment values read as to those who may not see them
+ * (the names stay). */
+#define JOB_ENV_HIDDEN "(hidden)"
 
 /* The view's "attempts": every attempt the job keeps, oldest first, the
  * current one last; each {"attempt", "state", "start_time", "end_time",

@@ -16,6 +16,7 @@
 struct out {
     struct strbuf *sb;
     bool failed;
+    bool hide_env; /* values of env and container_env as JOB_ENV_HIDDEN */
 };
 
 static void raw(struct out *o, const char *s, size_t n)
@@ -171,7 +172,7 @@ static void container(struct out *o, const struct job_container *c)
             raw(o, ",", 1);
         str(o, c->env[i].key);
         raw(o, ":", 1);
-        str(o, c->env[i].value);
+        str(o, o->hide_env ? JOB_ENV_HIDDEN : c->env[i].value);
     }
     raw(o, "}", 1);
 }
@@ -248,7 +249,7 @@ static void spec(struct out *o, const struct job_spec *s)
             raw(o, ",", 1);
         str(o, s->env[i].key);
         raw(o, ":", 1);
-        str(o, s->env[i].value);
+        str(o, o->hide_env ? JOB_ENV_HIDDEN : s->env[i].value);
     }
     raw(o, "}", 1);
     key(o, "workdir");
@@ -427,7 +428,7 @@ static void attempts(struct out *o, const struct job *job)
 int job_json_write(struct strbuf *sb, const struct job *job,
                    const struct job_view_extra *x, int64_t now_ms)
 {
-    struct out o = {.sb = sb};
+    struct out o = {.sb = sb, .hide_env = x && x->hide_env};
     size_t start = sb->len;
     spec(&o, &job->spec);
     key(&o, "id");

@@ -30,6 +30,8 @@
 
 #define NODE_LABELS_MAX 32
 #define NODE_ADDR_MAX 256
+/* Why a node is drained (an admin's --reason, or the controller's). */
+#define NODE_REASON_MAX 256
 
 enum node_state {
     NODE_UP = 0,
@@ -53,9 +55,10 @@ struct node {
     uint64_t mem; /* bytes */
     struct gpu_info *gpus;
     int ngpus;
-    bool mps;    /* CUDA MPS can run there (fences time-slices) */
-    bool alive;  /* heartbeats arrive */
-    bool drain;  /* an admin asked to drain it */
+    bool mps;   /* CUDA MPS can run there (fences time-slices) */
+    bool alive; /* heartbeats arrive */
+    bool drain; /* an admin asked to drain it */
+    char drain_reason[NODE_REASON_MAX]; /* "" when none given */
     int running; /* jobs placed on it (kept by the controller) */
     int64_t last_heartbeat_ms;
     int64_t registered_ms;

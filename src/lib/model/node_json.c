@@ -3,6 +3,7 @@
 #include "lib/model/node_json.h"
 
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "lib/model/job.h"
@@ -222,26 +223,30 @@ int labels_from_json(const json_t *o, struct node_label **out, int *nout,
 json_t *node_to_record(const struct node *n)
 {
     /* "o" steals the labels and gpus */
-    return json_pack(
+    json_t *o = json_pack(
         "{s:s, s:s?, s:o, s:i, s:I, s:o, s:b, s:I, s:b}", "name", n->name,
         "address", n->address, "labels", labels_to_json(n->labels, n->nlabels),
         "cpus", n->cpus, "memory", (json_int_t)n->mem, "gpus",
         gpus_to_json(n->gpus, n->ngpus), "drain", n->drain, "registered_ms",
         (json_int_t)n->registered_ms, "mps", n->mps);
+    if (o && n->drain_reason[0])
+        json_object_set_new(o, "drain_reason", json_string(n->drain_reason));
+    return o;
 }
 
 struct node *node_from_record(const json_t *rec, struct sh_error *err)
 {
-    const char *name, *address = NULL;
+    const char *name, *address = NULL, *reason = NULL;
     json_t *labels, *gpus;
     int cpus, drain, mps = 0;
     json_int_t mem, registered;
     json_error_t jerr;
     if (json_unpack_ex((json_t *)rec, &jerr, 0,
-                       "{s:s, s?s, s:o, s:i, s:I, s:o, s:b, s:I, s?b}", "name",
-                       &name, "address", &address, "labels", &labels, "cpus",
-                       &cpus, "memory", &mem, "gpus", &gpus, "drain", &drain,
-                       "registered_ms", &registered, "mps", &mps) < 0) {
+                       "{s:s, s?s, s:o, s:i, s:I, s:o, s:b, s:I, s?b, s?s}",
+                       "name", &name, "address", &address, "labels", &labels,
+                       "cpus", &cpus, "memory", &mem, "gpus", &gpus, "drain",
+                       &drain, "registered_ms", &registered, "mps", &mps,
+                       "drain_reason", &reason) < 0) {
         sh_errorf(err, SH_EINVAL, "node record: %s", jerr.text);
         return NULL;
     }
@@ -253,6 +258,8 @@ struct node *node_from_record(const json_t *rec, struct sh_error *err)
     n->cpus = cpus;
     n->mem = (uint64_t)mem;
     n->drain = drain;
+    if (reason)
+        snprintf(n->drain_reason, sizeof(n->drain_reason), "%s", reason);
     n->mps = mps;
     n->registered_ms = registered;
     if ((address && node_set_address(n, address) < 0) ||

@@ -84,8 +84,8 @@ static struct job *start_gpu_job(void)
     struct nodes_reg r = {
         .name = "n1", .cpus = 8, .mem = 1 << 30, .gpus = gpus};
     struct node *n = NULL;
-    cr_assert_eq(nodes_register(&d, &r, "127.0.0.9", true, token, &n, &err), 0,
-                 "%s", err.msg);
+    cr_assert_eq(nodes_register(&d, &r, "127.0.0.9", "test", token, &n, &err),
+                 0, "%s", err.msg);
     json_decref(gpus);
     struct job *job = NULL;
     json_t *body = json_pack("{s:[s], s:i}", "command", "train", "gpus", 2);

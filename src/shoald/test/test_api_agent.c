@@ -34,8 +34,8 @@ static void setup(void)
     struct nodes_reg r = {
         .name = "n1", .cpus = 8, .mem = 1 << 30, .gpus = gpus};
     struct node *n = NULL;
-    cr_assert_eq(nodes_register(&d, &r, "127.0.0.9", true, token, &n, &err), 0,
-                 "%s", err.msg);
+    cr_assert_eq(nodes_register(&d, &r, "127.0.0.9", "test", token, &n, &err),
+                 0, "%s", err.msg);
     json_decref(gpus);
     cr_assert_eq(commit_flush(d.commit, &err), 0, "%s", err.msg);
 }
@@ -67,9 +67,9 @@ static struct api_req *hold_poll(void)
 static void touch_n1(void)
 {
     struct sh_error err = {0};
-    cr_assert_eq(
-        nodes_set_drain(&d, nodetab_get(d.nodes, "n1"), true, "admin", &err), 0,
-        "%s", err.msg);
+    cr_assert_eq(nodes_set_drain(&d, nodetab_get(d.nodes, "n1"), true, "admin",
+                                 NULL, &err),
+                 0, "%s", err.msg);
     cluster_node_touch(&d, "n1");
     cr_assert(commit_dirty(d.commit));
 }

@@ -414,8 +414,8 @@ static void add_node(const char *name)
     struct nodes_reg r = {
         .name = name, .cpus = 8, .mem = 1 << 30, .gpus = gpus};
     struct node *n = NULL;
-    cr_assert_eq(nodes_register(&d, &r, "127.0.0.9", true, token, &n, &err), 0,
-                 "%s", err.msg);
+    cr_assert_eq(nodes_register(&d, &r, "127.0.0.9", "test", token, &n, &err),
+                 0, "%s", err.msg);
     json_decref(gpus);
 }
 

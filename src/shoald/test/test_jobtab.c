@@ -7,6 +7,8 @@
  * that will be requeued, and recently finished ones. */
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "lib/model/job.h"
 #include "shoald/jobtab.h"
@@ -326,5 +328,36 @@ Test(jobtab, walk_starts_after_an_id_whether_or_not_it_is_there)
     cr_assert_eq(jobtab_walk_next(&w)->id, 5);
     cr_assert_null(jobtab_walk_from(t, 6, &w));
     cr_assert_null(jobtab_walk_from(t, 100, &w));
+    jobtab_destroy(t);
+}
+
+/* The per-user count of pending jobs follows adds, state changes and
+ * removals (the pending cap at submission reads it). */
+Test(jobtab, pending_jobs_are_counted_per_user)
+{
+    struct jobtab *t = table_new();
+    for (uint64_t id = 1; id <= 4; id++) {
+        struct job *j = job_new(id, JOB_PENDING, 0);
+        j->spec.user = strdup(id <= 3 ? "bob" : "carol");
+        cr_assert_eq(jobtab_add(t, j), 0);
+    }
+    struct job *done = job_new(5, JOB_COMPLETED, T0);
+    done->spec.user = strdup("bob");
+    cr_assert_eq(jobtab_add(t, done), 0);
+    cr_assert_eq(jobtab_user_pending(t, "bob"), 3);
+    cr_assert_eq(jobtab_user_pending(t, "carol"), 1);
+    cr_assert_eq(jobtab_user_pending(t, "dave"), 0);
+    struct job *j = jobtab_get(t, 1);
+    j->state = JOB_RUNNING;
+    jobtab_state_changed(t, j);
+    jobtab_state_changed(t, j); /* twice: counted once */
+    cr_assert_eq(jobtab_user_pending(t, "bob"), 2);
+    j->state = JOB_PENDING; /* requeued */
+    jobtab_state_changed(t, j);
+    cr_assert_eq(jobtab_user_pending(t, "bob"), 3);
+    jobtab_remove(t, 2);
+    cr_assert_eq(jobtab_user_pending(t, "bob"), 2);
+    jobtab_remove(t, 4);
+    cr_assert_eq(jobtab_user_pending(t, "carol"), 0);
     jobtab_destroy(t);
 }

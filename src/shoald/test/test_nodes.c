@@ -56,7 +56,8 @@ static int reg(const char *name, json_t *gpus, bool join, char *token,
     struct nodes_reg r = {
         .name = name, .cpus = 8, .mem = 1 << 30, .gpus = gpus};
     struct node *n = NULL;
-    int rc = nodes_register(&d, &r, "127.0.0.9", join, token, &n, err);
+    int rc = nodes_register(&d, &r, "127.0.0.9", join ? "test" : NULL, token,
+                            &n, err);
     if (rc == 0)
         cr_assert_eq(n, nodetab_get(d.nodes, name));
     return rc;
@@ -110,13 +111,13 @@ Test(nodes, drain_is_durable_and_kept_across_registration)
     json_t *gpus = json_array();
     cr_assert_eq(reg("n1", gpus, true, token, &err), 0, "%s", err.msg);
     struct node *n = nodetab_get(d.nodes, "n1");
-    cr_assert_eq(nodes_set_drain(&d, n, true, "admin", &err), 0);
+    cr_assert_eq(nodes_set_drain(&d, n, true, "admin", NULL, &err), 0);
     commit_and_reload();
     cr_assert(nodetab_get(d.nodes, "n1")->drain);
     cr_assert_eq(reg("n1", gpus, false, token, &err), 0, "%s", err.msg);
     cr_assert(nodetab_get(d.nodes, "n1")->drain, "registering keeps drain");
     n = nodetab_get(d.nodes, "n1");
-    cr_assert_eq(nodes_set_drain(&d, n, false, "admin", &err), 0);
+    cr_assert_eq(nodes_set_drain(&d, n, false, "admin", NULL, &err), 0);
     commit_and_reload();
     cr_assert_not(nodetab_get(d.nodes, "n1")->drain);
     json_decref(gpus);
@@ -285,5 +286,28 @@ Test(nodes, registry_auth_again_for_a_run_the_node_lost)
     cr_assert_not(work_has_auth("n1"));
     cr_assert_eq(reg("n1", gpus, false, token, &err), 0, "%s", err.msg);
     cr_assert(work_has_auth("n1"), "registered again without the run");
+    json_decref(gpus);
+}
+
+Test(nodes, a_join_token_cannot_take_over_an_enrolled_node)
+{
+    struct sh_error err = {0};
+    char token[AUTH_TOKEN_LEN + 1], again[AUTH_TOKEN_LEN + 1];
+    json_t *gpus = json_array();
+    cr_assert_eq(reg("n1", gpus, true, token, &err), 0, "%s", err.msg);
+    cr_assert_eq(reg("n1", gpus, true, again, &err), -1);
+    cr_assert_eq(err.code, SH_ECONFLICT);
+    cr_assert(strstr(err.msg, "shoal node rekey n1"), "%s", err.msg);
+    struct api_caller c;
+    auth_identify(d.auth, token, 0, &c);
+    cr_assert_eq(c.role, API_AGENT, "the node's own token still works");
+    cr_assert_eq(reg("n1", gpus, false, again, &err), 0, "%s", err.msg);
+    char fresh[AUTH_TOKEN_LEN + 1];
+    cr_assert_eq(
+        nodes_rekey(&d, nodetab_get(d.nodes, "n1"), "admin", fresh, &err), 0);
+    auth_identify(d.auth, token, 0, &c);
+    cr_assert_eq(c.role, API_ANON, "a rekey revokes the old token");
+    auth_identify(d.auth, fresh, 0, &c);
+    cr_assert_eq(c.role, API_AGENT);
     json_decref(gpus);
 }

@@ -71,6 +71,7 @@ static const int expected[POLICY_ACTION_COUNT][WHO_COUNT] = {
     [POLICY_VIEW_USER] = {1, 0, 0, 0, 0, 1, 1},
     [POLICY_REVOKE_TOKENS] = {1, 0, 0, 0, 0, 1, 1},
     [POLICY_ADMINISTER] = {1, 0, 0, 0, 0, 0, 0},
+    [POLICY_HIGH_PRIORITY] = {1, 1, 0, 0, 0, 0, 0},
 };
 
 Test(policy_table, every_action_for_every_kind_of_caller)
@@ -146,7 +147,7 @@ TestSuite(policy, .init = setup, .fini = teardown);
 
 static struct api_caller user(const char *name, bool admin)
 {
-    struct api_caller c = {API_USER, name, admin, NULL};
+    struct api_caller c = {API_USER, name, admin, NULL, NULL};
     return c;
 }
 
@@ -270,11 +271,11 @@ Test(policy, cancel_own_jobs_or_as_project_admin)
 Test(policy, agents_join_tokens_and_anonymous_callers_are_never_users)
 {
     struct sh_error err;
-    struct api_caller agent = {API_AGENT, NULL, false, "node1"};
-    struct api_caller join = {API_JOIN, NULL, false, NULL};
-    struct api_caller anon = {API_ANON, NULL, false, NULL};
+    struct api_caller agent = {API_AGENT, NULL, false, "node1", NULL};
+    struct api_caller join = {API_JOIN, NULL, false, NULL, "x"};
+    struct api_caller anon = {API_ANON, NULL, false, NULL, NULL};
     /* Even a caller struct claiming admin is not a user without the role. */
-    struct api_caller fake = {API_AGENT, "alice", true, "node1"};
+    struct api_caller fake = {API_AGENT, "alice", true, "node1", NULL};
     const struct api_caller *callers[] = {&agent, &join, &anon, &fake};
     struct job j = job_of("alice", "vision");
     for (int i = 0; i < 4; i++) {

@@ -78,7 +78,7 @@ Test(secrets, sealed_in_the_store_and_opened_again)
     struct secrets *s2 = secrets_create(dir, &err);
     store = store_open(db, &err);
     cr_assert_eq(secrets_load(s2, store, &err), 0, "%s", err.msg);
-    json_t *open = secrets_open(s2, "cred", &err);
+    json_t *open = secrets_open(s2, "vision", "cred", &err);
     cr_assert_not_null(open, "%s", err.msg);
     cr_assert(json_equal(open, d));
     json_decref(open);
@@ -87,7 +87,7 @@ Test(secrets, sealed_in_the_store_and_opened_again)
     remove(key);
     struct secrets *s3 = secrets_create(dir, &err);
     cr_assert_eq(secrets_load(s3, store, &err), 0);
-    cr_assert_null(secrets_open(s3, "cred", &err));
+    cr_assert_null(secrets_open(s3, "vision", "cred", &err));
     cr_assert(strstr(err.msg, "cannot be opened"), "%s", err.msg);
 
     store_close(store);
@@ -115,10 +115,19 @@ Test(secrets, bad_input_is_refused_and_changes_nothing)
     cr_assert_eq(secrets_add(s, b, "x", NULL, ok, "u", 1, &err), 0);
     cr_assert_eq(secrets_add(s, b, "x", NULL, ok, "u", 1, &err), -1);
     cr_assert_eq(err.code, SH_ECONFLICT);
-    cr_assert_eq(secrets_delete(s, b, "nope", &err), -1);
+    /* Names are per project: another project's "x" is another secret. */
+    cr_assert_eq(secrets_add(s, b, "x", "vision", ok, "u", 1, &err), 0, "%s",
+                 err.msg);
+    cr_assert_not_null(secrets_get(s, "vision", "x"));
+    cr_assert_eq(secrets_resolve(s, "nlp", "x"), secrets_get(s, NULL, "x"));
+    cr_assert_eq(secrets_resolve(s, "vision", "x"),
+                 secrets_get(s, "vision", "x"));
+    cr_assert_eq(secrets_delete(s, b, NULL, "nope", &err), -1);
     cr_assert_eq(err.code, SH_ENOTFOUND);
-    cr_assert_eq(secrets_delete(s, b, "x", &err), 0);
-    cr_assert_null(secrets_get(s, "x"));
+    cr_assert_eq(secrets_delete(s, b, "nlp", "x", &err), -1);
+    cr_assert_eq(secrets_delete(s, b, NULL, "x", &err), 0);
+    cr_assert_null(secrets_get(s, NULL, "x"));
+    cr_assert_not_null(secrets_get(s, "vision", "x"));
     json_decref(ok);
     json_decref(empty);
     json_decref(nonstr);
@@ -158,5 +167,36 @@ Test(secrets, registry_credentials_are_the_projects_then_the_clusters)
     json_decref(cl);
     json_decref(other);
     store_batch_destroy(b);
+    secrets_destroy(s);
+}
+
+/* A secret stored under its bare name, as before names were per project:
+ * found in its project, and deleted by the key it is stored under. */
+Test(secrets, a_record_stored_under_its_bare_name_loads_and_deletes)
+{
+    struct secrets *s = secrets_create(dir, &err);
+    char db[128];
+    snprintf(db, sizeof(db), "%s/state.db", dir);
+    struct store *store = store_open(db, &err);
+    cr_assert_not_null(store, "%s", err.msg);
+    struct store_batch *b = store_batch_create();
+    json_t *rec =
+        json_pack("{s:s, s:s, s:[s], s:s, s:s, s:I, s:s}", "name", "old",
+                  "project", "vision", "keys", "k", "nonce", "AAAA", "box",
+                  "AAAA", "created_ms", (json_int_t)1, "created_by", "u");
+    cr_assert_eq(store_batch_put(b, "secret", "old", rec), 0);
+    cr_assert_eq(store_commit(store, b, &err), 0, "%s", err.msg);
+    store_batch_destroy(b);
+    cr_assert_eq(secrets_load(s, store, &err), 0, "%s", err.msg);
+    cr_assert_not_null(secrets_get(s, "vision", "old"));
+    cr_assert_null(secrets_get(s, NULL, "old"));
+    b = store_batch_create();
+    cr_assert_eq(secrets_delete(s, b, "vision", "old", &err), 0, "%s", err.msg);
+    cr_assert_eq(store_commit(store, b, &err), 0, "%s", err.msg);
+    store_batch_destroy(b);
+    cr_assert_eq(secrets_load(s, store, &err), 0, "%s", err.msg);
+    cr_assert_null(secrets_get(s, "vision", "old"), "gone from the store");
+    json_decref(rec);
+    store_close(store);
     secrets_destroy(s);
 }

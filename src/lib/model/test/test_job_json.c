@@ -174,7 +174,7 @@ static void assert_writer_matches(const char *record, const char *reason,
     struct strbuf sb;
     strbuf_init(&sb, 1 << 20);
     strbuf_appends(&sb, "x");
-    struct job_view_extra x = {reason, est, note};
+    struct job_view_extra x = {reason, est, note, false};
     cr_assert_eq(job_json_write(&sb, job, &x, clock_wall_ms()), 0);
     cr_assert_str_eq(strbuf_str(&sb) + 1, want);
     strbuf_fini(&sb);
