@@ -15,6 +15,7 @@
 #include "shoald/cluster.h"
 #include "shoald/gate.h"
 #include "shoald/jobtab.h"
+#include "shoald/resources.h"
 #include "shoald/logs.h"
 #include "shoald/nodetab.h"
 #include "shoald/policy.h"
@@ -200,9 +201,13 @@ int jobs_submit(struct shoald *d, const struct api_caller *caller,
     if (job_spec_from_json(body, &spec, err) < 0)
         return -1;
     if (resolve_owner(d, caller, &spec, err) < 0 ||
-        job_spec_validate(&spec, err) < 0 ||
-        check_deps(d, caller, &spec, err) < 0 ||
+        job_spec_validate(&spec, err) < 0)
+        goto error;
+    /* A job that asks no CPUs or memory gets its share (resources.h). */
+    resources_defaults(d, &spec);
+    if (check_deps(d, caller, &spec, err) < 0 ||
         volumes_check_job(d->volumes, &spec, err) < 0 ||
+        resources_check(d, &spec, err) < 0 ||
         cluster_check_submit(d, &spec, err) < 0)
         goto error;
     if (spec.array)
