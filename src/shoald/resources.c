@@ -51,6 +51,23 @@ static void node_shares(const struct shoald *d, struct shares *sh)
     }
 }
 
+/* GPUs per node of a job asking total GPUs in all: as the engine splits
+ * them (sched.h), over the fewest nodes of the most GPUs a node has, the
+ * same count on each. */
+static int total_per_node(const struct shoald *d, int total)
+{
+    int per = 0;
+    for (struct node *n = nodetab_next(d->nodes, NULL); n;
+         n = nodetab_next(d->nodes, n))
+        per = n->ngpus > per ? n->ngpus : per;
+    if (per == 0 || total <= per)
+        return total;
+    int nn = (total + per - 1) / per;
+    while (total % nn)
+        nn++;
+    return total / nn;
+}
+
 void resources_defaults(const struct shoald *d, struct job_spec *spec)
 {
     if (spec->cpus > 0 && spec->mem > 0)
@@ -72,9 +89,8 @@ void resources_defaults(const struct shoald *d, struct job_spec *spec)
                                   (uint64_t)(spec->cpus > 0 ? spec->cpus : 1);
         return;
     }
-    /* GPUs per node: the engine may split a total over nodes, so a total
-     * counts whole on one node (the most its share can be). */
-    int gpn = spec->gpus_total ? spec->gpus_total : spec->gpus_per_node;
+    int gpn = spec->gpus_total ? total_per_node(d, spec->gpus_total)
+                               : spec->gpus_per_node;
     if (spec->slice) {
         if (spec->mem == 0)
             spec->mem = sh.mem_per_gpu / 4 / MIB * MIB;

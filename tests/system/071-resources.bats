@@ -114,3 +114,30 @@ need_cgroups() {
     job_field "$id" .reason
     job_field "$id" .reason | grep -q '^out of memory: limit 64M on node1$'
 }
+
+@test "res-006 --cpus-per-task, --cpus-per-gpu, --mem-per-gpu, --mem-per-cpu resolve per node, in scripts too" {
+    shoal_cluster_start 1 4
+    a=$(submit --gpus 2 --mem-per-gpu 1G --cpus-per-gpu 1 -- true)
+    [ "$(job_field "$a" .mem)" = $((2 << 30)) ]
+    [ "$(job_field "$a" .cpus)" = 2 ]
+    b=$(submit --cpus-per-task 1 --tasks-per-node 2 --mem-per-cpu 256M -- true)
+    [ "$(job_field "$b" .cpus)" = 2 ]
+    [ "$(job_field "$b" .mem)" = $((512 << 20)) ]
+    script="$SHOAL_TEST_DIR/job.sbatch"
+    printf '#!/bin/sh\n#SBATCH --gres=gpu:2\n#SBATCH --mem-per-gpu=300\n#SBATCH --cpus-per-gpu=1\ntrue\n' >"$script"
+    c=$(submit "$script")
+    [ "$(job_field "$c" .mem)" = $((600 << 20)) ]
+    [ "$(job_field "$c" .cpus)" = 2 ]
+    # The command line wins over the script's form.
+    d=$(submit --mem 1G "$script")
+    [ "$(job_field "$d" .mem)" = $((1 << 30)) ]
+    run "$SHOAL_CLI" submit --mem 1G --mem-per-gpu 1G --gpus 1 -- true
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"--mem and --mem-per-gpu both give the memory"* ]]
+    run "$SHOAL_CLI" submit --mem-per-gpu 1G -- true
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"--mem-per-gpu needs GPUs"* ]]
+    run "$SHOAL_CLI" submit --mem-per-cpu 1G --gpus 1 -- true
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"--mem-per-cpu needs a CPU count"* ]]
+}
