@@ -293,16 +293,45 @@ static int merge_init(struct sched *s, struct pass *ps)
     return 0;
 }
 
-/* The most free GPUs on any one node (reservations aside), cached
- * while the count of free GPUs does not change. */
+/* Whether node nd has the host CPUs and memory free that the least
+ * demanding pending GPU job asks (a lower bound; sched_pend_host_min()). */
+static bool node_min_room(const struct snode *nd, int64_t cpus, int64_t mem)
+{
+    return (nd->cpus == 0 || (int64_t)nd->cpus - nd->cpus_used >= cpus) &&
+           (nd->mem_mib == 0 || (int64_t)nd->mem_mib - nd->mem_used >= mem);
+}
+
+/* Whether some node of row k of model m has that room. */
+static bool row_has_room(const struct sched *s, uint16_t m, uint32_t k,
+                         int64_t cpus, int64_t mem)
+{
+    const uint64_t *r = s->models[m].by_free + (size_t)k * s->nwords;
+    for (uint32_t w = 0; w < s->nwords; w++) {
+        for (uint64_t b = r[w]; b; b &= b - 1) {
+            if (node_min_room(&s->nodes[w * 64 + (uint32_t)__builtin_ctzll(b)],
+                              cpus, mem))
+                return true;
+        }
+    }
+    return false;
+}
+
+/* The most free GPUs on any one node (reservations aside) that has the
+ * host CPUs and memory some pending GPU job asks, cached while the count
+ * of free GPUs does not change (room only shrinks during a pass). */
 static uint32_t max_free(const struct sched *s, struct pass *ps)
 {
     if (ps->maxfree_key == s->free_whole + 1)
         return ps->maxfree;
+    int64_t cpus = sched_pend_host_min(s->pend_hcpu_bits[1]);
+    int64_t mem = sched_pend_host_min(s->pend_hmem_bits[1]);
+    bool room =
+        (cpus > 0 && cpus != INT64_MAX) || (mem > 0 && mem != INT64_MAX);
     uint32_t best = 0;
     for (uint32_t m = 0; m < s->model_names.n; m++) {
         for (uint32_t k = (uint32_t)s->models[m].maxper; k > best; k--) {
-            if (s->models[m].cnt[k] > 0) {
+            if (s->models[m].cnt[k] > 0 &&
+                (!room || row_has_room(s, (uint16_t)m, k, cpus, mem))) {
                 best = k;
                 break;
             }
