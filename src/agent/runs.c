@@ -688,9 +688,13 @@ static int prepare(struct run *r, const json_t *work, json_t **launch_out,
     const json_t *spec = json_object_get(work, "spec");
     bool cg = false;
     if (a->cg) {
+        /* A job without a CPU count may use the CPUs the node offers
+         * jobs, not those kept for the system (--reserve-cpus). */
+        json_int_t cpus = json_integer_value(json_object_get(spec, "cpus"));
+        if (cpus <= 0 && a->cpus <= 10000) /* the cgroup's largest quota */
+            cpus = a->cpus;
         struct cgroup_limits lim = {
-            .cpu_millis =
-                json_integer_value(json_object_get(spec, "cpus")) * 1000,
+            .cpu_millis = cpus > 0 ? cpus * 1000 : 0,
             .mem_bytes =
                 (uint64_t)json_integer_value(json_object_get(spec, "mem")),
             .pids_max = a->cfg.max_pids,

@@ -63,7 +63,7 @@ need_cgroups() {
     [ "$("$SHOAL_CLI" queue --json | jq length)" = 0 ]
 }
 
-@test "res-003 a job without --mem gets a memory share and a process limit in its cgroup" {
+@test "res-003 a job without --mem gets a memory share, a CPU quota and a process limit in its cgroup" {
     shoal_cluster_start 1 4
     need_cgroups
     mem=$(node_json memory)
@@ -74,9 +74,11 @@ need_cgroups() {
         if [ -n "$p" ]; then
             cat "/sys/fs/cgroup/memory$p/memory.limit_in_bytes"
             cat "/sys/fs/cgroup/pids$(sed -n "s/^[0-9]*:pids:\(.*\)/\1/p" /proc/self/cgroup)/pids.max"
+            c=/sys/fs/cgroup/cpu$(awk -F: "\$2 ~ /(^|,)cpu(,|\$)/ {print \$3}" /proc/self/cgroup)
+            echo "$(cat $c/cpu.cfs_quota_us) $(cat $c/cpu.cfs_period_us)"
         else
             p=$(sed -n "s/^0::\(.*\)/\1/p" /proc/self/cgroup)
-            cat "/sys/fs/cgroup$p/memory.max" "/sys/fs/cgroup$p/pids.max"
+            cat "/sys/fs/cgroup$p/memory.max" "/sys/fs/cgroup$p/pids.max" "/sys/fs/cgroup$p/cpu.max"
         fi >'"$out"'')
     wait_job_state "$id" completed 30
     cat "$out"
@@ -86,6 +88,10 @@ need_cgroups() {
     [ "$limit" -gt 0 ]
     [ "$limit" -le $((mem / 4)) ]
     [ "$pids" = 4096 ]
+    # No CPU count here (fewer CPUs than GPUs): at most the CPUs the node
+    # offers jobs, as a quota.
+    read -r quota period < <(sed -n 3p "$out")
+    [ "$((quota / period))" = "$(node_json cpus)" ]
     # The request the engine counted is the job's.
     [ "$(job_field "$id" .mem)" = "$limit" ]
 }
