@@ -40,6 +40,7 @@ need_cgroups() {
     # The node shows the memory its jobs hold.
     run "$SHOAL_CLI" nodes
     echo "$output"
+    echo "$output" | grep -qE '^node1 +up +2/4 +H100-80GB +[0-9]+/[0-9]+ +[0-9.]+[KMGTP]/[0-9.]+[KMGTP] '
     [ "$(node_json memory_allocated)" -ge $((mem * 84 / 100 - 2097152)) ]
     # The request shows in the queue.
     run "$SHOAL_CLI" show "$c"
