@@ -9,7 +9,7 @@
  * only; nothing here passes or fails on time.
  *
  *   bench-sched [--pending N] [--seed S] [--random-submit] [--cpu-held N]
- *               [--cpu-waiting N]
+ *               [--cpu-waiting N] [--host]
  * --random-submit gives jobs submit times in random order of their ids
  * (as if added out of order): the job table is then walked in random
  * memory order, the worst case for caches. --cpu-held N adds N jobs
@@ -18,7 +18,11 @@
  * looks at them (the rebuild figures leave them out). --cpu-waiting N
  * adds, at the end, N exclusive jobs without GPUs (no user limit) to the
  * full cluster and times a full pass: each finds no idle node and gets an
- * estimate (when every job of a node ends).
+ * estimate (when every job of a node ends). --host gives every node 126
+ * CPUs and 1016 GiB for jobs (128 and 1 TiB less a reserve) and every job
+ * host CPUs and memory per node: 8 CPUs and 96 GiB per GPU plus 0-48 GiB
+ * by id (4 CPUs and 16 GiB for a slice), so memory, not GPUs, is what
+ * fills some nodes; the jobs are otherwise the same.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +53,7 @@ static const char *models[] = {"H100-80GB", "A100-80GB", "L40S-48GB"};
 static bool random_submit;
 static int cpu_held;
 static int cpu_waiting;
+static bool host;
 static char project_names[PROJECTS][16];
 static char user_names[USERS][16];
 
@@ -103,7 +108,9 @@ static void add_nodes(struct sched *s)
                                     .group = group,
                                     .state = SCHED_NODE_UP,
                                     .ngpus = GPUS,
-                                    .gpus = g};
+                                    .gpus = g,
+                                    .cpus = host ? 126 : 0,
+                                    .mem = host ? UINT64_C(1016) << 30 : 0};
         struct sh_error err;
         if (sched_node_set(s, &d, &err) < 0)
             die("node", &err);
@@ -170,6 +177,11 @@ static void make_job(struct rng *r, uint64_t id, int64_t now, int pending,
     }
     if (!d->slice && rnd(r, 10) < 3)
         d->gpu_type = models[rnd(r, 3)];
+    if (host) { /* no draw: the same jobs as without */
+        d->cpus = d->slice ? 4 : 8 * d->gpus;
+        d->mem = d->slice ? UINT64_C(16) << 30
+                          : ((uint64_t)d->gpus * 96 + (id % 7) * 8) << 30;
+    }
 }
 
 static double ms_since(int64_t t0)
@@ -362,6 +374,8 @@ int main(int argc, char **argv)
             cpu_held = (int)strtol(argv[++i], NULL, 10);
         else if (strcmp(argv[i], "--cpu-waiting") == 0 && i + 1 < argc)
             cpu_waiting = (int)strtol(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--host") == 0)
+            host = true;
     }
     struct sched_config cfg;
     sched_config_init(&cfg);
@@ -420,6 +434,8 @@ int main(int argc, char **argv)
     if (cpu_held > 0)
         printf("  with %d jobs without GPUs held by their user's limit\n",
                cpu_held);
+    if (host)
+        printf("  with host CPUs and memory on every node and job\n");
     printf("  build engine (nodes, quotas, %d jobs)  %9.2f ms\n", pending,
            build_ms);
     printf("  full pass, empty cluster              %9.2f ms  (%zu starts)\n",

@@ -41,6 +41,10 @@ struct agent_config {
     int nlabels;
     int cpus;     /* 0: detect */
     uint64_t mem; /* 0: detect */
+    /* Kept for the system: jobs get what is offered less these. */
+    int reserve_cpus;
+    uint64_t reserve_mem;
+    int64_t max_pids; /* pids.max of every job (0: none) */
     int heartbeat_ms;
     bool stop_jobs_on_exit;
     long long min_job_uid; /* jobs never run as a uid below, except: */

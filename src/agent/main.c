@@ -56,6 +56,11 @@ static const char usage[] =
     "                          jobs select nodes with --constraint)\n"
     "  --cpus N                CPUs offered (default: all online)\n"
     "  --mem SIZE              memory offered (default: all)\n"
+    "  --reserve-cpus N        CPUs kept for the system: jobs are offered\n"
+    "                          the rest (default 0)\n"
+    "  --reserve-mem SIZE      memory kept for the system (default 0)\n"
+    "  --max-pids N            processes and threads one job may have on\n"
+    "                          this node (default 4096; 0 = no limit)\n"
     "  --heartbeat DUR         heartbeat interval (default 5s)\n"
     "  --stop-jobs-on-exit     stop this node's jobs when the agent stops\n"
     "                          (default: they keep running and are adopted by\n"
@@ -143,6 +148,9 @@ static int parse_args(int argc, char **argv, struct agent_config *cfg)
         {"label", required_argument, NULL, 'L'},
         {"cpus", required_argument, NULL, 'C'},
         {"mem", required_argument, NULL, 'm'},
+        {"reserve-cpus", required_argument, NULL, 1001},
+        {"reserve-mem", required_argument, NULL, 1002},
+        {"max-pids", required_argument, NULL, 1003},
         {"heartbeat", required_argument, NULL, 'H'},
         {"stop-jobs-on-exit", no_argument, NULL, 'S'},
         {"min-job-uid", required_argument, NULL, 'U'},
@@ -200,6 +208,21 @@ static int parse_args(int argc, char **argv, struct agent_config *cfg)
         case 'm':
             if (parse_size("--mem", optarg, &cfg->mem, &err) < 0)
                 goto bad;
+            break;
+        case 1001:
+            if (parse_int64("--reserve-cpus", optarg, 0, 100000, &v, &err) < 0)
+                goto bad;
+            cfg->reserve_cpus = (int)v;
+            break;
+        case 1002:
+            if (parse_size("--reserve-mem", optarg, &cfg->reserve_mem, &err) <
+                0)
+                goto bad;
+            break;
+        case 1003:
+            if (parse_int64("--max-pids", optarg, 0, 4194304, &v, &err) < 0)
+                goto bad;
+            cfg->max_pids = v;
             break;
         case 'H':
             if (parse_duration("--heartbeat", optarg, &v, &err) < 0)
@@ -365,7 +388,7 @@ void agent_cluster_joined(struct agent *a, const char *id)
         sh_log(LOG_WARNING, "main", "%s", err.msg);
 }
 
-static void setup_resources(struct agent *a)
+static int setup_resources(struct agent *a, struct sh_error *err)
 {
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     long pages = sysconf(_SC_PHYS_PAGES);
@@ -373,6 +396,18 @@ static void setup_resources(struct agent *a)
     a->cpus = a->cfg.cpus ? a->cfg.cpus : (int)(ncpu > 0 ? ncpu : 1);
     a->mem = a->cfg.mem ? a->cfg.mem
                         : (uint64_t)(pages > 0 ? pages : 0) * (uint64_t)page;
+    /* What jobs may have: the node's less the system's reserve (what the
+     * controller schedules and `shoal nodes` shows). */
+    if (a->cfg.reserve_cpus >= a->cpus || a->cfg.reserve_mem >= a->mem) {
+        char have[32];
+        format_size(a->mem, have, sizeof(have));
+        return sh_errorf(err, SH_EINVAL,
+                         "--reserve-cpus/--reserve-mem leave nothing for jobs "
+                         "(the node has %d CPUs and %s)",
+                         a->cpus, have);
+    }
+    a->cpus -= a->cfg.reserve_cpus;
+    a->mem -= a->cfg.reserve_mem;
     /* The cluster this state belongs to, when it joined one before: its
      * runs' cgroups must be found before the first registration. A new
      * node learns the id when it registers. */
@@ -389,6 +424,7 @@ static void setup_resources(struct agent *a)
         snprintf(a->cluster_id, sizeof(a->cluster_id), "%s", id);
         setup_cgroups(a);
     }
+    return 0;
 }
 
 /* ---- the loop ---- */
@@ -547,7 +583,8 @@ static int run_agent(struct agent *a, struct sh_error *err)
         return -1;
     /* What a container of a GPU job gets bound in (container.h). */
     a->container_libs = container_driver_libs(a->gpu ? a->cfg.nvml_lib : NULL);
-    setup_resources(a);
+    if (setup_resources(a, err) < 0)
+        return -1;
     a->link = link_create(a, err);
     if (!a->link)
         return -1;
@@ -597,6 +634,7 @@ int main(int argc, char **argv)
     memset(&a, 0, sizeof(a));
     sh_log_init("shoal-agent");
     a.cfg.heartbeat_ms = 5000;
+    a.cfg.max_pids = 4096;
     a.cfg.min_job_uid = 1000;
     a.cfg.image_cache_size = 50ULL << 30;
     a.cfg.image_max_size = 20ULL << 30;

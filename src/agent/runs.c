@@ -30,6 +30,7 @@
 #include "lib/util/clock.h"
 #include "lib/util/file.h"
 #include "lib/util/log.h"
+#include "lib/util/parse.h"
 
 #define LOG_CHUNK_MAX (256u << 10)
 #define LOG_TICK_BUDGET (1u << 20)
@@ -543,6 +544,33 @@ static void release_stages(struct runs *rs)
     json_decref(in_use);
 }
 
+/* The kernel killed a process of the run for its memory limit: that is
+ * the run's error (the job's reason), unless it has one already. */
+static void run_note_oom(struct run *r)
+{
+    struct agent *a = r->runs->a;
+    struct cgroup_stats st;
+    if (!a->cg || r->error[0] ||
+        cgroup_job_stats(a->cg, r->cg_key, &st, NULL) < 0 || !st.oom_killed)
+        return;
+    json_t *work = r->work;
+    if (!work) {
+        int dfd = run_dirfd(r->dir);
+        work = read_json_at(dfd, r->dir, "work.json", false);
+        if (dfd >= 0)
+            close(dfd);
+    } else {
+        json_incref(work);
+    }
+    uint64_t mem = (uint64_t)json_integer_value(
+        json_object_get(json_object_get(work, "spec"), "mem"));
+    json_decref(work);
+    char lim[32];
+    format_size(mem, lim, sizeof(lim));
+    snprintf(r->error, sizeof(r->error), "out of memory: limit %s",
+             mem ? lim : "none");
+}
+
 static void run_exited(struct run *r)
 {
     struct agent *a = r->runs->a;
@@ -583,6 +611,7 @@ static void run_exited(struct run *r)
         r->cpu_ns = cpu_ns;
         r->mem_peak = mem_peak;
     }
+    run_note_oom(r);
     if (a->cg && cgroup_job_destroy(a->cg, r->cg_key, NULL) < 0)
         run_signal(r, SIGKILL); /* stragglers; tick retries the removal */
     else
@@ -660,11 +689,16 @@ static int prepare(struct run *r, const json_t *work, json_t **launch_out,
     const json_t *spec = json_object_get(work, "spec");
     bool cg = false;
     if (a->cg) {
+        /* A job without a CPU count may use the CPUs the node offers
+         * jobs, not those kept for the system (--reserve-cpus). */
+        json_int_t cpus = json_integer_value(json_object_get(spec, "cpus"));
+        if (cpus <= 0 && a->cpus <= 10000) /* the cgroup's largest quota */
+            cpus = a->cpus;
         struct cgroup_limits lim = {
-            .cpu_millis =
-                json_integer_value(json_object_get(spec, "cpus")) * 1000,
+            .cpu_millis = cpus > 0 ? cpus * 1000 : 0,
             .mem_bytes =
                 (uint64_t)json_integer_value(json_object_get(spec, "mem")),
+            .pids_max = a->cfg.max_pids,
         };
         struct sh_error cerr;
         if (cgroup_job_create(a->cg, r->cg_key, &lim, &cerr) == 0)

@@ -13,8 +13,10 @@
 
 static const char nodes_usage[] =
     "Usage: shoal nodes [--json | --format FMT [--noheader]]\n"
-    "List nodes with their state, GPUs (free/total), model and labels.\n"
-    "--json prints an array of nodes, each with its gpus and their uuid.\n"
+    "List nodes with their state, GPUs (free/total), model, CPUs and memory\n"
+    "(allocated to running jobs/what jobs may have) and labels.\n"
+    "--json prints an array of nodes, each with its gpus and their uuid,\n"
+    "cpus, memory, cpus_allocated and memory_allocated.\n"
     "--format is sinfo's -o: a line per node of %[.][WIDTH]X fields: %N\n"
     "name, %T state, %t sinfo's state (idle, mix, alloc, drng, drain,\n"
     "down), %a up/down, %G gres (gpu:MODEL:N), %c CPUs, %m memory (MB),\n"
@@ -54,7 +56,7 @@ static void print_nodes(const json_t *nodes)
     json_t *n;
     json_array_foreach (nodes, i, n) {
         json_t *gpus = json_object_get(n, "gpus");
-        char g[48], model[64] = "-", cpus[16], mem[16], jobs[16], labels[256];
+        char g[48], model[64] = "-", cpus[32], mem[40], jobs[16], labels[256];
         long long busy = json_integer_value(json_object_get(n, "gpus_busy"));
         snprintf(g, sizeof(g), "%lld/%zu",
                  (long long)json_array_size(gpus) - busy,
@@ -62,10 +64,18 @@ static void print_nodes(const json_t *nodes)
         if (json_array_size(gpus))
             snprintf(model, sizeof(model), "%s",
                      str(json_array_get(gpus, 0), "model"));
-        snprintf(cpus, sizeof(cpus), "%lld",
-                 (long long)json_integer_value(json_object_get(n, "cpus")));
+        /* Allocated to running jobs / what jobs may have. */
+        char ma[16], mt[16];
+        snprintf(
+            cpus, sizeof(cpus), "%lld/%lld",
+            (long long)json_integer_value(json_object_get(n, "cpus_allocated")),
+            (long long)json_integer_value(json_object_get(n, "cpus")));
+        format_size((uint64_t)json_integer_value(
+                        json_object_get(n, "memory_allocated")),
+                    ma, sizeof(ma));
         format_size((uint64_t)json_integer_value(json_object_get(n, "memory")),
-                    mem, sizeof(mem));
+                    mt, sizeof(mt));
+        snprintf(mem, sizeof(mem), "%s/%s", ma, mt);
         snprintf(
             jobs, sizeof(jobs), "%lld",
             (long long)json_integer_value(json_object_get(n, "running_jobs")));

@@ -5,6 +5,7 @@
  * does not have is an error that names it: never silently ignored (a
  * script asking for GPUs must never run without them).
  */
+#include "cmd/cmd_resources.h"
 #include "cmd/cmd_sbatch.h"
 
 #include <ctype.h>
@@ -223,6 +224,9 @@ enum {
     O_GPUS_PER_TASK,
     O_MAIL_TYPE,
     O_MAIL_USER,
+    O_CPUS_PER_GPU,
+    O_MEM_PER_GPU,
+    O_MEM_PER_CPU,
 };
 
 static const struct sbatch_opt known[] = {
@@ -236,6 +240,9 @@ static const struct sbatch_opt known[] = {
     {"ntasks", 'n', true, O_NTASKS},
     {"ntasks-per-node", 0, true, O_TASKS_PER_NODE},
     {"cpus-per-task", 'c', true, O_CPUS_PER_TASK},
+    {"cpus-per-gpu", 0, true, O_CPUS_PER_GPU},
+    {"mem-per-gpu", 0, true, O_MEM_PER_GPU},
+    {"mem-per-cpu", 0, true, O_MEM_PER_CPU},
     {"dependency", 'd', true, O_DEPENDENCY},
     {"hold", 'H', false, O_HOLD},
     {"requeue", 0, false, O_REQUEUE},
@@ -341,6 +348,22 @@ static int apply_one(json_t *job, int id, const char *opt, const char *v,
         return count(opt, v, 256, &l->tasks_per_node, err);
     case O_CPUS_PER_TASK:
         return count(opt, v, 4096, &l->cpus_per_task, err);
+    case O_CPUS_PER_GPU: { /* resolved per node by cmd_resources.c */
+        long n;
+        if (count(opt, v, 4096, &n, err) < 0)
+            return -1;
+        json_object_set_new(job, CMD_RES_CPUS_PER_GPU, json_integer(n));
+        return 0;
+    }
+    case O_MEM_PER_GPU:
+    case O_MEM_PER_CPU:
+        if (slurm_mem(opt, v, &bytes, err) < 0)
+            return -1;
+        json_object_set_new(job,
+                            id == O_MEM_PER_GPU ? CMD_RES_MEM_PER_GPU
+                                                : CMD_RES_MEM_PER_CPU,
+                            json_integer(bytes));
+        return 0;
     case O_DEPENDENCY:
         json_object_set_new(job, "dependency", json_string(v));
         return 0;

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cmd/cmd_resources.h"
 #include "cmd/cmd.h"
 #include "cmd/cmd_export.h"
 #include "cmd/cmd_opts.h"
@@ -46,7 +47,12 @@ static const char usage[] =
     "      --mail-user ADDR   who is notified (default: you)\n"
     "  -t, --time DUR         time limit: 90s, 30m, 2h, 1d, HH:MM:SS\n"
     "  -c, --cpus N           CPUs per node\n"
+    "      --cpus-per-task N  ... N x --tasks-per-node\n"
+    "      --cpus-per-gpu N   ... N x GPUs per node\n"
     "  -m, --mem SIZE         memory per node: 512M, 16G\n"
+    "      --mem-per-gpu SIZE ... SIZE x GPUs per node\n"
+    "      --mem-per-cpu SIZE ... SIZE x CPUs per node\n"
+    "                         (none given: the cluster's default share)\n"
     "  -v, --volume NAME:PATH[:ro]  mount a volume (repeatable; see shoal "
     "volume)\n"
     "  -n, --name NAME        job name\n"
@@ -126,6 +132,10 @@ enum {
     OPT_QOS,
     OPT_MAIL_TYPE,
     OPT_MAIL_USER,
+    OPT_CPUS_PER_TASK,
+    OPT_CPUS_PER_GPU,
+    OPT_MEM_PER_GPU,
+    OPT_MEM_PER_CPU,
 };
 
 static const struct option opts[] = {
@@ -140,6 +150,10 @@ static const struct option opts[] = {
     {"time", required_argument, NULL, 't'},
     {"cpus", required_argument, NULL, 'c'},
     {"mem", required_argument, NULL, 'm'},
+    {"cpus-per-task", required_argument, NULL, OPT_CPUS_PER_TASK},
+    {"cpus-per-gpu", required_argument, NULL, OPT_CPUS_PER_GPU},
+    {"mem-per-gpu", required_argument, NULL, OPT_MEM_PER_GPU},
+    {"mem-per-cpu", required_argument, NULL, OPT_MEM_PER_CPU},
     {"volume", required_argument, NULL, 'v'},
     {"name", required_argument, NULL, 'n'},
     {"env", required_argument, NULL, 'e'},
@@ -335,6 +349,16 @@ static int apply(struct submit *s, int c, const char *arg)
         return set_size(s, "gpu_mem", "--gpu-mem", arg);
     case 'm':
         return set_size(s, "mem", "--mem", arg);
+    case OPT_CPUS_PER_TASK:
+        return set_int(s, CMD_RES_CPUS_PER_TASK, "--cpus-per-task", arg,
+                       JOB_CPUS_MAX);
+    case OPT_CPUS_PER_GPU:
+        return set_int(s, CMD_RES_CPUS_PER_GPU, "--cpus-per-gpu", arg,
+                       JOB_CPUS_MAX);
+    case OPT_MEM_PER_GPU:
+        return set_size(s, CMD_RES_MEM_PER_GPU, "--mem-per-gpu", arg);
+    case OPT_MEM_PER_CPU:
+        return set_size(s, CMD_RES_MEM_PER_CPU, "--mem-per-cpu", arg);
     case 'p':
         json_object_set_new(s->job, "project", json_string(arg));
         break;
@@ -693,6 +717,7 @@ static void set_command(struct submit *s, int argc, char **argv, int first,
                 strbuf_str(&problems));
         s->problems = NULL;
         strbuf_fini(&problems);
+        cmd_resources_prefer(s->job, cli);
         merge_cli(s->job, cli);
         json_decref(cli);
         json_object_set_new(s->job, "script", json_string(text));
@@ -754,6 +779,8 @@ int cmd_submit(int argc, char **argv)
         die("nothing to run: give a script or '-- CMD ARGS' (see shoal submit "
             "--help)");
     set_command(&s, argc, argv, first, dashdash);
+    if (cmd_resources_resolve(s.job, &s.err) < 0)
+        die("%s", s.err.msg);
     if (json_object_get(s.job, "gpus_total")) {
         static const char *const fixed[][2] = {{"gpus", "--gpus"},
                                                {"nodes", "--nodes"},

@@ -793,6 +793,9 @@ static int desc_validate(const struct sched *s, const struct sched_job_desc *d,
         return sh_errorf(err, SH_EINVAL, "nodes must be 0..%d", JOB_NODES_MAX);
     if (d->gpu_mem / (1024 * 1024) > UINT32_MAX)
         return sh_errorf(err, SH_EINVAL, "gpu_mem is too large");
+    if (d->cpus < 0 || d->mem / (1024 * 1024) >= UINT32_MAX)
+        return sh_errorf(err, SH_EINVAL,
+                         "cpus must be >= 0 and mem under 4 PiB");
     if (d->slice || d->flexible) {
         if (d->gpus != 1 || d->nodes > 1)
             return sh_errorf(err, SH_EINVAL,
@@ -879,6 +882,8 @@ static int job_alloc(struct sched *s, const struct sched_job_desc *d,
     job->attained = d->attained_gpu_ms;
     job->queued = d->queued_ms ? d->queued_ms : d->submit_ms;
     job->mem_mib = (uint32_t)((d->gpu_mem + (1024 * 1024) - 1) / (1024 * 1024));
+    job->host_cpus = (uint32_t)d->cpus;
+    job->host_mem = (uint32_t)((d->mem + (1024 * 1024) - 1) / (1024 * 1024));
     job->kind = cpu           ? SJOB_CPU
                 : d->slice    ? SJOB_SLICE
                 : d->flexible ? SJOB_FLEX
@@ -1033,6 +1038,32 @@ void sched_pending_count(struct sched *s, uint32_t j, int sign)
         s->pend_default += (uint32_t)sign;
     if (job->kind == SJOB_FLEX)
         s->pend_flex += (uint32_t)sign;
+    {
+        int k = job->lb > 0;
+        uint32_t bc = sched_dur_bucket((int64_t)job->host_cpus + 1);
+        uint32_t bm = sched_dur_bucket((int64_t)job->host_mem + 1);
+        s->pend_hcpu[k][bc] += (uint32_t)sign;
+        s->pend_hmem[k][bm] += (uint32_t)sign;
+        if (s->pend_hcpu[k][bc])
+            bits_set(s->pend_hcpu_bits[k], bc);
+        else
+            bits_clear(s->pend_hcpu_bits[k], bc);
+        if (s->pend_hmem[k][bm])
+            bits_set(s->pend_hmem_bits[k], bm);
+        else
+            bits_clear(s->pend_hmem_bits[k], bm);
+    }
+}
+
+int64_t sched_pend_host_min(const uint64_t *bits)
+{
+    for (uint32_t w = 0; w < SCHED_DUR_BUCKETS / 64; w++) {
+        if (bits[w])
+            return sched_dur_floor(w * 64 +
+                                   (uint32_t)__builtin_ctzll(bits[w])) -
+                   1;
+    }
+    return INT64_MAX;
 }
 
 /* Give back the claim a pending preemptor holds. */

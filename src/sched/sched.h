@@ -210,6 +210,10 @@ struct sched_node_desc {
     /* Labels jobs' constraints match (borrowed for the call; may be 0). */
     const struct node_label *labels;
     int nlabels;
+    /* Host CPUs and memory jobs may be given (what the node has less its
+     * reserve for the system); 0 = not counted (any amount fits). */
+    int cpus;
+    uint64_t mem; /* bytes */
 };
 
 /* Fill d from what the agent reported (gpu.h). The strings and slices stay
@@ -310,13 +314,27 @@ struct sched_job_desc {
     int64_t attained_gpu_ms;
     /* When it was (re)queued, for the LAS starvation guard; 0 = submit_ms. */
     int64_t queued_ms;
+    /* Host CPUs and memory (bytes) it needs on each of its nodes; 0 = none.
+     * Counted against the nodes' cpus and mem (when they give them). */
+    int cpus;
+    uint64_t mem;
 };
 
 /* Whether the job could ever run on the cluster as it is now described
  * (the model exists, the slice profile exists, enough nodes, enough GPUs
- * per node, enough memory). 0, or -1 with SH_EINVAL saying why. Read-only. */
+ * per node, enough memory; a node with its host CPUs and memory; for a
+ * job without GPUs only the last). 0, or -1 with SH_EINVAL saying why.
+ * Read-only. */
 int sched_job_check(const struct sched *s, const struct sched_job_desc *d,
                     struct sh_error *err);
+
+/* Whether some node could ever hold the job's host CPUs and memory (its
+ * cpus and mem per node; the GPU request is not looked at: a job without
+ * GPUs too). 0, or -1 with SH_EINVAL naming the largest node's figures
+ * ("needs 500G memory on a node but the largest node has 23.6G").
+ * sched_job_check() checks this as well. Read-only. */
+int sched_job_check_host(const struct sched *s, const struct sched_job_desc *d,
+                         struct sh_error *err);
 
 /* The submission-time limits the controller enforces: the user's longest
  * run time and whether the job is larger than its user's, project's or

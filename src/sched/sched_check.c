@@ -441,12 +441,55 @@ out:
     return rc;
 }
 
+/* Host CPUs and memory: each node's counts are the sum of the shares of
+ * the jobs running there (each job once per node), and within the node's
+ * figures unless a description lowered them under what runs (over_ok). */
+static int check_room(const struct sched *s, struct sh_error *err)
+{
+    uint32_t nn = s->node_names.n;
+    int rc = -1;
+    uint64_t *sum = calloc((size_t)nn * 2 + 1, sizeof(*sum));
+    if (!sum)
+        FAIL("out of memory");
+    const uint32_t count[2] = {s->nrunning, s->ncpu_running};
+    const uint32_t *list[2] = {s->running, s->cpu_running};
+    for (int l = 0; l < 2; l++) {
+        for (uint32_t i = 0; i < count[l]; i++) {
+            const struct sjob *x = &s->jobs[list[l][i]];
+            for (int k = 0; k < x->nplace; k++) {
+                bool seen = false;
+                for (int e = 0; e < k && !seen; e++)
+                    seen = x->place[e].node == x->place[k].node;
+                if (seen || x->place[k].node >= nn)
+                    continue;
+                sum[x->place[k].node] += x->host_cpus;
+                sum[nn + x->place[k].node] += x->host_mem;
+            }
+        }
+    }
+    for (uint32_t n = 0; n < nn; n++) {
+        const struct snode *nd = &s->nodes[n];
+        if (sum[n] != nd->cpus_used || sum[nn + n] != nd->mem_used)
+            FAIL("node %s: jobs hold %llu CPUs and %llu MiB, kept %u and %u",
+                 s->node_names.names[n], (unsigned long long)sum[n],
+                 (unsigned long long)sum[nn + n], nd->cpus_used, nd->mem_used);
+        if (!node_room_sane(nd))
+            FAIL("node %s over-committed: %u/%u CPUs, %u/%u MiB",
+                 s->node_names.names[n], nd->cpus_used, nd->cpus, nd->mem_used,
+                 nd->mem_mib);
+    }
+    rc = 0;
+out:
+    free(sum);
+    return rc;
+}
+
 int sched_check_invariants(const struct sched *s, struct sh_error *err)
 {
     if (check_jobs(s, err) < 0 || cpu_check(s, err) < 0 ||
-        check_gpus(s, err) < 0 || check_index(s, err) < 0 ||
-        check_usage(s, err) < 0 || check_queues(s, err) < 0 ||
-        node_check_models(s, err) < 0)
+        check_room(s, err) < 0 || check_gpus(s, err) < 0 ||
+        check_index(s, err) < 0 || check_usage(s, err) < 0 ||
+        check_queues(s, err) < 0 || node_check_models(s, err) < 0)
         return -1;
     return 0;
 }

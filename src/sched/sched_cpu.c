@@ -14,7 +14,10 @@
  * before; the rest once phase 1 is done), so a user's running-job limit
  * goes to their jobs in order whatever they ask for. Each starts on the
  * eligible up node (nodelist, exclude, constraint, exclusivity both ways)
- * with the fewest running jobs; a job of N nodes on the N such nodes. A pass with no pending CPU job costs nothing here,
+ * with the fewest running jobs that has the host CPUs and memory it asks
+ * (node_room(): nor those a reservation it would delay needs); a job of N
+ * nodes on the N such nodes. A pass with no pending CPU job costs nothing
+ * here,
  * so GPU-only runs (the simulator's traces) decide exactly as before.
  */
 #include "sched/sched_int.h"
@@ -46,7 +49,8 @@ void cpu_queue_remove(struct sched *s, uint32_t j)
 void cpu_note_stop(struct sched *s, const struct sjob *j)
 {
     if (s->users[j->user].cpu_pending > 0 || j->excl ||
-        s->ncpu_excl_pending > 0)
+        s->ncpu_excl_pending > 0 ||
+        (s->ncpu_pending > 0 && (j->host_cpus > 0 || j->host_mem > 0)))
         s->cpu_wake = true;
 }
 
@@ -76,7 +80,8 @@ static bool cpu_node_reserved(const struct sched *s, const struct sjob *j,
  * node an exclusive job ahead has reserved (a stream of CPU jobs would
  * keep it waiting for ever), nor, for an exclusive CPU job, one whose GPUs
  * a job ahead has reserved. */
-static bool cpu_node_ok(const struct sched *s, const struct sjob *j, uint32_t n)
+static bool cpu_node_ok(const struct sched *s, const struct sjob *j, uint32_t n,
+                        int64_t end)
 {
     const struct snode *nd = &s->nodes[n];
     if (!nd->present || nd->state != SCHED_NODE_UP)
@@ -84,7 +89,7 @@ static bool cpu_node_ok(const struct sched *s, const struct sjob *j, uint32_t n)
     if (j->filter && !(n < j->filter->nbits && bits_test(j->filter->allow, n)))
         return false;
     return nd->excl == SCHED_NONE && (!j->excl || nd->njobs == 0) &&
-           !cpu_node_reserved(s, j, n);
+           !cpu_node_reserved(s, j, n) && node_room(s, nd, j, end);
 }
 
 int cpu_hold(struct sched *s, uint32_t j, struct splace *p, int np,
@@ -94,7 +99,8 @@ int cpu_hold(struct sched *s, uint32_t j, struct splace *p, int np,
     for (int i = 0; i < np; i++) {
         const struct snode *nd = &s->nodes[p[i].node];
         if (!nd->present || (!recover && (nd->excl != SCHED_NONE ||
-                                          (job->excl && nd->njobs > 0))))
+                                          (job->excl && nd->njobs > 0) ||
+                                          !node_room_now(nd, job))))
             return -1;
         for (int k = 0; k < i; k++) {
             if (p[k].node == p[i].node)
@@ -112,6 +118,7 @@ int cpu_hold(struct sched *s, uint32_t j, struct splace *p, int np,
         struct snode *nd = &s->nodes[p[i].node];
         nd->njobs++;
         nd->ncpu++;
+        node_room_take(nd, job, +1);
         if (job->excl && nd->excl == SCHED_NONE)
             nd->excl = j;
     }
@@ -134,6 +141,7 @@ void cpu_release(struct sched *s, uint32_t j)
         node_excl_drop(s, job->place[i].node, j);
         nd->njobs--;
         nd->ncpu--;
+        node_room_take(nd, job, -1);
         nd->shared = nd->shared && nd->njobs > 0;
     }
     uint32_t slot = job->prev;
@@ -166,13 +174,13 @@ int64_t cpu_node_busy_until(const struct sched *s, uint32_t n)
 /* The nodes for job j: the want eligible ones with the fewest running
  * jobs (node order among equals), into nodes. How many it found. */
 static int cpu_pick(const struct sched *s, const struct sjob *j, int want,
-                    uint32_t *nodes)
+                    int64_t end, uint32_t *nodes)
 {
     int got = 0;
     for (; got < want; got++) {
         uint32_t best = SCHED_NONE;
         for (uint32_t n = 0; n < s->node_names.n; n++) {
-            if (!cpu_node_ok(s, j, n))
+            if (!cpu_node_ok(s, j, n, end))
                 continue;
             if (best != SCHED_NONE && s->nodes[n].njobs >= s->nodes[best].njobs)
                 continue;
@@ -251,7 +259,8 @@ static int64_t cpu_estimate(struct sched *s, const struct sjob *j, int want,
         return 0;
     s->cpu_times = room;
     int64_t *t = s->cpu_times, *end = s->cpu_times + nn;
-    if (j->excl)
+    bool asks = j->host_cpus > 0 || j->host_mem > 0;
+    if (j->excl || asks)
         node_jobs_end(s, end);
     long k = 0;
     for (uint32_t n = 0; n < nn; n++) {
@@ -264,6 +273,12 @@ static int64_t cpu_estimate(struct sched *s, const struct sjob *j, int want,
         if (nd->excl != SCHED_NONE && s->jobs[nd->excl].est > at)
             at = s->jobs[nd->excl].est;
         if (j->excl && nd->njobs > 0 && end[n] > at)
+            at = end[n];
+        if (asks && ((j->host_cpus > nd->cpus && nd->cpus > 0) ||
+                     (j->host_mem > nd->mem_mib && nd->mem_mib > 0)))
+            continue; /* never enough here */
+        /* Short of CPUs or memory now: surely free once all its jobs end. */
+        if (asks && !node_room_now(nd, j) && end[n] > at)
             at = end[n];
         t[k++] = at;
     }
@@ -314,6 +329,7 @@ int cpu_pass_begin(struct sched *s, bool full)
     s->cpu_norder = s->cpu_next = 0;
     s->cpu_plain_want = 0;
     s->cpu_plain_est = 0;
+    s->cpu_plain_cpus = s->cpu_plain_mem = 0;
     /* FIFO and no backfill: a GPU job starting may free the ones behind
      * it, so every pass walks them. */
     bool always =
@@ -361,17 +377,20 @@ static int cpu_eval(struct sched *s, uint32_t ji, int64_t now,
     /* A job without wishes that found no node: later ones of at least
      * its size find none either (nodes only fill during a pass); their
      * estimate is its. */
-    if (plain && s->cpu_plain_want > 0 && want >= s->cpu_plain_want) {
+    if (plain && s->cpu_plain_want > 0 && want >= s->cpu_plain_want &&
+        j->host_cpus >= s->cpu_plain_cpus && j->host_mem >= s->cpu_plain_mem) {
         j->wait = SCHED_WAIT_RESOURCES;
         j->est = want == s->cpu_plain_want ? s->cpu_plain_est : 0;
         return 0;
     }
-    if (cpu_pick(s, j, want, nodes) < want) {
+    if (cpu_pick(s, j, want, now + sched_job_duration(s, j), nodes) < want) {
         j->wait = SCHED_WAIT_RESOURCES;
         j->est = cpu_estimate(s, j, want, now);
         if (plain && (s->cpu_plain_want == 0 || want < s->cpu_plain_want)) {
             s->cpu_plain_want = want;
             s->cpu_plain_est = j->est;
+            s->cpu_plain_cpus = j->host_cpus;
+            s->cpu_plain_mem = j->host_mem;
         }
         return 0;
     }

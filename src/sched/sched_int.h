@@ -159,6 +159,17 @@ struct snode {
                        (kept until no job runs here) */
     uint32_t njobs; /* running jobs with a part here (GPU and CPU) */
     uint32_t ncpu;  /* ... of them without GPUs */
+    /* Host CPUs and memory (MiB) jobs may hold (0: not counted), and what
+     * running jobs hold; over_ok while a description lowered them under
+     * what runs (kept until it fits again). */
+    uint32_t cpus;
+    uint32_t cpus_used;
+    uint32_t mem_mib;
+    uint32_t mem_used;
+    bool over_ok;
+    /* Reservation shadow: the CPUs and memory free as running jobs end. */
+    int64_t shadow_cpus;
+    int64_t shadow_mem;
 };
 
 struct smodel {
@@ -285,6 +296,8 @@ struct sjob {
     uint32_t units;       /* running: units held */
     uint32_t gpus;        /* whole: per node (total when nodes == 0) */
     uint32_t mem_mib;     /* gpu_mem in MiB */
+    uint32_t host_cpus;   /* host CPUs per node (0: none) */
+    uint32_t host_mem;    /* host memory per node in MiB (0: none) */
     uint32_t wait_arg;    /* reason detail (model id, ...) */
     uint16_t nodes;       /* 0 = auto */
     uint16_t nplace;
@@ -330,6 +343,8 @@ struct smemo {
     uint32_t total;
     uint32_t project; /* slices: fences depend on it */
     uint32_t mem_mib;
+    uint32_t host_cpus; /* 0 when the failure was for GPUs alone */
+    uint32_t host_mem;
     int64_t end; /* the job's estimated end */
     uint64_t other;
 };
@@ -409,6 +424,13 @@ struct sched {
     uint32_t pend_dur[SCHED_DUR_BUCKETS];           /* with a time limit */
     uint64_t pend_dur_bits[SCHED_DUR_BUCKETS / 64]; /* non-empty ones */
     uint32_t pend_default; /* ... without: the default */
+    /* ... and by the host CPUs and memory (MiB) they ask, plus one, in
+     * the same buckets (sched_pend_host_min()): [0] slice-only jobs, [1]
+     * the others. */
+    uint32_t pend_hcpu[2][SCHED_DUR_BUCKETS];
+    uint64_t pend_hcpu_bits[2][SCHED_DUR_BUCKETS / 64];
+    uint32_t pend_hmem[2][SCHED_DUR_BUCKETS];
+    uint64_t pend_hmem_bits[2][SCHED_DUR_BUCKETS / 64];
     /* ... and by (fewest GPUs per node, class of the fewest nodes). */
     uint32_t pend_shape[SCHED_KMAX + 1][SCHED_NCLS];
     uint64_t pend_version;   /* bumped by any change above */
@@ -441,6 +463,7 @@ struct sched {
     uint32_t cpu_next;     /* the next of them to look at */
     int cpu_plain_want;    /* this pass: the fewest nodes a job without */
     int64_t cpu_plain_est; /* wishes found not, and its estimate */
+    uint32_t cpu_plain_cpus, cpu_plain_mem; /* ... and its CPUs, memory */
     /* passes */
     bool dirty; /* next run must be full */
     bool ran;
@@ -457,7 +480,9 @@ struct sched {
     uint32_t pfail_nodes[SCHED_MODELS_MAX];
     uint32_t pfail_gpus[SCHED_MODELS_MAX];
     size_t pfail_pass[SCHED_MODELS_MAX];
-    uint8_t pfail_lvl[SCHED_MODELS_MAX]; /* LAS: level of the failed job */
+    uint8_t pfail_lvl[SCHED_MODELS_MAX];   /* LAS: level of the failed job */
+    uint32_t pfail_cpus[SCHED_MODELS_MAX]; /* ... its host CPUs, memory */
+    uint32_t pfail_mem[SCHED_MODELS_MAX];
     /* LAS: the highest level among running jobs the LAS rule may preempt
      * now (0: none), from the pass's start; the next time a pending job
      * is due for promotion (INT64_MAX: none). */
@@ -500,6 +525,9 @@ struct sched {
     size_t scratch2_cap;
     struct sfound found;
     struct sfound found2;
+    /* A placement since this was cleared passed over a node that had the
+     * GPUs but not the host CPUs or memory (the memo and reasons). */
+    bool room_short;
     uint32_t nodes_version;       /* bumped when a node is set or removed */
     uint32_t node_states_version; /* ... and when one's state is set */
     uint32_t filters_at;          /* nodes_version every filter was fresh for */
@@ -552,6 +580,9 @@ static inline uint32_t sched_job_class(const struct sjob *j)
 }
 uint32_t sched_dur_bucket(int64_t ms);
 int64_t sched_dur_floor(uint32_t bucket);
+/* The least host CPUs or memory any pending GPU job (of a kind) asks, as
+ * a lower bound from the non-empty buckets bits (INT64_MAX: none). */
+int64_t sched_pend_host_min(const uint64_t *bits);
 struct squeue *sched_job_queue(struct sched *s, const struct sjob *j);
 int64_t sched_job_duration(const struct sched *s, const struct sjob *j);
 
@@ -581,6 +612,23 @@ static inline bool sched_node_ok(const struct sched *s, const struct sjob *j,
     return n < j->filter->nbits && bits_test(j->filter->allow, n);
 }
 
+/* Host CPUs and memory (sched_node.c): whether node nd has them free for
+ * job j now (nodes and jobs without figures always do); hold or give back
+ * j's share on a node (sign +1/-1). */
+static inline bool node_room_now(const struct snode *nd, const struct sjob *j)
+{
+    return (nd->cpus == 0 || nd->cpus_used + j->host_cpus <= nd->cpus) &&
+           (nd->mem_mib == 0 || nd->mem_used + j->host_mem <= nd->mem_mib);
+}
+void node_room_take(struct snode *nd, const struct sjob *j, int sign);
+/* Whether nd would stay within its CPUs and memory: used within the
+ * totals, or over_ok. */
+static inline bool node_room_sane(const struct snode *nd)
+{
+    return nd->over_ok || ((nd->cpus == 0 || nd->cpus_used <= nd->cpus) &&
+                           (nd->mem_mib == 0 || nd->mem_used <= nd->mem_mib));
+}
+
 /* sched_node.c */
 void node_index_remove(struct sched *s, uint32_t n);
 void node_index_add(struct sched *s, uint32_t n);
@@ -591,7 +639,8 @@ void node_release(struct sched *s, uint32_t j);
  * recovery left there does, or none. */
 void node_excl_drop(struct sched *s, uint32_t n, uint32_t j);
 /* After a recovery of job j: mark its nodes shared where it runs beside
- * an exclusive job, or exclusive beside others. */
+ * an exclusive job, or exclusive beside others; over_ok where it runs
+ * beyond the node's CPUs or memory. */
 void node_mark_shared(struct sched *s, uint32_t j);
 void node_recount_models(struct sched *s);
 /* For sched_check_invariants(): the figures node_recount_models() keeps
@@ -633,11 +682,20 @@ int place_slice_fenced(const struct sched *s, const struct sjob *j,
                        uint16_t profile, uint64_t mask, uint32_t *projects,
                        int max);
 uint64_t nvl_pick(const struct snode *nd, uint64_t usable, uint32_t g);
+/* node_room_now(), and for a job ending at end >= 0 (backfill) also the
+ * CPUs and memory of the live reservations on the node that start before
+ * end left free. */
+bool node_room(const struct sched *s, const struct snode *nd,
+               const struct sjob *j, int64_t end);
 uint64_t node_usable(const struct sched *s, const struct snode *nd, uint16_t m,
                      int64_t end, uint32_t self);
 uint64_t model_mask_for(const struct sched *s, const struct sjob *j);
 bool static_fit(const struct sched *s, const struct sjob *j,
                 struct sh_error *err);
+/* Whether some present node could hold j's host CPUs and memory (true
+ * with no node at all); else false with err saying the largest node's. */
+bool sched_fit_host(const struct sched *s, const struct sjob *j,
+                    struct sh_error *err);
 int sched_memopts_build(struct sched *s);
 
 bool gang_choose(struct sched *s, const uint32_t *elig, const uint64_t *usable,

@@ -249,6 +249,19 @@ static bool first_on_node(const struct splace *p, int i)
     return true;
 }
 
+void node_room_take(struct snode *nd, const struct sjob *j, int sign)
+{
+    if (sign > 0) {
+        nd->cpus_used += j->host_cpus;
+        nd->mem_used += j->host_mem;
+        return;
+    }
+    nd->cpus_used -= j->host_cpus;
+    nd->mem_used -= j->host_mem;
+    nd->over_ok = false;
+    nd->over_ok = !node_room_sane(nd);
+}
+
 int node_hold(struct sched *s, uint32_t j, const struct splace *p, int np)
 {
     int i;
@@ -281,8 +294,12 @@ int node_hold(struct sched *s, uint32_t j, const struct splace *p, int np)
         if (s->nodes[p[i].node].excl == SCHED_NONE)
             s->nodes[p[i].node].excl = j;
     }
-    for (i = 0; i < np; i++)
-        s->nodes[p[i].node].njobs += first_on_node(p, i);
+    for (i = 0; i < np; i++) {
+        if (!first_on_node(p, i))
+            continue;
+        s->nodes[p[i].node].njobs++;
+        node_room_take(&s->nodes[p[i].node], job, +1);
+    }
     return 0;
 }
 
@@ -299,7 +316,10 @@ void node_release(struct sched *s, uint32_t j)
         struct snode *nd = &s->nodes[job->place[i].node];
         node_index_add(s, job->place[i].node);
         node_excl_drop(s, job->place[i].node, j);
-        nd->njobs -= first_on_node(job->place, i);
+        if (first_on_node(job->place, i)) {
+            nd->njobs--;
+            node_room_take(nd, job, -1);
+        }
         nd->shared = nd->shared && nd->njobs > 0;
     }
 }
@@ -337,6 +357,8 @@ void node_mark_shared(struct sched *s, uint32_t j)
         if ((nd->excl != SCHED_NONE && nd->excl != j) ||
             (job->excl && nd->njobs > 1))
             nd->shared = true;
+        if (!node_room_sane(nd))
+            nd->over_ok = true; /* recovered beyond its CPUs or memory */
     }
 }
 
@@ -530,6 +552,10 @@ static int desc_validate(const struct sched *s, const struct sched_node_desc *d,
                          "node %s: group must be 1..%d "
                          "bytes",
                          d->name, SCHED_NAME_MAX);
+    if (d->cpus < 0 || d->mem / (1024 * 1024) >= UINT32_MAX)
+        return sh_errorf(err, SH_EINVAL,
+                         "node %s: cpus must be >= 0 and memory under 4 PiB",
+                         d->name);
     if ((unsigned)d->state > SCHED_NODE_DRAINED)
         return sh_errorf(err, SH_EINVAL, "node %s: bad state", d->name);
     if (d->nlabels < 0 || d->nlabels > NODE_LABELS_MAX ||
@@ -875,6 +901,10 @@ int sched_node_set(struct sched *s, const struct sched_node_desc *d,
     nd->present = true;
     nd->state = (uint8_t)d->state;
     nd->group = group;
+    nd->cpus = (uint32_t)d->cpus;
+    nd->mem_mib = (uint32_t)(d->mem / (1024 * 1024));
+    nd->over_ok = false;
+    nd->over_ok = !node_room_sane(nd); /* lowered under what runs */
     if (group != SCHED_NONE)
         bits_set(s->group_bits[group], n);
     node_totals(s, n, +1);

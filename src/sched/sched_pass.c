@@ -73,8 +73,22 @@ struct pass {
         int64_t end;
     } blk[SCHED_BLOCK_MAX];
     int nblk;
+    /* Shapes that failed for the host CPUs or memory: no node with g
+     * free GPUs has more than cpus CPUs and mem MiB free for a job ending
+     * at end or later, so such a job needing g or more GPUs per node and
+     * more than that cannot start. */
+    struct {
+        uint32_t g;
+        int64_t end;
+        int64_t cpus, mem;
+    } rblk[SCHED_BLOCK_MAX];
+    int nrblk;
+    /* A slice failed for the host CPUs or memory: the most any node with
+     * a free slice has free (-1: none such failure yet). */
+    int64_t slice_cpus, slice_mem;
+    bool slice_room;
     int64_t wd_key; /* whole_done() cache: valid for this ... */
-    bool wd;        /* ... (free_whole, nblk) */
+    bool wd;        /* ... (free_whole, nblk, nrblk) */
 };
 
 /* ----------------------------------------------------------- decisions */
@@ -279,16 +293,45 @@ static int merge_init(struct sched *s, struct pass *ps)
     return 0;
 }
 
-/* The most free GPUs on any one node (reservations aside), cached
- * while the count of free GPUs does not change. */
+/* Whether node nd has the host CPUs and memory free that the least
+ * demanding pending GPU job asks (a lower bound; sched_pend_host_min()). */
+static bool node_min_room(const struct snode *nd, int64_t cpus, int64_t mem)
+{
+    return (nd->cpus == 0 || (int64_t)nd->cpus - nd->cpus_used >= cpus) &&
+           (nd->mem_mib == 0 || (int64_t)nd->mem_mib - nd->mem_used >= mem);
+}
+
+/* Whether some node of row k of model m has that room. */
+static bool row_has_room(const struct sched *s, uint16_t m, uint32_t k,
+                         int64_t cpus, int64_t mem)
+{
+    const uint64_t *r = s->models[m].by_free + (size_t)k * s->nwords;
+    for (uint32_t w = 0; w < s->nwords; w++) {
+        for (uint64_t b = r[w]; b; b &= b - 1) {
+            if (node_min_room(&s->nodes[w * 64 + (uint32_t)__builtin_ctzll(b)],
+                              cpus, mem))
+                return true;
+        }
+    }
+    return false;
+}
+
+/* The most free GPUs on any one node (reservations aside) that has the
+ * host CPUs and memory some pending GPU job asks, cached while the count
+ * of free GPUs does not change (room only shrinks during a pass). */
 static uint32_t max_free(const struct sched *s, struct pass *ps)
 {
     if (ps->maxfree_key == s->free_whole + 1)
         return ps->maxfree;
+    int64_t cpus = sched_pend_host_min(s->pend_hcpu_bits[1]);
+    int64_t mem = sched_pend_host_min(s->pend_hmem_bits[1]);
+    bool room =
+        (cpus > 0 && cpus != INT64_MAX) || (mem > 0 && mem != INT64_MAX);
     uint32_t best = 0;
     for (uint32_t m = 0; m < s->model_names.n; m++) {
         for (uint32_t k = (uint32_t)s->models[m].maxper; k > best; k--) {
-            if (s->models[m].cnt[k] > 0) {
+            if (s->models[m].cnt[k] > 0 &&
+                (!room || row_has_room(s, (uint16_t)m, k, cpus, mem))) {
                 best = k;
                 break;
             }
@@ -337,6 +380,16 @@ static bool shape_cant(struct sched *s, struct pass *ps, uint32_t n, uint32_t k,
         if (ps->blk[i].g <= k && ps->blk[i].n <= n && ps->blk[i].end <= end)
             return true;
     }
+    if (ps->nrblk > 0) {
+        /* The least any pending GPU job asks (a lower bound). */
+        int64_t cpus = sched_pend_host_min(s->pend_hcpu_bits[1]);
+        int64_t mem = sched_pend_host_min(s->pend_hmem_bits[1]);
+        for (int i = 0; i < ps->nrblk; i++) {
+            if (ps->rblk[i].g <= k && ps->rblk[i].end <= end &&
+                (cpus > ps->rblk[i].cpus || mem > ps->rblk[i].mem))
+                return true;
+        }
+    }
     return false;
 }
 
@@ -349,7 +402,9 @@ static bool whole_cant(struct sched *s, struct pass *ps, uint32_t k)
  * pending is blocked. Cached while free GPUs and blocks do not change. */
 static bool whole_done(struct sched *s, struct pass *ps)
 {
-    int64_t key = s->free_whole * (SCHED_BLOCK_MAX + 1) + ps->nblk + 1;
+    int64_t key = (s->free_whole * (SCHED_BLOCK_MAX + 1) + ps->nblk) *
+                      (SCHED_BLOCK_MAX + 1) +
+                  ps->nrblk + 1;
     if (ps->wd_key == key)
         return ps->wd;
     bool done = true;
@@ -479,7 +534,8 @@ static const struct smemo *memo_find(const struct sched *s,
         eff_shape(s, j, mask, &n, &g);
     for (int i = 0; i < ps->nmemo; i++) {
         const struct smemo *m = &ps->memo[i];
-        if (m->kind != o->kind || (mask & ~m->mask) || end < m->end)
+        if (m->kind != o->kind || (mask & ~m->mask) || end < m->end ||
+            j->host_cpus < m->host_cpus || j->host_mem < m->host_mem)
             continue;
         if (o->kind == SJOB_SLICE) {
             if (m->profile == o->profile && m->project == j->project &&
@@ -496,6 +552,76 @@ static const struct smemo *memo_find(const struct sched *s,
             return m;
     }
     return NULL;
+}
+
+/* A whole-GPU shape of g GPUs per node failed for job ji ending at end,
+ * some node short of host CPUs or memory: the most any node with g free
+ * GPUs has free for a job ending at end or later (less what reservations
+ * starting before then keep), for shape_cant(). */
+static void rblk_add(const struct sched *s, struct pass *ps, uint32_t g,
+                     int64_t end, uint32_t ji)
+{
+    int64_t cpus = -1, mem = -1;
+    for (uint32_t n = 0; n < s->node_names.n; n++) {
+        const struct snode *nd = &s->nodes[n];
+        if (!nd->indexed || (uint32_t)sched_popcount64(nd->free) < g)
+            continue;
+        int64_t c = nd->cpus ? (int64_t)nd->cpus - nd->cpus_used : INT64_MAX;
+        int64_t m =
+            nd->mem_mib ? (int64_t)nd->mem_mib - nd->mem_used : INT64_MAX;
+        uint32_t seen[SCHED_KMAX];
+        int nseen = 0;
+        for (int k = 0; nd->resv_epoch == s->epoch && k < nd->ngpus; k++) {
+            const struct sgpu *gp = &nd->gpus[k];
+            if (gp->resv_epoch != s->epoch || end <= gp->resv_time ||
+                !resv_live(s, gp, ji))
+                continue;
+            bool dup = false;
+            for (int x = 0; x < nseen && !dup; x++)
+                dup = seen[x] == gp->resv_job;
+            if (dup)
+                continue;
+            seen[nseen++] = gp->resv_job;
+            c -= s->jobs[gp->resv_job].host_cpus;
+            m -= s->jobs[gp->resv_job].host_mem;
+        }
+        cpus = c > cpus ? c : cpus;
+        mem = m > mem ? m : mem;
+    }
+    for (int k = 0; k < ps->nrblk; k++) {
+        if (ps->rblk[k].g <= g && ps->rblk[k].end <= end &&
+            ps->rblk[k].cpus <= cpus && ps->rblk[k].mem <= mem)
+            return; /* a stronger one is known */
+    }
+    int k = ps->nrblk < SCHED_BLOCK_MAX ? ps->nrblk++ : SCHED_BLOCK_MAX - 1;
+    ps->rblk[k].g = g;
+    ps->rblk[k].end = end;
+    ps->rblk[k].cpus = cpus;
+    ps->rblk[k].mem = mem;
+}
+
+/* A slice failed, some node short of host CPUs or memory: the most any
+ * node with a free slice has free, for nothing_can_start(). Free slices
+ * and room only shrink during a pass, so the first such failure says it. */
+static void slice_room_note(const struct sched *s, struct pass *ps)
+{
+    int64_t cpus = -1, mem = -1;
+    for (uint32_t n = 0; n < s->node_names.n; n++) {
+        const struct snode *nd = &s->nodes[n];
+        bool free_slice = false;
+        for (int i = 0; i < nd->npf && !free_slice; i++)
+            free_slice = nd->pf[i].free > 0;
+        if (!nd->indexed || !free_slice)
+            continue;
+        int64_t c = nd->cpus ? (int64_t)nd->cpus - nd->cpus_used : INT64_MAX;
+        int64_t m =
+            nd->mem_mib ? (int64_t)nd->mem_mib - nd->mem_used : INT64_MAX;
+        cpus = c > cpus ? c : cpus;
+        mem = m > mem ? m : mem;
+    }
+    ps->slice_room = true;
+    ps->slice_cpus = cpus;
+    ps->slice_mem = mem;
 }
 
 static void memo_add(const struct sched *s, struct pass *ps,
@@ -522,11 +648,22 @@ static void memo_add(const struct sched *s, struct pass *ps,
     m->total = g;
     m->project = j->project;
     m->mem_mib = j->mem_mib;
+    /* Short of host CPUs or memory somewhere: a job asking less may fit. */
+    m->host_cpus = s->room_short ? j->host_cpus : 0;
+    m->host_mem = s->room_short ? j->host_mem : 0;
     m->end = end;
     /* A shape failed on every model, ignoring reservations (resources)
-     * or for jobs ending this late (reservation): remember it. */
+     * or for jobs ending this late (reservation): remember it (not when
+     * the host CPUs or memory were short: another job of the shape may
+     * ask less). */
+    if (o->kind == SJOB_SLICE && s->room_short && !ps->slice_room)
+        slice_room_note(s, ps);
     if (o->kind != SJOB_WHOLE || n == 0 || (mask & ps->present) != ps->present)
         return;
+    if (s->room_short) {
+        rblk_add(s, ps, g, end, (uint32_t)(j - s->jobs));
+        return;
+    }
     int64_t bend = j->wait == SCHED_WAIT_RESOURCES ? INT64_MIN : end;
     int k;
     for (k = 0; k < ps->nblk; k++) {
@@ -653,6 +790,7 @@ static bool try_place(struct sched *s, struct pass *ps, uint32_t ji,
         return false;
     }
     bool ok;
+    s->room_short = false;
     if (o->kind == SJOB_SLICE) {
         ok = place_slice(s, j, o->profile, mask, f);
     } else {
@@ -674,6 +812,16 @@ static bool try_place(struct sched *s, struct pass *ps, uint32_t ji,
                         who = gp->resv_job;
                         break;
                     }
+                }
+            }
+            /* Not the GPUs but the host CPUs or memory a reservation on
+             * one of those nodes keeps. */
+            for (int i = 0; i < s->found2.nnodes && who == SCHED_NONE; i++) {
+                nd = &s->nodes[s->found2.nodes[i]];
+                for (int g = 0; g < nd->ngpus && who == SCHED_NONE; g++) {
+                    const struct sgpu *gp = &nd->gpus[g];
+                    if (gp->resv_epoch == s->epoch && resv_live(s, gp, ji))
+                        who = gp->resv_job;
                 }
             }
             j->wait = SCHED_WAIT_RESERVATION;
@@ -772,7 +920,10 @@ static bool nothing_can_start(struct sched *s, struct pass *ps)
     if (ps->blocked_head != SCHED_NONE)
         return true; /* FIFO or no backfill: nothing passes it */
     bool slices_done =
-        s->free_slices == 0 || (s->pend_lb[0] == 0 && s->pend_flex == 0);
+        s->free_slices == 0 || (s->pend_lb[0] == 0 && s->pend_flex == 0) ||
+        (s->pend_flex == 0 && ps->slice_room &&
+         (sched_pend_host_min(s->pend_hcpu_bits[0]) > ps->slice_cpus ||
+          sched_pend_host_min(s->pend_hmem_bits[0]) > ps->slice_mem));
     return slices_done && whole_done(s, ps);
 }
 
@@ -1029,6 +1180,10 @@ static void pass_begin(struct sched *s, struct pass *ps)
         memset(s->pend_dur, 0, sizeof(s->pend_dur));
         memset(s->pend_dur_bits, 0, sizeof(s->pend_dur_bits));
         memset(s->pend_shape, 0, sizeof(s->pend_shape));
+        memset(s->pend_hcpu, 0, sizeof(s->pend_hcpu));
+        memset(s->pend_hcpu_bits, 0, sizeof(s->pend_hcpu_bits));
+        memset(s->pend_hmem, 0, sizeof(s->pend_hmem));
+        memset(s->pend_hmem_bits, 0, sizeof(s->pend_hmem_bits));
         s->pend_default = 0;
         s->pend_flex = 0;
         for (uint32_t j = 0; j < s->jobs_cap; j++) {

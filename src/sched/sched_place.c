@@ -17,6 +17,8 @@
  */
 #include "sched/sched_int.h"
 
+#include "lib/util/parse.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,6 +94,39 @@ uint64_t node_usable(const struct sched *s, const struct snode *nd, uint16_t m,
     return u;
 }
 
+bool node_room(const struct sched *s, const struct snode *nd,
+               const struct sjob *j, int64_t end)
+{
+    if (j->host_cpus == 0 && j->host_mem == 0)
+        return true;
+    if (!node_room_now(nd, j))
+        return false;
+    if (end < 0 || nd->resv_epoch != s->epoch)
+        return true;
+    /* Reservations on the node that start before j would end: their CPUs
+     * and memory stay free (each reserving job once). */
+    uint32_t self = (uint32_t)(j - s->jobs), seen[SCHED_KMAX];
+    int nseen = 0;
+    uint64_t cpus = (uint64_t)nd->cpus_used + j->host_cpus;
+    uint64_t mem = (uint64_t)nd->mem_used + j->host_mem;
+    for (int g = 0; g < nd->ngpus; g++) {
+        const struct sgpu *gp = &nd->gpus[g];
+        if (gp->resv_epoch != s->epoch || end <= gp->resv_time ||
+            !resv_live(s, gp, self))
+            continue;
+        bool dup = false;
+        for (int k = 0; k < nseen && !dup; k++)
+            dup = seen[k] == gp->resv_job;
+        if (dup)
+            continue;
+        seen[nseen++] = gp->resv_job;
+        cpus += s->jobs[gp->resv_job].host_cpus;
+        mem += s->jobs[gp->resv_job].host_mem;
+    }
+    return (nd->cpus == 0 || cpus <= nd->cpus) &&
+           (nd->mem_mib == 0 || mem <= nd->mem_mib);
+}
+
 /* Lowest n set bits of x. */
 static uint64_t low_bits(uint64_t x, uint32_t n)
 {
@@ -143,9 +178,9 @@ static const uint64_t *row(const struct sched *s, uint16_t m, uint32_t k)
 
 /* Best-fit single node for g GPUs of model m: the smallest row with a
  * usable node. Returns the node or SCHED_NONE; *kout = its row. */
-static uint32_t single_node(const struct sched *s, const struct sjob *j,
-                            uint16_t m, uint32_t g, uint32_t k, int64_t end,
-                            uint32_t self, uint64_t *usable)
+static uint32_t single_node(struct sched *s, const struct sjob *j, uint16_t m,
+                            uint32_t g, uint32_t k, int64_t end, uint32_t self,
+                            uint64_t *usable)
 {
     if (s->models[m].cnt[k] == 0)
         return SCHED_NONE;
@@ -154,13 +189,16 @@ static uint32_t single_node(const struct sched *s, const struct sjob *j,
         for (uint64_t b = r[w]; b; b &= b - 1) {
             uint32_t n = w * 64 + (uint32_t)__builtin_ctzll(b);
             uint64_t u = node_usable(s, &s->nodes[n], m, end, self);
-            if ((uint32_t)sched_popcount64(u) >= g) {
-                *usable = u;
-                return n;
+            if ((uint32_t)sched_popcount64(u) < g)
+                continue;
+            if (!node_room(s, &s->nodes[n], j, end)) {
+                s->room_short = true;
+                continue;
             }
+            *usable = u;
+            return n;
         }
     }
-    (void)j;
     return SCHED_NONE;
 }
 
@@ -234,6 +272,11 @@ static bool gang_nodes(struct sched *s, uint16_t m, uint32_t nn, uint32_t g,
                 uint64_t u = node_usable(s, &s->nodes[n], m, end, self);
                 if ((uint32_t)sched_popcount64(u) < g)
                     continue;
+                if (self != SCHED_NONE &&
+                    !node_room(s, &s->nodes[n], &s->jobs[self], end)) {
+                    s->room_short = true;
+                    continue;
+                }
                 usable[ne] = u;
                 elig[ne++] = n;
             }
@@ -307,6 +350,10 @@ bool place_slice(struct sched *s, const struct sjob *j, uint16_t profile,
             const struct snode *nd = &s->nodes[n];
             if (!sched_node_ok(s, j, n))
                 continue;
+            if (!node_room_now(nd, j)) {
+                s->room_short = true;
+                continue;
+            }
             for (int g = 0; g < nd->ngpus && best_score > 1; g++) {
                 const struct sgpu *gp = &nd->gpus[g];
                 if (!gpu_serves_slices(gp, mask) || gp->slice_free == 0 ||
@@ -556,10 +603,57 @@ static bool fit_whole(const struct sched *s, const struct sjob *j,
     return false;
 }
 
+/* Whether some present node has the host CPUs and memory job j asks per
+ * node (a node without figures has any amount). */
+bool sched_fit_host(const struct sched *s, const struct sjob *j,
+                    struct sh_error *err)
+{
+    uint32_t most_cpus = 0, most_mem = 0;
+    bool any = false;
+    if (j->host_cpus == 0 && j->host_mem == 0)
+        return true;
+    for (uint32_t n = 0; n < s->node_names.n; n++) {
+        const struct snode *nd = &s->nodes[n];
+        if (!nd->present)
+            continue;
+        any = true;
+        if ((nd->cpus == 0 || nd->cpus >= j->host_cpus) &&
+            (nd->mem_mib == 0 || nd->mem_mib >= j->host_mem))
+            return true;
+        if (nd->mem_mib > most_mem)
+            most_mem = nd->mem_mib;
+        if (nd->cpus > most_cpus)
+            most_cpus = nd->cpus;
+    }
+    if (!any)
+        return true; /* no node to judge by: the GPU checks say so */
+    char need[32], have[32];
+    if (j->host_mem > most_mem) {
+        format_size((uint64_t)j->host_mem << 20, need, sizeof(need));
+        format_size((uint64_t)most_mem << 20, have, sizeof(have));
+        sh_errorf(err, SH_EINVAL,
+                  "needs %s memory on a node but the largest node has %s", need,
+                  have);
+    } else if (j->host_cpus > most_cpus) {
+        sh_errorf(err, SH_EINVAL,
+                  "needs %u CPUs on a node but the largest node has %u",
+                  j->host_cpus, most_cpus);
+    } else {
+        format_size((uint64_t)j->host_mem << 20, need, sizeof(need));
+        sh_errorf(err, SH_EINVAL,
+                  "needs %u CPUs and %s memory on one node but no node "
+                  "has both",
+                  j->host_cpus, need);
+    }
+    return false;
+}
+
 bool static_fit(const struct sched *s, const struct sjob *j,
                 struct sh_error *err)
 {
     char names[160];
+    if (!sched_fit_host(s, j, err))
+        return false;
     if (j->kind == SJOB_WHOLE)
         return fit_whole(s, j, err);
     if (j->models && !(model_mask_for(s, j) & j->models)) {

@@ -11,6 +11,9 @@
  * when their job should start; it decides nothing. Reservation holders and
  * jobs waiting for their victims keep the engine's own estimate.
  *
+ * A node serves a job only from when the host CPUs and memory it asks are
+ * free there, as the running jobs end (room_time()).
+ *
  * Jobs that wait for a quota or a user limit, jobs that can never fit and
  * jobs that would not fit even once every running job has ended get no
  * estimate but the reason why (sched_job_estimate_note()); so do the jobs
@@ -67,7 +70,95 @@ struct plan_ctx {
     struct plan_node *pn;
     struct plan_node *chosen; /* the best model's nodes */
     uint8_t *ord;             /* per node, its GPUs by free-from time */
+    /* Host CPUs and memory: per node (at room_off[n]) the running jobs'
+     * shares, by their estimated end. */
+    struct room_ev *room;
+    uint32_t *room_off;
 };
+
+struct room_ev {
+    int64_t end;
+    uint32_t cpus;
+    uint32_t mem;
+};
+
+static int room_ev_cmp(const void *a, const void *b)
+{
+    const struct room_ev *x = a, *y = b;
+    return x->end < y->end ? -1 : x->end > y->end;
+}
+
+/* The running jobs' host shares per node, sorted by end; -1 out of
+ * memory. */
+static int room_build(struct plan_ctx *c)
+{
+    struct sched *s = c->s;
+    uint32_t nn = s->node_names.n;
+    const uint32_t count[2] = {s->nrunning, s->ncpu_running};
+    const uint32_t *list[2] = {s->running, s->cpu_running};
+    c->room_off = calloc(nn + 2, sizeof(*c->room_off));
+    if (!c->room_off)
+        return -1;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int l = 0; l < 2; l++) {
+            for (uint32_t i = 0; i < count[l]; i++) {
+                const struct sjob *v = &s->jobs[list[l][i]];
+                if (v->host_cpus == 0 && v->host_mem == 0)
+                    continue;
+                for (int k = 0; k < v->nplace; k++) {
+                    bool seen = false;
+                    for (int e = 0; e < k && !seen; e++)
+                        seen = v->place[e].node == v->place[k].node;
+                    if (seen)
+                        continue;
+                    uint32_t n = v->place[k].node;
+                    if (pass == 0) {
+                        c->room_off[n + 2]++;
+                        continue;
+                    }
+                    c->room[c->room_off[n + 1]++] =
+                        (struct room_ev){held_until(s, list[l][i], c->now),
+                                         v->host_cpus, v->host_mem};
+                }
+            }
+        }
+        if (pass == 0) {
+            for (uint32_t n = 0; n < nn; n++)
+                c->room_off[n + 2] += c->room_off[n + 1];
+            c->room = malloc(sizeof(*c->room) * (c->room_off[nn + 1] + 1));
+            if (!c->room)
+                return -1;
+        }
+    }
+    for (uint32_t n = 0; n < nn; n++)
+        qsort(c->room + c->room_off[n], c->room_off[n + 1] - c->room_off[n],
+              sizeof(*c->room), room_ev_cmp);
+    return 0;
+}
+
+/* The latest of t and when node n has the host CPUs and memory job j asks
+ * free, as its running jobs end (INT64_MAX: never). Jobs the plan placed
+ * before j are not counted: an estimate, optimistic where several pending
+ * jobs wait for one node's memory. */
+static int64_t room_time(const struct plan_ctx *c, uint32_t n,
+                         const struct sjob *j, int64_t t)
+{
+    const struct snode *nd = &c->s->nodes[n];
+    if ((j->host_cpus == 0 && j->host_mem == 0) || node_room_now(nd, j))
+        return t;
+    if ((nd->cpus && j->host_cpus > nd->cpus) ||
+        (nd->mem_mib && j->host_mem > nd->mem_mib))
+        return INT64_MAX;
+    int64_t cpus = (int64_t)nd->cpus_used + j->host_cpus - nd->cpus;
+    int64_t mem = (int64_t)nd->mem_used + j->host_mem - nd->mem_mib;
+    for (uint32_t i = c->room_off[n]; i < c->room_off[n + 1]; i++) {
+        cpus -= c->room[i].cpus;
+        mem -= c->room[i].mem;
+        if ((nd->cpus == 0 || cpus <= 0) && (nd->mem_mib == 0 || mem <= 0))
+            return c->room[i].end > t ? c->room[i].end : t;
+    }
+    return INT64_MAX;
+}
 
 static void node_sort(struct plan_ctx *c, uint32_t n)
 {
@@ -160,6 +251,9 @@ static int64_t plan_whole(struct plan_ctx *c, const struct sjob *j,
                 int64_t cpu = cpu_node_busy_until(s, n);
                 t = cpu > t ? cpu : t;
             }
+            t = room_time(c, n, j, t);
+            if (t == INT64_MAX)
+                continue;
             c->pn[np] = (struct plan_node){n, t, pick};
             if (c->pn[np].t < c->pn[first].t)
                 first = np;
@@ -205,6 +299,9 @@ static int64_t plan_slice(struct plan_ctx *c, const struct sjob *j,
         const struct snode *nd = &s->nodes[n];
         if (!nd->indexed || !plan_node_ok(s, j, n))
             continue;
+        int64_t room = room_time(c, n, j, 0);
+        if (room == INT64_MAX)
+            continue;
         for (int g = 0; g < nd->ngpus; g++) {
             const struct sgpu *gp = &nd->gpus[g];
             if (!gpu_serves_slices(gp, mask) || gpu_fenced_off(gp, j->project))
@@ -217,8 +314,10 @@ static int64_t plan_slice(struct plan_ctx *c, const struct sjob *j,
                     continue;
                 uint32_t i =
                     c->slice_off[c->gpu_off[n] + (uint32_t)g] + (uint32_t)k;
-                if (c->slice_avail[i] < best) {
-                    best = c->slice_avail[i];
+                int64_t at =
+                    c->slice_avail[i] > room ? c->slice_avail[i] : room;
+                if (at < best) {
+                    best = at;
                     bi = i;
                 }
             }
@@ -346,7 +445,7 @@ int sched_plan_estimates(struct sched *s, int64_t now, struct sh_error *err)
     c.gpu_avail = malloc(sizeof(*c.gpu_avail) * (ng + 1));
     c.slice_off = malloc(sizeof(*c.slice_off) * (ng + 1));
     c.ord = malloc(ng + 1);
-    if (!c.gpu_avail || !c.slice_off || !c.ord)
+    if (!c.gpu_avail || !c.slice_off || !c.ord || room_build(&c) < 0)
         goto out;
     uint32_t nsl = 0;
     for (uint32_t n = 0; n < nn; n++) {
@@ -405,6 +504,8 @@ out:
     free(c.slice_off);
     free(c.ord);
     free(c.slice_avail);
+    free(c.room);
+    free(c.room_off);
     free(order);
     return rc;
 }

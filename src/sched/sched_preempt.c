@@ -18,6 +18,9 @@
  * policy only those LAS victims are, and reclaim victims keep the order
  * above.
  *
+ * A node's plan frees the host CPUs and memory the job asks as well as
+ * its GPUs (jobs without GPUs are never victims).
+ *
  * Not here: preemption by priority inside a project (not a rule), and
  * reclaiming slices on unfenced GPUs (their other slices would keep the
  * GPU fenced to the borrower's project).
@@ -31,6 +34,8 @@ struct ventry {
     uint32_t node;
     uint32_t job;
     uint32_t gpus; /* GPUs of the victim on this node */
+    uint32_t cpus; /* its host CPUs and memory (MiB) there */
+    uint32_t mem;
     /* The victim's preference keys (victim_before()), copied so that the
      * sort reads no job: LAS key (victim_lvl()), priority, start, id. */
     uint8_t lvl;
@@ -154,52 +159,128 @@ static bool victim_ok(const struct sched *s, const struct sjob *j,
            las_victim_ok(s, j, v, m);
 }
 
-/* Per-node plan: the fewest victims among e[0..n) (sorted by GPUs desc,
- * then preference) freeing need GPUs, preferring lower-priority ones among
- * plans of that size. Writes chosen indices to pick; returns their count,
- * or -1 when even all of them are not enough. */
-static int node_plan(const struct sched *s, const struct ventry *e, int n,
-                     uint32_t need, int *pick)
+/* What a node still needs freed for a job: GPUs, host CPUs, memory. */
+struct need {
+    uint32_t gpus;
+    int64_t cpus;
+    int64_t mem;
+};
+
+static bool need_met(const struct need *n, uint64_t g, uint64_t c, uint64_t m)
 {
-    uint32_t sum = 0;
+    return g >= n->gpus && (int64_t)c >= n->cpus && (int64_t)m >= n->mem;
+}
+
+/* Entry i's amount in dimension d: 0 GPUs, 1 CPUs, 2 memory. */
+static uint64_t ventry_dim(const struct ventry *e, int d)
+{
+    return d == 0 ? e->gpus : d == 1 ? e->cpus : e->mem;
+}
+
+/* The sum of the `left` largest amounts in dimension d among the entries
+ * not used (nor i). */
+static uint64_t top_sum(const struct ventry *e, int n, const bool *used, int i,
+                        int left, int d)
+{
+    bool took[64] = {false};
+    uint64_t sum = 0;
+    for (; left > 0; left--) {
+        int best = -1;
+        for (int k = 0; k < n && k < 64; k++) {
+            if (used[k] || took[k] || k == i)
+                continue;
+            if (best < 0 || ventry_dim(&e[k], d) > ventry_dim(&e[best], d))
+                best = k;
+        }
+        if (best < 0)
+            break;
+        took[best] = true;
+        sum += ventry_dim(&e[best], d);
+    }
+    return sum;
+}
+
+/* How many of e[0..n), the largest first in dimension d, meet need, with
+ * those indices in order[] (-1 when all of them do not). */
+static int greedy_count(const struct ventry *e, int n, const struct need *need,
+                        int d, int *order)
+{
+    bool used[64] = {false};
+    uint64_t sg = 0, sc = 0, sm = 0;
     int c = 0;
-    while (c < n && sum < need)
-        sum += e[c++].gpus;
-    if (sum < need)
+    while (c < n && c < 64 && !need_met(need, sg, sc, sm)) {
+        int best = -1;
+        for (int k = 0; k < n && k < 64; k++) {
+            if (!used[k] &&
+                (best < 0 || ventry_dim(&e[k], d) > ventry_dim(&e[best], d)))
+                best = k;
+        }
+        used[best] = true;
+        order[c++] = best;
+        sg += e[best].gpus;
+        sc += e[best].cpus;
+        sm += e[best].mem;
+    }
+    return need_met(need, sg, sc, sm) ? c : -1;
+}
+
+/* Per-node plan: the fewest victims among e[0..n) (sorted by GPUs desc,
+ * then preference) freeing what the node needs (GPUs, and host CPUs and
+ * memory), preferring lower-priority ones among plans of that size. The
+ * fewest is the best of taking the largest first by GPUs, CPUs or memory
+ * (exact for GPUs alone). Writes chosen indices to pick; returns their
+ * count, or -1 when even all of them are not enough. */
+static int node_plan(const struct sched *s, const struct ventry *e, int n,
+                     const struct need *need, int *pick)
+{
+    int c = -1, order[64], best_order[64];
+    (void)s;
+    for (int d = 0; d < 3; d++) {
+        if (d > 0 && (d == 1 ? need->cpus : need->mem) <= 0)
+            continue;
+        int k = greedy_count(e, n, need, d, order);
+        if (k >= 0 && (c < 0 || k < c)) {
+            c = k;
+            memcpy(best_order, order, sizeof(int) * (size_t)k);
+        }
+    }
+    if (c < 0)
         return -1;
-    /* c is the fewest. Choose c entries in preference order while the
-     * rest can still be completed with the largest remaining ones. */
+    /* Choose c entries in preference order while the rest can still be
+     * completed (in every dimension) with the largest remaining ones. */
     bool used[64] = {false};
     int npick = 0;
-    sum = 0;
+    uint64_t sg = 0, sc = 0, sm = 0;
     for (int slot = 0; slot < c; slot++) {
         int best = -1;
+        int left = c - slot - 1;
         for (int i = 0; i < n && i < 64; i++) {
             if (used[i])
                 continue;
-            /* Can the remaining slots still reach need with i taken? */
-            uint32_t reach = sum + e[i].gpus;
-            int left = c - slot - 1;
-            for (int k = 0; k < n && k < 64 && left > 0; k++) {
-                if (used[k] || k == i)
-                    continue;
-                reach += e[k].gpus;
-                left--;
-            }
-            if (reach < need)
+            uint64_t rg = sg + e[i].gpus + top_sum(e, n, used, i, left, 0);
+            uint64_t rc = sc + e[i].cpus, rm = sm + e[i].mem;
+            if (need->cpus > 0)
+                rc += top_sum(e, n, used, i, left, 1);
+            if (need->mem > 0)
+                rm += top_sum(e, n, used, i, left, 2);
+            if (!need_met(need, rg, rc, rm))
                 continue;
             if (best < 0 || ventry_before(&e[i], &e[best]))
                 best = i;
         }
         if (best < 0)
-            return -1;
+            break;
         used[best] = true;
         pick[npick++] = best;
-        sum += e[best].gpus;
-        if (sum >= need)
-            break;
+        sg += e[best].gpus;
+        sc += e[best].cpus;
+        sm += e[best].mem;
+        if (need_met(need, sg, sc, sm))
+            return npick;
     }
-    return npick;
+    /* Preference could not complete it: the greedy choice does. */
+    memcpy(pick, best_order, sizeof(int) * (size_t)c);
+    return c;
 }
 
 struct nplan {
@@ -290,8 +371,9 @@ static int collect(struct sched *s, uint32_t ji, uint16_t m,
                 e = np;
             }
             e[ne++] = (struct ventry){
-                p->node, s->running[i], 1,    victim_lvl(s, j, v, m),
-                v->prio, v->start,      v->id};
+                p->node,      s->running[i], 1,
+                v->host_cpus, v->host_mem,   victim_lvl(s, j, v, m),
+                v->prio,      v->start,      v->id};
         }
     }
     *out = e;
@@ -370,11 +452,18 @@ static size_t node_plans(const struct sched *s, uint32_t ji, uint16_t m,
         while (b < ne && e[b].node == e[a].node)
             b++;
         const struct snode *nd = &s->nodes[e[a].node];
+        const struct sjob *j = &s->jobs[ji];
         uint32_t freen =
             (uint32_t)sched_popcount64(node_usable(s, nd, m, -1, ji));
-        uint32_t need = g > freen ? g - freen : 0;
+        struct need need = {
+            g > freen ? g - freen : 0,
+            nd->cpus ? (int64_t)nd->cpus_used + j->host_cpus - nd->cpus : 0,
+            nd->mem_mib ? (int64_t)nd->mem_used + j->host_mem - nd->mem_mib : 0,
+        };
         int pick[64];
-        int c = need == 0 ? 0 : node_plan(s, &e[a], (int)(b - a), need, pick);
+        int c = need_met(&need, 0, 0, 0)
+                    ? 0
+                    : node_plan(s, &e[a], (int)(b - a), &need, pick);
         if (c > 0) {
             struct nplan *pl = &plans[np++];
             pl->node = e[a].node;
@@ -424,7 +513,8 @@ static int plan_whole(struct sched *s, uint32_t ji, uint16_t m,
     if (!job_shape(s, j, m, &nn, &g))
         return 0;
     if (s->pfail_pass[m] == pass && nn >= s->pfail_nodes[m] &&
-        g >= s->pfail_gpus[m] && j->las_lvl >= s->pfail_lvl[m])
+        g >= s->pfail_gpus[m] && j->las_lvl >= s->pfail_lvl[m] &&
+        j->host_cpus >= s->pfail_cpus[m] && j->host_mem >= s->pfail_mem[m])
         return 0;
     struct ventry *e = NULL;
     size_t ne = 0;
@@ -450,10 +540,22 @@ static int plan_whole(struct sched *s, uint32_t ji, uint16_t m,
     if (ne > 0 && !cached)
         qsort_r(e, ne, sizeof(*e), ventry_cmp, s);
     size_t np = node_plans(s, ji, m, g, e, ne, plans, vpick);
-    /* Nodes already free enough count as plans of zero victims. */
+    /* Nodes already free enough count as plans of zero victims (with the
+     * host CPUs and memory the job asks, when it does). */
     uint32_t zero = 0;
-    for (uint32_t k = g; k <= (uint32_t)s->models[m].maxper; k++)
-        zero += s->models[m].cnt[k];
+    bool room = j->host_cpus > 0 || j->host_mem > 0;
+    for (uint32_t k = g; k <= (uint32_t)s->models[m].maxper; k++) {
+        if (!room) {
+            zero += s->models[m].cnt[k];
+            continue;
+        }
+        const uint64_t *r = s->models[m].by_free + (size_t)k * s->nwords;
+        for (uint32_t w = 0; w < s->nwords && s->models[m].cnt[k]; w++) {
+            for (uint64_t b = r[w]; b; b &= b - 1)
+                zero += node_room_now(
+                    &s->nodes[w * 64 + (uint32_t)__builtin_ctzll(b)], j);
+        }
+    }
     uint32_t want = nn > zero ? nn - zero : 0;
     rc = 0;
     if (np + zero < nn || want == 0) {
@@ -462,6 +564,8 @@ static int plan_whole(struct sched *s, uint32_t ji, uint16_t m,
         s->pfail_nodes[m] = nn;
         s->pfail_gpus[m] = g;
         s->pfail_lvl[m] = j->las_lvl;
+        s->pfail_cpus[m] = j->host_cpus;
+        s->pfail_mem[m] = j->host_mem;
         goto done;
     }
     qsort(plans, np, sizeof(*plans), nplan_cmp);
@@ -491,6 +595,12 @@ static int plan_slice(struct sched *s, uint32_t ji, const struct sopt *o,
         const struct sslice *sl = &gp->slices[v->place[0].slice];
         if (!nd->indexed || (gp->flags & (SGPU_UNFENCED | SGPU_UNSCHED)) ||
             sl->mem < mem)
+            continue;
+        /* Its host CPUs and memory, with the victim's, must do. */
+        if ((nd->cpus &&
+             nd->cpus_used - v->host_cpus + j->host_cpus > nd->cpus) ||
+            (nd->mem_mib &&
+             nd->mem_used - v->host_mem + j->host_mem > nd->mem_mib))
             continue;
         if (!slice_is(s, sl, o->profile))
             continue;

@@ -9,8 +9,11 @@
  *   resources: needs a shared slice; the free ones are on unfenced GPUs
  *     (time-sliced, no MPS) held by project vision
  *   reservation: waiting for its reserved start
+ *   resources: needs 20G memory on a node (largest free: 3.6G)
  */
 #include "sched/sched_int.h"
+
+#include "lib/util/parse.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -126,9 +129,62 @@ static void fence_text(const struct sched *s, const struct sjob *j, char *buf,
              n > 1 ? "s" : "", names);
 }
 
+/* When the host CPUs or memory are what the job waits for: of the up
+ * nodes it may use that have the GPUs it needs per node free (any up node
+ * for a job without GPUs), none has the memory (or the CPUs) free, e.g.
+ * "resources: needs 20G memory on a node (largest free: 3.6G)". false
+ * when that is not it (or no such node: the GPUs are). */
+static bool room_text(const struct sched *s, const struct sjob *j, char *buf,
+                      size_t size)
+{
+    if (j->host_cpus == 0 && j->host_mem == 0)
+        return false;
+    uint32_t gpn = sched_job_cpu(j)        ? 0
+                   : j->kind != SJOB_WHOLE ? 0
+                   : j->nodes >= 1         ? j->gpus
+                                           : 1;
+    int64_t best_mem = -1, best_cpus = -1;
+    bool mem_counted = false, cpus_counted = false;
+    for (uint32_t n = 0; n < s->node_names.n; n++) {
+        const struct snode *nd = &s->nodes[n];
+        if (!nd->present || nd->state != SCHED_NODE_UP ||
+            !sched_node_ok(s, j, n) ||
+            (uint32_t)sched_popcount64(nd->free) < gpn)
+            continue;
+        if (nd->mem_mib == 0 || nd->cpus == 0)
+            return false; /* a node without figures has room */
+        int64_t fm = (int64_t)nd->mem_mib - nd->mem_used;
+        int64_t fc = (int64_t)nd->cpus - nd->cpus_used;
+        if (fm > best_mem)
+            best_mem = fm;
+        if (fc > best_cpus)
+            best_cpus = fc;
+        mem_counted = cpus_counted = true;
+    }
+    char need[32], have[32];
+    if (mem_counted && j->host_mem > best_mem) {
+        format_size((uint64_t)j->host_mem << 20, need, sizeof(need));
+        format_size((uint64_t)(best_mem > 0 ? best_mem : 0) << 20, have,
+                    sizeof(have));
+        snprintf(buf, size,
+                 "resources: needs %s memory on a node (largest free: %s)",
+                 need, have);
+        return true;
+    }
+    if (cpus_counted && j->host_cpus > best_cpus) {
+        snprintf(buf, size,
+                 "resources: needs %u CPUs on a node (most free: %lld)",
+                 j->host_cpus, (long long)(best_cpus > 0 ? best_cpus : 0));
+        return true;
+    }
+    return false;
+}
+
 static void resources_text(const struct sched *s, const struct sjob *j,
                            char *buf, size_t size)
 {
+    if (room_text(s, j, buf, size))
+        return;
     char set[SCHED_MODELS_MAX * (SCHED_NAME_MAX + 1)];
     const char *model = NULL;
     if (j->models) {
@@ -304,8 +360,23 @@ static int temp_job(const struct sched *s, const struct sched_job_desc *d,
                           : j->kind == SJOB_WHOLE               ? 0
                                                                 : 1);
     j->mem_mib = (uint32_t)((d->gpu_mem + (1024 * 1024) - 1) / (1024 * 1024));
+    j->host_cpus = d->cpus > 0 ? (uint32_t)d->cpus : 0;
+    j->host_mem = (uint32_t)((d->mem + (1024 * 1024) - 1) / (1024 * 1024));
     j->limit = d->time_limit_ms;
     return 0;
+}
+
+int sched_job_check_host(const struct sched *s, const struct sched_job_desc *d,
+                         struct sh_error *err)
+{
+    struct sjob j;
+    memset(&j, 0, sizeof(j));
+    if (d->cpus < 0 || d->mem / (1024 * 1024) >= UINT32_MAX)
+        return sh_errorf(err, SH_EINVAL,
+                         "cpus must be >= 0 and mem under 4 PiB");
+    j.host_cpus = (uint32_t)d->cpus;
+    j.host_mem = (uint32_t)((d->mem + (1024 * 1024) - 1) / (1024 * 1024));
+    return sched_fit_host(s, &j, err) ? 0 : -1;
 }
 
 int sched_job_check(const struct sched *s, const struct sched_job_desc *d,
@@ -319,8 +390,10 @@ int sched_job_check(const struct sched *s, const struct sched_job_desc *d,
     if ((d->slice || d->flexible) && (d->gpus != 1 || d->nodes > 1))
         return sh_errorf(err, SH_EINVAL, "a %s job takes 1 GPU on 1 node",
                          d->slice ? "slice" : "memory");
+    if (!d->slice && !d->flexible && d->gpus == 0)
+        return sched_job_check_host(s, d, err); /* a job without GPUs */
     if (!d->slice && !d->flexible && d->gpus < 1)
-        return sh_errorf(err, SH_EINVAL, "gpus must be >= 1");
+        return sh_errorf(err, SH_EINVAL, "gpus must be >= 0");
     if (d->nodes < 0 || d->nodes > JOB_NODES_MAX)
         return sh_errorf(err, SH_EINVAL, "nodes must be 0..%d", JOB_NODES_MAX);
     if (temp_job(s, d, &j, err) < 0)

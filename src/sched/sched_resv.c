@@ -10,6 +10,11 @@
  * exclusive job needs a node without them, and a node an exclusive job
  * runs on (with or without GPUs) is no one else's until that job ends.
  *
+ * The shadow counts each node's host CPUs and memory too (a job's share
+ * comes back when it ends), and a node holds a job's shape only with the
+ * room it asks; the reservation holds that room (node_room() keeps later
+ * jobs ending after T off it).
+ *
  * GPUs reserved by an earlier reservation of the same pass never count as
  * free in the shadow (conservative: a later reservation never takes them).
  * Slice jobs get no reservation: they never compete with whole-GPU jobs for
@@ -29,28 +34,50 @@ static inline uint64_t model_bits(const struct snode *nd, uint16_t m)
     return 0;
 }
 
-/* GPUs of the node that a reservation (of a job before ji) holds. */
+/* GPUs of the node that a reservation (of a job before ji) holds, and
+ * the host CPUs and memory those reservations need (each job once). */
 static uint64_t reserved_bits(const struct sched *s, const struct snode *nd,
-                              uint32_t ji)
+                              uint32_t ji, int64_t *cpus, int64_t *mem)
 {
     uint64_t r = 0;
+    uint32_t seen[SCHED_KMAX];
+    int nseen = 0;
+    *cpus = *mem = 0;
     if (nd->resv_epoch != s->epoch)
         return 0;
     for (int g = 0; g < nd->ngpus; g++) {
         const struct sgpu *gp = &nd->gpus[g];
-        if (gp->resv_epoch == s->epoch && resv_live(s, gp, ji))
-            r |= UINT64_C(1) << g;
+        if (gp->resv_epoch != s->epoch || !resv_live(s, gp, ji))
+            continue;
+        r |= UINT64_C(1) << g;
+        bool dup = false;
+        for (int k = 0; k < nseen && !dup; k++)
+            dup = seen[k] == gp->resv_job;
+        if (dup)
+            continue;
+        seen[nseen++] = gp->resv_job;
+        *cpus += s->jobs[gp->resv_job].host_cpus;
+        *mem += s->jobs[gp->resv_job].host_mem;
     }
     return r;
 }
+
+/* A node without figures has room for anything. */
+#define ROOM_ANY (INT64_MAX / 4)
 
 static inline void shadow_load(struct sched *s, uint32_t n, uint32_t ji)
 {
     struct snode *nd = &s->nodes[n];
     if (nd->shadow_stamp == s->stamp)
         return;
+    int64_t rc, rm;
     nd->shadow_stamp = s->stamp;
-    nd->shadow = nd->indexed ? nd->free & ~reserved_bits(s, nd, ji) : 0;
+    uint64_t held = reserved_bits(s, nd, ji, &rc, &rm);
+    nd->shadow = nd->indexed ? nd->free & ~held : 0;
+    nd->shadow_cpus =
+        nd->cpus ? (int64_t)nd->cpus - nd->cpus_used - rc : ROOM_ANY;
+    nd->shadow_mem =
+        nd->mem_mib ? (int64_t)nd->mem_mib - nd->mem_used - rm : ROOM_ANY;
     nd->shadow_ncpu = nd->ncpu;
     nd->shadow_excl = nd->excl;
     nd->shadow_held = 0;
@@ -79,7 +106,40 @@ static inline uint64_t resv_bits(const struct sched *s, const struct sjob *j,
     if (j->excl &&
         ((nd->shadow & nd->whole) != nd->whole || nd->shadow_ncpu > 0))
         return 0;
+    if (nd->shadow_cpus < (int64_t)j->host_cpus ||
+        nd->shadow_mem < (int64_t)j->host_mem)
+        return 0;
     return nd->shadow & model_bits(nd, m);
+}
+
+/* Whether node n's shadow holds shape i for job ji (before and after a
+ * change, for the counts of jobs without wishes). */
+static inline bool shape_fits(const struct sched *s, uint32_t ji, uint32_t n,
+                              const struct rmodel *r)
+{
+    return (uint32_t)sched_popcount64(resv_bits(s, &s->jobs[ji], n, r->m)) >=
+           r->g;
+}
+
+/* Around a change to node n's shadow: which shapes it held before, then
+ * the counts moved by what it holds after. Jobs with wishes recount(). */
+static void shapes_before(const struct sched *s, uint32_t ji, uint32_t n,
+                          const struct rmodel *rm, int nrm, bool wishes,
+                          bool *before)
+{
+    for (int i = 0; i < nrm && !wishes; i++)
+        before[i] = shape_fits(s, ji, n, &rm[i]);
+}
+
+static void shapes_after(const struct sched *s, uint32_t ji, uint32_t n,
+                         struct rmodel *rm, int nrm, bool wishes,
+                         const bool *before)
+{
+    for (int i = 0; i < nrm && !wishes; i++) {
+        bool after = shape_fits(s, ji, n, &rm[i]);
+        if (after != before[i])
+            rm[i].cnt += after ? 1u : (uint32_t)-1;
+    }
 }
 
 /* Count, for jobs with wishes, the nodes whose shadow holds each shape. */
@@ -186,85 +246,97 @@ static int end_cmp(const void *a, const void *b, void *arg)
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
-/* GPUs come free on node nd in the shadow; for a job without wishes,
- * count the nodes they give enough of a shape (with wishes recount()
- * does). */
-static void shadow_grow(struct snode *nd, uint64_t bits, struct rmodel *rm,
-                        int nrm, bool wishes)
-{
-    for (int i = 0; i < nrm && !wishes; i++) {
-        uint64_t mb = model_bits(nd, rm[i].m);
-        uint32_t had = (uint32_t)sched_popcount64(nd->shadow & mb);
-        uint32_t has = (uint32_t)sched_popcount64((nd->shadow | bits) & mb);
-        if (had < rm[i].g && has >= rm[i].g)
-            rm[i].cnt++;
-    }
-    nd->shadow |= bits;
-}
-
-/* Job vi, exclusive on node nd, ends in the shadow: the node's GPUs are
+/* Job vi, exclusive on node n, ends in the shadow: the node's GPUs are
  * everyone's again. */
-static void shadow_excl_end(struct snode *nd, uint32_t vi, struct rmodel *rm,
-                            int nrm, bool wishes)
+static void shadow_excl_end(struct sched *s, uint32_t ji, uint32_t n,
+                            uint32_t vi, struct rmodel *rm, int nrm,
+                            bool wishes)
 {
+    struct snode *nd = &s->nodes[n];
+    bool before[SCHED_MODELS_MAX];
     if (nd->shadow_excl != vi)
         return;
+    shapes_before(s, ji, n, rm, nrm, wishes, before);
     nd->shadow_excl = SCHED_NONE;
-    uint64_t held = nd->shadow_held;
+    nd->shadow |= nd->shadow_held;
     nd->shadow_held = 0;
-    shadow_grow(nd, held, rm, nrm, wishes);
+    shapes_after(s, ji, n, rm, nrm, wishes, before);
 }
 
-/* Running GPU job vi ends in the shadow of job ji's reservation. */
+/* Whether place i is the first of its node among p[0..i]. */
+static bool place_first(const struct splace *p, int i)
+{
+    for (int k = 0; k < i; k++) {
+        if (p[k].node == p[i].node)
+            return false;
+    }
+    return true;
+}
+
+/* Running GPU job vi ends in the shadow of job ji's reservation: its
+ * GPUs, host CPUs and memory come free. */
 static void shadow_end_gpu_job(struct sched *s, uint32_t ji, uint32_t vi,
                                struct rmodel *rm, int nrm, bool wishes)
 {
     const struct sjob *v = &s->jobs[vi];
-    for (int k = 0; k < v->nplace; k++) {
-        const struct splace *p = &v->place[k];
-        struct snode *nd = &s->nodes[p->node];
-        uint64_t bit = UINT64_C(1) << p->gpu;
-        if (p->slice >= 0 || !nd->indexed || !(nd->whole & bit))
-            continue;
-        shadow_load(s, p->node, ji);
-        if (nd->shadow & bit)
-            continue;
-        if (nd->gpus[p->gpu].resv_epoch == s->epoch &&
-            resv_live(s, &nd->gpus[p->gpu], ji))
-            continue;
-        if (nd->shadow_excl != SCHED_NONE) { /* free when that job ends */
-            nd->shadow_held |= bit;
+    bool before[SCHED_MODELS_MAX];
+    for (int k = 0; k < v->nplace;) {
+        uint32_t n = v->place[k].node;
+        struct snode *nd = &s->nodes[n];
+        int e = k;
+        while (e < v->nplace && v->place[e].node == n)
+            e++;
+        if (!nd->indexed) {
+            k = e;
             continue;
         }
-        for (int i = 0; i < nrm && !wishes; i++) {
-            uint64_t mb = model_bits(nd, rm[i].m);
-            if (!(mb & bit))
+        shadow_load(s, n, ji);
+        shapes_before(s, ji, n, rm, nrm, wishes, before);
+        if (place_first(v->place, k)) {
+            nd->shadow_cpus += v->host_cpus;
+            nd->shadow_mem += v->host_mem;
+        }
+        for (; k < e; k++) {
+            const struct splace *p = &v->place[k];
+            uint64_t bit = UINT64_C(1) << p->gpu;
+            if (p->slice >= 0 || !(nd->whole & bit) || (nd->shadow & bit))
                 continue;
-            if ((uint32_t)sched_popcount64(nd->shadow & mb) + 1 == rm[i].g)
-                rm[i].cnt++;
+            if (nd->gpus[p->gpu].resv_epoch == s->epoch &&
+                resv_live(s, &nd->gpus[p->gpu], ji))
+                continue;
+            if (nd->shadow_excl != SCHED_NONE) /* free when that job ends */
+                nd->shadow_held |= bit;
+            else
+                nd->shadow |= bit;
         }
-        nd->shadow |= bit;
+        shapes_after(s, ji, n, rm, nrm, wishes, before);
     }
     for (int k = 0; k < v->nplace && v->excl; k++) {
-        struct snode *nd = &s->nodes[v->place[k].node];
-        if (nd->shadow_stamp == s->stamp)
-            shadow_excl_end(nd, vi, rm, nrm, wishes);
+        uint32_t n = v->place[k].node;
+        if (s->nodes[n].shadow_stamp == s->stamp)
+            shadow_excl_end(s, ji, n, vi, rm, nrm, wishes);
     }
 }
 
 /* Running job vi without GPUs ends in the shadow of job ji's reservation:
- * one job fewer on its nodes (an exclusive job waits for none), and if
- * exclusive, its nodes are free for others. */
+ * one job fewer on its nodes (an exclusive job waits for none), its host
+ * CPUs and memory free, and if exclusive, its nodes are free for others. */
 static void shadow_end_cpu_job(struct sched *s, uint32_t ji, uint32_t vi,
                                struct rmodel *rm, int nrm, bool wishes)
 {
     const struct sjob *v = &s->jobs[vi];
+    bool before[SCHED_MODELS_MAX];
     for (int k = 0; k < v->nplace; k++) {
-        struct snode *nd = &s->nodes[v->place[k].node];
-        shadow_load(s, v->place[k].node, ji);
+        uint32_t n = v->place[k].node;
+        struct snode *nd = &s->nodes[n];
+        shadow_load(s, n, ji);
+        shapes_before(s, ji, n, rm, nrm, wishes, before);
         if (nd->shadow_ncpu > 0)
             nd->shadow_ncpu--;
-        shadow_excl_end(nd, vi, rm, nrm, wishes);
+        nd->shadow_cpus += v->host_cpus;
+        nd->shadow_mem += v->host_mem;
+        shapes_after(s, ji, n, rm, nrm, wishes, before);
+        shadow_excl_end(s, ji, n, vi, rm, nrm, wishes);
     }
 }
 

@@ -5,6 +5,7 @@
 
 #include "lib/model/node_json.h"
 #include "lib/util/utf8.h"
+#include "shoald/resources.h"
 #include "shoald/api_handlers.h"
 #include "shoald/engine.h"
 #include "shoald/jobtab.h"
@@ -46,6 +47,11 @@ static json_t *node_view(struct shoald *d, const struct node *n)
     for (int g = 0; g < n->ngpus; g++)
         nbusy += busy[g] > 0;
     json_object_set_new(o, "gpus_busy", json_integer(nbusy));
+    int cpus;
+    uint64_t mem;
+    resources_node_allocated(d, n->name, &cpus, &mem);
+    json_object_set_new(o, "cpus_allocated", json_integer(cpus));
+    json_object_set_new(o, "memory_allocated", json_integer((json_int_t)mem));
     json_object_set_new(o, "stale_runs", json_integer(rt->stale));
     return o;
 }

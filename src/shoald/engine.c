@@ -107,6 +107,8 @@ static void sync_node(struct shoald *d, struct node *n)
         .gpus = gpus,
         .labels = n->labels,
         .nlabels = n->nlabels,
+        .cpus = n->cpus,
+        .mem = n->mem,
     };
     /* Runs we did not ask for may still hold GPUs there. */
     if (rt && rt->stale > 0 && desc.state == SCHED_NODE_UP)
@@ -148,6 +150,8 @@ static void job_desc(const struct job *job, struct sched_job_desc *desc)
     desc->exclusive = s->exclusive;
     desc->checkpointable = s->checkpointable;
     desc->attained_gpu_ms = job->attained_gpu_ms;
+    desc->cpus = s->cpus;
+    desc->mem = s->mem;
 }
 
 static bool uses_gpus(const struct job *job)

@@ -16,6 +16,7 @@
 #include "shoald/gate.h"
 #include "shoald/jobtab.h"
 #include "shoald/jobwhere.h"
+#include "shoald/resources.h"
 #include "shoald/logs.h"
 #include "shoald/nodetab.h"
 #include "shoald/notify.h"
@@ -247,9 +248,13 @@ int jobs_submit(struct shoald *d, const struct api_caller *caller,
         return 1;
     }
     if (job_spec_validate(&spec, err) < 0 ||
-        partitions_apply_partition(d->partitions, &spec, err) < 0 ||
-        check_deps(d, caller, &spec, err) < 0 ||
+        partitions_apply_partition(d->partitions, &spec, err) < 0)
+        goto error;
+    /* A job that asks no CPUs or memory gets its share (resources.h). */
+    resources_defaults(d, &spec);
+    if (check_deps(d, caller, &spec, err) < 0 ||
         volumes_check_job(d->volumes, &spec, err) < 0 ||
+        resources_check(d, &spec, err) < 0 ||
         jobwhere_check(d->nodes, &spec, err) < 0 ||
         notify_check_submit(d->cfg.mail_program, &spec, err) < 0 ||
         cluster_check_submit(d, &spec, err) < 0)

@@ -115,6 +115,15 @@ static const char usage[] =
     "                         a job of N GPUs or more that has waited DUR\n"
     "                         when it starts is not preempted for half of\n"
     "                         its wait (default 14d and 8; 0s = off)\n"
+    "  Host CPUs and memory of a job that asks none (per node):\n"
+    "  --default-cpus-per-gpu N, --default-mem-per-gpu SIZE\n"
+    "                         per GPU it asks (default: the least a node\n"
+    "                         has per GPU, its CPUs or memory / its GPUs;\n"
+    "                         no CPUs where a node has fewer CPUs than GPUs)\n"
+    "  --default-cpus N, --default-mem-per-cpu SIZE\n"
+    "                         a job without GPUs: N CPUs (default none)\n"
+    "                         and SIZE per CPU (default: the least a node\n"
+    "                         has per CPU, or per GPU if it has more GPUs)\n"
     "  --debug LIST           debug logs for components (api,jobs,...|all)\n"
     "  -h, --help             show this help\n"
     "\n"
@@ -168,6 +177,10 @@ static int parse_args(int argc, char **argv, struct shoald_config *cfg)
         {"las-starve-max", required_argument, NULL, 1003},
         {"las-hold-gpus", required_argument, NULL, 1004},
         {"leader-lease", required_argument, NULL, 1010},
+        {"default-cpus-per-gpu", required_argument, NULL, 1011},
+        {"default-mem-per-gpu", required_argument, NULL, 1012},
+        {"default-cpus", required_argument, NULL, 1013},
+        {"default-mem-per-cpu", required_argument, NULL, 1014},
         {"debug", required_argument, NULL, 'd'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -373,6 +386,27 @@ static int parse_args(int argc, char **argv, struct shoald_config *cfg)
                 goto bad;
             }
             cfg->leader_lease_ms = v * 1000;
+            break;
+        case 1011:
+            if (parse_int64("--default-cpus-per-gpu", optarg, 1, 1024, &v,
+                            &err) < 0)
+                goto bad;
+            cfg->default_cpus_per_gpu = (int)v;
+            break;
+        case 1012:
+            if (parse_size("--default-mem-per-gpu", optarg,
+                           &cfg->default_mem_per_gpu, &err) < 0)
+                goto bad;
+            break;
+        case 1013:
+            if (parse_int64("--default-cpus", optarg, 1, 1024, &v, &err) < 0)
+                goto bad;
+            cfg->default_cpus = (int)v;
+            break;
+        case 1014:
+            if (parse_size("--default-mem-per-cpu", optarg,
+                           &cfg->default_mem_per_cpu, &err) < 0)
+                goto bad;
             break;
         case 'h':
             fputs(usage, stdout);

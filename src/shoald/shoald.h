@@ -73,6 +73,12 @@ struct shoald_config {
     int64_t las_starve_factor; /* -1 = the engine's default */
     int64_t las_starve_max_ms; /* -1 = the engine's default */
     int64_t las_hold_gpus;     /* -1 = the engine's default */
+    /* Jobs' host CPUs and memory when they ask none (resources.c); 0 =
+     * from the nodes' shares. */
+    int default_cpus_per_gpu;
+    uint64_t default_mem_per_gpu;
+    int default_cpus; /* jobs without GPUs (1) */
+    uint64_t default_mem_per_cpu;
 };
 
 struct shoald {

@@ -50,6 +50,8 @@ struct sim_job {
     int32_t gpu_type;    /* names[] index ("A|B": any of them), -1 = any */
     int32_t slice;       /* names[] index, -1 = whole GPUs */
     uint8_t prio;        /* enum job_priority */
+    int32_t cpus;        /* host CPUs per node; 0 = none */
+    uint64_t mem;        /* host memory per node, bytes; 0 = none */
 };
 
 /* Interned strings of a trace: lib/util/strtab.h. */
@@ -93,6 +95,8 @@ struct sim_pool {
     char preset[48];    /* slicing preset; "" = whole GPUs */
     int nslices;        /* per GPU, from the preset */
     struct gpu_slice slices[GPU_SLICES_MAX];
+    int cpus;          /* host CPUs per node for jobs; 0 = not counted */
+    uint64_t host_mem; /* host memory per node for jobs; 0 = not counted */
 };
 
 struct sim_cluster {
@@ -102,7 +106,8 @@ struct sim_cluster {
     int gpus;  /* in total */
 };
 
-/* Parse "NxGxMODEL[@GROUP][:PRESET]" terms joined by '+', or, when spec
+/* Parse "NxGxMODEL[/CPUS/MEM][@GROUP][:PRESET]" terms joined by '+', or,
+ * when spec
  * names a readable file, that file (one term or more per line, '#'
  * comments). c is initialised here; free with sim_cluster_fini(). */
 int sim_cluster_parse(const char *spec, struct sim_cluster *c,

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Cluster shapes for the simulator: "NxGxMODEL" terms (N nodes of G GPUs of
- * MODEL) joined by '+', each optionally followed by "@S" (topology groups,
+ * MODEL) joined by '+', each optionally followed by "/CPUS/MEM" (the host
+ * CPUs and memory each node gives jobs, e.g. "/128/1T"; without it they
+ * are not counted), "@S" (topology groups,
  * e.g. switches, of S nodes) and ":PRESET" (every GPU sliced with a preset
  * of src/lib/model/preset.h, e.g. "all-1g.10gb" or "shared-4"). A spec that
  * names a readable file is read from it: terms separated by '+', spaces or
@@ -66,6 +68,27 @@ static int parse_count(const char **p, int max, int *out)
     return 0;
 }
 
+/* "/CPUS/MEM" after the model: *s at the first '/', left after MEM. */
+static int host_part(const char *term, const char **s, struct sim_pool *p,
+                     struct sh_error *err)
+{
+    const char *q = *s + 1;
+    char size[32];
+    size_t n;
+    if (parse_count(&q, 100000, &p->cpus) < 0 || p->cpus < 1 || *q++ != '/' ||
+        (n = strcspn(q, "@:")) == 0 || n >= sizeof(size))
+        return sh_errorf(err, SH_EINVAL,
+                         "cluster term '%s': /CPUS/MEM must be a CPU count "
+                         ">= 1 and a size such as 1T or 512G",
+                         term);
+    memcpy(size, q, n);
+    size[n] = '\0';
+    if (parse_size("cluster /CPUS/MEM", size, &p->host_mem, err) < 0)
+        return sh_error_prefix(err, "cluster term '%s': ", term);
+    *s = q + n;
+    return 0;
+}
+
 static int parse_term(const char *term, struct sim_pool *p,
                       struct sh_error *err)
 {
@@ -76,10 +99,11 @@ static int parse_term(const char *term, struct sim_pool *p,
         p->gpus < 1 || *s++ != 'x')
         return sh_errorf(err, SH_EINVAL,
                          "cluster term '%s' must be "
-                         "NODESxGPUSxMODEL[@GROUP][:PRESET] with 1..%d GPUs "
+                         "NODESxGPUSxMODEL[/CPUS/MEM][@GROUP][:PRESET] with "
+                         "1..%d GPUs "
                          "per node",
                          term, GPU_PER_NODE_MAX);
-    size_t n = strcspn(s, "@:");
+    size_t n = strcspn(s, "/@:");
     if (n == 0 || n >= sizeof(p->model))
         return sh_errorf(err, SH_EINVAL,
                          "cluster term '%s': the GPU model "
@@ -94,6 +118,8 @@ static int parse_term(const char *term, struct sim_pool *p,
                          term, p->model);
     p->mem_bytes = model_mem(p->model);
     s += n;
+    if (*s == '/' && host_part(term, &s, p, err) < 0)
+        return -1;
     if (*s == '@') {
         s++;
         if (parse_count(&s, CLUSTER_NODES_MAX, &p->group_size) < 0 ||
@@ -233,7 +259,9 @@ int sim_cluster_apply(const struct sim_cluster *c, struct sched *s,
                                         .group = p->group_size ? group : NULL,
                                         .state = SCHED_NODE_UP,
                                         .ngpus = p->gpus,
-                                        .gpus = g};
+                                        .gpus = g,
+                                        .cpus = p->cpus,
+                                        .mem = p->host_mem};
             if (sched_node_set(s, &d, err) < 0)
                 return -1;
         }

@@ -221,6 +221,8 @@ static void job_desc(const struct run *x, size_t i, struct sched_job_desc *d)
         d->nodes = d->slice ? 1 : j->nodes;
     }
     d->submit_ms = j->submit_ms;
+    d->cpus = j->cpus;
+    d->mem = j->mem;
     /* Jobs that checkpoint (--resume) may be preempted by LAS; the GPU
      * time of earlier attempts is the service they attained. */
     d->checkpointable = x->js[i].restore_ms >= 0;

@@ -2,7 +2,7 @@
 /* Trace reader. The contract (doc/design/sim.md): CSV with a header whose
  * columns come in any order: id, submit (s), duration (s), gpus, and
  * optionally nodes, user, project, gpu_type, priority, time_limit (s),
- * slice. gpus below 1 (0.25) is a fraction of one GPU, replayed on a slice
+ * slice, cpus and mem (host CPUs and memory per node, "20G"). gpus below 1 (0.25) is a fraction of one GPU, replayed on a slice
  * (sim_run.c); gpu_type may be a set of models, "A100-80GB|H100-80GB".
  * Unknown or repeated columns are errors; every error names the line
  * (and the column); lines are at most SIM_LINE_MAX bytes. Also reads three
@@ -41,6 +41,8 @@ enum role {
     R_PRIORITY,
     R_TIME_LIMIT,
     R_SLICE,
+    R_CPUS,
+    R_MEM,
     R_TIMESTAMP,
     R_APPLICATION,
     R_GPU_MILLI,
@@ -74,6 +76,8 @@ static const struct column shoal_cols[] = {
     {"time_limit", R_TIME_LIMIT, false},
     {"slice", R_SLICE, false},
     {"gpu_milli", R_GPU_MILLI, false},
+    {"cpus", R_CPUS, false},
+    {"mem", R_MEM, false},
     {NULL, 0, false},
 };
 static const struct column philly_cols[] = {
@@ -522,6 +526,19 @@ static int num_field(struct reader *r, struct sim_job *j, enum role role,
                           v);
         r->gpu_milli = x;
         return 0;
+    case R_CPUS:
+        if (parse_int64(col, v, 0, JOB_CPUS_MAX, &x, &e2) < 0)
+            return rowerr(r, err, col, "'%s' is not a CPU count (0..%d)", v,
+                          JOB_CPUS_MAX);
+        j->cpus = (int32_t)x;
+        return 0;
+    case R_MEM: {
+        uint64_t b;
+        if (parse_size(col, v, &b, &e2) < 0)
+            return rowerr(r, err, col, "'%s' is not a size such as 20G", v);
+        j->mem = b;
+        return 0;
+    }
     case R_NODES:
         if (parse_int64(col, v, 1, JOB_NODES_MAX, &x, &e2) < 0)
             return rowerr(r, err, col, "'%s' is not a node count (1..1024)", v);
@@ -821,8 +838,15 @@ static void put_seconds(FILE *f, int64_t ms)
 
 int sim_trace_write(FILE *f, const struct sim_trace *t)
 {
-    fprintf(f, "id,submit,duration,gpus,nodes,user,project,gpu_type,"
-               "priority,time_limit,slice\n");
+    /* The host columns only when some job has them: traces without stay
+     * as they were. */
+    bool host = false;
+    for (size_t i = 0; i < t->njobs && !host; i++)
+        host = t->jobs[i].cpus > 0 || t->jobs[i].mem > 0;
+    fprintf(f,
+            "id,submit,duration,gpus,nodes,user,project,gpu_type,"
+            "priority,time_limit,slice%s\n",
+            host ? ",cpus,mem" : "");
     for (size_t i = 0; i < t->njobs; i++) {
         const struct sim_job *j = &t->jobs[i];
         fprintf(f, "%llu,", (unsigned long long)j->id);
@@ -843,7 +867,17 @@ int sim_trace_write(FILE *f, const struct sim_trace *t)
                 job_priority_name((enum job_priority)j->prio));
         if (j->limit_ms > 0)
             put_seconds(f, j->limit_ms);
-        fprintf(f, ",%s\n", j->slice >= 0 ? t->names.names[j->slice] : "");
+        fprintf(f, ",%s", j->slice >= 0 ? t->names.names[j->slice] : "");
+        if (host) {
+            fputc(',', f);
+            if (j->cpus > 0)
+                fprintf(f, "%d", j->cpus);
+            fputc(',', f);
+            if (j->mem > 0)
+                fprintf(f, "%lluK",
+                        (unsigned long long)((j->mem + 1023) / 1024));
+        }
+        fputc('\n', f);
     }
     return ferror(f) ? -1 : 0;
 }

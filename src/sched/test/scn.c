@@ -38,6 +38,8 @@ struct nodecopy {
     struct sched_gpu_desc gpus[64];
     char models[64][64];
     struct gpu_slice slices[64][16];
+    int cpus;
+    uint64_t hostmem;
 };
 
 struct scn {
@@ -158,8 +160,24 @@ static int mem(struct scn *c, const char *s, uint64_t *out)
 
 /* ------------------------------------------------------------- nodes */
 
+/* The host CPUs and memory of a node or job: cpus=N hostmem=SIZE. */
+static int host_args(struct scn *c, char **w, int n, int *cpus,
+                     uint64_t *hostmem)
+{
+    int64_t v = 0;
+    *cpus = 0;
+    *hostmem = 0;
+    if (arg(w, n, "cpus") &&
+        num(c, "cpus", arg(w, n, "cpus"), 0, 100000, &v) < 0)
+        return -1;
+    *cpus = (int)v;
+    if (arg(w, n, "hostmem") && mem(c, arg(w, n, "hostmem"), hostmem) < 0)
+        return -1;
+    return 0;
+}
+
 /* node NAME [group=G] [state=S] gpus=NxMODEL[,NxMODEL] [mem=80G]
- *      [nvlink=0,0,1,1] */
+ *      [nvlink=0,0,1,1] [cpus=N] [hostmem=SIZE] */
 static int do_node(struct scn *c, char **w, int n)
 {
     struct sched_gpu_desc gpus[64];
@@ -227,6 +245,8 @@ static int do_node(struct scn *c, char **w, int n)
                                 .gpus = gpus,
                                 .labels = labels,
                                 .nlabels = nl};
+    if (host_args(c, w, n, &d.cpus, &d.mem) < 0)
+        return -1;
     const char *st = arg(w, n, "state");
     if (st) {
         const char *names[] = {"up", "down", "draining", "drained"};
@@ -310,7 +330,9 @@ static int do_gpu(struct scn *c, char **w, int n)
                                 .group = nc->group[0] ? nc->group : NULL,
                                 .state = (enum sched_node_state)nc->state,
                                 .ngpus = nc->ngpus,
-                                .gpus = nc->gpus};
+                                .gpus = nc->gpus,
+                                .cpus = nc->cpus,
+                                .mem = nc->hostmem};
     struct sh_error err;
     if (sched_node_set(c->s, &d, &err) < 0) {
         const char *want = arg(w, n, "error");
@@ -338,6 +360,7 @@ static int node_with_copy(struct scn *c, char **w, int n)
     }
     memset(nc, 0, sizeof(*nc));
     snprintf(nc->name, sizeof(nc->name), "%s", w[1]);
+    host_args(c, w, n, &nc->cpus, &nc->hostmem);
     if (arg(w, n, "group"))
         snprintf(nc->group, sizeof(nc->group), "%s", arg(w, n, "group"));
     const char *stn[] = {"up", "down", "draining", "drained"};
@@ -542,6 +565,8 @@ static int job_parse(struct scn *c, char **w, int n, struct jobdef *jd)
         d->constraint = jd->constraint;
     }
     d->exclusive = flag(w, n, "exclusive");
+    if (host_args(c, w, n, &d->cpus, &d->mem) < 0)
+        return -1;
     /* LAS: ckpt=1 (checkpointable), attained=GPU-seconds, queued=T. */
     d->checkpointable =
         arg(w, n, "ckpt") && strcmp(arg(w, n, "ckpt"), "1") == 0;

@@ -33,6 +33,9 @@ static void check(struct sched *s, const char *when, int step)
 }
 
 /* A random cluster: models, groups, NVLink halves, some sliced GPUs. */
+/* Nodes and jobs get host CPUs and memory (random_steps_count_host). */
+static bool with_host;
+
 static void random_cluster(struct sched *s, struct rng *r, bool slices)
 {
     static const char *models[] = {"H100-80GB", "A100-40GB"};
@@ -72,6 +75,10 @@ static void random_cluster(struct sched *s, struct rng *r, bool slices)
                                     .state = SCHED_NODE_UP,
                                     .ngpus = ng,
                                     .gpus = g};
+        if (with_host) {
+            d.cpus = 8 + (int)rnd(r, 56);
+            d.mem = (uint64_t)(16 + rnd(r, 240)) << 30;
+        }
         struct sh_error err;
         cr_assert(sched_node_set(s, &d, &err) == 0, "%s", err.msg);
     }
@@ -126,6 +133,17 @@ static void random_job(struct rng *r, uint64_t id, int64_t now,
     }
     if (rnd(r, 8) == 0)
         d->gpu_type = "A100-40GB";
+    if (with_host) {
+        d->cpus = (int)rnd(r, 24);
+        d->mem = (uint64_t)rnd(r, 96) << 30;
+        if (rnd(r, 6) == 0) { /* no GPUs: a node's CPUs and memory */
+            d->gpus = 0;
+            d->slice = NULL;
+            d->flexible = false;
+            d->gpu_mem = 0;
+            d->nodes = 1 + (int)rnd(r, 2);
+        }
+    }
 }
 
 /* Append a run's decisions to sb, for comparing two engines. */
@@ -224,6 +242,16 @@ Test(sched_props, random_steps_keep_invariants)
 {
     for (uint64_t seed = 1; seed <= 40; seed++)
         random_run(seed * 7919, 400, seed % 2 == 0, seed % 3 != 0, NULL);
+}
+
+/* The same with host CPUs and memory on nodes and jobs (and jobs without
+ * GPUs): no node is ever given more than it has (check_room()). */
+Test(sched_props, random_steps_count_host_cpus_and_memory)
+{
+    with_host = true;
+    for (uint64_t seed = 1; seed <= 40; seed++)
+        random_run(seed * 104729, 400, seed % 2 == 0, seed % 3 != 0, NULL);
+    with_host = false;
 }
 
 Test(sched_props, same_input_gives_same_decisions)

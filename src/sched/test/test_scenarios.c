@@ -201,3 +201,23 @@ Test(sched_scenario, default_quota_reclaim_keeps_its_order_with_las_rules)
 {
     run("default_las_quota.scn");
 }
+
+Test(sched_scenario, host_cpus_and_memory_steer_placement)
+{
+    run("host_placement.scn");
+}
+
+Test(sched_scenario, gangs_need_host_memory_on_every_node)
+{
+    run("host_gang.scn");
+}
+
+Test(sched_scenario, backfill_keeps_a_reservations_host_memory)
+{
+    run("host_backfill.scn");
+}
+
+Test(sched_scenario, reclaim_frees_the_host_memory_a_job_needs)
+{
+    run("host_preempt.scn");
+}

@@ -441,3 +441,43 @@ Test(sim_run, outcomes_give_each_job_its_times_state_and_nodes)
     free(buf);
     done(&f);
 }
+
+/* Host memory: a node giving jobs 64G (and 8 CPUs). Jobs 1 and 2 ask 40G
+ * each: 2 waits for 1 to end (100) though GPUs are free; job 3 asks 20G
+ * and runs beside 1 at once; job 4 asks 6 CPUs, more than are left beside
+ * 3's 4 (from 0 until 50): it starts at 50. Without the columns (and on a
+ * cluster without figures) every job starts at 0: the old results. */
+static const char *host_trace = "id,submit,duration,gpus,cpus,mem\n"
+                                "1,0,100,1,,40G\n"
+                                "2,0,10,1,,40G\n"
+                                "3,0,50,1,4,20G\n"
+                                "4,0,10,1,6,\n";
+
+Test(sim_run, host_cpus_and_memory_from_the_trace_and_cluster)
+{
+    struct fixture f;
+    memset(&f, 0, sizeof(f));
+    replay(&f, "1x4xH100-80GB/8/64G", host_trace, SCHED_POLICY_DEFAULT, true);
+    cr_assert_eq(start_of(&f, 1), 0);
+    cr_assert_eq(start_of(&f, 2), 100);
+    cr_assert_eq(start_of(&f, 3), 0);
+    cr_assert_eq(start_of(&f, 4), 50);
+    done(&f);
+    memset(&f, 0, sizeof(f));
+    replay(&f, "1x4xH100-80GB", host_trace, SCHED_POLICY_DEFAULT, true);
+    for (uint64_t id = 1; id <= 4; id++)
+        cr_assert_eq(start_of(&f, id), 0, "job %llu", (unsigned long long)id);
+    done(&f);
+    struct sim_cluster c;
+    struct sh_error err;
+    cr_assert(sim_cluster_parse("2x8xH100-80GB/0/1T", &c, &err) < 0);
+    cr_assert(strstr(err.msg, "/CPUS/MEM"), "%s", err.msg);
+    sim_cluster_fini(&c);
+    cr_assert(
+        sim_cluster_parse("2x8xH100-80GB/128/1T@2:all-1g.10gb", &c, &err) == 0,
+        "%s", err.msg);
+    cr_assert_eq(c.pools[0].cpus, 128);
+    cr_assert_eq(c.pools[0].host_mem, UINT64_C(1) << 40);
+    cr_assert_eq(c.pools[0].group_size, 2);
+    sim_cluster_fini(&c);
+}
