@@ -7,11 +7,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/file.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -370,12 +372,11 @@ static void setup_resources(struct agent *a)
 
 /* ---- the loop ---- */
 
-static void on_signal(struct loop *loop, int fd, uint32_t events, void *arg)
+/* Reads the pending signals: SIGCHLD reaps, SIGINT and SIGTERM stop. */
+static void read_signals(struct agent *a)
 {
-    struct agent *a = arg;
     struct signalfd_siginfo si;
-    (void)events;
-    while (read(fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+    while (read(a->signal_fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
         if (si.ssi_signo == SIGCHLD) {
             /* Shims are our children until an agent restart: reap them (their
              * exit is noticed through their pidfd). */
@@ -385,8 +386,17 @@ static void on_signal(struct loop *loop, int fd, uint32_t events, void *arg)
         }
         sh_log(LOG_NOTICE, "main", "signal %u: stopping", si.ssi_signo);
         a->stopping = true;
-        loop_stop(loop);
     }
+}
+
+static void on_signal(struct loop *loop, int fd, uint32_t events, void *arg)
+{
+    struct agent *a = arg;
+    (void)fd;
+    (void)events;
+    read_signals(a);
+    if (a->stopping)
+        loop_stop(loop);
 }
 
 static void on_work(struct loop *loop, int fd, uint32_t events, void *arg)
@@ -442,25 +452,40 @@ static int before_sleep(struct loop *loop, void *arg)
     return -1;
 }
 
-/* Register until it works, or fail for good on a refused join token. */
+/* Sleeps ms milliseconds, or less when SIGINT or SIGTERM comes: true when
+ * the agent is to stop. Before the loop runs, signals come here. */
+static bool sleep_or_stop(struct agent *a, int ms)
+{
+    struct pollfd p = {.fd = a->signal_fd, .events = POLLIN};
+    if (poll(&p, 1, ms) > 0)
+        read_signals(a);
+    return a->stopping;
+}
+
+/* Register until it works, or fail for good on a refused join token. A
+ * stop signal ends it (-1 with a->stopping set) between tries (a try itself lasts at most the
+ * link's call timeout). */
 static int first_register(struct agent *a, struct sh_error *err)
 {
     int backoff = 100;
     for (;;) {
+        if (sleep_or_stop(a, 0))
+            return -1;
         if (link_register(a->link, err) == 0)
             return 0;
         if (err->code == SH_EUNAUTH || err->code == SH_EFORBIDDEN ||
             err->code == SH_EINVAL)
             return -1;
         sh_log(LOG_WARNING, "link", "%s; retrying", err->msg);
-        usleep((useconds_t)backoff * 1000);
-        backoff = backoff * 2 > 5000 ? 5000 : backoff * 2;
-        if (a->stopping)
+        if (sleep_or_stop(a, backoff))
             return -1;
+        backoff = backoff * 2 > 5000 ? 5000 : backoff * 2;
     }
 }
 
-static int setup_loop(struct agent *a, struct sh_error *err)
+/* From the start, SIGINT and SIGTERM are read from a signalfd: between
+ * setup steps, while the agent waits for its controller, and in the loop. */
+static int setup_signals(struct agent *a, struct sh_error *err)
 {
     sigset_t set;
     sigemptyset(&set);
@@ -469,10 +494,36 @@ static int setup_loop(struct agent *a, struct sh_error *err)
     sigaddset(&set, SIGCHLD);
     sigprocmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
-    int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-    if (sfd < 0)
+    a->signal_fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (a->signal_fd < 0)
         return sh_errorf(err, SH_EINTERNAL, "signalfd: %s", strerror(errno));
-    if (loop_add_fd(a->loop, sfd, EPOLLIN, on_signal, a, err) < 0 ||
+    return 0;
+}
+
+/* Hold an exclusive lock on the state folder while the agent runs: two
+ * agents on one state would adopt, stop and report each other's runs. The
+ * descriptor is close-on-exec, so shims that outlive the agent do not keep
+ * the next agent out. */
+static int lock_state(struct agent *a, struct sh_error *err)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/agent.lock", a->cfg.state_dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return sh_errorf(err, SH_EUNAVAILABLE, "cannot open %s: %s", path,
+                         strerror(errno));
+    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        close(fd);
+        return sh_errorf(err, SH_ECONFLICT,
+                         "another shoal-agent is running on %s",
+                         a->cfg.state_dir);
+    }
+    return fd; /* kept open until exit */
+}
+
+static int setup_loop(struct agent *a, struct sh_error *err)
+{
+    if (loop_add_fd(a->loop, a->signal_fd, EPOLLIN, on_signal, a, err) < 0 ||
         loop_add_fd(a->loop, link_work_fd(a->link), EPOLLIN, on_work, a, err) <
             0)
         return -1;
@@ -488,6 +539,8 @@ static int run_agent(struct agent *a, struct sh_error *err)
     if (mkdir(a->cfg.state_dir, 0711) < 0 && errno != EEXIST)
         return sh_errorf(err, SH_EUNAVAILABLE, "cannot create %s: %s",
                          a->cfg.state_dir, strerror(errno));
+    if (lock_state(a, err) < 0)
+        return -1;
     /* Jobs' users must reach their run folders below it. */
     chmod(a->cfg.state_dir, 0711);
     snprintf(a->image_cache, sizeof(a->image_cache), "%s",
@@ -508,8 +561,11 @@ static int run_agent(struct agent *a, struct sh_error *err)
         return -1;
     slicing_restore(a);
     a->runs = runs_create(a, err);
-    if (!a->runs || setup_loop(a, err) < 0 || first_register(a, err) < 0 ||
-        link_start_poll(a->link, err) < 0)
+    if (!a->runs || setup_loop(a, err) < 0)
+        return -1;
+    if (first_register(a, err) < 0)
+        return a->stopping ? 0 : -1; /* a stop signal is no failure */
+    if (link_start_poll(a->link, err) < 0)
         return -1;
     return loop_run(a->loop, err);
 }
@@ -547,6 +603,7 @@ int main(int argc, char **argv)
     struct agent a;
     struct sh_error err;
     memset(&a, 0, sizeof(a));
+    a.signal_fd = -1;
     sh_log_init("shoal-agent");
     a.cfg.heartbeat_ms = 5000;
     a.cfg.min_job_uid = 1000;
@@ -574,7 +631,7 @@ int main(int argc, char **argv)
     }
     a.cfg.self_exe[n] = '\0';
     int rc = 0;
-    if (run_agent(&a, &err) < 0) {
+    if (setup_signals(&a, &err) < 0 || run_agent(&a, &err) < 0) {
         sh_log(LOG_ERR, "main", "%s", err.msg);
         rc = 1;
     }

@@ -412,6 +412,31 @@ static int lock_state(const char *dir, struct sh_error *err)
     return fd; /* kept open until exit */
 }
 
+/* The URL clients and agents reach this controller at, for DIR/url and the
+ * logs: --advertise-url when given; on a wildcard listen address (0.0.0.0,
+ * ::) the host's name, since the wildcard reaches nothing; else the listen
+ * address (an IPv6 one in brackets). */
+static void reachable_url(struct shoald *d, char *out, size_t size)
+{
+    const char *scheme = d->cfg.tls_cert ? "https" : "http";
+    const char *addr = d->cfg.listen_addr;
+    char host[256];
+    if (d->cfg.advertise_url) {
+        snprintf(out, size, "%s", d->cfg.advertise_url);
+        return;
+    }
+    if (strcmp(addr, "0.0.0.0") == 0 || strcmp(addr, "::") == 0 ||
+        strcmp(addr, "[::]") == 0 || !addr[0]) {
+        if (gethostname(host, sizeof(host)) < 0 || !host[0])
+            snprintf(host, sizeof(host), "localhost");
+        host[sizeof(host) - 1] = '\0';
+        addr = host;
+    }
+    bool bracket = strchr(addr, ':') && addr[0] != '[';
+    snprintf(out, size, "%s://%s%s%s:%d", scheme, bracket ? "[" : "", addr,
+             bracket ? "]" : "", api_port(d->api));
+}
+
 /* Everything but the cluster's state, which only the leader loads
  * (ha_start). */
 static int setup(struct shoald *d, char *store_url, size_t url_size,
@@ -470,9 +495,7 @@ static int setup(struct shoald *d, char *store_url, size_t url_size,
     if (!d->api)
         return -1;
     api_agent_attach(d);
-    snprintf(d->url, sizeof(d->url), "%s://%s:%d",
-             d->cfg.tls_cert ? "https" : "http", d->cfg.listen_addr,
-             api_port(d->api));
+    reachable_url(d, d->url, sizeof(d->url));
     char line[320];
     snprintf(line, sizeof(line), "%s\n", d->url);
     return state_write_file(d->cfg.state_dir, "url", line, 0644, err);

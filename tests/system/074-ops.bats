@@ -1,0 +1,88 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: Apache-2.0
+# Focus: what a site's operator runs into (issue 31): the agent stops on
+# SIGTERM at every moment, one agent per state folder, the url file names
+# a URL that reaches the controller.
+
+load lib/cluster
+
+teardown() {
+    shoal_cluster_stop
+}
+
+# A port nothing listens on: bound and closed again.
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# Start an agent that cannot reach its controller.
+lonely_agent_start() {
+    local name=$1
+    shoal_tmp_init
+    mkdir -p "$SHOAL_TEST_DIR/$name"
+    "$SHOAL_AGENT" --controller "http://127.0.0.1:$(free_port)" \
+        --join-token x --name "$name" --state "$SHOAL_TEST_DIR/${2:-$name}" \
+        --no-gpus --nvml-lib /nonexistent.so \
+        >>"$SHOAL_TEST_DIR/$name.log" 2>&1 &
+    LONELY_PID=$!
+    record_pid "$LONELY_PID"
+}
+
+@test "ops-001 an agent that cannot reach its controller stops on SIGTERM" {
+    lonely_agent_start node1
+    wait_for 10 grep -q retrying "$SHOAL_TEST_DIR/node1.log"
+    kill -TERM "$LONELY_PID"
+    # It ends at once (the retry wait is cut short), and cleanly.
+    wait_for 5 sh -c "! kill -0 $LONELY_PID"
+    wait "$LONELY_PID" && rc=0 || rc=$?
+    [ "$rc" -eq 0 ]
+    grep -q "signal 15: stopping" "$SHOAL_TEST_DIR/node1.log"
+}
+
+@test "ops-002 SIGINT stops it too" {
+    lonely_agent_start node1
+    wait_for 10 grep -q retrying "$SHOAL_TEST_DIR/node1.log"
+    kill -INT "$LONELY_PID"
+    wait_for 5 sh -c "! kill -0 $LONELY_PID"
+}
+
+@test "ops-003 a second agent on one state folder refuses to start" {
+    lonely_agent_start node1
+    wait_for 10 grep -q retrying "$SHOAL_TEST_DIR/node1.log"
+    run "$SHOAL_AGENT" --controller http://127.0.0.1:1 --join-token x \
+        --name node2 --state "$SHOAL_TEST_DIR/node1" --no-gpus \
+        --nvml-lib /nonexistent.so
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"another shoal-agent is running on $SHOAL_TEST_DIR/node1"* ]]
+    # The first one runs on; once it stops, the folder is free again.
+    kill -0 "$LONELY_PID"
+    kill -TERM "$LONELY_PID"
+    wait_for 5 sh -c "! kill -0 $LONELY_PID"
+    lonely_agent_start node2 node1
+    wait_for 10 grep -q retrying "$SHOAL_TEST_DIR/node2.log"
+}
+
+@test "ops-004 on 0.0.0.0 the url file names the host, not the wildcard" {
+    shoal_tmp_init
+    dir="$SHOAL_TEST_DIR/controller"
+    mkdir -p "$dir"
+    "$SHOALD" --state "$dir" --port 0 --listen 0.0.0.0 \
+        >>"$SHOAL_TEST_DIR/shoald.log" 2>&1 &
+    record_pid $!
+    wait_for 15 test -s "$dir/url"
+    url=$(cat "$dir/url")
+    [[ "$url" == "http://$(hostname):"* ]]
+    [[ "$url" != *0.0.0.0* ]]
+}
+
+@test "ops-005 the url file holds --advertise-url when given" {
+    shoal_tmp_init
+    dir="$SHOAL_TEST_DIR/controller"
+    mkdir -p "$dir"
+    "$SHOALD" --state "$dir" --port 0 --listen 0.0.0.0 \
+        --advertise-url https://ctl.example.org:6820 \
+        >>"$SHOAL_TEST_DIR/shoald.log" 2>&1 &
+    record_pid $!
+    wait_for 15 test -s "$dir/url"
+    [ "$(cat "$dir/url")" = "https://ctl.example.org:6820" ]
+}
