@@ -10,12 +10,19 @@
 # Not part of make test: nothing in it passes or fails on time.
 # make format-check: clang-format on every C file, then
 # scripts/check-imports.py (shoald's HTTP layer a leaf, no import loop).
+# make install PREFIX=/usr/local DESTDIR=: the programs, libsimgpu, systemd
+# units, man pages, bash completion and example configuration in their FHS
+# places under DESTDIR/PREFIX (meson install; configuration in /etc when
+# PREFIX is /usr, else PREFIX/etc).
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 UP_ARGS ?=
+PREFIX ?= /usr/local
+SYSCONFDIR ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
+DESTDIR ?=
 
-.PHONY: all deps build up test test-unit test-system test-system-pg test-sanitize fuzz bench format-check clean
+.PHONY: all deps build install up test test-unit test-system test-system-pg test-sanitize fuzz bench format-check clean
 
 all: build
 
@@ -27,6 +34,11 @@ $(BUILD)/build.ninja:
 
 build: deps $(BUILD)/build.ninja
 	ninja -C $(BUILD)
+
+install: build
+	meson configure $(BUILD) -Dprefix=$(PREFIX) -Dsysconfdir=$(SYSCONFDIR)
+	ninja -C $(BUILD)
+	meson install -C $(BUILD) --no-rebuild $(if $(DESTDIR),--destdir $(abspath $(DESTDIR)))
 
 up: build
 	./$(BUILD)/src/cmd/shoal up $(UP_ARGS)
