@@ -30,6 +30,7 @@
 #include "agent/shim.h"
 #include "agent/slicing.h"
 #include "lib/loop/loop.h"
+#include "lib/service/service.h"
 #include "lib/model/job.h"
 #include "lib/util/file.h"
 #include "lib/util/log.h"
@@ -432,6 +433,15 @@ static int64_t on_sweep(struct loop *loop, void *arg)
     return image_sweep_incoming(a->image_cache) ? 10 * 1000 : SWEEP_INCOMING_MS;
 }
 
+/* WATCHDOG=1 from the event loop (WatchdogSec= of shoal-agent.service). */
+static int64_t on_watchdog(struct loop *loop, void *arg)
+{
+    (void)loop;
+    (void)arg;
+    service_watchdog();
+    return service_watchdog_interval_ms();
+}
+
 static int64_t on_heartbeat(struct loop *loop, void *arg)
 {
     struct agent *a = arg;
@@ -477,6 +487,7 @@ static int first_register(struct agent *a, struct sh_error *err)
             err->code == SH_EINVAL)
             return -1;
         sh_log(LOG_WARNING, "link", "%s; retrying", err->msg);
+        service_status("waiting for the controller: %s", err->msg);
         if (sleep_or_stop(a, backoff))
             return -1;
         backoff = backoff * 2 > 5000 ? 5000 : backoff * 2;
@@ -530,6 +541,8 @@ static int setup_loop(struct agent *a, struct sh_error *err)
     loop_add_timer(a->loop, TICK_MS, on_tick, a);
     loop_add_timer(a->loop, a->cfg.heartbeat_ms, on_heartbeat, a);
     loop_add_timer(a->loop, SWEEP_INCOMING_MS, on_sweep, a);
+    if (service_watchdog_interval_ms() > 0)
+        loop_add_timer(a->loop, service_watchdog_interval_ms(), on_watchdog, a);
     loop_set_before_sleep(a->loop, before_sleep, a);
     return 0;
 }
@@ -567,11 +580,16 @@ static int run_agent(struct agent *a, struct sh_error *err)
         return a->stopping ? 0 : -1; /* a stop signal is no failure */
     if (link_start_poll(a->link, err) < 0)
         return -1;
+    char status[200];
+    snprintf(status, sizeof(status), "node %s joined %s", a->cfg.name,
+             a->cfg.controller);
+    service_ready(status);
     return loop_run(a->loop, err);
 }
 
 static void teardown(struct agent *a)
 {
+    service_stopping();
     if (a->runs && a->cfg.stop_jobs_on_exit) {
         runs_stop_all(a->runs, 10000);
         struct sh_error err;
@@ -631,6 +649,10 @@ int main(int argc, char **argv)
     }
     a.cfg.self_exe[n] = '\0';
     int rc = 0;
+    if (service_managed() && !service_supported())
+        sh_log(LOG_WARNING, "main",
+               "started by a service manager, but built without libsystemd: "
+               "it is not told when this agent is ready");
     if (setup_signals(&a, &err) < 0 || run_agent(&a, &err) < 0) {
         sh_log(LOG_ERR, "main", "%s", err.msg);
         rc = 1;

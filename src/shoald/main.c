@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "lib/loop/loop.h"
+#include "lib/service/service.h"
 #include "lib/util/log.h"
 #include "lib/util/parse.h"
 #include "sched/sched.h"
@@ -531,6 +532,16 @@ static int64_t shoald_cron(struct loop *loop, void *arg)
     return SHOALD_CRON_MS;
 }
 
+/* WATCHDOG=1 from the event loop: a controller stuck in a pass or a
+ * commit misses it and systemd restarts it (WatchdogSec=). */
+static int64_t on_watchdog(struct loop *loop, void *arg)
+{
+    (void)loop;
+    (void)arg;
+    service_watchdog();
+    return service_watchdog_interval_ms();
+}
+
 static int signals_setup(struct shoald *d, struct sh_error *err)
 {
     sigset_t set;
@@ -548,6 +559,7 @@ static int signals_setup(struct shoald *d, struct sh_error *err)
 static void teardown(struct shoald *d)
 {
     struct sh_error err;
+    service_stopping();
     /* Held requests are answered first: MHD stops only without suspended
      * connections. New requests are refused from now on (d->stopping). */
     d->stopping = true;
@@ -636,8 +648,19 @@ int main(int argc, char **argv)
         sh_log(LOG_ERR, "main", "cannot start the controller's cron");
         goto out;
     }
+    int64_t watchdog_ms = service_watchdog_interval_ms();
+    if (watchdog_ms > 0 &&
+        loop_add_timer(d.loop, watchdog_ms, on_watchdog, &d) < 0) {
+        sh_log(LOG_ERR, "main", "cannot start the watchdog's timer");
+        goto out;
+    }
+    if (service_managed() && !service_supported())
+        sh_log(LOG_WARNING, "main",
+               "started by a service manager, but built without libsystemd: "
+               "it is not told when this controller is ready");
     sh_log(LOG_NOTICE, "main", "listening on %s state=%s", d.url,
            d.cfg.state_dir);
+    service_ready(d.url);
     if (loop_run(d.loop, &err) < 0) {
         sh_log(LOG_ERR, "main", "%s", err.msg);
         goto out;

@@ -86,3 +86,71 @@ lonely_agent_start() {
     wait_for 15 test -s "$dir/url"
     [ "$(cat "$dir/url")" = "https://ctl.example.org:6820" ]
 }
+
+# The units as meson configures them, with the build's programs.
+units_configure() {
+    local dir=$1
+    mkdir -p "$dir/sbin" "$dir/units"
+    ln -sf "$SHOALD" "$SHOAL_AGENT" "$dir/sbin/"
+    for u in shoald shoal-agent; do
+        sed -e "s|@sbindir@|$dir/sbin|g" -e "s|@sysconfdir@|/etc|g" \
+            "$BATS_TEST_DIRNAME/../../dist/systemd/$u.service.in" \
+            >"$dir/units/$u.service"
+    done
+}
+
+@test "ops-010 systemd-analyze verify accepts the units, warnings included" {
+    command -v systemd-analyze >/dev/null || skip "no systemd-analyze"
+    shoal_tmp_init
+    units_configure "$SHOAL_TEST_DIR/u"
+    run systemd-analyze verify --man=no "$SHOAL_TEST_DIR"/u/units/*.service
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ -z "$output" ]
+    grep -qx "Type=notify" "$SHOAL_TEST_DIR/u/units/shoald.service"
+    grep -qx "Type=notify" "$SHOAL_TEST_DIR/u/units/shoal-agent.service"
+    grep -qx "KillMode=process" "$SHOAL_TEST_DIR/u/units/shoal-agent.service"
+    # The check sees a bad setting (a warning, exit 0): the empty output
+    # above means something.
+    sed -i 's/^WatchdogSec=.*/WatchdogSec=soon/' "$SHOAL_TEST_DIR/u/units/shoald.service"
+    run systemd-analyze verify --man=no "$SHOAL_TEST_DIR/u/units/shoald.service"
+    [[ "$output" == *WatchdogSec* || "$output" == *"sec value"* ]]
+}
+
+# Listen as systemd would on $SHOAL_TEST_DIR/notify.sock.
+notify_listen() {
+    shoal_tmp_init
+    NOTIFY_OUT="$SHOAL_TEST_DIR/notify.out"
+    python3 "$BATS_TEST_DIRNAME/lib/notify_listen.py" \
+        "$SHOAL_TEST_DIR/notify.sock" "$NOTIFY_OUT" &
+    record_pid $!
+    wait_for 10 grep -q listening "$NOTIFY_OUT"
+}
+
+@test "ops-011 shoald tells systemd READY once it serves, WATCHDOG, STOPPING" {
+    notify_listen
+    NOTIFY_SOCKET="$SHOAL_TEST_DIR/notify.sock" WATCHDOG_USEC=400000 \
+        shoald_start
+    wait_for 10 grep -q "^READY=1 STATUS=$SHOAL_URL" "$NOTIFY_OUT"
+    # Half of WatchdogSec: several in a second.
+    wait_for 10 sh -c "[ \$(grep -c '^WATCHDOG=1' $NOTIFY_OUT) -ge 3 ]"
+    shoald_stop
+    grep -q "^STOPPING=1" "$NOTIFY_OUT"
+}
+
+@test "ops-012 the agent is READY once it joined, not while it waits" {
+    notify_listen
+    NOTIFY_SOCKET="$SHOAL_TEST_DIR/notify.sock" lonely_agent_start node1
+    wait_for 10 grep -q "^STATUS=waiting for the controller" "$NOTIFY_OUT"
+    ! grep -q READY "$NOTIFY_OUT"
+    kill -TERM "$LONELY_PID"
+    wait_for 5 sh -c "! kill -0 $LONELY_PID"
+    grep -q "^STOPPING=1" "$NOTIFY_OUT"
+    : >"$NOTIFY_OUT"
+    shoald_start
+    NOTIFY_SOCKET="$SHOAL_TEST_DIR/notify.sock" WATCHDOG_USEC=400000 \
+        agent_start node1 1
+    wait_for 20 nodes_up_is 1
+    wait_for 10 grep -q "^READY=1 STATUS=node node1 joined" "$NOTIFY_OUT"
+    wait_for 10 grep -q "^WATCHDOG=1" "$NOTIFY_OUT"
+}
