@@ -29,6 +29,7 @@
 #include "agent/runs.h"
 #include "agent/shim.h"
 #include "agent/slicing.h"
+#include "lib/config/config.h"
 #include "lib/loop/loop.h"
 #include "lib/service/service.h"
 #include "lib/model/job.h"
@@ -37,6 +38,8 @@
 #include "lib/util/parse.h"
 
 #define TICK_MS 200
+
+#define AGENT_CONFIG SHOAL_SYSCONFDIR "/shoal/agent.conf"
 
 static const char usage[] =
     "Usage: shoal-agent --controller URL --state DIR [options]\n"
@@ -78,6 +81,11 @@ static const char usage[] =
     "  --image-tls-insecure    pull from registries over plain HTTP or\n"
     "                          without verifying their certificates\n"
     "  --debug LIST            debug logs for components (runs,link,...|all)\n"
+    "  --config FILE           read options from FILE (default\n"
+    "                          " AGENT_CONFIG "): `key = value`\n"
+    "                          lines, each key an option's long name;\n"
+    "                          options given here override the file's\n"
+    "  --check-config          check the file and options, then exit\n"
     "  -h, --help              show this help\n";
 
 static int read_token_file(const char *path, char *out, size_t size,
@@ -126,32 +134,36 @@ static int add_label(struct agent_config *cfg, const char *arg,
     return 0;
 }
 
-static int parse_args(int argc, char **argv, struct agent_config *cfg)
+/* Every option; each is also a key of the configuration file (config.h). */
+static const struct option opts[] = {
+    {"controller", required_argument, NULL, 'c'},
+    {"join-token", required_argument, NULL, 'j'},
+    {"join-token-file", required_argument, NULL, 'J'},
+    {"name", required_argument, NULL, 'n'},
+    {"address", required_argument, NULL, 'a'},
+    {"state", required_argument, NULL, 's'},
+    {"nvml-lib", required_argument, NULL, 'l'},
+    {"no-gpus", no_argument, NULL, 'G'},
+    {"label", required_argument, NULL, 'L'},
+    {"cpus", required_argument, NULL, 'C'},
+    {"mem", required_argument, NULL, 'm'},
+    {"heartbeat", required_argument, NULL, 'H'},
+    {"stop-jobs-on-exit", no_argument, NULL, 'S'},
+    {"min-job-uid", required_argument, NULL, 'U'},
+    {"allow-job-user", required_argument, NULL, 'A'},
+    {"sim-device-dir", required_argument, NULL, 'D'},
+    {"image-cache", required_argument, NULL, 'i'},
+    {"image-cache-size", required_argument, NULL, 'I'},
+    {"image-tls-insecure", no_argument, NULL, 'T'},
+    {"debug", required_argument, NULL, 'd'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+/* ca: where each option came from, for errors. */
+static int parse_args(int argc, char **argv, struct agent_config *cfg,
+                      const struct config_args *ca)
 {
-    static const struct option opts[] = {
-        {"controller", required_argument, NULL, 'c'},
-        {"join-token", required_argument, NULL, 'j'},
-        {"join-token-file", required_argument, NULL, 'J'},
-        {"name", required_argument, NULL, 'n'},
-        {"address", required_argument, NULL, 'a'},
-        {"state", required_argument, NULL, 's'},
-        {"nvml-lib", required_argument, NULL, 'l'},
-        {"no-gpus", no_argument, NULL, 'G'},
-        {"label", required_argument, NULL, 'L'},
-        {"cpus", required_argument, NULL, 'C'},
-        {"mem", required_argument, NULL, 'm'},
-        {"heartbeat", required_argument, NULL, 'H'},
-        {"stop-jobs-on-exit", no_argument, NULL, 'S'},
-        {"min-job-uid", required_argument, NULL, 'U'},
-        {"allow-job-user", required_argument, NULL, 'A'},
-        {"sim-device-dir", required_argument, NULL, 'D'},
-        {"image-cache", required_argument, NULL, 'i'},
-        {"image-cache-size", required_argument, NULL, 'I'},
-        {"image-tls-insecure", no_argument, NULL, 'T'},
-        {"debug", required_argument, NULL, 'd'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     struct sh_error err;
     int64_t v;
     int c;
@@ -266,7 +278,8 @@ static int parse_args(int argc, char **argv, struct agent_config *cfg)
     }
     return 0;
 bad:
-    fprintf(stderr, "shoal-agent: %s\n", err.msg);
+    fprintf(stderr, "shoal-agent: %s%s\n", config_where(ca, optind - 1),
+            err.msg);
     return -1;
 }
 
@@ -626,8 +639,15 @@ int main(int argc, char **argv)
     a.cfg.heartbeat_ms = 5000;
     a.cfg.min_job_uid = 1000;
     a.cfg.image_cache_size = 50ULL << 30;
-    if (parse_args(argc, argv, &a.cfg) < 0)
+    struct config_args ca;
+    if (config_load(AGENT_CONFIG, opts, argc, argv, &ca, &err) < 0) {
+        fprintf(stderr, "shoal-agent: %s\n", err.msg);
         return 2;
+    }
+    if (parse_args(ca.argc, ca.argv, &a.cfg, &ca) < 0) {
+        config_args_free(&ca);
+        return 2;
+    }
     char host[256];
     if (!a.cfg.name) {
         if (gethostname(host, sizeof(host)) < 0)
@@ -638,13 +658,21 @@ int main(int argc, char **argv)
     if (!job_ident_valid(a.cfg.name)) {
         fprintf(stderr, "shoal-agent: node name '%s' is not valid\n",
                 a.cfg.name);
+        config_args_free(&ca);
         return 2;
+    }
+    if (ca.check_only) {
+        printf("shoal-agent: configuration %s%s is valid\n",
+               ca.path ? "in " : "(options only)", ca.path ? ca.path : "");
+        config_args_free(&ca);
+        return 0;
     }
     ssize_t n =
         readlink("/proc/self/exe", a.cfg.self_exe, sizeof(a.cfg.self_exe) - 1);
     if (n <= 0) {
         fprintf(stderr, "shoal-agent: cannot find itself: %s\n",
                 strerror(errno));
+        config_args_free(&ca);
         return 1;
     }
     a.cfg.self_exe[n] = '\0';
@@ -658,5 +686,6 @@ int main(int argc, char **argv)
         rc = 1;
     }
     teardown(&a);
+    config_args_free(&ca);
     return rc;
 }

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/config/config.h"
 #include "lib/loop/loop.h"
 #include "lib/service/service.h"
 #include "lib/util/log.h"
@@ -38,6 +39,8 @@
 #include "shoald/secrets.h"
 #include "shoald/volumes.h"
 #include "store/store.h"
+
+#define SHOALD_CONFIG SHOAL_SYSCONFDIR "/shoal/shoald.conf"
 
 static const char usage[] =
     "Usage: shoald --state DIR [options]\n"
@@ -104,6 +107,11 @@ static const char usage[] =
     "                         when it starts is not preempted for half of\n"
     "                         its wait (default 14d and 8; 0s = off)\n"
     "  --debug LIST           debug logs for components (api,jobs,...|all)\n"
+    "  --config FILE          read options from FILE (default\n"
+    "                         " SHOALD_CONFIG "): `key = value`\n"
+    "                         lines, each key an option's long name;\n"
+    "                         options given here override the file's\n"
+    "  --check-config         check the file and options, then exit\n"
     "  -h, --help             show this help\n"
     "\n"
     "On start it writes DIR/url; a new cluster also gets DIR/admin.token and\n"
@@ -122,40 +130,44 @@ static int parse_timeout(const char *field, const char *s, int *seconds,
     return 0;
 }
 
-static int parse_args(int argc, char **argv, struct shoald_config *cfg)
+/* Every option; each is also a key of the configuration file (config.h). */
+static const struct option opts[] = {
+    {"state", required_argument, NULL, 's'},
+    {"listen", required_argument, NULL, 'l'},
+    {"port", required_argument, NULL, 'p'},
+    {"store", required_argument, NULL, 'S'},
+    {"advertise-url", required_argument, NULL, 'U'},
+    {"admin-user", required_argument, NULL, 'a'},
+    {"tls-cert", required_argument, NULL, 'c'},
+    {"tls-key", required_argument, NULL, 'k'},
+    {"max-body", required_argument, NULL, 'b'},
+    {"max-conns-per-address", required_argument, NULL, 'C'},
+    {"request-timeout", required_argument, NULL, 'T'},
+    {"keepalive-timeout", required_argument, NULL, 'E'},
+    {"heartbeat-timeout", required_argument, NULL, 't'},
+    {"kill-grace", required_argument, NULL, 'g'},
+    {"keep-finished", required_argument, NULL, 'K'},
+    {"idle-threshold", required_argument, NULL, 'I'},
+    {"idle-after", required_argument, NULL, 'A'},
+    {"idle-policy", required_argument, NULL, 'P'},
+    {"reslice-on-demand", no_argument, NULL, 'R'},
+    {"reslice-hold", required_argument, NULL, 'r'},
+    {"policy", required_argument, NULL, 'Y'},
+    {"las-levels", required_argument, NULL, 'L'},
+    {"las-quantum", required_argument, NULL, 'Q'},
+    {"las-hold", required_argument, NULL, 1001},
+    {"las-starve-factor", required_argument, NULL, 1002},
+    {"las-starve-max", required_argument, NULL, 1003},
+    {"las-hold-gpus", required_argument, NULL, 1004},
+    {"debug", required_argument, NULL, 'd'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+/* ca: where each option came from, for errors. */
+static int parse_args(int argc, char **argv, struct shoald_config *cfg,
+                      const struct config_args *ca)
 {
-    static const struct option opts[] = {
-        {"state", required_argument, NULL, 's'},
-        {"listen", required_argument, NULL, 'l'},
-        {"port", required_argument, NULL, 'p'},
-        {"store", required_argument, NULL, 'S'},
-        {"advertise-url", required_argument, NULL, 'U'},
-        {"admin-user", required_argument, NULL, 'a'},
-        {"tls-cert", required_argument, NULL, 'c'},
-        {"tls-key", required_argument, NULL, 'k'},
-        {"max-body", required_argument, NULL, 'b'},
-        {"max-conns-per-address", required_argument, NULL, 'C'},
-        {"request-timeout", required_argument, NULL, 'T'},
-        {"keepalive-timeout", required_argument, NULL, 'E'},
-        {"heartbeat-timeout", required_argument, NULL, 't'},
-        {"kill-grace", required_argument, NULL, 'g'},
-        {"keep-finished", required_argument, NULL, 'K'},
-        {"idle-threshold", required_argument, NULL, 'I'},
-        {"idle-after", required_argument, NULL, 'A'},
-        {"idle-policy", required_argument, NULL, 'P'},
-        {"reslice-on-demand", no_argument, NULL, 'R'},
-        {"reslice-hold", required_argument, NULL, 'r'},
-        {"policy", required_argument, NULL, 'Y'},
-        {"las-levels", required_argument, NULL, 'L'},
-        {"las-quantum", required_argument, NULL, 'Q'},
-        {"las-hold", required_argument, NULL, 1001},
-        {"las-starve-factor", required_argument, NULL, 1002},
-        {"las-starve-max", required_argument, NULL, 1003},
-        {"las-hold-gpus", required_argument, NULL, 1004},
-        {"debug", required_argument, NULL, 'd'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     struct sh_error err;
     int64_t v;
     uint64_t size;
@@ -347,7 +359,7 @@ static int parse_args(int argc, char **argv, struct shoald_config *cfg)
     }
     return 0;
 bad:
-    fprintf(stderr, "shoald: %s\n", err.msg);
+    fprintf(stderr, "shoald: %s%s\n", config_where(ca, optind - 1), err.msg);
     return -1;
 }
 
@@ -634,8 +646,21 @@ int main(int argc, char **argv)
     d.cfg.idle_after_ms = 30LL * 60 * 1000;
     d.cfg.idle_policy = ACCT_IDLE_WARN;
     d.cfg.reslice_hold_ms = 60000;
-    if (parse_args(argc, argv, &d.cfg) < 0)
+    struct config_args ca;
+    if (config_load(SHOALD_CONFIG, opts, argc, argv, &ca, &err) < 0) {
+        fprintf(stderr, "shoald: %s\n", err.msg);
         return 2;
+    }
+    if (parse_args(ca.argc, ca.argv, &d.cfg, &ca) < 0) {
+        config_args_free(&ca);
+        return 2;
+    }
+    if (ca.check_only) {
+        printf("shoald: configuration %s%s is valid\n",
+               ca.path ? "in " : "(options only)", ca.path ? ca.path : "");
+        config_args_free(&ca);
+        return 0;
+    }
     int rc = 1;
     if (setup(&d, store_url, sizeof(store_url), &err) < 0 ||
         ha_start(&d, api_port(d.api), argc, argv, &err) < 0 ||
@@ -668,5 +693,7 @@ int main(int argc, char **argv)
     rc = 0;
 out:
     teardown(&d);
-    return ha_finish(&d, rc);
+    rc = ha_finish(&d, rc);
+    config_args_free(&ca);
+    return rc;
 }

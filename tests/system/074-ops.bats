@@ -154,3 +154,99 @@ notify_listen() {
     wait_for 10 grep -q "^READY=1 STATUS=node node1 joined" "$NOTIFY_OUT"
     wait_for 10 grep -q "^WATCHDOG=1" "$NOTIFY_OUT"
 }
+
+@test "ops-020 shoald reads its options from a file; flags override it" {
+    shoal_tmp_init
+    conf="$SHOAL_TEST_DIR/shoald.conf"
+    cat >"$conf" <<CONF
+# a test controller
+state = $SHOAL_TEST_DIR/from-file
+port = 1
+heartbeat-timeout = 3s
+CONF
+    # The flags' --port and --state win over the file's.
+    shoald_start --config "$conf"
+    [ -s "$SHOAL_TEST_DIR/controller/url" ]
+    [ ! -e "$SHOAL_TEST_DIR/from-file" ]
+    [ "$SHOALD_PORT" != 1 ]
+    # The file's keys are used: a node is down after its 3 s.
+    agent_start node1 1
+    wait_for 20 nodes_up_is 1
+    kill -9 "$(agent_pid node1)"
+    wait_for 15 sh -c "curl -sf -H 'Authorization: Bearer $SHOAL_TOKEN' $SHOAL_URL/v1/nodes | jq -e '.nodes[0].state == \"down\"'"
+}
+
+@test "ops-021 --check-config names the file and line of a mistake" {
+    shoal_tmp_init
+    conf="$SHOAL_TEST_DIR/shoald.conf"
+    printf 'state = %s/c\nport = 0\n' "$SHOAL_TEST_DIR" >"$conf"
+    run "$SHOALD" --config "$conf" --check-config
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"configuration in $conf is valid"* ]]
+    [ ! -e "$SHOAL_TEST_DIR/c" ]
+    printf 'idle-policy = sometimes\n' >>"$conf"
+    run "$SHOALD" --config "$conf" --check-config
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"$conf:3: --idle-policy must be none, warn"* ]]
+    # The flag overrides the bad key: the file is not read for it.
+    run "$SHOALD" --config "$conf" --idle-policy none --check-config
+    [ "$status" -eq 0 ]
+    printf 'kepp-finished = 1d\n' >>"$conf"
+    run "$SHOALD" --config "$conf" --check-config
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"$conf:4: unknown key 'kepp-finished'"* ]]
+    run "$SHOALD" --config "$SHOAL_TEST_DIR/none.conf" --check-config
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"cannot read $SHOAL_TEST_DIR/none.conf"* ]]
+    # The agent alike.
+    printf 'controller = http://127.0.0.1:1\nstate = /x\nlabel = a100\nmem = lots\n' >"$SHOAL_TEST_DIR/agent.conf"
+    run "$SHOAL_AGENT" --config "$SHOAL_TEST_DIR/agent.conf" --check-config
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"agent.conf:4: --mem"* ]]
+}
+
+@test "ops-022 the example files hold every option and are valid" {
+    dist="$BATS_TEST_DIRNAME/../../dist/config"
+    for prog in shoald:shoald.conf shoal-agent:agent.conf; do
+        bin=$SHOALD
+        [ "${prog%%:*}" = shoal-agent ] && bin=$SHOAL_AGENT
+        file="$dist/${prog#*:}"
+        for opt in $("$bin" --help | grep -oE '^ +(-h, )?--[a-z0-9-]+' | sed 's/.*--//'); do
+            case $opt in help | config | check-config) continue ;; esac
+            grep -qE "^#? ?$opt =" "$file" || {
+                echo "$file lacks $opt"
+                return 1
+            }
+        done
+    done
+    run "$SHOALD" --config "$dist/shoald.conf" --check-config
+    [ "$status" -eq 0 ]
+    run "$SHOAL_AGENT" --config "$dist/agent.conf" --controller http://h:1 --check-config
+    [ "$status" -eq 0 ]
+}
+
+@test "ops-023 an agent joins with the options of its file" {
+    shoald_start
+    dir="$SHOAL_TEST_DIR/node1"
+    mkdir -p "$dir"
+    echo '{"count": 2, "model": "H100-80GB", "uuid_prefix": "n1"}' >"$dir/simgpu.json"
+    cat >"$dir/agent.conf" <<CONF
+controller = $SHOAL_URL
+join-token-file = $SHOAL_TEST_DIR/controller/join.token
+name = node1
+state = $dir
+nvml-lib = $SIMGPU_LIB
+label = a100
+label = switch=sw1
+heartbeat = 1s
+stop-jobs-on-exit = true
+allow-job-user = $(id -un)
+CONF
+    SIMGPU_CONFIG="$dir/simgpu.json" "$SHOAL_AGENT" --config "$dir/agent.conf" \
+        --label rack=r9 >>"$SHOAL_TEST_DIR/node1.log" 2>&1 &
+    record_pid $!
+    wait_for 20 nodes_up_is 1
+    labels=$(curl -sf -H "Authorization: Bearer $SHOAL_TOKEN" "$SHOAL_URL/v1/nodes" | jq -c '.nodes[0].labels')
+    # The command line's --label replaces the file's labels.
+    [ "$labels" = '{"rack":"r9"}' ]
+}
