@@ -33,7 +33,7 @@
 #include "lib/util/strbuf.h"
 #include "store/store_impl.h"
 
-#define SCHEMA_VERSION 1
+#define SCHEMA_VERSION 2 /* as store_sqlite.c's */
 /* The advisory lock keys ("shoal" in ASCII, and one more for migrations).
  * Advisory locks are per database, so clusters in separate databases of
  * one server do not meet. */
@@ -77,6 +77,8 @@ static const char schema_sql[] =
     "  gpu_seconds double precision NOT NULL,"
     "  record json NOT NULL);"
     "CREATE INDEX IF NOT EXISTS jobs_end ON jobs(end_ms);"
+    /* 2: usage and history scan jobs by start time (store_sqlite.c). */
+    "CREATE INDEX IF NOT EXISTS jobs_start ON jobs(start_ms);"
     "CREATE TABLE IF NOT EXISTS objects ("
     "  kind text NOT NULL, key text NOT NULL, record json NOT NULL,"
     "  PRIMARY KEY (kind, key));"
@@ -934,7 +936,9 @@ static int migrate(struct store_pg *s, struct sh_error *err)
         goto fail;
     }
     if (version < SCHEMA_VERSION) {
-        /* Version 1 is the first: there is nothing older to migrate. */
+        /* Every step is in schema_sql, idempotent (IF NOT EXISTS): running
+         * it brings any older version up. pg_dump is the copy to keep
+         * before an upgrade (doc/ops.md). */
         char sql[sizeof(schema_sql) + 128];
         snprintf(sql, sizeof(sql),
                  "%sDELETE FROM shoal_schema; "

@@ -250,3 +250,59 @@ CONF
     # The command line's --label replaces the file's labels.
     [ "$labels" = '{"rack":"r9"}' ]
 }
+
+# A controller state folder holding the store of the previous release
+# (schema version 1: tests/data/store/schema-v1.sql, dumped from a cluster
+# of that release after three jobs: completed, failed, held).
+old_store_setup() {
+    shoal_tmp_init
+    local dir="$SHOAL_TEST_DIR/controller" data="$BATS_TEST_DIRNAME/../data/store"
+    mkdir -p "$dir"
+    chmod 700 "$dir"
+    sqlite3 "$dir/shoal.db" <"$data/schema-v1.sql"
+    install -m 600 "$data/schema-v1.admin.token" "$dir/admin.token"
+}
+
+db_value() { sqlite3 "$SHOAL_TEST_DIR/controller/${2:-shoal.db}" "$1"; }
+
+@test "ops-030 a store of the previous schema is migrated on start, nothing lost" {
+    skip_unless_sqlite "migrates the SQLite file"
+    old_store_setup
+    [ "$(db_value "SELECT value FROM meta WHERE key = 'schema_version'")" = 1 ]
+    before_objects=$(db_value "SELECT kind, key, record FROM objects ORDER BY 1, 2" | grep -v '^node|' | md5sum)
+    before_jobs=$(db_value "SELECT id, state, record FROM jobs ORDER BY id" | md5sum)
+    shoald_start
+    grep -q "migrated .*shoal.db from schema version 1 to 2" "$SHOAL_TEST_DIR/shoald.log"
+    # The jobs as they were, through the API.
+    [ "$(job_field 1 .state)" = completed ]
+    [ "$(job_field 2 .state)" = failed ]
+    [ "$(job_field 2 .name)" = kept ]
+    [ "$(job_field 2 .exit_code)" = 3 ]
+    [ "$(job_field 3 .state)" = pending ]
+    [ "$(job_field 3 .held)" = true ]
+    # The old admin token still works; new jobs number on from 4.
+    shoal queue --all | grep -q kept
+    shoald_stop
+    [ "$(db_value "SELECT value FROM meta WHERE key = 'schema_version'")" = 2 ]
+    [ "$(db_value "SELECT name FROM sqlite_master WHERE name = 'jobs_start'")" = jobs_start ]
+    [ "$(db_value "SELECT id, state, record FROM jobs WHERE id <= 3 ORDER BY id" | md5sum)" = "$before_jobs" ]
+    [ "$(db_value "SELECT kind, key, record FROM objects WHERE kind IN ('cluster','member','project','team','token','user') ORDER BY 1, 2" | md5sum)" = "$before_objects" ]
+    # The copy made before the migration is the old store, whole.
+    [ "$(db_value "SELECT value FROM meta WHERE key = 'schema_version'" shoal.db.schema-1)" = 1 ]
+    [ "$(db_value "SELECT COUNT(*) FROM jobs" shoal.db.schema-1)" = 3 ]
+    # A second start has nothing to migrate.
+    shoald_start
+    shoald_stop
+    [ "$(grep -c "migrated" "$SHOAL_TEST_DIR/shoald.log")" = 1 ]
+    [ "$(ls "$SHOAL_TEST_DIR/controller" | grep -c 'schema-')" = 1 ]
+}
+
+@test "ops-031 a store of a newer schema is refused, and left as it is" {
+    skip_unless_sqlite "writes the SQLite file"
+    old_store_setup
+    db_value "UPDATE meta SET value = '99' WHERE key = 'schema_version'"
+    run "$SHOALD" --state "$SHOAL_TEST_DIR/controller" --port 0
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"schema version 99, newer than this shoald understands (2)"* ]]
+    [ "$(db_value "SELECT COUNT(*) FROM jobs")" = 3 ]
+}
