@@ -37,6 +37,7 @@ static const struct command commands[] = {
     {"user", cmd_user, "users, tokens, limits, default projects"},
     {"volume", cmd_volume, "storage jobs mount by name: create, list, show"},
     {"secret", cmd_secret, "credentials volumes use, stored sealed"},
+    {"admin", cmd_admin, "operate the controller: backup"},
     {NULL, NULL, NULL},
 };
 

@@ -243,6 +243,21 @@ int store_max_job_id(struct store *st, uint64_t *out, struct sh_error *err)
     return st->ops->max_job_id(st, out, err);
 }
 
+const char *store_backend(const struct store *st)
+{
+    return st->ops->name;
+}
+
+int store_backup(struct store *st, const char *path, struct sh_error *err)
+{
+    if (!st->ops->backup)
+        return sh_errorf(err, SH_EINVAL,
+                         "the %s store has no file to copy: use its own "
+                         "backup tool",
+                         st->ops->name);
+    return st->ops->backup(st, path, err);
+}
+
 bool store_has_leadership(const struct store *st)
 {
     return st->ops->leader_try != NULL;

@@ -301,6 +301,23 @@ static int sqlite_max_job_id(struct store *st, uint64_t *out,
     return rc == SQLITE_ROW ? 0 : db_error(s, err, "read max id");
 }
 
+/* VACUUM INTO: a consistent snapshot of the committed state (a read
+ * transaction) written as a compact database of its own. */
+static int sqlite_backup(struct store *st, const char *path,
+                         struct sh_error *err)
+{
+    struct store_sqlite *s = (struct store_sqlite *)st;
+    char *sql = sqlite3_mprintf("VACUUM INTO '%q'", path);
+    if (!sql)
+        return sh_errorf(err, SH_EINTERNAL, "out of memory");
+    int rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
+    sqlite3_free(sql);
+    if (rc != SQLITE_OK)
+        return sh_errorf(err, SH_EUNAVAILABLE, "store: copy to %s: %s", path,
+                         sqlite3_errmsg(s->db));
+    return 0;
+}
+
 static const struct store_ops sqlite_ops = {
     .name = "sqlite",
     .close = sqlite_close,
@@ -310,6 +327,7 @@ static const struct store_ops sqlite_ops = {
     .scan_jobs = sqlite_scan_jobs,
     .load_objects = sqlite_load_objects,
     .max_job_id = sqlite_max_job_id,
+    .backup = sqlite_backup,
 };
 
 static int schema_version(struct store_sqlite *s, int *version,

@@ -306,3 +306,57 @@ db_value() { sqlite3 "$SHOAL_TEST_DIR/controller/${2:-shoal.db}" "$1"; }
     [[ "$output" == *"schema version 99, newer than this shoald understands (2)"* ]]
     [ "$(db_value "SELECT COUNT(*) FROM jobs")" = 3 ]
 }
+
+@test "ops-040 shoal admin backup: a consistent copy and the key, restorable" {
+    skip_unless_sqlite "copies the SQLite store"
+    shoal_cluster_start 1 1
+    id=$(submit --gpus 1 --name before-backup -- echo hi)
+    wait_job_state "$id" completed
+    shoal secret create s3cred access_key=AK secret_key=SK >/dev/null
+    mkdir -p "$SHOAL_TEST_DIR/backups"
+    cd "$SHOAL_TEST_DIR/backups"
+    run shoal admin backup nightly.db
+    echo "$output"
+    [ "$status" -eq 0 ]
+    b="$SHOAL_TEST_DIR/backups/nightly.db"
+    [[ "$output" == *"store: $b ("*" bytes)"* ]]
+    [[ "$output" == *"sealed secrets' key: $b.key"* ]]
+    [ "$(stat -c %a "$b")" = 600 ]
+    [ "$(stat -c %a "$b.key")" = 600 ]
+    cmp "$b.key" "$SHOAL_TEST_DIR/controller/secrets.key"
+    [ "$(sqlite3 "$b" 'PRAGMA integrity_check')" = ok ]
+    [ "$(sqlite3 "$b" "SELECT value FROM meta WHERE key = 'schema_version'")" = 2 ]
+    # An existing file is never written over.
+    run shoal admin backup "$b"
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"cannot create $b: File exists"* ]]
+    # Restore into a fresh state folder: the job and the secret are there.
+    shoald_stop
+    r="$SHOAL_TEST_DIR/restored"
+    mkdir -m 700 "$r"
+    cp "$b" "$r/shoal.db"
+    cp "$b.key" "$r/secrets.key"
+    chmod 600 "$r/secrets.key"
+    "$SHOALD" --state "$r" --port 0 >>"$SHOAL_TEST_DIR/restored.log" 2>&1 &
+    record_pid $!
+    wait_for 15 test -s "$r/url"
+    SHOAL_URL=$(cat "$r/url")
+    wait_for 15 health_ok
+    [ "$(job_field "$id" .name)" = before-backup ]
+    [ "$(job_field "$id" .state)" = completed ]
+    shoal secret show s3cred | grep -q access_key
+}
+
+@test "ops-041 shoal admin backup is for cluster admins, with an absolute path" {
+    shoald_start
+    run curl -s -X POST -H "Authorization: Bearer $SHOAL_TOKEN" \
+        -d '{"path": "relative.db"}' "$SHOAL_URL/v1/admin/backup"
+    [[ "$output" == *"path must be absolute"* ]]
+    shoal user create bob >/dev/null
+    bob=$(shoal user token bob 2>/dev/null | grep -o 'shoal_[A-Za-z0-9_-]*' | head -1)
+    [ -n "$bob" ]
+    run curl -s -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer $bob" \
+        -d "{\"path\": \"$SHOAL_TEST_DIR/b.db\"}" "$SHOAL_URL/v1/admin/backup"
+    [ "$output" = 403 ]
+    [ ! -e "$SHOAL_TEST_DIR/b.db" ]
+}
