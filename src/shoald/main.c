@@ -33,6 +33,7 @@
 #include "shoald/logs.h"
 #include "shoald/nodes.h"
 #include "shoald/nodetab.h"
+#include "shoald/retention.h"
 #include "shoald/slices.h"
 #include "shoald/state.h"
 #include "shoald/tenancy.h"
@@ -80,6 +81,14 @@ static const char usage[] =
     "cancel,\n"
     "                         preemption, time limit (default 10s)\n"
     "  --keep-finished DUR    finished jobs stay in memory (default 7d)\n"
+    "  --keep-output DUR      remove an ended job's output this long after\n"
+    "                         its last write (default 0: keep it)\n"
+    "  --keep-output-size SIZE  ...and the oldest ended jobs' output while\n"
+    "                         all output is over SIZE (default 0: no cap)\n"
+    "  --keep-history DUR     remove jobs from the store (history, usage)\n"
+    "                         this long after they ended (default 0: keep;\n"
+    "                         at least --keep-finished)\n"
+    "  --retention-interval DUR  between two retention passes (10m)\n"
     "  --idle-threshold PCT   GPUs under this utilization are idle (5)\n"
     "  --idle-after DUR       ...after this long (default 30m)\n"
     "  --idle-policy P        default for projects: none, warn, cancel,\n"
@@ -147,6 +156,10 @@ static const struct option opts[] = {
     {"heartbeat-timeout", required_argument, NULL, 't'},
     {"kill-grace", required_argument, NULL, 'g'},
     {"keep-finished", required_argument, NULL, 'K'},
+    {"keep-output", required_argument, NULL, 1101},
+    {"keep-output-size", required_argument, NULL, 1102},
+    {"keep-history", required_argument, NULL, 1103},
+    {"retention-interval", required_argument, NULL, 1104},
     {"idle-threshold", required_argument, NULL, 'I'},
     {"idle-after", required_argument, NULL, 'A'},
     {"idle-policy", required_argument, NULL, 'P'},
@@ -332,6 +345,30 @@ static int parse_args(int argc, char **argv, struct shoald_config *cfg,
                 goto bad;
             cfg->las_hold_gpus = v;
             break;
+        case 1101: /* --keep-output */
+        case 1103: /* --keep-history */
+        case 1104: /* --retention-interval */
+            if (parse_duration(c == 1101   ? "--keep-output"
+                               : c == 1103 ? "--keep-history"
+                                           : "--retention-interval",
+                               optarg, &v, &err) < 0)
+                goto bad;
+            if (c == 1104 && v == 0) {
+                sh_errorf(&err, SH_EINVAL,
+                          "--retention-interval must be at least 1s");
+                goto bad;
+            }
+            *(c == 1101   ? &cfg->keep_output_ms
+              : c == 1103 ? &cfg->keep_history_ms
+                          : &cfg->retention_interval_ms) = v * 1000;
+            break;
+        case 1102:
+            if (strcmp(optarg, "0") == 0)
+                cfg->keep_output_size = 0;
+            else if (parse_size("--keep-output-size", optarg,
+                                &cfg->keep_output_size, &err) < 0)
+                goto bad;
+            break;
         case 'h':
             fputs(usage, stdout);
             exit(0);
@@ -346,6 +383,13 @@ static int parse_args(int argc, char **argv, struct shoald_config *cfg,
     }
     if (!cfg->state_dir) {
         fprintf(stderr, "shoald: --state DIR is required\n%s", usage);
+        return -1;
+    }
+    if (cfg->keep_history_ms > 0 &&
+        cfg->keep_history_ms < cfg->keep_finished_ms) {
+        fprintf(stderr, "shoald: --keep-history must be at least "
+                        "--keep-finished (default 7d): jobs in memory "
+                        "keep their record\n");
         return -1;
     }
     if ((cfg->las_levels || cfg->las_quantum_ms >= 0 || cfg->las_hold_ms >= 0 ||
@@ -498,6 +542,9 @@ static int setup(struct shoald *d, char *store_url, size_t url_size,
     d->volumes = volumes_create(err);
     if (!d->volumes)
         return -1;
+    d->retention = retention_create(err);
+    if (!d->retention)
+        return -1;
     d->secrets = secrets_create(d->cfg.state_dir, err);
     if (!d->secrets)
         return -1;
@@ -526,6 +573,9 @@ static int setup(struct shoald *d, char *store_url, size_t url_size,
  *                                             (cluster_tick)
  *   5. a scheduling pass is asked for when the engine's full pass is due
  *      or a gated job's --begin came          (cluster_tick)
+ *   6. ended jobs' output and history past --keep-output(-size) and
+ *      --keep-history are removed, every --retention-interval
+ *                                             (retention_tick)
  * Other timers are their modules' own: ha.c's leadership tick, logs.c's
  * expiry of held log reads. */
 #define SHOALD_CRON_MS 500
@@ -541,6 +591,7 @@ static int64_t shoald_cron(struct loop *loop, void *arg)
     api_agent_expire_polls(d, false);
     slices_reslice_tick(d);
     cluster_tick(d, now);
+    retention_tick(d, now);
     return SHOALD_CRON_MS;
 }
 
@@ -608,6 +659,7 @@ static void teardown(struct shoald *d)
     tenancy_destroy(d->tenancy);
     volumes_destroy(d->volumes);
     secrets_destroy(d->secrets);
+    retention_destroy(d->retention);
     slices_destroy(d->slices);
     store_close(d->store);
     loop_destroy(d->loop);
@@ -642,6 +694,7 @@ int main(int argc, char **argv)
     d.cfg.las_starve_max_ms = -1;
     d.cfg.las_hold_gpus = -1;
     d.cfg.keep_finished_ms = 7LL * 24 * 3600 * 1000;
+    d.cfg.retention_interval_ms = 10LL * 60 * 1000;
     d.cfg.idle_threshold_pct = 5;
     d.cfg.idle_after_ms = 30LL * 60 * 1000;
     d.cfg.idle_policy = ACCT_IDLE_WARN;

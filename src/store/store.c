@@ -248,6 +248,18 @@ const char *store_backend(const struct store *st)
     return st->ops->name;
 }
 
+int store_prune_jobs(struct store *st, int64_t before_ms, int max, int *pruned,
+                     struct sh_error *err)
+{
+    *pruned = 0;
+    return st->ops->prune_jobs(st, before_ms, max, pruned, err);
+}
+
+int store_count_jobs(struct store *st, uint64_t *out, struct sh_error *err)
+{
+    return st->ops->count_jobs(st, out, err);
+}
+
 int store_backup(struct store *st, const char *path, struct sh_error *err)
 {
     if (!st->ops->backup)

@@ -129,6 +129,15 @@ int store_load_objects(struct store *st, const char *kind, store_object_f cb,
 /* The largest job id ever stored, 0 when none. */
 int store_max_job_id(struct store *st, uint64_t *out, struct sh_error *err);
 
+/* Retention (--keep-history): delete at most max jobs that ended before
+ * before_ms (the oldest first), outside any batch: called between commits
+ * only (commit_dirty false), by the leader. *pruned: how many went. */
+int store_prune_jobs(struct store *st, int64_t before_ms, int max, int *pruned,
+                     struct sh_error *err);
+
+/* How many jobs the store holds (the history kept). */
+int store_count_jobs(struct store *st, uint64_t *out, struct sh_error *err);
+
 /* The backend's name: "sqlite", "postgresql" (or "fault"). */
 const char *store_backend(const struct store *st);
 

@@ -70,6 +70,18 @@ static int fault_max_job_id(struct store *st, uint64_t *out,
     PASS(max_job_id, out, err);
 }
 
+static int fault_prune_jobs(struct store *st, int64_t before_ms, int max,
+                            int *pruned, struct sh_error *err)
+{
+    PASS(prune_jobs, before_ms, max, pruned, err);
+}
+
+static int fault_count_jobs(struct store *st, uint64_t *out,
+                            struct sh_error *err)
+{
+    PASS(count_jobs, out, err);
+}
+
 static int fault_backup(struct store *st, const char *path,
                         struct sh_error *err)
 {
@@ -102,6 +114,8 @@ static const struct store_ops fault_ops = {
     .load_objects = fault_load_objects,
     .max_job_id = fault_max_job_id,
     .backup = fault_backup,
+    .prune_jobs = fault_prune_jobs,
+    .count_jobs = fault_count_jobs,
 };
 
 /* The fault store leads exactly when the store it wraps does. */
@@ -115,6 +129,8 @@ static const struct store_ops fault_leader_ops = {
     .load_objects = fault_load_objects,
     .max_job_id = fault_max_job_id,
     .backup = fault_backup,
+    .prune_jobs = fault_prune_jobs,
+    .count_jobs = fault_count_jobs,
     .leader_try = fault_leader_try,
     .leader_check = fault_leader_check,
 };

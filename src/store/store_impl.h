@@ -53,6 +53,9 @@ struct store_ops {
     /* A consistent copy into the empty file path (store.h); NULL in a
      * backend without one. */
     int (*backup)(struct store *st, const char *path, struct sh_error *err);
+    int (*prune_jobs)(struct store *st, int64_t before_ms, int max, int *pruned,
+                      struct sh_error *err);
+    int (*count_jobs)(struct store *st, uint64_t *out, struct sh_error *err);
     /* Leadership; NULL in a backend without it (one controller per
      * database, always leader). */
     int (*leader_try)(struct store *st, const char *my_url, uint64_t *epoch,

@@ -318,6 +318,39 @@ static int sqlite_backup(struct store *st, const char *path,
     return 0;
 }
 
+static int sqlite_prune_jobs(struct store *st, int64_t before_ms, int max,
+                             int *pruned, struct sh_error *err)
+{
+    struct store_sqlite *s = (struct store_sqlite *)st;
+    sqlite3_stmt *q;
+    if (prepare(s,
+                "DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE "
+                "end_ms > 0 AND end_ms < ? ORDER BY end_ms LIMIT ?)",
+                &q, err) < 0)
+        return -1;
+    sqlite3_bind_int64(q, 1, before_ms);
+    sqlite3_bind_int(q, 2, max);
+    int rc = sqlite3_step(q);
+    sqlite3_finalize(q);
+    if (rc != SQLITE_DONE)
+        return db_error(s, err, "prune jobs");
+    *pruned = sqlite3_changes(s->db);
+    return 0;
+}
+
+static int sqlite_count_jobs(struct store *st, uint64_t *out,
+                             struct sh_error *err)
+{
+    struct store_sqlite *s = (struct store_sqlite *)st;
+    sqlite3_stmt *q;
+    if (prepare(s, "SELECT COUNT(*) FROM jobs", &q, err) < 0)
+        return -1;
+    int rc = sqlite3_step(q);
+    *out = rc == SQLITE_ROW ? (uint64_t)sqlite3_column_int64(q, 0) : 0;
+    sqlite3_finalize(q);
+    return rc == SQLITE_ROW ? 0 : db_error(s, err, "count jobs");
+}
+
 static const struct store_ops sqlite_ops = {
     .name = "sqlite",
     .close = sqlite_close,
@@ -328,6 +361,8 @@ static const struct store_ops sqlite_ops = {
     .load_objects = sqlite_load_objects,
     .max_job_id = sqlite_max_job_id,
     .backup = sqlite_backup,
+    .prune_jobs = sqlite_prune_jobs,
+    .count_jobs = sqlite_count_jobs,
 };
 
 static int schema_version(struct store_sqlite *s, int *version,

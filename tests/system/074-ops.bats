@@ -360,3 +360,66 @@ db_value() { sqlite3 "$SHOAL_TEST_DIR/controller/${2:-shoal.db}" "$1"; }
     [ "$output" = 403 ]
     [ ! -e "$SHOAL_TEST_DIR/b.db" ]
 }
+
+metric() {
+    curl -sf -H "Authorization: Bearer $SHOAL_TOKEN" "$SHOAL_URL/metrics" |
+        awk -v m="$1" '$1 == m { print $2 }'
+}
+metric_is() { [ "$(metric "$1")" = "$2" ]; }
+
+@test "ops-050 --keep-output: an ended job's output goes, a running one's stays" {
+    shoald_start --keep-output 2s --retention-interval 1s
+    agent_start node1 2
+    wait_for 20 nodes_up_is 1
+    running=$(submit --gpus 1 -- sh -c 'echo still-running; sleep 1000')
+    ended=$(submit --gpus 1 -- echo done-early)
+    wait_job_state "$ended" completed
+    wait_for 10 test -d "$SHOAL_TEST_DIR/controller/logs/$running"
+    wait_for 10 test -d "$SHOAL_TEST_DIR/controller/logs/$ended"
+    wait_for 15 sh -c "! test -d $SHOAL_TEST_DIR/controller/logs/$ended"
+    # Older than 2 s too, but its job runs.
+    sleep 1 # a pass after the running job's output aged past 2 s
+    wait_for 10 metric_is shoal_output_pruned_jobs_total 1
+    test -d "$SHOAL_TEST_DIR/controller/logs/$running"
+    shoal logs "$running" | grep -q still-running
+    metric_is shoal_output_kept_jobs 1
+    [ "$(metric shoal_output_kept_bytes)" -gt 0 ]
+    if command -v promtool >/dev/null; then
+        curl -sf -H "Authorization: Bearer $SHOAL_TOKEN" "$SHOAL_URL/metrics" |
+            promtool check metrics
+    fi
+}
+
+@test "ops-051 --keep-output-size: the oldest ended jobs' output goes first" {
+    shoald_start --keep-output-size 3K --retention-interval 1s
+    agent_start node1 1
+    wait_for 20 nodes_up_is 1
+    # About 1.6 KiB each (the stream and the attempt's copy).
+    for i in 1 2 3; do
+        id=$(submit --gpus 1 -- sh -c "head -c 800 /dev/zero | tr '\\0' $i")
+        wait_job_state "$id" completed
+        wait_for 10 test -s "$SHOAL_TEST_DIR/controller/logs/$id/0.all"
+        ids="$ids $id"
+        sleep 0.1 # distinct write times
+    done
+    set -- $ids
+    wait_for 15 sh -c "! test -d $SHOAL_TEST_DIR/controller/logs/$1"
+    test -d "$SHOAL_TEST_DIR/controller/logs/$3"
+    [ "$(metric shoal_output_kept_bytes)" -le 3072 ]
+}
+
+@test "ops-052 --keep-history: old jobs leave the store; it must cover --keep-finished" {
+    run "$SHOALD" --state "$BATS_TEST_TMPDIR/x" --keep-history 1d --check-config
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"--keep-history must be at least --keep-finished"* ]]
+    shoald_start --keep-finished 1s --keep-history 2s --retention-interval 1s
+    agent_start node1 1
+    wait_for 20 nodes_up_is 1
+    id=$(submit --gpus 1 -- true)
+    wait_job_state "$id" completed
+    wait_for 20 metric_is shoal_history_pruned_jobs_total 1
+    metric_is shoal_history_kept_jobs 0
+    if ! store_is_pg; then
+        [ "$(sqlite3 "$SHOAL_TEST_DIR/controller/shoal.db" "SELECT COUNT(*) FROM jobs WHERE id = $id")" = 0 ]
+    fi
+}
