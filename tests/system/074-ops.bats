@@ -423,3 +423,46 @@ metric_is() { [ "$(metric "$1")" = "$2" ]; }
         [ "$(sqlite3 "$SHOAL_TEST_DIR/controller/shoal.db" "SELECT COUNT(*) FROM jobs WHERE id = $id")" = 0 ]
     fi
 }
+
+@test "ops-060 man pages: one per program, every option, no warnings" {
+    command -v scdoc >/dev/null || skip "scdoc is not installed"
+    for page in shoal.1 shoald.8 shoal-agent.8; do
+        [ -s "$SHOAL_BUILD/dist/$page" ]
+        run sh -c "LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -l '$SHOAL_BUILD/dist/$page' 2>&1 >/dev/null"
+        [ -z "$output" ]
+    done
+    text=$(MANWIDTH=200 man -l "$SHOAL_BUILD/dist/shoald.8" 2>/dev/null)
+    for opt in $("$SHOALD" --help | grep -oE '^ +--[a-z0-9-]+' | sed 's/ *--//'); do
+        grep -q -- "--$opt" <<<"$text" || {
+            echo "shoald(8) lacks --$opt"
+            return 1
+        }
+    done
+    MANWIDTH=200 man -l "$SHOAL_BUILD/dist/shoal.1" 2>/dev/null | grep -q "shoal admin backup FILE"
+    MANWIDTH=200 man -l "$SHOAL_BUILD/dist/shoal-agent.8" 2>/dev/null | grep -q -- "--stop-jobs-on-exit"
+}
+
+# Complete the command line "$@" (the last word is the one completed).
+complete_words() {
+    COMP_WORDS=("$SHOAL_CLI" "$@")
+    COMP_CWORD=$#
+    COMPREPLY=()
+    _shoal
+    printf '%s\n' "${COMPREPLY[@]}"
+}
+
+@test "ops-061 bash completion: commands, options, job ids, node names" {
+    source "$BATS_TEST_DIRNAME/../../dist/completion/shoal.bash"
+    shoal_cluster_start 1 1
+    id=$(submit --gpus 1 -- sleep 1000)
+    wait_job_state "$id" running
+    [ "$(complete_words sub)" = submit ]
+    complete_words "" | grep -qx admin
+    complete_words queue --a | grep -qx -- --all
+    complete_words cancel "" | grep -qx "$id"
+    complete_words logs "" | grep -qx "$id"
+    complete_words node "" | grep -qx drain
+    [ "$(complete_words node drain no)" = node1 ]
+    [ "$(complete_words team cr)" = create ]
+    complete_words admin "" | grep -qx backup
+}
