@@ -466,3 +466,20 @@ complete_words() {
     [ "$(complete_words team cr)" = create ]
     complete_words admin "" | grep -qx backup
 }
+
+@test "ops-042 on PostgreSQL shoal admin backup copies the key and says how to pg_dump" {
+    store_is_pg || skip "the store is SQLite here (SHOAL_TEST_STORE=postgresql runs it)"
+    shoald_start
+    b="$SHOAL_TEST_DIR/pg-backup.dump"
+    run shoal admin backup "$b"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"the store is on PostgreSQL: back it up with"* ]]
+    cmp "$b.key" "$SHOAL_TEST_DIR/controller/secrets.key"
+    [ "$(stat -c %a "$b.key")" = 600 ]
+    [ ! -e "$b" ]
+    # The printed command works as it is.
+    cmd=$(grep -o "pg_dump .*" <<<"$output")
+    sh -c "$cmd"
+    pg_restore --list "$b" | grep -q "TABLE public jobs"
+}
