@@ -21,6 +21,7 @@
 # which installs them on this machine (root; CI runs it as its own step).
 BUILD ?= build
 DEB_BUILD ?= build-deb
+INSTALL_BUILD ?= build-install
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 UP_ARGS ?=
@@ -41,10 +42,17 @@ $(BUILD)/build.ninja:
 build: deps $(BUILD)/build.ninja
 	ninja -C $(BUILD)
 
-install: build
-	meson configure $(BUILD) -Dprefix=$(PREFIX) -Dsysconfdir=$(SYSCONFDIR)
-	ninja -C $(BUILD)
-	meson install -C $(BUILD) --no-rebuild $(if $(DESTDIR),--destdir $(abspath $(DESTDIR)))
+# A build of its own: the programs read their configuration from
+# SYSCONFDIR, so the development build (BUILD) keeps its prefix.
+install: deps
+	if [ -f $(INSTALL_BUILD)/build.ninja ]; then \
+		meson configure $(INSTALL_BUILD) -Dprefix=$(PREFIX) -Dsysconfdir=$(SYSCONFDIR); \
+	else \
+		meson setup $(INSTALL_BUILD) -Dprefix=$(PREFIX) -Dsysconfdir=$(SYSCONFDIR) \
+			-Dtests=disabled; \
+	fi
+	ninja -C $(INSTALL_BUILD)
+	meson install -C $(INSTALL_BUILD) --no-rebuild $(if $(DESTDIR),--destdir $(abspath $(DESTDIR)))
 
 deb: deps
 	rm -rf $(DEB_BUILD)
@@ -90,4 +98,4 @@ format-check:
 	./scripts/format-check.sh
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(DEB_BUILD) $(INSTALL_BUILD)
