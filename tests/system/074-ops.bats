@@ -372,13 +372,13 @@ metric_is() { [ "$(metric "$1")" = "$2" ]; }
     agent_start node1 2
     wait_for 20 nodes_up_is 1
     running=$(submit --gpus 1 -- sh -c 'echo still-running; sleep 1000')
+    # The running job's output is written first: the pass that finds the
+    # ended job's output over 2 s old finds the running one's older still.
+    wait_for 10 test -s "$SHOAL_TEST_DIR/controller/logs/$running/0.all"
     ended=$(submit --gpus 1 -- echo done-early)
     wait_job_state "$ended" completed
-    wait_for 10 test -d "$SHOAL_TEST_DIR/controller/logs/$running"
     wait_for 10 test -d "$SHOAL_TEST_DIR/controller/logs/$ended"
     wait_for 15 sh -c "! test -d $SHOAL_TEST_DIR/controller/logs/$ended"
-    # Older than 2 s too, but its job runs.
-    sleep 1 # a pass after the running job's output aged past 2 s
     wait_for 10 metric_is shoal_output_pruned_jobs_total 1
     test -d "$SHOAL_TEST_DIR/controller/logs/$running"
     shoal logs "$running" | grep -q still-running
@@ -400,7 +400,6 @@ metric_is() { [ "$(metric "$1")" = "$2" ]; }
         wait_job_state "$id" completed
         wait_for 10 test -s "$SHOAL_TEST_DIR/controller/logs/$id/0.all"
         ids="$ids $id"
-        sleep 0.1 # distinct write times
     done
     set -- $ids
     wait_for 15 sh -c "! test -d $SHOAL_TEST_DIR/controller/logs/$1"
