@@ -617,10 +617,6 @@ static void teardown(struct agent *a)
     json_decref(a->container_libs);
     gpu_backend_destroy(a->gpu);
     loop_destroy(a->loop);
-    for (int i = 0; i < a->cfg.nlabels; i++) {
-        free(a->cfg.labels[i].key);
-        free(a->cfg.labels[i].value);
-    }
 }
 
 int main(int argc, char **argv)
@@ -644,10 +640,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "shoal-agent: %s\n", err.msg);
         return 2;
     }
-    if (parse_args(ca.argc, ca.argv, &a.cfg, &ca) < 0) {
-        config_args_free(&ca);
-        return 2;
-    }
+    int rc = 2;
+    if (parse_args(ca.argc, ca.argv, &a.cfg, &ca) < 0)
+        goto out;
     char host[256];
     if (!a.cfg.name) {
         if (gethostname(host, sizeof(host)) < 0)
@@ -658,25 +653,24 @@ int main(int argc, char **argv)
     if (!job_ident_valid(a.cfg.name)) {
         fprintf(stderr, "shoal-agent: node name '%s' is not valid\n",
                 a.cfg.name);
-        config_args_free(&ca);
-        return 2;
+        goto out;
     }
     if (ca.check_only) {
         printf("shoal-agent: configuration %s%s is valid\n",
                ca.path ? "in " : "(options only)", ca.path ? ca.path : "");
-        config_args_free(&ca);
-        return 0;
+        rc = 0;
+        goto out;
     }
     ssize_t n =
         readlink("/proc/self/exe", a.cfg.self_exe, sizeof(a.cfg.self_exe) - 1);
     if (n <= 0) {
         fprintf(stderr, "shoal-agent: cannot find itself: %s\n",
                 strerror(errno));
-        config_args_free(&ca);
-        return 1;
+        rc = 1;
+        goto out;
     }
     a.cfg.self_exe[n] = '\0';
-    int rc = 0;
+    rc = 0;
     if (service_managed() && !service_supported())
         sh_log(LOG_WARNING, "main",
                "started by a service manager, but built without libsystemd: "
@@ -686,6 +680,11 @@ int main(int argc, char **argv)
         rc = 1;
     }
     teardown(&a);
+out:
+    for (int i = 0; i < a.cfg.nlabels; i++) {
+        free(a.cfg.labels[i].key);
+        free(a.cfg.labels[i].value);
+    }
     config_args_free(&ca);
     return rc;
 }

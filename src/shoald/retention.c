@@ -141,7 +141,8 @@ static void prune_output(struct shoald *d, struct retention *r, int64_t now)
         v[n++] = o;
     }
     closedir(dp);
-    qsort(v, n, sizeof(*v), by_age);
+    if (n > 1)
+        qsort(v, n, sizeof(*v), by_age);
     uint64_t jobs = 0, pruned = 0;
     int64_t keep_ms = d->cfg.keep_output_ms;
     uint64_t cap_bytes = d->cfg.keep_output_size;
