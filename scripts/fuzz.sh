@@ -20,7 +20,7 @@ case "$secs" in
 esac
 build=${FUZZ_BUILD:-build-fuzz}
 targets="job_spec user_body project_body volume_body trace_csv cluster_spec parse_size
-parse_duration script_directives"
+parse_duration script_directives config"
 
 if [ ! -f "$build/build.ninja" ]; then
     if ! command -v clang >/dev/null 2>&1; then

@@ -67,6 +67,13 @@ prometheus
 chromium
 chromium-driver
 python3-selenium
+libsystemd-dev
+libinih-dev
+scdoc
+debhelper
+dpkg-dev
+fakeroot
+lintian
 "
 # Node.js and npm from Debian, unless the machine already has them.
 command -v node >/dev/null 2>&1 || PACKAGES="$PACKAGES nodejs"

@@ -79,6 +79,7 @@ struct agent {
     json_t *slice_errors;   /* slicing failures to report */
     json_t *container_libs; /* the driver's libraries (container.h) */
     char image_cache[PATH_MAX];
+    int signal_fd; /* SIGINT, SIGTERM, SIGCHLD (main.c); -1 before */
     bool stopping;
 };
 

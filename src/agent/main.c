@@ -7,11 +7,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/file.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -28,13 +30,17 @@
 #include "agent/shim.h"
 #include "agent/slicing.h"
 #include "agent/steps.h"
+#include "lib/config/config.h"
 #include "lib/loop/loop.h"
+#include "lib/service/service.h"
 #include "lib/model/job.h"
 #include "lib/util/file.h"
 #include "lib/util/log.h"
 #include "lib/util/parse.h"
 
 #define TICK_MS 200
+
+#define AGENT_CONFIG SHOAL_SYSCONFDIR "/shoal/agent.conf"
 
 static const char usage[] =
     "Usage: shoal-agent --controller URL --state DIR [options]\n"
@@ -86,6 +92,11 @@ static const char usage[] =
     "  --image-tls-insecure    pull from registries over plain HTTP or\n"
     "                          without verifying their certificates\n"
     "  --debug LIST            debug logs for components (runs,link,...|all)\n"
+    "  --config FILE           read options from FILE (default\n"
+    "                          " AGENT_CONFIG "): `key = value`\n"
+    "                          lines, each key an option's long name;\n"
+    "                          options given here override the file's\n"
+    "  --check-config          check the file and options, then exit\n"
     "  -h, --help              show this help\n";
 
 static int read_token_file(const char *path, char *out, size_t size,
@@ -134,37 +145,41 @@ static int add_label(struct agent_config *cfg, const char *arg,
     return 0;
 }
 
-static int parse_args(int argc, char **argv, struct agent_config *cfg)
+/* Every option; each is also a key of the configuration file (config.h). */
+static const struct option opts[] = {
+    {"controller", required_argument, NULL, 'c'},
+    {"join-token", required_argument, NULL, 'j'},
+    {"join-token-file", required_argument, NULL, 'J'},
+    {"name", required_argument, NULL, 'n'},
+    {"address", required_argument, NULL, 'a'},
+    {"state", required_argument, NULL, 's'},
+    {"nvml-lib", required_argument, NULL, 'l'},
+    {"no-gpus", no_argument, NULL, 'G'},
+    {"label", required_argument, NULL, 'L'},
+    {"cpus", required_argument, NULL, 'C'},
+    {"mem", required_argument, NULL, 'm'},
+    {"reserve-cpus", required_argument, NULL, 1001},
+    {"reserve-mem", required_argument, NULL, 1002},
+    {"max-pids", required_argument, NULL, 1003},
+    {"heartbeat", required_argument, NULL, 'H'},
+    {"stop-jobs-on-exit", no_argument, NULL, 'S'},
+    {"min-job-uid", required_argument, NULL, 'U'},
+    {"allow-job-user", required_argument, NULL, 'A'},
+    {"sim-device-dir", required_argument, NULL, 'D'},
+    {"image-cache", required_argument, NULL, 'i'},
+    {"image-cache-size", required_argument, NULL, 'I'},
+    {"image-tls-insecure", no_argument, NULL, 'T'},
+    {"image-max-size", required_argument, NULL, 'Z'},
+    {"image-max-files", required_argument, NULL, 'F'},
+    {"debug", required_argument, NULL, 'd'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+/* ca: where each option came from, for errors. */
+static int parse_args(int argc, char **argv, struct agent_config *cfg,
+                      const struct config_args *ca)
 {
-    static const struct option opts[] = {
-        {"controller", required_argument, NULL, 'c'},
-        {"join-token", required_argument, NULL, 'j'},
-        {"join-token-file", required_argument, NULL, 'J'},
-        {"name", required_argument, NULL, 'n'},
-        {"address", required_argument, NULL, 'a'},
-        {"state", required_argument, NULL, 's'},
-        {"nvml-lib", required_argument, NULL, 'l'},
-        {"no-gpus", no_argument, NULL, 'G'},
-        {"label", required_argument, NULL, 'L'},
-        {"cpus", required_argument, NULL, 'C'},
-        {"mem", required_argument, NULL, 'm'},
-        {"reserve-cpus", required_argument, NULL, 1001},
-        {"reserve-mem", required_argument, NULL, 1002},
-        {"max-pids", required_argument, NULL, 1003},
-        {"heartbeat", required_argument, NULL, 'H'},
-        {"stop-jobs-on-exit", no_argument, NULL, 'S'},
-        {"min-job-uid", required_argument, NULL, 'U'},
-        {"allow-job-user", required_argument, NULL, 'A'},
-        {"sim-device-dir", required_argument, NULL, 'D'},
-        {"image-cache", required_argument, NULL, 'i'},
-        {"image-cache-size", required_argument, NULL, 'I'},
-        {"image-tls-insecure", no_argument, NULL, 'T'},
-        {"image-max-size", required_argument, NULL, 'Z'},
-        {"image-max-files", required_argument, NULL, 'F'},
-        {"debug", required_argument, NULL, 'd'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     struct sh_error err;
     int64_t v;
     int c;
@@ -309,7 +324,8 @@ static int parse_args(int argc, char **argv, struct agent_config *cfg)
     }
     return 0;
 bad:
-    fprintf(stderr, "shoal-agent: %s\n", err.msg);
+    fprintf(stderr, "shoal-agent: %s%s\n", config_where(ca, optind - 1),
+            err.msg);
     return -1;
 }
 
@@ -429,12 +445,11 @@ static int setup_resources(struct agent *a, struct sh_error *err)
 
 /* ---- the loop ---- */
 
-static void on_signal(struct loop *loop, int fd, uint32_t events, void *arg)
+/* Reads the pending signals: SIGCHLD reaps, SIGINT and SIGTERM stop. */
+static void read_signals(struct agent *a)
 {
-    struct agent *a = arg;
     struct signalfd_siginfo si;
-    (void)events;
-    while (read(fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+    while (read(a->signal_fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
         if (si.ssi_signo == SIGCHLD) {
             /* Shims are our children until an agent restart: reap them (their
              * exit is noticed through their pidfd). */
@@ -444,8 +459,17 @@ static void on_signal(struct loop *loop, int fd, uint32_t events, void *arg)
         }
         sh_log(LOG_NOTICE, "main", "signal %u: stopping", si.ssi_signo);
         a->stopping = true;
-        loop_stop(loop);
     }
+}
+
+static void on_signal(struct loop *loop, int fd, uint32_t events, void *arg)
+{
+    struct agent *a = arg;
+    (void)fd;
+    (void)events;
+    read_signals(a);
+    if (a->stopping)
+        loop_stop(loop);
 }
 
 static void on_work(struct loop *loop, int fd, uint32_t events, void *arg)
@@ -481,6 +505,15 @@ static int64_t on_sweep(struct loop *loop, void *arg)
     return image_sweep_incoming(a->image_cache) ? 10 * 1000 : SWEEP_INCOMING_MS;
 }
 
+/* WATCHDOG=1 from the event loop (WatchdogSec= of shoal-agent.service). */
+static int64_t on_watchdog(struct loop *loop, void *arg)
+{
+    (void)loop;
+    (void)arg;
+    service_watchdog();
+    return service_watchdog_interval_ms();
+}
+
 static int64_t on_heartbeat(struct loop *loop, void *arg)
 {
     struct agent *a = arg;
@@ -501,27 +534,43 @@ static int before_sleep(struct loop *loop, void *arg)
     return -1;
 }
 
+/* Sleeps ms milliseconds, or less when SIGINT or SIGTERM comes: true when
+ * the agent is to stop. Before the loop runs, signals come here. */
+static bool sleep_or_stop(struct agent *a, int ms)
+{
+    struct pollfd p = {.fd = a->signal_fd, .events = POLLIN};
+    if (poll(&p, 1, ms) > 0)
+        read_signals(a);
+    return a->stopping;
+}
+
 /* Register until it works, or fail for good on a refused join token or an
  * enrolled name this agent has no valid token for (the message says what
- * the operator does: shoal node rekey or shoal node delete). */
+ * the operator does: shoal node rekey or shoal node delete). A stop signal
+ * ends it (-1 with a->stopping set) between tries (a try itself lasts at
+ * most the link's call timeout). */
 static int first_register(struct agent *a, struct sh_error *err)
 {
     int backoff = 100;
     for (;;) {
+        if (sleep_or_stop(a, 0))
+            return -1;
         if (link_register(a->link, err) == 0)
             return 0;
         if (err->code == SH_EUNAUTH || err->code == SH_EFORBIDDEN ||
             err->code == SH_EINVAL || err->code == SH_ECONFLICT)
             return -1;
         sh_log(LOG_WARNING, "link", "%s; retrying", err->msg);
-        usleep((useconds_t)backoff * 1000);
-        backoff = backoff * 2 > 5000 ? 5000 : backoff * 2;
-        if (a->stopping)
+        service_status("waiting for the controller: %s", err->msg);
+        if (sleep_or_stop(a, backoff))
             return -1;
+        backoff = backoff * 2 > 5000 ? 5000 : backoff * 2;
     }
 }
 
-static int setup_loop(struct agent *a, struct sh_error *err)
+/* From the start, SIGINT and SIGTERM are read from a signalfd: between
+ * setup steps, while the agent waits for its controller, and in the loop. */
+static int setup_signals(struct agent *a, struct sh_error *err)
 {
     sigset_t set;
     sigemptyset(&set);
@@ -530,16 +579,44 @@ static int setup_loop(struct agent *a, struct sh_error *err)
     sigaddset(&set, SIGCHLD);
     sigprocmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
-    int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-    if (sfd < 0)
+    a->signal_fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (a->signal_fd < 0)
         return sh_errorf(err, SH_EINTERNAL, "signalfd: %s", strerror(errno));
-    if (loop_add_fd(a->loop, sfd, EPOLLIN, on_signal, a, err) < 0 ||
+    return 0;
+}
+
+/* Hold an exclusive lock on the state folder while the agent runs: two
+ * agents on one state would adopt, stop and report each other's runs. The
+ * descriptor is close-on-exec, so shims that outlive the agent do not keep
+ * the next agent out. */
+static int lock_state(struct agent *a, struct sh_error *err)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/agent.lock", a->cfg.state_dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return sh_errorf(err, SH_EUNAVAILABLE, "cannot open %s: %s", path,
+                         strerror(errno));
+    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        close(fd);
+        return sh_errorf(err, SH_ECONFLICT,
+                         "another shoal-agent is running on %s",
+                         a->cfg.state_dir);
+    }
+    return fd; /* kept open until exit */
+}
+
+static int setup_loop(struct agent *a, struct sh_error *err)
+{
+    if (loop_add_fd(a->loop, a->signal_fd, EPOLLIN, on_signal, a, err) < 0 ||
         loop_add_fd(a->loop, link_work_fd(a->link), EPOLLIN, on_work, a, err) <
             0)
         return -1;
     loop_add_timer(a->loop, TICK_MS, on_tick, a);
     loop_add_timer(a->loop, a->cfg.heartbeat_ms, on_heartbeat, a);
     loop_add_timer(a->loop, SWEEP_INCOMING_MS, on_sweep, a);
+    if (service_watchdog_interval_ms() > 0)
+        loop_add_timer(a->loop, service_watchdog_interval_ms(), on_watchdog, a);
     loop_set_before_sleep(a->loop, before_sleep, a);
     return 0;
 }
@@ -569,6 +646,8 @@ static int run_agent(struct agent *a, struct sh_error *err)
     if (mkdir(a->cfg.state_dir, 0711) < 0 && errno != EEXIST)
         return sh_errorf(err, SH_EUNAVAILABLE, "cannot create %s: %s",
                          a->cfg.state_dir, strerror(errno));
+    if (lock_state(a, err) < 0)
+        return -1;
     /* Jobs' users must reach their run folders below it. */
     chmod(a->cfg.state_dir, 0711);
     snprintf(a->image_cache, sizeof(a->image_cache), "%s",
@@ -593,13 +672,20 @@ static int run_agent(struct agent *a, struct sh_error *err)
     if (!a->runs || setup_loop(a, err) < 0)
         return -1;
     setup_steps(a);
-    if (first_register(a, err) < 0 || link_start_poll(a->link, err) < 0)
+    if (first_register(a, err) < 0)
+        return a->stopping ? 0 : -1; /* a stop signal is no failure */
+    if (link_start_poll(a->link, err) < 0)
         return -1;
+    char status[200];
+    snprintf(status, sizeof(status), "node %s joined %s", a->cfg.name,
+             a->cfg.controller);
+    service_ready(status);
     return loop_run(a->loop, err);
 }
 
 static void teardown(struct agent *a)
 {
+    service_stopping();
     if (a->runs && a->cfg.stop_jobs_on_exit) {
         runs_stop_all(a->runs, 10000);
         struct sh_error err;
@@ -615,10 +701,6 @@ static void teardown(struct agent *a)
     json_decref(a->container_libs);
     gpu_backend_destroy(a->gpu);
     loop_destroy(a->loop);
-    for (int i = 0; i < a->cfg.nlabels; i++) {
-        free(a->cfg.labels[i].key);
-        free(a->cfg.labels[i].value);
-    }
 }
 
 int main(int argc, char **argv)
@@ -632,6 +714,7 @@ int main(int argc, char **argv)
     struct agent a;
     struct sh_error err;
     memset(&a, 0, sizeof(a));
+    a.signal_fd = -1;
     sh_log_init("shoal-agent");
     a.cfg.heartbeat_ms = 5000;
     a.cfg.max_pids = 4096;
@@ -639,8 +722,14 @@ int main(int argc, char **argv)
     a.cfg.image_cache_size = 50ULL << 30;
     a.cfg.image_max_size = 20ULL << 30;
     a.cfg.image_max_files = 1000000;
-    if (parse_args(argc, argv, &a.cfg) < 0)
+    struct config_args ca;
+    if (config_load(AGENT_CONFIG, opts, argc, argv, &ca, &err) < 0) {
+        fprintf(stderr, "shoal-agent: %s\n", err.msg);
         return 2;
+    }
+    int rc = 2;
+    if (parse_args(ca.argc, ca.argv, &a.cfg, &ca) < 0)
+        goto out;
     char host[256];
     if (!a.cfg.name) {
         if (gethostname(host, sizeof(host)) < 0)
@@ -651,21 +740,38 @@ int main(int argc, char **argv)
     if (!job_ident_valid(a.cfg.name)) {
         fprintf(stderr, "shoal-agent: node name '%s' is not valid\n",
                 a.cfg.name);
-        return 2;
+        goto out;
+    }
+    if (ca.check_only) {
+        printf("shoal-agent: configuration %s%s is valid\n",
+               ca.path ? "in " : "(options only)", ca.path ? ca.path : "");
+        rc = 0;
+        goto out;
     }
     ssize_t n =
         readlink("/proc/self/exe", a.cfg.self_exe, sizeof(a.cfg.self_exe) - 1);
     if (n <= 0) {
         fprintf(stderr, "shoal-agent: cannot find itself: %s\n",
                 strerror(errno));
-        return 1;
+        rc = 1;
+        goto out;
     }
     a.cfg.self_exe[n] = '\0';
-    int rc = 0;
-    if (run_agent(&a, &err) < 0) {
+    rc = 0;
+    if (service_managed() && !service_supported())
+        sh_log(LOG_WARNING, "main",
+               "started by a service manager, but built without libsystemd: "
+               "it is not told when this agent is ready");
+    if (setup_signals(&a, &err) < 0 || run_agent(&a, &err) < 0) {
         sh_log(LOG_ERR, "main", "%s", err.msg);
         rc = 1;
     }
     teardown(&a);
+out:
+    for (int i = 0; i < a.cfg.nlabels; i++) {
+        free(a.cfg.labels[i].key);
+        free(a.cfg.labels[i].value);
+    }
+    config_args_free(&ca);
     return rc;
 }

@@ -48,6 +48,7 @@ long long cmd_parse_int(const char *opt, const char *s, long long min,
 const char *cmd_job_ref(const char *s);
 
 int cmd_submit(int argc, char **argv);
+int cmd_admin(int argc, char **argv);
 /* Apply the `#SHOAL` directive lines at the top of a batch script (the
  * options of shoal submit, before the script's first command) to job, the
  * submission object being built. text is the script, path names it in

@@ -39,6 +39,7 @@ static const struct command commands[] = {
     {"partition", cmd_partition, "partitions jobs name with -p (admins)"},
     {"qos", cmd_qos, "QOS jobs name with --qos: priority, limits (admins)"},
     {"secret", cmd_secret, "credentials volumes use, stored sealed"},
+    {"admin", cmd_admin, "operate the controller: backup"},
     {NULL, NULL, NULL},
 };
 

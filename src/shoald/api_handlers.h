@@ -64,6 +64,9 @@ void api_agent_answer_poll(struct shoald *d, const struct node *n,
 /* Answer held work polls whose wait is over (all of them when all). */
 void api_agent_expire_polls(struct shoald *d, bool all);
 
+/* api_admin.c: POST /v1/admin/backup */
+void api_admin_backup(struct shoald *d, struct api_req *req);
+
 /* api_volumes.c */
 void api_volumes_list(struct shoald *d, struct api_req *req);
 void api_volumes_create(struct shoald *d, struct api_req *req);

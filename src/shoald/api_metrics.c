@@ -22,6 +22,7 @@
 #include "shoald/jobtab.h"
 #include "shoald/nodetab.h"
 #include "shoald/tenancy.h"
+#include "shoald/retention.h"
 
 #define METRICS_MAX (256u << 20)
 
@@ -366,6 +367,7 @@ void api_metrics(struct shoald *d, struct api_req *req)
     prom_init(&p, METRICS_MAX);
     cluster_figures(d, &p);
     service_figures(d, &p);
+    retention_figures(d, &p);
     int rc = 0;
     if (detail) {
         gpu_figures(d, &p);

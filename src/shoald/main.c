@@ -16,7 +16,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/config/config.h"
 #include "lib/loop/loop.h"
+#include "lib/service/service.h"
 #include "lib/util/log.h"
 #include "lib/util/parse.h"
 #include "sched/sched.h"
@@ -31,11 +33,14 @@
 #include "shoald/logs.h"
 #include "shoald/nodes.h"
 #include "shoald/nodetab.h"
+#include "shoald/retention.h"
 #include "shoald/slices.h"
 #include "shoald/state.h"
 #include "shoald/tenancy.h"
 #include "shoald/shoald_setup.h"
 #include "store/store.h"
+
+#define SHOALD_CONFIG SHOAL_SYSCONFDIR "/shoal/shoald.conf"
 
 static const char usage[] =
     "Usage: shoald --state DIR [options]\n"
@@ -89,6 +94,14 @@ static const char usage[] =
     "                         JOB_ID USER EVENT MAIL_USER STATE (without it,\n"
     "                         jobs asking for mail are refused)\n"
     "  --keep-finished DUR    finished jobs stay in memory (default 7d)\n"
+    "  --keep-output DUR      remove an ended job's output this long after\n"
+    "                         its last write (default 0: keep it)\n"
+    "  --keep-output-size SIZE  ...and the oldest ended jobs' output while\n"
+    "                         all output is over SIZE (default 0: no cap)\n"
+    "  --keep-history DUR     remove jobs from the store (history, usage)\n"
+    "                         this long after they ended (default 0: keep;\n"
+    "                         at least --keep-finished)\n"
+    "  --retention-interval DUR  between two retention passes (10m)\n"
     "  --idle-threshold PCT   GPUs under this utilization are idle (5)\n"
     "  --idle-after DUR       ...after this long (default 30m)\n"
     "  --idle-policy P        default for projects: none, warn, cancel,\n"
@@ -125,6 +138,11 @@ static const char usage[] =
     "                         and SIZE per CPU (default: the least a node\n"
     "                         has per CPU, or per GPU if it has more GPUs)\n"
     "  --debug LIST           debug logs for components (api,jobs,...|all)\n"
+    "  --config FILE          read options from FILE (default\n"
+    "                         " SHOALD_CONFIG "): `key = value`\n"
+    "                         lines, each key an option's long name;\n"
+    "                         options given here override the file's\n"
+    "  --check-config         check the file and options, then exit\n"
     "  -h, --help             show this help\n"
     "\n"
     "On start it writes DIR/url; a new cluster also gets DIR/admin.token and\n"
@@ -143,48 +161,56 @@ static int parse_timeout(const char *field, const char *s, int *seconds,
     return 0;
 }
 
-static int parse_args(int argc, char **argv, struct shoald_config *cfg)
+/* Every option; each is also a key of the configuration file (config.h). */
+static const struct option opts[] = {
+    {"state", required_argument, NULL, 's'},
+    {"listen", required_argument, NULL, 'l'},
+    {"port", required_argument, NULL, 'p'},
+    {"store", required_argument, NULL, 'S'},
+    {"advertise-url", required_argument, NULL, 'U'},
+    {"admin-user", required_argument, NULL, 'a'},
+    {"tls-cert", required_argument, NULL, 'c'},
+    {"tls-key", required_argument, NULL, 'k'},
+    {"max-body", required_argument, NULL, 'b'},
+    {"max-conns-per-address", required_argument, NULL, 'C'},
+    {"request-timeout", required_argument, NULL, 'T'},
+    {"keepalive-timeout", required_argument, NULL, 'E'},
+    {"heartbeat-timeout", required_argument, NULL, 't'},
+    {"kill-grace", required_argument, NULL, 'g'},
+    {"keep-finished", required_argument, NULL, 'K'},
+    {"keep-output", required_argument, NULL, 1201},
+    {"keep-output-size", required_argument, NULL, 1202},
+    {"keep-history", required_argument, NULL, 1203},
+    {"retention-interval", required_argument, NULL, 1204},
+    {"max-pending-per-user", required_argument, NULL, 1101},
+    {"request-deadline", required_argument, NULL, 1102},
+    {"mail-program", required_argument, NULL, 1005},
+    {"idle-threshold", required_argument, NULL, 'I'},
+    {"idle-after", required_argument, NULL, 'A'},
+    {"idle-policy", required_argument, NULL, 'P'},
+    {"reslice-on-demand", no_argument, NULL, 'R'},
+    {"reslice-hold", required_argument, NULL, 'r'},
+    {"policy", required_argument, NULL, 'Y'},
+    {"las-levels", required_argument, NULL, 'L'},
+    {"las-quantum", required_argument, NULL, 'Q'},
+    {"las-hold", required_argument, NULL, 1001},
+    {"las-starve-factor", required_argument, NULL, 1002},
+    {"las-starve-max", required_argument, NULL, 1003},
+    {"las-hold-gpus", required_argument, NULL, 1004},
+    {"leader-lease", required_argument, NULL, 1010},
+    {"default-cpus-per-gpu", required_argument, NULL, 1011},
+    {"default-mem-per-gpu", required_argument, NULL, 1012},
+    {"default-cpus", required_argument, NULL, 1013},
+    {"default-mem-per-cpu", required_argument, NULL, 1014},
+    {"debug", required_argument, NULL, 'd'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+/* ca: where each option came from, for errors. */
+static int parse_args(int argc, char **argv, struct shoald_config *cfg,
+                      const struct config_args *ca)
 {
-    static const struct option opts[] = {
-        {"state", required_argument, NULL, 's'},
-        {"listen", required_argument, NULL, 'l'},
-        {"port", required_argument, NULL, 'p'},
-        {"store", required_argument, NULL, 'S'},
-        {"advertise-url", required_argument, NULL, 'U'},
-        {"admin-user", required_argument, NULL, 'a'},
-        {"tls-cert", required_argument, NULL, 'c'},
-        {"tls-key", required_argument, NULL, 'k'},
-        {"max-body", required_argument, NULL, 'b'},
-        {"max-conns-per-address", required_argument, NULL, 'C'},
-        {"max-pending-per-user", required_argument, NULL, 1101},
-        {"request-deadline", required_argument, NULL, 1102},
-        {"request-timeout", required_argument, NULL, 'T'},
-        {"keepalive-timeout", required_argument, NULL, 'E'},
-        {"heartbeat-timeout", required_argument, NULL, 't'},
-        {"kill-grace", required_argument, NULL, 'g'},
-        {"mail-program", required_argument, NULL, 1005},
-        {"keep-finished", required_argument, NULL, 'K'},
-        {"idle-threshold", required_argument, NULL, 'I'},
-        {"idle-after", required_argument, NULL, 'A'},
-        {"idle-policy", required_argument, NULL, 'P'},
-        {"reslice-on-demand", no_argument, NULL, 'R'},
-        {"reslice-hold", required_argument, NULL, 'r'},
-        {"policy", required_argument, NULL, 'Y'},
-        {"las-levels", required_argument, NULL, 'L'},
-        {"las-quantum", required_argument, NULL, 'Q'},
-        {"las-hold", required_argument, NULL, 1001},
-        {"las-starve-factor", required_argument, NULL, 1002},
-        {"las-starve-max", required_argument, NULL, 1003},
-        {"las-hold-gpus", required_argument, NULL, 1004},
-        {"leader-lease", required_argument, NULL, 1010},
-        {"default-cpus-per-gpu", required_argument, NULL, 1011},
-        {"default-mem-per-gpu", required_argument, NULL, 1012},
-        {"default-cpus", required_argument, NULL, 1013},
-        {"default-mem-per-cpu", required_argument, NULL, 1014},
-        {"debug", required_argument, NULL, 'd'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     struct sh_error err;
     int64_t v;
     uint64_t size;
@@ -408,6 +434,30 @@ static int parse_args(int argc, char **argv, struct shoald_config *cfg)
                            &cfg->default_mem_per_cpu, &err) < 0)
                 goto bad;
             break;
+        case 1201: /* --keep-output */
+        case 1203: /* --keep-history */
+        case 1204: /* --retention-interval */
+            if (parse_duration(c == 1201   ? "--keep-output"
+                               : c == 1203 ? "--keep-history"
+                                           : "--retention-interval",
+                               optarg, &v, &err) < 0)
+                goto bad;
+            if (c == 1204 && v == 0) {
+                sh_errorf(&err, SH_EINVAL,
+                          "--retention-interval must be at least 1s");
+                goto bad;
+            }
+            *(c == 1201   ? &cfg->keep_output_ms
+              : c == 1203 ? &cfg->keep_history_ms
+                          : &cfg->retention_interval_ms) = v * 1000;
+            break;
+        case 1202:
+            if (strcmp(optarg, "0") == 0)
+                cfg->keep_output_size = 0;
+            else if (parse_size("--keep-output-size", optarg,
+                                &cfg->keep_output_size, &err) < 0)
+                goto bad;
+            break;
         case 'h':
             fputs(usage, stdout);
             exit(0);
@@ -424,6 +474,13 @@ static int parse_args(int argc, char **argv, struct shoald_config *cfg)
         fprintf(stderr, "shoald: --state DIR is required\n%s", usage);
         return -1;
     }
+    if (cfg->keep_history_ms > 0 &&
+        cfg->keep_history_ms < cfg->keep_finished_ms) {
+        fprintf(stderr, "shoald: --keep-history must be at least "
+                        "--keep-finished (default 7d): jobs in memory "
+                        "keep their record\n");
+        return -1;
+    }
     if ((cfg->las_levels || cfg->las_quantum_ms >= 0 || cfg->las_hold_ms >= 0 ||
          cfg->las_starve_factor >= 0 || cfg->las_starve_max_ms >= 0 ||
          cfg->las_hold_gpus >= 0) &&
@@ -435,7 +492,7 @@ static int parse_args(int argc, char **argv, struct shoald_config *cfg)
     }
     return 0;
 bad:
-    fprintf(stderr, "shoald: %s\n", err.msg);
+    fprintf(stderr, "shoald: %s%s\n", config_where(ca, optind - 1), err.msg);
     return -1;
 }
 
@@ -501,6 +558,31 @@ static int lock_state(const char *dir, struct sh_error *err)
     return fd; /* kept open until exit */
 }
 
+/* The URL clients and agents reach this controller at, for DIR/url and the
+ * logs: --advertise-url when given; on a wildcard listen address (0.0.0.0,
+ * ::) the host's name, since the wildcard reaches nothing; else the listen
+ * address (an IPv6 one in brackets). */
+static void reachable_url(struct shoald *d, char *out, size_t size)
+{
+    const char *scheme = d->cfg.tls_cert ? "https" : "http";
+    const char *addr = d->cfg.listen_addr;
+    char host[256];
+    if (d->cfg.advertise_url) {
+        snprintf(out, size, "%s", d->cfg.advertise_url);
+        return;
+    }
+    if (strcmp(addr, "0.0.0.0") == 0 || strcmp(addr, "::") == 0 ||
+        strcmp(addr, "[::]") == 0 || !addr[0]) {
+        if (gethostname(host, sizeof(host)) < 0 || !host[0])
+            snprintf(host, sizeof(host), "localhost");
+        host[sizeof(host) - 1] = '\0';
+        addr = host;
+    }
+    bool bracket = strchr(addr, ':') && addr[0] != '[';
+    snprintf(out, size, "%s://%s%s%s:%d", scheme, bracket ? "[" : "", addr,
+             bracket ? "]" : "", api_port(d->api));
+}
+
 /* Everything but the cluster's state, which only the leader loads
  * (ha_start). */
 static int setup(struct shoald *d, char *store_url, size_t url_size,
@@ -531,9 +613,7 @@ static int setup(struct shoald *d, char *store_url, size_t url_size,
     d->api = api_create(d, api_routes, err);
     if (!d->api)
         return -1;
-    snprintf(d->url, sizeof(d->url), "%s://%s:%d",
-             d->cfg.tls_cert ? "https" : "http", d->cfg.listen_addr,
-             api_port(d->api));
+    reachable_url(d, d->url, sizeof(d->url));
     char line[320];
     snprintf(line, sizeof(line), "%s\n", d->url);
     return state_write_file(d->cfg.state_dir, "url", line, 0644, err);
@@ -551,6 +631,9 @@ static int setup(struct shoald *d, char *store_url, size_t url_size,
  *                                             (cluster_tick)
  *   5. a scheduling pass is asked for when the engine's full pass is due
  *      or a gated job's --begin came          (cluster_tick)
+ *   6. ended jobs' output and history past --keep-output(-size) and
+ *      --keep-history are removed, every --retention-interval
+ *                                             (retention_tick)
  * Other timers are their modules' own: ha.c's leadership tick, logs.c's
  * expiry of held log reads. */
 #define SHOALD_CRON_MS 500
@@ -566,7 +649,18 @@ static int64_t shoald_cron(struct loop *loop, void *arg)
     api_agent_expire_polls(d, false);
     slices_reslice_tick(d);
     cluster_tick(d, now);
+    retention_tick(d, now);
     return SHOALD_CRON_MS;
+}
+
+/* WATCHDOG=1 from the event loop: a controller stuck in a pass or a
+ * commit misses it and systemd restarts it (WatchdogSec=). */
+static int64_t on_watchdog(struct loop *loop, void *arg)
+{
+    (void)loop;
+    (void)arg;
+    service_watchdog();
+    return service_watchdog_interval_ms();
 }
 
 static int signals_setup(struct shoald *d, struct sh_error *err)
@@ -586,6 +680,7 @@ static int signals_setup(struct shoald *d, struct sh_error *err)
 static void teardown(struct shoald *d)
 {
     struct sh_error err;
+    service_stopping();
     /* Held requests are answered first: MHD stops only without suspended
      * connections. New requests are refused from now on (d->stopping). */
     d->stopping = true;
@@ -648,13 +743,27 @@ int main(int argc, char **argv)
     d.cfg.las_starve_max_ms = -1;
     d.cfg.las_hold_gpus = -1;
     d.cfg.keep_finished_ms = 7LL * 24 * 3600 * 1000;
+    d.cfg.retention_interval_ms = 10LL * 60 * 1000;
     d.cfg.idle_threshold_pct = 5;
     d.cfg.idle_after_ms = 30LL * 60 * 1000;
     d.cfg.idle_policy = ACCT_IDLE_WARN;
     d.cfg.reslice_hold_ms = 60000;
     d.cfg.leader_lease_ms = STORE_LEADER_LEASE_MS;
-    if (parse_args(argc, argv, &d.cfg) < 0)
+    struct config_args ca;
+    if (config_load(SHOALD_CONFIG, opts, argc, argv, &ca, &err) < 0) {
+        fprintf(stderr, "shoald: %s\n", err.msg);
         return 2;
+    }
+    if (parse_args(ca.argc, ca.argv, &d.cfg, &ca) < 0) {
+        config_args_free(&ca);
+        return 2;
+    }
+    if (ca.check_only) {
+        printf("shoald: configuration %s%s is valid\n",
+               ca.path ? "in " : "(options only)", ca.path ? ca.path : "");
+        config_args_free(&ca);
+        return 0;
+    }
     int rc = 1;
     if (setup(&d, store_url, sizeof(store_url), &err) < 0 ||
         ha_start(&d, api_port(d.api), argc, argv, &err) < 0 ||
@@ -667,8 +776,19 @@ int main(int argc, char **argv)
         sh_log(LOG_ERR, "main", "cannot start the controller's cron");
         goto out;
     }
+    int64_t watchdog_ms = service_watchdog_interval_ms();
+    if (watchdog_ms > 0 &&
+        loop_add_timer(d.loop, watchdog_ms, on_watchdog, &d) < 0) {
+        sh_log(LOG_ERR, "main", "cannot start the watchdog's timer");
+        goto out;
+    }
+    if (service_managed() && !service_supported())
+        sh_log(LOG_WARNING, "main",
+               "started by a service manager, but built without libsystemd: "
+               "it is not told when this controller is ready");
     sh_log(LOG_NOTICE, "main", "listening on %s state=%s", d.url,
            d.cfg.state_dir);
+    service_ready(d.url);
     if (loop_run(d.loop, &err) < 0) {
         sh_log(LOG_ERR, "main", "%s", err.msg);
         goto out;
@@ -676,5 +796,7 @@ int main(int argc, char **argv)
     rc = 0;
 out:
     teardown(&d);
-    return ha_finish(&d, rc);
+    rc = ha_finish(&d, rc);
+    config_args_free(&ca);
+    return rc;
 }

@@ -94,5 +94,6 @@ const struct api_route api_routes[] = {
     {"POST", "/v1/secrets", api_secrets_create, API_ACCESS_USER},
     {"GET", "/v1/secrets/{}", api_secrets_show, API_ACCESS_USER},
     {"DELETE", "/v1/secrets/{}", api_secrets_delete, API_ACCESS_USER},
+    {"POST", "/v1/admin/backup", api_admin_backup, API_ACCESS_ADMIN},
     {NULL, NULL, NULL, API_ACCESS_PUBLIC},
 };

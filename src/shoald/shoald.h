@@ -48,31 +48,35 @@ struct shoald_config {
     const char *admin_user;    /* first cluster admin, created at init */
     const char *tls_cert;      /* PEM files; both NULL = plain HTTP */
     const char *tls_key;
-    size_t max_body;           /* bytes of one request body */
-    int max_conns_per_address; /* open connections from one IP; 0 = any */
-    int max_pending_per_user;  /* pending jobs one user may have; 0 = any */
-    int request_timeout_s;     /* silence allowed before a whole request */
-    int keepalive_timeout_s;   /* ...and after one with a valid token */
-    int request_deadline_s;    /* a whole request after its request line;
+    size_t max_body;               /* bytes of one request body */
+    int max_conns_per_address;     /* open connections from one IP; 0 = any */
+    int max_pending_per_user;      /* pending jobs one user may have; 0 = any */
+    int request_timeout_s;         /* silence allowed before a whole request */
+    int keepalive_timeout_s;       /* ...and after one with a valid token */
+    int request_deadline_s;        /* a whole request after its request line;
                                   0 = none */
-    int heartbeat_timeout_s;   /* a node without heartbeats is down after */
-    int64_t keep_finished_ms;  /* finished jobs stay in memory this long */
-    int kill_grace_s;          /* SIGTERM to SIGKILL on cancel/timeout */
-    const char *mail_program;  /* --mail-program: run for --mail-type
+    int heartbeat_timeout_s;       /* a node without heartbeats is down after */
+    int64_t keep_finished_ms;      /* finished jobs stay in memory this long */
+    int64_t keep_output_ms;        /* retention.h: 0 = output kept forever */
+    uint64_t keep_output_size;     /* ...bytes of all output; 0 = no cap */
+    int64_t keep_history_ms;       /* ...the store's jobs; 0 = forever */
+    int64_t retention_interval_ms; /* between retention passes */
+    int kill_grace_s;              /* SIGTERM to SIGKILL on cancel/timeout */
+    const char *mail_program;      /* --mail-program: run for --mail-type
                                   events (notify.h); NULL = none */
-    int idle_threshold_pct;    /* a job's GPUs all under this are idle... */
-    int64_t idle_after_ms;     /* ...when it lasts this long */
-    int idle_policy;           /* enum acct_idle_policy: the default */
-    bool reslice_on_demand;    /* re-slice idle GPUs for waiting jobs */
-    int64_t reslice_hold_ms;   /* a re-sliced GPU is left alone this long */
-    int64_t leader_lease_ms;   /* HA: a silent leader is taken over after */
-    int policy;                /* enum sched_policy: the queue order */
-    const char *las_levels;    /* --las-levels as given; NULL = default */
-    int64_t las_quantum_ms;    /* -1 = the engine's default */
-    int64_t las_hold_ms;       /* -1 = the engine's default */
-    int64_t las_starve_factor; /* -1 = the engine's default */
-    int64_t las_starve_max_ms; /* -1 = the engine's default */
-    int64_t las_hold_gpus;     /* -1 = the engine's default */
+    int idle_threshold_pct;        /* a job's GPUs all under this are idle... */
+    int64_t idle_after_ms;         /* ...when it lasts this long */
+    int idle_policy;               /* enum acct_idle_policy: the default */
+    bool reslice_on_demand;        /* re-slice idle GPUs for waiting jobs */
+    int64_t reslice_hold_ms;       /* a re-sliced GPU is left alone this long */
+    int64_t leader_lease_ms;       /* HA: a silent leader is taken over after */
+    int policy;                    /* enum sched_policy: the queue order */
+    const char *las_levels;        /* --las-levels as given; NULL = default */
+    int64_t las_quantum_ms;        /* -1 = the engine's default */
+    int64_t las_hold_ms;           /* -1 = the engine's default */
+    int64_t las_starve_factor;     /* -1 = the engine's default */
+    int64_t las_starve_max_ms;     /* -1 = the engine's default */
+    int64_t las_hold_gpus;         /* -1 = the engine's default */
     /* Jobs' host CPUs and memory when they ask none (resources.c); 0 =
      * from the nodes' shares. */
     int default_cpus_per_gpu;
@@ -99,6 +103,7 @@ struct shoald {
     struct partitions *partitions; /* partitions and QOS (Slurm's -p, --qos) */
     struct secrets *secrets;       /* e.g. volumes' credentials, sealed */
     struct ha *ha;                 /* leader or follower (ha.h) */
+    struct retention *retention;   /* output and history pruning */
     char url[300];                 /* the URL clients use */
     char cluster_id[33];           /* random hex, made once (state.c) */
     bool stopping;

@@ -21,6 +21,7 @@
 #include "shoald/logs.h"
 #include "shoald/nodetab.h"
 #include "shoald/partitions.h"
+#include "shoald/retention.h"
 #include "shoald/secrets.h"
 #include "shoald/slices.h"
 #include "shoald/state.h"
@@ -81,6 +82,9 @@ int shoald_create(struct shoald *d, struct sh_error *err)
     d->partitions = partitions_create(err);
     if (!d->partitions)
         return -1;
+    d->retention = retention_create(err);
+    if (!d->retention)
+        return -1;
     d->secrets = secrets_create(d->cfg.state_dir, err);
     if (!d->secrets)
         return -1;
@@ -106,6 +110,8 @@ void shoald_destroy(struct shoald *d)
     tenancy_destroy(d->tenancy);
     volumes_destroy(d->volumes);
     partitions_destroy(d->partitions);
+    retention_destroy(d->retention);
+    d->retention = NULL;
     secrets_destroy(d->secrets);
     slices_destroy(d->slices);
     steps_destroy(d->steps);

@@ -243,6 +243,33 @@ int store_max_job_id(struct store *st, uint64_t *out, struct sh_error *err)
     return st->ops->max_job_id(st, out, err);
 }
 
+const char *store_backend(const struct store *st)
+{
+    return st->ops->name;
+}
+
+int store_prune_jobs(struct store *st, int64_t before_ms, int max, int *pruned,
+                     struct sh_error *err)
+{
+    *pruned = 0;
+    return st->ops->prune_jobs(st, before_ms, max, pruned, err);
+}
+
+int store_count_jobs(struct store *st, uint64_t *out, struct sh_error *err)
+{
+    return st->ops->count_jobs(st, out, err);
+}
+
+int store_backup(struct store *st, const char *path, struct sh_error *err)
+{
+    if (!st->ops->backup)
+        return sh_errorf(err, SH_EINVAL,
+                         "the %s store has no file to copy: use its own "
+                         "backup tool",
+                         st->ops->name);
+    return st->ops->backup(st, path, err);
+}
+
 bool store_has_leadership(const struct store *st)
 {
     return st->ops->leader_try != NULL;

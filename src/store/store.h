@@ -129,6 +129,24 @@ int store_load_objects(struct store *st, const char *kind, store_object_f cb,
 /* The largest job id ever stored, 0 when none. */
 int store_max_job_id(struct store *st, uint64_t *out, struct sh_error *err);
 
+/* Retention (--keep-history): delete at most max jobs that ended before
+ * before_ms (the oldest first), outside any batch: called between commits
+ * only (commit_dirty false), by the leader. *pruned: how many went. */
+int store_prune_jobs(struct store *st, int64_t before_ms, int max, int *pruned,
+                     struct sh_error *err);
+
+/* How many jobs the store holds (the history kept). */
+int store_count_jobs(struct store *st, uint64_t *out, struct sh_error *err);
+
+/* The backend's name: "sqlite", "postgresql" (or "fault"). */
+const char *store_backend(const struct store *st);
+
+/* A consistent copy of the whole store, taken while it is in use, into
+ * path, which must not exist or be an empty file (SQLite: VACUUM INTO; a
+ * database of its own that shoald opens as it is). SH_EINVAL on a backend
+ * without a file (PostgreSQL: pg_dump is its tool). */
+int store_backup(struct store *st, const char *path, struct sh_error *err);
+
 /* ---- leadership (HA; PostgreSQL only) ----
  * A store that supports it lets several controllers share one database with
  * exactly one leader. SQLite: always leader, epoch 1, nothing to check. */

@@ -70,6 +70,25 @@ static int fault_max_job_id(struct store *st, uint64_t *out,
     PASS(max_job_id, out, err);
 }
 
+static int fault_prune_jobs(struct store *st, int64_t before_ms, int max,
+                            int *pruned, struct sh_error *err)
+{
+    PASS(prune_jobs, before_ms, max, pruned, err);
+}
+
+static int fault_count_jobs(struct store *st, uint64_t *out,
+                            struct sh_error *err)
+{
+    PASS(count_jobs, out, err);
+}
+
+static int fault_backup(struct store *st, const char *path,
+                        struct sh_error *err)
+{
+    struct store_fault *f = (struct store_fault *)st;
+    return store_backup(f->inner, path, err);
+}
+
 static int fault_leader_try(struct store *st, const char *my_url,
                             uint64_t *epoch, char *leader_url,
                             size_t leader_url_size, struct sh_error *err)
@@ -94,6 +113,9 @@ static const struct store_ops fault_ops = {
     .scan_jobs = fault_scan_jobs,
     .load_objects = fault_load_objects,
     .max_job_id = fault_max_job_id,
+    .backup = fault_backup,
+    .prune_jobs = fault_prune_jobs,
+    .count_jobs = fault_count_jobs,
 };
 
 /* The fault store leads exactly when the store it wraps does. */
@@ -106,6 +128,9 @@ static const struct store_ops fault_leader_ops = {
     .scan_jobs = fault_scan_jobs,
     .load_objects = fault_load_objects,
     .max_job_id = fault_max_job_id,
+    .backup = fault_backup,
+    .prune_jobs = fault_prune_jobs,
+    .count_jobs = fault_count_jobs,
     .leader_try = fault_leader_try,
     .leader_check = fault_leader_check,
 };

@@ -50,6 +50,12 @@ struct store_ops {
     int (*load_objects)(struct store *st, const char *kind, store_object_f cb,
                         void *arg, struct sh_error *err);
     int (*max_job_id)(struct store *st, uint64_t *out, struct sh_error *err);
+    /* A consistent copy into the empty file path (store.h); NULL in a
+     * backend without one. */
+    int (*backup)(struct store *st, const char *path, struct sh_error *err);
+    int (*prune_jobs)(struct store *st, int64_t before_ms, int max, int *pruned,
+                      struct sh_error *err);
+    int (*count_jobs)(struct store *st, uint64_t *out, struct sh_error *err);
     /* Leadership; NULL in a backend without it (one controller per
      * database, always leader). */
     int (*leader_try)(struct store *st, const char *my_url, uint64_t *epoch,

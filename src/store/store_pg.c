@@ -34,7 +34,7 @@
 #include "lib/util/strbuf.h"
 #include "store/store_impl.h"
 
-#define SCHEMA_VERSION 1
+#define SCHEMA_VERSION 2 /* as store_sqlite.c's */
 /* The advisory lock keys ("shoal" in ASCII, and one more for migrations).
  * Advisory locks are per database, so clusters in separate databases of
  * one server do not meet. */
@@ -78,6 +78,8 @@ static const char schema_sql[] =
     "  gpu_seconds double precision NOT NULL,"
     "  record json NOT NULL);"
     "CREATE INDEX IF NOT EXISTS jobs_end ON jobs(end_ms);"
+    /* 2: usage and history scan jobs by start time (store_sqlite.c). */
+    "CREATE INDEX IF NOT EXISTS jobs_start ON jobs(start_ms);"
     "CREATE TABLE IF NOT EXISTS objects ("
     "  kind text NOT NULL, key text NOT NULL, record json NOT NULL,"
     "  PRIMARY KEY (kind, key));"
@@ -777,6 +779,55 @@ static int pg_max_job_id(struct store *st, uint64_t *out, struct sh_error *err)
                       max_id_row, out, NULL, err);
 }
 
+/* Retention, between commits: one transaction, fenced as commits are. */
+static int pg_prune_jobs(struct store *st, int64_t before_ms, int max,
+                         int *pruned, struct sh_error *err)
+{
+    struct store_pg *s = (struct store_pg *)st;
+    commit_settle(s);
+    if (s->commit != COMMIT_NONE)
+        return sh_errorf(err, SH_EUNAVAILABLE, "store: a commit is under way");
+    if (s->fenced && s->epoch == 0)
+        return sh_errorf(err, SH_ECONFLICT,
+                         "store: not the leader; changes are refused");
+    if (ensure_conn(s, err) < 0)
+        return -1;
+    char sql[300];
+    if (exec_simple(s, &s->conn, "BEGIN", err, "prune jobs") < 0)
+        return -1;
+    if (s->fenced) {
+        snprintf(sql, sizeof(sql), "SELECT shoal_fence(%" PRIu64 ")", s->epoch);
+        if (exec_simple(s, &s->conn, sql, err, "prune jobs") < 0)
+            goto fail;
+    }
+    snprintf(sql, sizeof(sql),
+             "DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE "
+             "end_ms > 0 AND end_ms < %lld ORDER BY end_ms LIMIT %d)",
+             (long long)before_ms, max);
+    PGresult *r = PQexec(s->conn, sql);
+    if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+        pg_fail(s, &s->conn, r, err, "prune jobs");
+        PQclear(r);
+        goto fail;
+    }
+    *pruned = atoi(PQcmdTuples(r));
+    PQclear(r);
+    return exec_simple(s, &s->conn, "COMMIT", err, "prune jobs");
+fail:
+    if (s->conn)
+        PQclear(PQexec(s->conn, "ROLLBACK"));
+    *pruned = 0;
+    return -1;
+}
+
+static int pg_count_jobs(struct store *st, uint64_t *out, struct sh_error *err)
+{
+    struct store_pg *s = (struct store_pg *)st;
+    *out = 0;
+    return query_rows(s, "SELECT COUNT(*) FROM jobs", 0, NULL, max_id_row, out,
+                      NULL, err);
+}
+
 /* ---- leadership ---- */
 
 /* Run sql with at most one parameter on the leadership connection and
@@ -967,6 +1018,8 @@ static const struct store_ops pg_ops = {
     .scan_jobs = pg_scan_jobs,
     .load_objects = pg_load_objects,
     .max_job_id = pg_max_job_id,
+    .prune_jobs = pg_prune_jobs,
+    .count_jobs = pg_count_jobs,
     .leader_try = pg_leader_try,
     .leader_check = pg_leader_check,
 };
@@ -1006,7 +1059,9 @@ static int migrate(struct store_pg *s, struct sh_error *err)
         goto fail;
     }
     if (version < SCHEMA_VERSION) {
-        /* Version 1 is the first: there is nothing older to migrate. */
+        /* Every step is in schema_sql, idempotent (IF NOT EXISTS): running
+         * it brings any older version up. pg_dump is the copy to keep
+         * before an upgrade (doc/ops.md). */
         char sql[sizeof(schema_sql) + 128];
         snprintf(sql, sizeof(sql),
                  "%sDELETE FROM shoal_schema; "

@@ -9,11 +9,30 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "lib/util/log.h"
 #include "store/store_impl.h"
 
-#define SCHEMA_VERSION 1
+/* The schema's version, kept in meta.schema_version. Version 1 is the
+ * tables of `schema` below; each later version is a step of `migrations`
+ * on top of them. A release that changes the schema adds a step and
+ * raises this: a controller opening an older store copies the file first
+ * (<file>.schema-<old version>, which an older shoald still opens) and
+ * runs the missing steps in one transaction; a newer store is refused. */
+#define SCHEMA_VERSION 2
+
+struct migration {
+    int to;          /* the version the step makes */
+    const char *sql; /* what it runs */
+};
+
+static const struct migration migrations[] = {
+    /* 2: usage and history read jobs by start time over a window
+     * (store_scan_jobs); retention deletes them by end time (jobs_end). */
+    {2, "CREATE INDEX IF NOT EXISTS jobs_start ON jobs(start_ms);"},
+};
 
 struct store_sqlite {
     struct store base; /* must be first */
@@ -285,6 +304,56 @@ static int sqlite_max_job_id(struct store *st, uint64_t *out,
     return rc == SQLITE_ROW ? 0 : db_error(s, err, "read max id");
 }
 
+/* VACUUM INTO: a consistent snapshot of the committed state (a read
+ * transaction) written as a compact database of its own. */
+static int sqlite_backup(struct store *st, const char *path,
+                         struct sh_error *err)
+{
+    struct store_sqlite *s = (struct store_sqlite *)st;
+    char *sql = sqlite3_mprintf("VACUUM INTO '%q'", path);
+    if (!sql)
+        return sh_errorf(err, SH_EINTERNAL, "out of memory");
+    int rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
+    sqlite3_free(sql);
+    if (rc != SQLITE_OK)
+        return sh_errorf(err, SH_EUNAVAILABLE, "store: copy to %s: %s", path,
+                         sqlite3_errmsg(s->db));
+    return 0;
+}
+
+static int sqlite_prune_jobs(struct store *st, int64_t before_ms, int max,
+                             int *pruned, struct sh_error *err)
+{
+    struct store_sqlite *s = (struct store_sqlite *)st;
+    sqlite3_stmt *q;
+    if (prepare(s,
+                "DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE "
+                "end_ms > 0 AND end_ms < ? ORDER BY end_ms LIMIT ?)",
+                &q, err) < 0)
+        return -1;
+    sqlite3_bind_int64(q, 1, before_ms);
+    sqlite3_bind_int(q, 2, max);
+    int rc = sqlite3_step(q);
+    sqlite3_finalize(q);
+    if (rc != SQLITE_DONE)
+        return db_error(s, err, "prune jobs");
+    *pruned = sqlite3_changes(s->db);
+    return 0;
+}
+
+static int sqlite_count_jobs(struct store *st, uint64_t *out,
+                             struct sh_error *err)
+{
+    struct store_sqlite *s = (struct store_sqlite *)st;
+    sqlite3_stmt *q;
+    if (prepare(s, "SELECT COUNT(*) FROM jobs", &q, err) < 0)
+        return -1;
+    int rc = sqlite3_step(q);
+    *out = rc == SQLITE_ROW ? (uint64_t)sqlite3_column_int64(q, 0) : 0;
+    sqlite3_finalize(q);
+    return rc == SQLITE_ROW ? 0 : db_error(s, err, "count jobs");
+}
+
 static const struct store_ops sqlite_ops = {
     .name = "sqlite",
     .close = sqlite_close,
@@ -294,31 +363,95 @@ static const struct store_ops sqlite_ops = {
     .scan_jobs = sqlite_scan_jobs,
     .load_objects = sqlite_load_objects,
     .max_job_id = sqlite_max_job_id,
+    .backup = sqlite_backup,
+    .prune_jobs = sqlite_prune_jobs,
+    .count_jobs = sqlite_count_jobs,
 };
 
-static int check_schema(struct store_sqlite *s, struct sh_error *err)
+static int schema_version(struct store_sqlite *s, int *version,
+                          struct sh_error *err)
 {
     sqlite3_stmt *q;
     if (prepare(s, "SELECT value FROM meta WHERE key = 'schema_version'", &q,
                 err) < 0)
         return -1;
-    int version = 0;
+    *version = 0;
     if (sqlite3_step(q) == SQLITE_ROW)
-        version = sqlite3_column_int(q, 0);
+        *version = sqlite3_column_int(q, 0);
     sqlite3_finalize(q);
-    if (version == 0) {
-        if (sqlite3_exec(s->db,
-                         "INSERT INTO meta VALUES ('schema_version', '1')",
-                         NULL, NULL, NULL) != SQLITE_OK)
-            return db_error(s, err, "write schema version");
-        return 0;
-    }
+    return 0;
+}
+
+/* A copy of the store before its migration, <path>.schema-<version> (with
+ * the time after it when that exists): an operator who goes back to the
+ * older release opens it instead. */
+static int copy_before_migration(struct store_sqlite *s, const char *path,
+                                 int version, char *copy, size_t size,
+                                 struct sh_error *err)
+{
+    snprintf(copy, size, "%s.schema-%d", path, version);
+    if (access(copy, F_OK) == 0)
+        snprintf(copy, size, "%s.schema-%d.%lld", path, version,
+                 (long long)time(NULL));
+    char *sql = sqlite3_mprintf("VACUUM INTO '%q'", copy);
+    if (!sql)
+        return sh_errorf(err, SH_EINTERNAL, "out of memory");
+    int rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
+    sqlite3_free(sql);
+    if (rc != SQLITE_OK)
+        return db_error(s, err, "copy the store before its migration");
+    return 0;
+}
+
+/* Brings the store to SCHEMA_VERSION (see there). A new store (no version
+ * yet, no jobs) is made at version 1 and stepped up without a copy. */
+static int migrate(struct store_sqlite *s, const char *path,
+                   struct sh_error *err)
+{
+    int version;
+    if (schema_version(s, &version, err) < 0)
+        return -1;
     if (version > SCHEMA_VERSION)
         return sh_errorf(err, SH_EINVAL,
                          "store: the database has schema version %d, newer "
                          "than this shoald understands (%d)",
                          version, SCHEMA_VERSION);
+    if (version == SCHEMA_VERSION)
+        return 0;
+    char copy[4200] = "";
+    if (version > 0 &&
+        copy_before_migration(s, path, version, copy, sizeof(copy), err) < 0)
+        return -1;
+    int from = version;
+    if (sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+        return db_error(s, err, "migrate the schema");
+    if (version == 0)
+        version = 1;
+    for (size_t i = 0; i < sizeof(migrations) / sizeof(migrations[0]); i++) {
+        if (migrations[i].to <= version)
+            continue;
+        if (sqlite3_exec(s->db, migrations[i].sql, NULL, NULL, NULL) !=
+            SQLITE_OK)
+            goto fail;
+        version = migrations[i].to;
+    }
+    char *sql = sqlite3_mprintf(
+        "INSERT OR REPLACE INTO meta VALUES ('schema_version', '%d')", version);
+    int rc = sql ? sqlite3_exec(s->db, sql, NULL, NULL, NULL) : SQLITE_NOMEM;
+    sqlite3_free(sql);
+    if (rc != SQLITE_OK ||
+        sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+        goto fail;
+    if (from > 0)
+        sh_log(LOG_NOTICE, "store",
+               "migrated %s from schema version %d to %d (the old store is "
+               "kept as %s)",
+               path, from, version, copy);
     return 0;
+fail:
+    db_error(s, err, "migrate the schema");
+    sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    return -1;
 }
 
 /* The database and its -wal and -shm files hold every job's environment
@@ -379,7 +512,7 @@ struct store *store_sqlite_open(const char *path, struct sh_error *err)
         db_error(s, err, path);
         goto error;
     }
-    if (check_schema(s, err) < 0 ||
+    if (migrate(s, path, err) < 0 ||
         prepare(s,
                 "INSERT OR REPLACE INTO jobs (id, state, user, project, "
                 "submit_ms, start_ms, end_ms, gpu_seconds, record) "
