@@ -98,10 +98,7 @@ setup() {
     [ -f "${CTR_IMG_DIR:-/nonexistent}/busybox.tar" ] ||
         skip "the test image could not be built: $(tail -3 "$BATS_FILE_TMPDIR/img.log")"
     IMG="oci-archive:$CTR_IMG_DIR/busybox.tar"
-    if ! id "$CUSER" >/dev/null 2>&1; then
-        useradd -M -d /tmp -s /bin/sh -u 23457 "$CUSER" 2>/dev/null ||
-            useradd -M -d /tmp -s /bin/sh "$CUSER"
-    fi
+    test_user "$CUSER" 23457
 }
 
 teardown() {
