@@ -51,12 +51,16 @@ SERIAL="
 # The longest files first (measured with --timing on the reference
 # machine), then every other file in name order.
 SLOW_FIRST="
+051-access.bats
 098-containers.bats
-040-agents.bats
-050-tenancy.bats
-096-ha.bats
-020-durability.bats
+081-security-api.bats
+070-slices.bats
 097-pg-outage.bats
+080-security-agent.bats
+065-placement.bats
+050-tenancy.bats
+040-agents.bats
+061-deps-hold.bats
 "
 
 # Files run on PostgreSQL by make test, and why each (the rest: --full).
@@ -133,12 +137,15 @@ listed() { names "$2" | grep -qxF -- "$1"; }
 system_files() {
     local f all
     all=$(cd tests/system && ls -1 -- *.bats)
-    if [ "$1" = pg ] && [ "$full" != 1 ]; then
-        for f in $all; do listed "$f" "$PG_FILES" && echo "$f"; done
-        return 0
-    fi
-    for f in $(names "$SLOW_FIRST"); do echo "$all" | grep -qxF -- "$f" && echo "$f"; done
-    for f in $all; do listed "$f" "$SLOW_FIRST" || echo "$f"; done
+    {
+        for f in $(names "$SLOW_FIRST"); do echo "$all" | grep -xF -- "$f" || true; done
+        for f in $all; do listed "$f" "$SLOW_FIRST" || echo "$f"; done
+    } | while read -r f; do
+        if [ "$1" = pg ] && [ "$full" != 1 ] && ! listed "$f" "$PG_FILES"; then
+            continue
+        fi
+        echo "$f"
+    done
 }
 
 failed=
