@@ -223,6 +223,7 @@ echo x > /data/ro 2>/dev/null || echo data=ro; echo w > /tmp/w && echo tmp=rw'
     pid=$(cat "$out/pid")
     kill -0 "$pid"
     [ "$(stat -c %u /proc/$pid)" = "$(id -u "$CUSER")" ]
+    pgrep -f "crun.*--root=$SHOAL_TEST_DIR/.*shoal-$id\.0" >/dev/null
     shoal cancel "$id"
     wait_job_state "$id" cancelled 30
     wait_for 20 sh -c "! kill -0 $pid"
