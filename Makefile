@@ -2,7 +2,10 @@
 # Convenience targets around Meson. The two a newcomer needs:
 #   make up     install what is missing, build, start a local cluster
 #   make test   the whole test suite, normally (on SQLite, and the system
-#               tests again on PostgreSQL) and under ASan+UBSan
+#               tests that exercise the store again on PostgreSQL) and under
+#               ASan+UBSan; system test files run 4 at a time
+#               (SHOAL_TEST_JOBS=N to change, SHOAL_TEST_FULL=1 for every
+#               file on PostgreSQL, as CI does; see scripts/test.sh)
 # make fuzz runs every libFuzzer target for a minute (scripts/fuzz.sh).
 # make bench runs every benchmark and prints its figures (bench/run-all.sh):
 # bench-sched and bench-sim, then submit.sh and drain.sh, which start their

@@ -22,7 +22,8 @@ set -eu
 # (tests/system/099-metrics.bats); its server is not used. chromium,
 # chromium-driver and python3-selenium run the dashboard's browser test
 # (tests/system/069-dashboard.bats) through WebDriver: Debian packages of
-# one version together, nothing from npm.
+# one version together, nothing from npm. parallel (GNU parallel) lets bats
+# run the system test files side by side (scripts/test.sh, bats --jobs).
 PACKAGES="
 build-essential
 clang
@@ -39,6 +40,7 @@ libsodium-dev
 uthash-dev
 libcriterion-dev
 bats
+parallel
 jq
 bc
 curl

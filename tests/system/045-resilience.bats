@@ -136,7 +136,9 @@ PY
     wait_job_state "$id" completed 60
     run shoal logs "$id"
     echo "$output"
-    [[ "$output" == *"rank 0 on $(netns_ip 1) met rank 1 from $(netns_ip 2)"* ]]
+    # Rank 0 on either host (the engine's pick), rank 1 on the other.
+    [[ "$output" == *"rank 0 on $(netns_ip 1) met rank 1 from $(netns_ip 2)"* ]] ||
+        [[ "$output" == *"rank 0 on $(netns_ip 2) met rank 1 from $(netns_ip 1)"* ]]
     # Host 2 drops off the network, then comes back.
     netns_link 2 down
     wait_for 20 sh -c "curl -sf -H 'Authorization: Bearer $SHOAL_TOKEN' $SHOAL_URL/v1/nodes | jq -e '.nodes[] | select(.name == \"node2\" and .state == \"down\")'"

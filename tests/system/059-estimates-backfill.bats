@@ -35,7 +35,9 @@ reason_has() { job_field "$1" .reason | grep -q "$2"; }
     [ -n "$(job_field "$d" .estimated_start)" ]
     job_field "$c" .estimate | grep -q "^no estimate: "
     shoal show "$c" | grep -q "estimated start: *no estimate: "
-    shoal cancel "$a" "$b" "$c" "$d" "$e" >/dev/null
+    # The pending ones first: cancelling a or b first lets c or d start,
+    # and end before their turn to be cancelled.
+    shoal cancel "$c" "$d" "$e" "$a" "$b" >/dev/null
 }
 
 @test "est-002 backfill with quotas: a blocked borrower's reservation is not jumped" {

@@ -164,10 +164,7 @@ SCRIPT
 @test "pl-008 an output path the job's user may not write fails the job; root never follows its link" {
     [ "$(id -u)" = 0 ] || skip "needs root: the agent must switch users"
     u=shoalattk
-    if ! id "$u" >/dev/null 2>&1; then
-        useradd -M -d /tmp -s /bin/sh -u 23456 "$u" 2>/dev/null ||
-            useradd -M -d /tmp -s /bin/sh "$u"
-    fi
+    test_user "$u" 23456
     [ "$(id -u "$u")" -ge 1000 ] || skip "$u has a system uid"
     shoal_cluster_start 1 2
     chmod 0711 "$SHOAL_TEST_DIR"

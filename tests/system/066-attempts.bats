@@ -79,6 +79,10 @@ logs_have() { shoal logs "${@:3}" "$1" | grep -q "$2"; }
     "$SHOAL_CLI" logs -f "$j" >"$SHOAL_TEST_DIR/f.out" 2>"$SHOAL_TEST_DIR/f.err" &
     follower=$!
     record_pid "$follower"
+    # Requeued once the follower has attempt 0's output: before that, it
+    # would start on attempt 1 (as it should) and the test would not see
+    # it cross from one attempt into the next.
+    wait_for 20 grep -q "run 0" "$SHOAL_TEST_DIR/f.out"
     shoal requeue "$j" >/dev/null
     rc=0
     wait "$follower" || rc=$?

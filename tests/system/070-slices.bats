@@ -60,18 +60,21 @@ reason_matches() { job_field "$1" .reason | grep -qE -- "$2"; }
     [ "$(wc -l <"$SHOAL_TEST_DIR/sl")" -eq 7 ]
     grep -q '^MIG-' "$SHOAL_TEST_DIR/sl"
     [ "$(echo "$output" | jq -r '.[0].gpus[0].slices[0].profile')" = 1g.10gb ]
+    # The seven hold their slices until the gate file appears.
+    gate="$SHOAL_TEST_DIR/gate"
     ids=""
     for i in $(seq 7); do
-        ids="$ids $(submit --slice 1g.10gb -- sh -c 'echo $CUDA_VISIBLE_DEVICES; sleep 4')"
+        ids="$ids $(submit --slice 1g.10gb -- sh -c "echo \$CUDA_VISIBLE_DEVICES; until [ -e $gate ]; do sleep 0.1; done")"
     done
     eighth=$(submit --slice 1g.10gb -- true)
     for id in $ids; do wait_job_state "$id" running; done
+    wait_job_reason "$eighth" 1g.10gb
     [ "$(job_state "$eighth")" = pending ]
-    job_field "$eighth" .reason | grep -q 1g.10gb
     # A whole-GPU job takes the whole GPU, never the sliced one.
     whole=$(submit --gpus 1 -- sh -c 'echo $CUDA_VISIBLE_DEVICES')
     wait_job_state "$whole" completed
     [ "$(job_field "$whole" '.placement[0].gpus[0]')" = "$(shoal nodes --json | jq -r '.[0].gpus[1].uuid')" ]
+    touch "$gate"
     for id in $ids; do wait_job_state "$id" completed 30; done
     for id in $ids; do shoal logs "$id"; done | sort -u >"$SHOAL_TEST_DIR/used"
     cmp "$SHOAL_TEST_DIR/sl" "$SHOAL_TEST_DIR/used"
@@ -83,7 +86,8 @@ reason_matches() { job_field "$1" .reason | grep -qE -- "$2"; }
 
 @test "sl-003 a GPU with running jobs is re-sliced after they end" {
     shoal_cluster_start 1 1 A100-80GB
-    busy=$(submit --gpus 1 -- sleep 3)
+    gate="$SHOAL_TEST_DIR/gate" # the busy job runs until it appears
+    busy=$(submit --gpus 1 -- sh -c "until [ -e $gate ]; do sleep 0.1; done")
     wait_job_state "$busy" running
     shoal slice apply node1 all-3g.40gb
     [ "$(plan_state node1 0)" = waiting ]
@@ -92,6 +96,7 @@ reason_matches() { job_field "$1" .reason | grep -qE -- "$2"; }
     other=$(submit --gpus 1 -- true)
     wait_for 10 reason_matches "$other" '^resources:'
     [ "$(job_state "$other")" = pending ]
+    touch "$gate"
     wait_job_state "$busy" completed
     wait_for 20 plan_state_is node1 0 applied
     [ "$(shoal nodes --json | jq '.[0].gpus[0].slices | length')" -eq 2 ]
@@ -128,12 +133,14 @@ reason_matches() { job_field "$1" .reason | grep -qE -- "$2"; }
     run shoal slice show
     [[ "$output" == *unfenced* ]]
     uuid=$(shoal nodes --json | jq -r '.[0].gpus[0].uuid')
+    gate="$SHOAL_TEST_DIR/gate" # pa's jobs run until it appears
     a=""
-    for i in 1 2 3; do a="$a $(submit --project pa --slice shared -- sh -c 'echo $CUDA_VISIBLE_DEVICES; sleep 3')"; done
+    for i in 1 2 3; do a="$a $(submit --project pa --slice shared -- sh -c "echo \$CUDA_VISIBLE_DEVICES; until [ -e $gate ]; do sleep 0.1; done")"; done
     b=$(submit --project pb --slice shared -- true)
     for id in $a; do wait_job_state "$id" running; done
     wait_for 10 reason_matches "$b" '^resources: needs a shared slice'
     [ "$(job_state "$b")" = pending ]
+    touch "$gate"
     for id in $a; do wait_job_state "$id" completed 30; done
     for id in $a; do [ "$(shoal logs "$id")" = "$uuid" ]; done
     wait_job_state "$b" completed 30

@@ -26,13 +26,9 @@ ATTACKER=shoalattk
 
 setup() {
     [ "$(id -u)" = 0 ] || skip "needs root: the agent must switch users"
-    if ! id "$ATTACKER" >/dev/null 2>&1; then
-        useradd --system --no-create-home --home-dir /tmp \
-            --shell /bin/sh "$ATTACKER" 2>/dev/null ||
-            useradd -M -d /tmp -s /bin/sh "$ATTACKER"
-    fi
-    # A regular account (uid >= 1000) is what the attack needs; useradd
-    # --system would give a low uid, so move it up when it did.
+    test_user "$ATTACKER" 23456
+    # A regular account (uid >= 1000) is what the attack needs; an account
+    # made earlier as a system one has a low uid: move it up.
     if [ "$(id -u "$ATTACKER")" -lt 1000 ]; then
         usermod -u 23456 "$ATTACKER"
     fi

@@ -129,10 +129,8 @@ reclaim() { own=$(submit --project owner --gpus 3 -- true); }
 @test "pre-003 under a root agent a job of another user reads its deadline and cannot change it" {
     [ "$(id -u)" = 0 ] || skip "needs root: the agent must switch users"
     local u=shoalpre
-    if ! id "$u" >/dev/null 2>&1; then
-        useradd -M -d /tmp -s /bin/sh "$u"
-    fi
-    [ "$(id -u "$u")" -ge 1000 ] || usermod -u 23457 "$u"
+    test_user "$u" 23458
+    [ "$(id -u "$u")" -ge 1000 ] || usermod -u 23458 "$u"
     cluster_with_quotas
     chmod 0711 "$SHOAL_TEST_DIR" # the job's user reaches its run folder
     API_TOKEN=$SHOAL_TOKEN api POST /v1/users "{\"name\":\"$u\"}"

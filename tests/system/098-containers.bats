@@ -119,10 +119,7 @@ setup() {
     [ -f "${CTR_IMG_DIR:-/nonexistent}/busybox.tar" ] ||
         skip "the test image could not be built: $(tail -3 "$BATS_FILE_TMPDIR/img.log")"
     IMG="oci-archive:$CTR_IMG_DIR/busybox.tar"
-    if ! id "$CUSER" >/dev/null 2>&1; then
-        useradd -M -d /tmp -s /bin/sh -u 23457 "$CUSER" 2>/dev/null ||
-            useradd -M -d /tmp -s /bin/sh "$CUSER"
-    fi
+    test_user "$CUSER" 23457
 }
 
 teardown() {
@@ -247,11 +244,13 @@ echo x > /data/ro 2>/dev/null || echo data=ro; echo w > /tmp/w && echo tmp=rw'
     pid=$(cat "$out/pid")
     kill -0 "$pid"
     [ "$(stat -c %u /proc/$pid)" = "$(id -u "$CUSER")" ]
+    pgrep -f "crun.*--root=$SHOAL_TEST_DIR/.*shoal-$id\.0" >/dev/null
     shoal cancel "$id"
     wait_job_state "$id" cancelled 30
     wait_for 20 sh -c "! kill -0 $pid"
-    # Nothing of the container is left on the node.
-    if pgrep -f "crun.*shoal-$id\.0" >/dev/null; then false; fi
+    # Nothing of the container is left on the node (crun's --root is in
+    # the run's folder: another test's job of the same id is not this one).
+    if pgrep -f "crun.*--root=$SHOAL_TEST_DIR/.*shoal-$id\.0" >/dev/null; then false; fi
 }
 
 @test "ctr-006 a 2-node job in the image gets the rendezvous env, ranks share the image" {

@@ -45,6 +45,22 @@ shoal_tmp_init() {
 
 record_pid() { echo "$1" >>"$SHOAL_TEST_DIR/pids"; }
 
+# test_user NAME [UID]: the local account NAME (no home folder: /tmp, shell
+# /bin/sh) for tests of jobs run as another user, made unless it exists,
+# with UID when that is free. Files run in parallel (scripts/test.sh) may
+# make the same account at once: the one that loses the race finds it made.
+test_user() {
+    local name=$1 uid=${2:-}
+    id "$name" >/dev/null 2>&1 && return 0
+    if [ -n "$uid" ] && useradd -M -d /tmp -s /bin/sh -u "$uid" "$name" 2>/dev/null; then
+        return 0
+    fi
+    useradd -M -d /tmp -s /bin/sh "$name" 2>/dev/null || id "$name" >/dev/null 2>&1 || {
+        echo "could not make the account $name" >&2
+        return 1
+    }
+}
+
 health_ok() { curl -sf "$SHOAL_URL/v1/health" >/dev/null; }
 
 # ---- the store: SQLite (default) or PostgreSQL ----
