@@ -20,7 +20,7 @@ case "$secs" in
 esac
 build=${FUZZ_BUILD:-build-fuzz}
 targets="job_spec user_body project_body volume_body trace_csv cluster_spec parse_size
-parse_duration script_directives config"
+parse_duration script_directives config partition_body"
 
 if [ ! -f "$build/build.ninja" ]; then
     if ! command -v clang >/dev/null 2>&1; then
