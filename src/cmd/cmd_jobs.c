@@ -745,7 +745,7 @@ static int cancel_matching(const char *user, const char *name,
                            const char *project, const char **ids, int nids)
 {
     char path[1024], enc[300];
-    snprintf(path, sizeof(path), "/v1/jobs?limit=%d&", QUEUE_LIMIT_MAX);
+    path[0] = '\0';
     client_urlencode(state ? state : "pending,running", enc, sizeof(enc));
     snprintf(path + strlen(path), sizeof(path) - strlen(path), "state=%s", enc);
     if (user) {
@@ -759,11 +759,32 @@ static int cancel_matching(const char *user, const char *name,
                  "&project=%s", enc);
     }
     struct client *c = cmd_connect();
-    json_t *ans = cmd_call(c, "GET", path, NULL);
+    /* Every match first, a page at a time (the controller bounds a
+     * page), then the cancels: a cancel changes no later page. */
+    json_t *all = json_array();
+    long long after = 0;
+    for (bool more = true; more && all;) {
+        char page[1200];
+        snprintf(page, sizeof(page), "/v1/jobs?limit=%d&after=%lld&%s",
+                 QUEUE_JSON_PAGE, after, path);
+        json_t *ans = cmd_call(c, "GET", page, NULL);
+        json_t *jobs = json_object_get(ans, "jobs");
+        size_t k;
+        json_t *jk;
+        json_array_foreach (jobs, k, jk) {
+            json_array_append(all, jk);
+            after = num(jk, "id");
+        }
+        more = json_integer_value(json_object_get(ans, "more")) > 0 &&
+               json_array_size(jobs) > 0;
+        json_decref(ans);
+    }
+    if (!all)
+        die("out of memory");
     int failed = 0, done = 0;
     size_t i;
     json_t *j;
-    json_array_foreach (json_object_get(ans, "jobs"), i, j) {
+    json_array_foreach (all, i, j) {
         const char *jn = str(j, "name"), *jp = str(j, "partition");
         if ((name && (!jn || strcmp(jn, name) != 0)) ||
             (partition && (!jp || strcmp(jp, partition) != 0)) ||
@@ -788,7 +809,7 @@ static int cancel_matching(const char *user, const char *name,
     }
     if (!done && !failed)
         printf("no job matches\n");
-    json_decref(ans);
+    json_decref(all);
     client_destroy(c);
     return failed ? 1 : 0;
 }

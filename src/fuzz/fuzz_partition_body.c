@@ -8,6 +8,7 @@
  * or is refused, never overflows.
  */
 #include <jansson.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "fuzz/fuzz.h"

@@ -68,6 +68,21 @@ static int total_per_node(const struct shoald *d, int total)
     return total / nn;
 }
 
+/* A slice's part of its GPU's memory share, by its profile's name: MIG's
+ * "Ng.*" N of the GPU's 7 compute slices, a time-slice "shared/N" one N-th,
+ * any other ("shared": any time-slice) an eighth, so that as many slices
+ * as a GPU holds take about its share, never several GPUs'. */
+static uint64_t slice_share(const char *profile, uint64_t per_gpu)
+{
+    unsigned n = 0;
+    char rest;
+    if (sscanf(profile, "%ug.%c", &n, &rest) == 2 && n >= 1 && n <= 7)
+        return per_gpu * n / 7;
+    if (sscanf(profile, "shared/%u", &n) == 1 && n >= 1 && n <= 64)
+        return per_gpu / n;
+    return per_gpu / 8;
+}
+
 void resources_defaults(const struct shoald *d, struct job_spec *spec)
 {
     if (spec->cpus > 0 && spec->mem > 0)
@@ -93,7 +108,7 @@ void resources_defaults(const struct shoald *d, struct job_spec *spec)
                                : spec->gpus_per_node;
     if (spec->slice) {
         if (spec->mem == 0)
-            spec->mem = sh.mem_per_gpu / 4 / MIB * MIB;
+            spec->mem = slice_share(spec->slice, sh.mem_per_gpu) / MIB * MIB;
         return;
     }
     if (spec->cpus == 0)

@@ -17,8 +17,9 @@ struct shoald;
 /* Fill the spec's cpus and mem (per node) where it gives none, from the
  * controller's defaults or, where an admin set none, from the nodes: per
  * GPU the least a node has per GPU (its CPUs or memory over its GPUs; no
- * CPUs where a node has fewer CPUs than GPUs); a slice a quarter of a
- * GPU's memory and no CPUs; a job without GPUs --default-cpus (none
+ * CPUs where a node has fewer CPUs than GPUs); a slice its part of a
+ * GPU's memory (N/7 for a MIG "Ng.*" profile, 1/N for "shared/N", else
+ * 1/8) and no CPUs; a job without GPUs --default-cpus (none
  * unless set) and per CPU (at least one) --default-mem-per-cpu or the
  * least memory a node has per CPU (per GPU, where it has more GPUs). */
 void resources_defaults(const struct shoald *d, struct job_spec *spec);

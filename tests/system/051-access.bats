@@ -48,7 +48,7 @@ as() {
 
 snapshot() {
     local out=""
-    for p in /v1/teams /v1/projects /v1/users '/v1/jobs?limit=100000' /v1/nodes; do
+    for p in /v1/teams /v1/projects /v1/users '/v1/jobs?limit=10000' /v1/nodes; do
         as "$ADMIN" GET "$p"
         out+="$body"
     done

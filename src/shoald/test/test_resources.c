@@ -138,3 +138,27 @@ Test(resources, a_request_no_node_holds_is_refused_with_the_largest)
     s.cpus = 2;
     cr_assert_eq(resources_check(&d, &s, &err), 0);
 }
+
+/* Slices take their part of a GPU's share, so that the slices one GPU
+ * holds take about one GPU's share of the node, never seven quarters. */
+Test(resources, a_slice_takes_its_part_of_a_gpus_share)
+{
+    add_node("a", 16, 56 * GIB, 2); /* 28G per GPU */
+    struct job_spec s = gpu_job(1);
+    s.slice = "1g.10gb";
+    resources_defaults(&d, &s);
+    cr_assert_eq(s.mem, 4 * GIB, "1/7 of 28G");
+    cr_assert_eq(s.cpus, 0);
+    s = gpu_job(1);
+    s.slice = "3g.40gb";
+    resources_defaults(&d, &s);
+    cr_assert_eq(s.mem, 12 * GIB, "3/7 of 28G");
+    s = gpu_job(1);
+    s.slice = "shared/4";
+    resources_defaults(&d, &s);
+    cr_assert_eq(s.mem, 7 * GIB);
+    s = gpu_job(1);
+    s.slice = "shared";
+    resources_defaults(&d, &s);
+    cr_assert_eq(s.mem, 28 * GIB / 8 / (1 << 20) * (1 << 20));
+}
