@@ -182,8 +182,10 @@ static int mirror_skeleton(int d, int t)
 }
 
 /* Bind every entry of d (but links) on its skeleton in t, with what is
- * mounted beneath it. An entry that went away in between is left out. */
-static int mirror_bind(int d, int t)
+ * mounted beneath it. An entry that went away in between is left out, and
+ * so is one named skip (the mount path's own folder, made in t: an entry
+ * of that name that appeared in d since is never bound over it). */
+static int mirror_bind(int d, int t, const char *skip)
 {
     int dup_d = openat(d, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     DIR *dir = dup_d >= 0 ? fdopendir(dup_d) : NULL;
@@ -195,7 +197,8 @@ static int mirror_bind(int d, int t)
     struct dirent *e;
     int rc = 0;
     while (rc == 0 && (e = readdir(dir))) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
+            strcmp(e->d_name, skip) == 0)
             continue;
         int src = openat(d, e->d_name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
         int dst = openat(t, e->d_name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
@@ -219,11 +222,16 @@ static int mirror_bind(int d, int t)
 }
 
 /* Lay a tmpfs over folder d in this (the job's) mount namespace, with
- * d's owner and mode and d's entries bound in it; scratch (a folder of
- * the agent's) holds the tmpfs while it is filled. The tmpfs's root (an
- * O_PATH fd), or -1 with errno. d being "/", the tmpfs becomes this
- * process's root (chroot), which the job's tasks inherit. */
-static int underlay(int d, const char *scratch)
+ * d's owner and mode and d's entries bound in it, and folder first (the
+ * first component of the mount path that d lacks) made in it, root's,
+ * 0755; scratch (a folder of the agent's) holds the tmpfs while it is
+ * filled. first is made before anything is bound: a name first that
+ * appeared in d since the user's walk (a link or a folder the user
+ * planted) makes it fail with EEXIST rather than have anything done to
+ * what that name reaches. The tmpfs's root (an O_PATH fd), or -1 with
+ * errno. d being "/", the tmpfs becomes this process's root (chroot),
+ * which the job's tasks inherit. */
+static int underlay(int d, const char *scratch, const char *first)
 {
     struct stat st, root;
     if (fstat(d, &st) < 0 || stat("/", &root) < 0)
@@ -250,9 +258,9 @@ static int underlay(int d, const char *scratch)
     fd_path(d, dpath, sizeof(dpath));
     /* Moved before the binds: a bind of the folder holding scratch would
      * otherwise take the tmpfs along. */
-    if (t < 0 || mirror_skeleton(rd, t) < 0 ||
+    if (t < 0 || mirror_skeleton(rd, t) < 0 || mkdirat(t, first, 0755) < 0 ||
         mount(scratch, is_root ? "/" : dpath, NULL, MS_MOVE, NULL) < 0 ||
-        mirror_bind(rd, t) < 0 ||
+        mirror_bind(rd, t, first) < 0 ||
         (is_root && (fchdir(t) < 0 || chroot(".") < 0 || chdir("/") < 0))) {
         int e = errno;
         umount2(scratch, MNT_DETACH);
@@ -284,8 +292,13 @@ static int open_target(const char *name, const char *path,
                      err == ENOTDIR ? " (a link is never followed)" : "");
     }
     if (aux % 2) {
-        /* Missing, and not the user's to make: made in the job's view. */
-        int t = underlay(dir, mu->scratch);
+        /* Missing, and not the user's to make: made in the job's view, on
+         * a tmpfs of its own where every folder made is new (a name that
+         * is there already fails) and stays root's, 0755: nothing is
+         * given to the user, and the leaf is covered by the volume. */
+        char first[256];
+        snprintf(first, sizeof(first), "%.*s", (int)strcspn(rest, "/"), rest);
+        int t = underlay(dir, mu->scratch, first);
         int e = errno;
         close(dir);
         if (t == -2)
@@ -298,22 +311,29 @@ static int open_target(const char *name, const char *path,
         if (t < 0)
             return failf(why, size,
                          "volume %s: cannot make mount path %s in the job's "
-                         "view: %s",
-                         name, path, strerror(e));
+                         "view: %s%s",
+                         name, path, strerror(e),
+                         e == EEXIST ? " (it appeared while being made)" : "");
         dir = t;
         const char *p = rest;
         for (;;) {
             size_t n = strcspn(p, "/");
             char comp[256];
             snprintf(comp, sizeof(comp), "%.*s", (int)n, p);
+            /* The first one underlay made. */
+            if (p != rest && mkdirat(dir, comp, 0755) < 0) {
+                int e2 = errno;
+                close(dir);
+                return failf(why, size,
+                             "volume %s: cannot make mount path %s in the "
+                             "job's view: %s",
+                             name, path, strerror(e2));
+            }
             if (p[n] == '\0') {
                 rest = p;
                 break;
             }
-            int next = -1;
-            if ((mkdirat(dir, comp, 0755) == 0 || errno == EEXIST) &&
-                fchownat(dir, comp, mu->uid, mu->gid, AT_SYMLINK_NOFOLLOW) == 0)
-                next = openat(dir, comp,
+            int next = openat(dir, comp,
                               O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
             int e2 = errno;
             close(dir);
@@ -327,15 +347,6 @@ static int open_target(const char *name, const char *path,
             while (*p == '/')
                 p++;
         }
-        if (mkdirat(dir, rest, 0755) < 0 && errno != EEXIST) {
-            int e2 = errno;
-            close(dir);
-            return failf(
-                why, size,
-                "volume %s: cannot make mount path %s in the job's view: %s",
-                name, path, strerror(e2));
-        }
-        fchownat(dir, rest, mu->uid, mu->gid, AT_SYMLINK_NOFOLLOW);
     }
     int t = openat(dir, rest, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (t < 0) {
@@ -493,10 +504,15 @@ int mounts_enter(const json_t *mounts, const char *stages_dir,
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
         return failf(why, size, "cannot make the job's mounts private: %s",
                      strerror(errno));
+    /* What is made in the job's view is 0755 whatever the shim's umask. */
+    mode_t mask = umask(022);
     json_array_foreach (mounts, i, m) {
-        if (bind_volume(m, sources[i], mu, why, size) < 0)
+        if (bind_volume(m, sources[i], mu, why, size) < 0) {
+            umask(mask);
             return -1;
+        }
     }
+    umask(mask);
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
         return failf(why, size, "cannot set no_new_privs: %s", strerror(errno));
     return 0;

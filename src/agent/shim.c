@@ -390,8 +390,6 @@ static int mount_volumes(struct shim *s)
                            .groups = s->groups,
                            .ngroups = s->ngroups};
     struct mount_user mu = {.creds = s->switch_user ? &u : NULL,
-                            .uid = s->uid,
-                            .gid = s->gid,
                             .scratch = s->dir};
     if (mounts_enter(json_object_get(s->launch, "mounts"), stages,
                      key ? key + 1 : s->dir, &mu, why, sizeof(why)) < 0)

@@ -16,7 +16,7 @@
 #   sec-011 a job's volume mount path makes nothing on the node: not in
 #           another user's private home (the answer does not tell what is
 #           there), not under root's /srv, nothing left after the job
-#           (issue 27, item 2)
+#           (issue 27, item 2); what is made in the job's view is root's
 # Items 4 and 5 (the API's answers to bad input and idle connections) are
 # in 081-security-api.bats.
 
@@ -392,9 +392,12 @@ EOF
     top="/shoal-sec011-$$"
     [ ! -e "$srv" ] && [ ! -e "$top" ]
     id=$(submit --user "$ATTACKER" -D /tmp -v "data:$srv/d" -v "data:$top" -- \
-        sh -c "cat $srv/d/hello.txt $top/hello.txt; ls -d /tmp /proc/self; sleep 1000")
+        sh -c "cat $srv/d/hello.txt $top/hello.txt; stat -c 'made %u %a' $srv; ls -d /tmp /proc/self; sleep 1000")
     wait_job_state "$id" running
     wait_for 20 sh -c "$SHOAL_CLI logs $id | grep -q /proc/self"
+    # What was made in the job's view is root's, not the user's: a chown
+    # there could reach a file of the node bound in its place.
+    shoal logs "$id" | grep -qx "made 0 755"
     [ ! -e "$srv" ] && [ ! -e "$top" ]
     shoal cancel "$id"
     wait_job_state "$id" cancelled
