@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent/tools.h"
 #include "lib/model/job_container.h"
 #include "lib/util/log.h"
 
@@ -121,7 +122,7 @@ int image_tool_run(char *const argv[], struct tool_run *r, tool_tick_f tick,
                 _exit(126);
             }
         }
-        execvp(argv[0], argv);
+        tools_exec(argv, NULL);
         dprintf(2, "cannot run %s: %s\n", argv[0], strerror(errno));
         _exit(127);
     }

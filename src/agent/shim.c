@@ -30,6 +30,7 @@
 #include "agent/cgroup.h"
 #include "agent/mounts.h"
 #include "agent/shim_ctr.h"
+#include "agent/tools.h"
 #include "lib/model/job.h"
 #include "lib/util/clock.h"
 #include "lib/util/file.h"
@@ -391,6 +392,9 @@ static int mount_volumes(struct shim *s)
                            .ngroups = s->ngroups};
     struct mount_user mu = {.creds = s->switch_user ? &u : NULL,
                             .scratch = s->dir};
+    /* Root's tools are found now, before anything covers a folder of
+     * PATH: the image's pull and crun run in the job's namespace. */
+    tools_pin(NULL);
     if (mounts_enter(json_object_get(s->launch, "mounts"), stages,
                      key ? key + 1 : s->dir, &mu, why, sizeof(why)) < 0)
         return fail_start(s, "%s", why);
@@ -700,8 +704,9 @@ static int task_main(void *arg)
         /* crun makes the GPUs' device nodes under its umask: 0 keeps
          * their 0666 (the config gives the job 022). */
         umask(0);
-        /* crun is found where the agent finds its tools. */
-        exec_on_path(ts->argv, crun_env, getenv("PATH"));
+        /* crun as pinned in the node's namespace (tools.h), never looked
+         * up in the job's, where a volume may cover a folder of PATH. */
+        tools_exec(ts->argv, crun_env);
         e = errno;
         task_say("shoal: cannot run crun: %s\n", task_strerror(e));
         errno = e;
