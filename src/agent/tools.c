@@ -66,6 +66,15 @@ void tools_pin(const char *path)
     pinned = true;
 }
 
+int tools_fd(const char *name)
+{
+    for (size_t i = 0; i < NTOOLS; i++) {
+        if (strcmp(name, tool_names[i]) == 0)
+            return tool_fd[i];
+    }
+    return -1;
+}
+
 void tools_exec(char *const argv[], char *const envp[])
 {
     if (!envp)
@@ -74,11 +83,7 @@ void tools_exec(char *const argv[], char *const envp[])
         execvpe(argv[0], argv, envp);
         return;
     }
-    int fd = -1;
-    for (size_t i = 0; i < NTOOLS; i++) {
-        if (strcmp(argv[0], tool_names[i]) == 0)
-            fd = tool_fd[i];
-    }
+    int fd = tools_fd(argv[0]);
     if (fd < 0) {
         errno = ENOENT;
         return;

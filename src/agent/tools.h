@@ -22,6 +22,10 @@ void tools_pin(const char *path);
 /* Give the pins back: tools run through PATH again (the agent). */
 void tools_unpin(void);
 
+/* The descriptor pinned for tool name, or -1 (not pinned, not found): a
+ * child that closes its descriptors before it runs the tool keeps it. */
+int tools_fd(const char *name);
+
 /* Run argv[0] (a tool's name) with envp (NULL: this process's): once
  * pinned, the file pinned for that name (ENOENT for another name or a
  * tool not found), else looked up on PATH as execvp does. Returns only on

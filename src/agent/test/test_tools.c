@@ -23,11 +23,11 @@ static void write_tool(const char *dir, const char *name, const char *says)
     cr_assert_eq(chmod(path, 0755), 0);
 }
 
-static char *run_out(char *name)
+static char *run_out(char *name, const struct tool_as *as)
 {
     char *argv[] = {name, NULL};
     struct tool_run r;
-    cr_assert_eq(image_tool_run(argv, &r, NULL, NULL, NULL), 0);
+    cr_assert_eq(image_tool_run(argv, &r, NULL, NULL, as), 0);
     return r.out;
 }
 
@@ -46,11 +46,17 @@ Test(tools, a_folder_covered_after_the_pin_does_not_supply_the_tool)
     cr_assert_eq(mkdir(bin, 0755), 0);
     write_tool(bin, "umoci", "planted");
     write_tool(bin, "skopeo", "planted");
-    char *out = run_out("umoci");
+    char *out = run_out("umoci", NULL);
+    cr_expect_str_eq(out, "pinned\n");
+    free(out);
+    /* Also from a child that closes its descriptors first (a pull as the
+     * job's user; NULL: as this process). */
+    struct tool_as as = {.user = NULL, .home = dir};
+    out = run_out("umoci", &as);
     cr_expect_str_eq(out, "pinned\n");
     free(out);
     /* Not there when pinned: not run at all, even found now. */
-    out = run_out("skopeo");
+    out = run_out("skopeo", NULL);
     cr_expect_str_eq(out, "");
     free(out);
     char cmd[700];
