@@ -115,8 +115,12 @@ static int walk_fn(void *arg, int *aux, int *err)
 }
 
 /* A view over a folder binds each of its entries: one with more is
- * refused (the job's namespace would hold that many mounts). */
+ * refused (the job's namespace would hold that many mounts), and so is a
+ * job whose views would bind more than JOB_MIRROR_MOUNTS_MAX in all (32
+ * volumes times 4096). Each is checked while the view is made, not only
+ * counted before: the folder may fill meanwhile. */
 #define UNDERLAY_ENTRIES_MAX 4096
+#define JOB_MIRROR_MOUNTS_MAX 8192
 
 static long count_entries(int d)
 {
@@ -136,7 +140,8 @@ static long count_entries(int d)
 
 /* The skeleton of folder d's entries in t: an empty folder for a folder,
  * an empty file for anything else (a bind target), the same link for a
- * link. Owners as in d. */
+ * link. Owners as in d. More than UNDERLAY_ENTRIES_MAX entries: -1 with
+ * EMLINK. */
 static int mirror_skeleton(int d, int t)
 {
     int dup_d = openat(d, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -148,9 +153,14 @@ static int mirror_skeleton(int d, int t)
     }
     struct dirent *e;
     int rc = 0;
+    long seen = 0;
     while (rc == 0 && (e = readdir(dir))) {
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
             continue;
+        if (++seen > UNDERLAY_ENTRIES_MAX) {
+            closedir(dir);
+            return errno = EMLINK, -1;
+        }
         struct stat st;
         if (fstatat(d, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
             continue;
@@ -184,8 +194,9 @@ static int mirror_skeleton(int d, int t)
 /* Bind every entry of d (but links) on its skeleton in t, with what is
  * mounted beneath it. An entry that went away in between is left out, and
  * so is one named skip (the mount path's own folder, made in t: an entry
- * of that name that appeared in d since is never bound over it). */
-static int mirror_bind(int d, int t, const char *skip)
+ * of that name that appeared in d since is never bound over it). *budget
+ * is how many more mounts the job may make: past it, -1 with EDQUOT. */
+static int mirror_bind(int d, int t, const char *skip, long *budget)
 {
     int dup_d = openat(d, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     DIR *dir = dup_d >= 0 ? fdopendir(dup_d) : NULL;
@@ -208,8 +219,12 @@ static int mirror_bind(int d, int t, const char *skip)
             char from[64], to[64];
             fd_path(src, from, sizeof(from));
             fd_path(dst, to, sizeof(to));
-            if (mount(from, to, NULL, MS_BIND | MS_REC, NULL) < 0 &&
-                errno != ENOTDIR && errno != EISDIR)
+            if (*budget <= 0) {
+                errno = EDQUOT;
+                rc = -1;
+            } else if (mount(from, to, NULL, MS_BIND | MS_REC, NULL) == 0)
+                --*budget;
+            else if (errno != ENOTDIR && errno != EISDIR)
                 rc = -1;
         }
         if (src >= 0)
@@ -228,10 +243,12 @@ static int mirror_bind(int d, int t, const char *skip)
  * filled. first is made before anything is bound: a name first that
  * appeared in d since the user's walk (a link or a folder the user
  * planted) makes it fail with EEXIST rather than have anything done to
- * what that name reaches. The tmpfs's root (an O_PATH fd), or -1 with
- * errno. d being "/", the tmpfs becomes this process's root (chroot),
- * which the job's tasks inherit. */
-static int underlay(int d, const char *scratch, const char *first)
+ * what that name reaches. *budget: the mounts the job may still make.
+ * The tmpfs's root (an O_PATH fd), or -1 with errno (EMLINK: d holds
+ * more than UNDERLAY_ENTRIES_MAX entries; EDQUOT: the job's views would
+ * bind more than JOB_MIRROR_MOUNTS_MAX). d being "/", the tmpfs becomes
+ * this process's root (chroot), which the job's tasks inherit. */
+static int underlay(int d, const char *scratch, const char *first, long *budget)
 {
     struct stat st, root;
     if (fstat(d, &st) < 0 || stat("/", &root) < 0)
@@ -240,14 +257,21 @@ static int underlay(int d, const char *scratch, const char *first)
     int rd = openat(d, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (rd < 0)
         return -1;
-    if (count_entries(rd) > UNDERLAY_ENTRIES_MAX) {
+    /* Refused at once when it is plainly too big. */
+    long entries = count_entries(rd);
+    if (entries < 0 || entries > UNDERLAY_ENTRIES_MAX || entries > *budget) {
+        int e = entries < 0                      ? errno
+                : entries > UNDERLAY_ENTRIES_MAX ? EMLINK
+                                                 : EDQUOT;
         close(rd);
-        return errno = EMLINK, -2;
+        return errno = e, -1;
     }
-    char opts[128];
-    snprintf(opts, sizeof(opts), "mode=%o,uid=%u,gid=%u,size=1m",
+    /* Inodes for the skeleton, the tmpfs's root and the folders of a
+     * mount path. */
+    char opts[160];
+    snprintf(opts, sizeof(opts), "mode=%o,uid=%u,gid=%u,size=1m,nr_inodes=%d",
              (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid,
-             (unsigned)st.st_gid);
+             (unsigned)st.st_gid, UNDERLAY_ENTRIES_MAX + JOB_PATH_MAX / 2 + 2);
     if (mount("tmpfs", scratch, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0) {
         int e = errno;
         close(rd);
@@ -260,7 +284,7 @@ static int underlay(int d, const char *scratch, const char *first)
      * otherwise take the tmpfs along. */
     if (t < 0 || mirror_skeleton(rd, t) < 0 || mkdirat(t, first, 0755) < 0 ||
         mount(scratch, is_root ? "/" : dpath, NULL, MS_MOVE, NULL) < 0 ||
-        mirror_bind(rd, t, first) < 0 ||
+        mirror_bind(rd, t, first, budget) < 0 ||
         (is_root && (fchdir(t) < 0 || chroot(".") < 0 || chdir("/") < 0))) {
         int e = errno;
         umount2(scratch, MNT_DETACH);
@@ -276,8 +300,8 @@ static int underlay(int d, const char *scratch, const char *first)
 /* Open the mount point of volume name at path: its folder (*parent), the
  * mount point (*target) and its name (*leaf). */
 static int open_target(const char *name, const char *path,
-                       const struct mount_user *mu, int *parent, int *target,
-                       const char **leaf, char *why, size_t size)
+                       const struct mount_user *mu, long *budget, int *parent,
+                       int *target, const char **leaf, char *why, size_t size)
 {
     struct walk w = {.path = path};
     int aux = 0, err = 0;
@@ -298,16 +322,23 @@ static int open_target(const char *name, const char *path,
          * given to the user, and the leaf is covered by the volume. */
         char first[256];
         snprintf(first, sizeof(first), "%.*s", (int)strcspn(rest, "/"), rest);
-        int t = underlay(dir, mu->scratch, first);
+        int t = underlay(dir, mu->scratch, first, budget);
         int e = errno;
         close(dir);
-        if (t == -2)
+        if (t < 0 && e == EMLINK)
             return failf(why, size,
                          "volume %s: cannot make mount path %s in the job's "
                          "view: the folder it would be made in holds more "
                          "than %d entries; mount it in a folder that exists "
                          "or that you may write",
                          name, path, UNDERLAY_ENTRIES_MAX);
+        if (t < 0 && e == EDQUOT)
+            return failf(why, size,
+                         "volume %s: cannot make mount path %s in the job's "
+                         "view: the job's mount paths would mirror more than "
+                         "%d entries of the folders they are made in; mount "
+                         "them in folders that exist or that you may write",
+                         name, path, JOB_MIRROR_MOUNTS_MAX);
         if (t < 0)
             return failf(why, size,
                          "volume %s: cannot make mount path %s in the job's "
@@ -366,7 +397,8 @@ static int open_target(const char *name, const char *path,
 /* Bind source (a folder of the node: a host volume's path, or a stage)
  * at the mount's path, read-only when it says so. */
 static int bind_volume(const json_t *m, const char *source,
-                       const struct mount_user *mu, char *why, size_t size)
+                       const struct mount_user *mu, long *budget, char *why,
+                       size_t size)
 {
     const char *name = json_string_value(json_object_get(m, "name"));
     const char *path = json_string_value(json_object_get(m, "path"));
@@ -381,7 +413,8 @@ static int bind_volume(const json_t *m, const char *source,
             source, strerror(errno));
     int parent = -1, target = -1;
     const char *leaf = NULL;
-    if (open_target(name, path, mu, &parent, &target, &leaf, why, size) < 0) {
+    if (open_target(name, path, mu, budget, &parent, &target, &leaf, why,
+                    size) < 0) {
         close(src);
         return -1;
     }
@@ -506,8 +539,9 @@ int mounts_enter(const json_t *mounts, const char *stages_dir,
                      strerror(errno));
     /* What is made in the job's view is 0755 whatever the shim's umask. */
     mode_t mask = umask(022);
+    long budget = JOB_MIRROR_MOUNTS_MAX;
     json_array_foreach (mounts, i, m) {
-        if (bind_volume(m, sources[i], mu, why, size) < 0) {
+        if (bind_volume(m, sources[i], mu, &budget, why, size) < 0) {
             umask(mask);
             return -1;
         }

@@ -17,6 +17,8 @@
 #           another user's private home (the answer does not tell what is
 #           there), not under root's /srv, nothing left after the job
 #           (issue 27, item 2); what is made in the job's view is root's
+#   sec-012 a job's mount paths together mirror at most 8192 entries of
+#           the folders they are made in (each of them 4096)
 # Items 4 and 5 (the API's answers to bad input and idle connections) are
 # in 081-security-api.bats.
 
@@ -403,5 +405,28 @@ EOF
     wait_job_state "$id" cancelled
     [ "$(shoal logs "$id" | grep -c 'from the volume')" = 2 ]
     [ ! -e "$srv" ] && [ ! -e "$top" ]
+    health_ok
+}
+
+@test "sec-012 a job's mount paths mirror at most 8192 entries in all" {
+    shoal_cluster_start 1 1
+    open_test_dir
+    share="$SHOAL_TEST_DIR/share"
+    mkdir -p "$share"
+    shoal volume create data --host "$share"
+    # Three root folders of 3000 entries: each within the folder's cap,
+    # 9000 together.
+    for f in big1 big2 big3; do
+        mkdir -m 0755 "$SHOAL_TEST_DIR/$f"
+        (cd "$SHOAL_TEST_DIR/$f" && seq 3000 | xargs touch)
+    done
+    two=$(submit --user "$ATTACKER" -D /tmp -v "data:$SHOAL_TEST_DIR/big1/x" \
+        -v "data:$SHOAL_TEST_DIR/big2/x" -- echo RAN)
+    three=$(submit --user "$ATTACKER" -D /tmp -v "data:$SHOAL_TEST_DIR/big1/x" \
+        -v "data:$SHOAL_TEST_DIR/big2/x" -v "data:$SHOAL_TEST_DIR/big3/x" -- echo RAN)
+    wait_job_state "$two" completed 60
+    wait_job_state "$three" failed 60
+    job_why "$three" | grep -q "mirror more than 8192 entries"
+    for f in big1 big2 big3; do [ ! -e "$SHOAL_TEST_DIR/$f/x" ]; done
     health_ok
 }
