@@ -48,8 +48,8 @@
 #           still reports the digest its image resolved to
 #   ctr-023 in an image, the job opens its GPU's device node read-write
 #           (the host's mode, 0666), `whoami` names its user (a passwd and
-#           group entry), HOME is writable and /sys is read-only
-#           (issue 27, item 9)
+#           group entry), HOME is writable and /sys is read-only, its
+#           submounts too (issue 27, item 9)
 #   ctr-024 an image that unpacks to more than --image-max-size or
 #           --image-max-files fails the job with that reason, and nothing
 #           of it stays in the cache (issue 27, item 4)
@@ -860,6 +860,7 @@ echo "home=$HOME"
 echo "umask=$(umask)"
 echo ok >~/x && echo "homefile=$(cat ~/x)"
 awk '$5 == "/sys" {split($6, o, ","); print "sys=" o[1]}' /proc/self/mountinfo
+awk '$5 ~ "^/sys/" {split($6, o, ","); print "sub=" o[1]}' /proc/self/mountinfo | sort -u
 EOF
     chmod 0644 "$SHOAL_TEST_DIR/probe.sh"
     for u in "$CUSER" "$huser"; do
@@ -879,6 +880,11 @@ EOF
         # crun runs with umask 0 (the device nodes); the job does not.
         echo "$output" | grep -qx "umask=0022"
         echo "$output" | grep -qx "sys=ro"
+        # Its submounts too (the node's cgroup mounts, when it has some).
+        if awk '$5 ~ "^/sys/"' /proc/self/mountinfo | grep -q .; then
+            echo "$output" | grep -qx "sub=ro"
+            if echo "$output" | grep -qx "sub=rw"; then false; fi
+        fi
     done
     # The per-run home was the job's only.
     [ ! -e /nonexistent/shoalctrh ]
