@@ -375,6 +375,25 @@ static int write_script(struct shim *s)
     return 1;
 }
 
+/* The user's groups (s->groups, s->ngroups), for what is opened or made
+ * with the user's rights. A user in more than fit (256) keeps the first
+ * 256, the primary group first, which getgrouplist leaves in the array:
+ * none at all would take away from the walk rights the user has through
+ * every one of them. */
+static void user_groups(struct shim *s)
+{
+    int cap = (int)(sizeof(s->groups) / sizeof(s->groups[0]));
+    s->ngroups = cap;
+    if (getgrouplist(s->user, s->gid, s->groups, &s->ngroups) < 0) {
+        if (s->ngroups > cap) {
+            s->ngroups = cap;
+        } else {
+            s->groups[0] = s->gid;
+            s->ngroups = 1;
+        }
+    }
+}
+
 /* The job's volumes, in a mount namespace of the shim's own that its tasks
  * inherit. */
 static int mount_volumes(struct shim *s)
@@ -383,9 +402,7 @@ static int mount_volumes(struct shim *s)
     const char *stages =
         json_string_value(json_object_get(s->launch, "stages_dir"));
     const char *key = strrchr(s->dir, '/');
-    s->ngroups = (int)(sizeof(s->groups) / sizeof(s->groups[0]));
-    if (getgrouplist(s->user, s->gid, s->groups, &s->ngroups) < 0)
-        s->ngroups = 0;
+    user_groups(s);
     struct user_creds u = {.uid = s->uid,
                            .gid = s->gid,
                            .groups = s->groups,
@@ -412,9 +429,7 @@ static int prepare_container(struct shim *s)
                               key ? key + 1 : s->dir, why, sizeof(why));
     if (!s->ctr)
         return fail_start(s, "%s", why);
-    s->ngroups = (int)(sizeof(s->groups) / sizeof(s->groups[0]));
-    if (getgrouplist(s->user, s->gid, s->groups, &s->ngroups) < 0)
-        s->ngroups = 0;
+    user_groups(s);
     if (shim_ctr_check_mounts(s->ctr, s->uid, s->gid, s->groups, s->ngroups,
                               why, sizeof(why)) < 0)
         return fail_start(s, "%s", why);
