@@ -282,12 +282,25 @@ static int underlay(int d, const char *scratch, const char *first, long *budget)
     fd_path(d, dpath, sizeof(dpath));
     /* Moved before the binds: a bind of the folder holding scratch would
      * otherwise take the tmpfs along. */
-    if (t < 0 || mirror_skeleton(rd, t) < 0 || mkdirat(t, first, 0755) < 0 ||
-        mount(scratch, is_root ? "/" : dpath, NULL, MS_MOVE, NULL) < 0 ||
-        mirror_bind(rd, t, first, budget) < 0 ||
-        (is_root && (fchdir(t) < 0 || chroot(".") < 0 || chdir("/") < 0))) {
+    int rc = t < 0 || mirror_skeleton(rd, t) < 0 || mkdirat(t, first, 0755) < 0
+                 ? -1
+                 : 0;
+    bool moved = false;
+    if (rc == 0) {
+        rc = mount(scratch, is_root ? "/" : dpath, NULL, MS_MOVE, NULL);
+        moved = rc == 0;
+    }
+    if (rc == 0 &&
+        (mirror_bind(rd, t, first, budget) < 0 ||
+         (is_root && (fchdir(t) < 0 || chroot(".") < 0 || chdir("/") < 0))))
+        rc = -1;
+    if (rc < 0) {
         int e = errno;
-        umount2(scratch, MNT_DETACH);
+        /* The tmpfs where it is by then, with what was bound in it: once
+         * moved, scratch names the run folder again, not the tmpfs. */
+        char tpath[64];
+        fd_path(t, tpath, sizeof(tpath));
+        umount2(moved ? tpath : scratch, MNT_DETACH);
         if (t >= 0)
             close(t);
         close(rd);
