@@ -323,10 +323,13 @@ static int open_target(const char *name, const char *path,
     if (dir < 0) {
         char comp[256];
         snprintf(comp, sizeof(comp), "%.*s", (int)strcspn(rest, "/"), rest);
-        return failf(why, size,
-                     "volume %s: cannot use mount path %s at '%s': %s%s", name,
-                     path, comp, strerror(err),
-                     err == ENOTDIR ? " (a link is never followed)" : "");
+        return failf(
+            why, size, "volume %s: cannot use mount path %s at '%s': %s%s",
+            name, path, comp, strerror(err),
+            err == ENOTDIR ? " (a link is never followed)"
+            : err == ETIME ? " (its walk did not end within 30 s: a mount on "
+                             "the path that does not answer?)"
+                           : "");
     }
     if (aux % 2) {
         /* Missing, and not the user's to make: made in the job's view, on
