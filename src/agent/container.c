@@ -148,8 +148,10 @@ static json_t *config_mounts(const struct container_input *in)
      * network namespace of its own may not mount a sysfs, and crun's
      * fallback (a bind of /sys) kept it writable though "ro" was asked.
      * Read-only, nosuid, nodev and noexec all the way down ("rro" and the
-     * like, crun >= 1.4 through mount_setattr): "ro" alone leaves the
-     * submounts (/sys/fs/cgroup, ...) writable. */
+     * like, through mount_setattr): where the bind brings the node's
+     * submounts (/sys/fs/cgroup, ...), "ro" alone leaves them writable.
+     * (crun 1.8.1's fallback binds /sys without them: below it lie only
+     * its own masks, read-only.) */
     add_mount(m, "/sys", "bind", "/sys",
               json_pack("[s, s, s, s, s, s, s, s, s]", "rbind", "ro", "rro",
                         "nosuid", "rnosuid", "noexec", "rnoexec", "nodev",
