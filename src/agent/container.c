@@ -146,10 +146,16 @@ static json_t *config_mounts(const struct container_input *in)
                             "mode=1777"));
     /* The node's /sys, bound read-only: a user namespace without a
      * network namespace of its own may not mount a sysfs, and crun's
-     * fallback (a bind of /sys) kept it writable though "ro" was asked. */
+     * fallback (a bind of /sys) kept it writable though "ro" was asked.
+     * Read-only, nosuid, nodev and noexec all the way down ("rro" and the
+     * like, through mount_setattr): where the bind brings the node's
+     * submounts (/sys/fs/cgroup, ...), "ro" alone leaves them writable.
+     * (crun 1.8.1's fallback binds /sys without them: below it lie only
+     * its own masks, read-only.) */
     add_mount(m, "/sys", "bind", "/sys",
-              json_pack("[s, s, s, s, s]", "rbind", "ro", "nosuid", "noexec",
-                        "nodev"));
+              json_pack("[s, s, s, s, s, s, s, s, s]", "rbind", "ro", "rro",
+                        "nosuid", "rnosuid", "noexec", "rnoexec", "nodev",
+                        "rnodev"));
     if (in->passwd_file)
         add_bind(m, in->passwd_file, "/etc/passwd", true);
     if (in->group_file)

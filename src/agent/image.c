@@ -194,7 +194,6 @@ static void collect_layout(const char *layout)
     free(r.out);
 }
 
-/* The bytes of the layers of a manifest (0 for an index or unknown). */
 uint64_t image_manifest_bytes(const char *raw)
 {
     json_error_t jerr;
@@ -202,8 +201,18 @@ uint64_t image_manifest_bytes(const char *raw)
     uint64_t sum = 0;
     size_t i;
     json_t *l;
-    json_array_foreach (json_object_get(m, "layers"), i, l)
-        sum += (uint64_t)json_integer_value(json_object_get(l, "size"));
+    json_array_foreach (json_object_get(m, "layers"), i, l) {
+        json_t *size = json_object_get(l, "size");
+        if (!size)
+            continue;
+        json_int_t n = json_integer_value(size);
+        if (!json_is_integer(size) || n < 0 ||
+            (uint64_t)n >= IMAGE_BYTES_BAD - sum) {
+            sum = IMAGE_BYTES_BAD;
+            break;
+        }
+        sum += (uint64_t)n;
+    }
     json_decref(m);
     return sum;
 }
@@ -338,9 +347,28 @@ static int pull_and_unpack(struct pull *p, const char *transport,
     snprintf(layout, sizeof(layout), "%s/oci", cfg->dir);
     snprintf(dst, sizeof(dst), "oci:%s:%s", layout, hex);
     snprintf(p->blobs, sizeof(p->blobs), "%s/blobs/sha256", layout);
+    /* The layers' size is what the manifest declares, unchecked so far:
+     * one that is no size, or more than the whole cache, evicts nothing
+     * and fails the job (as an image that unpacks past it would). */
+    if (p->total == IMAGE_BYTES_BAD) {
+        snprintf(why, size,
+                 "image %s: its manifest declares a layer size that is not "
+                 "a size: refused",
+                 transport);
+        return -1;
+    }
+    if (cfg->max_bytes && p->total > cfg->max_bytes) {
+        char cap[32];
+        format_size(cfg->max_bytes, cap, sizeof(cap));
+        snprintf(why, size,
+                 "image %s does not fit the node's image cache of %s "
+                 "(--image-cache-size): its manifest declares %" PRIu64
+                 " bytes of layers",
+                 transport, cap, p->total);
+        return -1;
+    }
     /* Room first: the cache stays within its size while it pulls (as far
-     * as the images no run holds allow; the layers' size is known when
-     * the manifest gave it). */
+     * as the images no run holds allow). */
     if (cfg->max_bytes)
         image_evict(cfg, hex, p->total);
     p->before = image_du(p->blobs);

@@ -87,7 +87,10 @@ void image_fail_cause(char *why, size_t size, const char *transport,
                       const char *what, const struct tool_run *r);
 /* Tell the pull's progress callback. */
 void image_note(struct pull *p, const char *text);
-/* The bytes of the layers of a manifest (0 for an index or unknown). */
+/* The bytes of the layers of a manifest (0 for an index or unknown), as
+ * it declares them: IMAGE_BYTES_BAD for a size that is not a whole number
+ * of bytes (negative, fractional, a string) or a sum past 2^64. */
+#define IMAGE_BYTES_BAD UINT64_MAX
 uint64_t image_manifest_bytes(const char *raw);
 /* The progress of a copy (a tool_tick_f): stops it when the image alone
  * outgrows the cache (p->over says so). */

@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent/tools.h"
 #include "lib/model/job_container.h"
 #include "lib/util/log.h"
 
@@ -32,12 +33,15 @@
 
 /* ---- running a tool ---- */
 
-/* In a child about to act for user: no descriptor of ours beyond stdio,
- * none of root's groups or ids. 0, or -1 with errno. */
-static int become_user(const struct user_creds *u)
+/* In a child about to act for user: no descriptor of ours beyond stdio
+ * and keep (the tool it runs, pinned: tools.h; -1 for none), none of
+ * root's groups or ids. 0, or -1 with errno. */
+static int become_user(const struct user_creds *u, int keep)
 {
-    if (close_range(3, UINT_MAX, 0) < 0) {
-        for (int fd = 3; fd < 1024; fd++)
+    for (int fd = 3; keep >= 0 && fd < keep; fd++)
+        close(fd);
+    if (close_range(keep >= 3 ? (unsigned)keep + 1 : 3, UINT_MAX, 0) < 0) {
+        for (int fd = keep >= 3 ? keep + 1 : 3; fd < 1024; fd++)
             close(fd);
     }
     if (!u)
@@ -115,13 +119,13 @@ int image_tool_run(char *const argv[], struct tool_run *r, tool_tick_f tick,
             unsetenv("XDG_RUNTIME_DIR");
             unsetenv("XDG_CONFIG_HOME");
             unsetenv("DOCKER_CONFIG");
-            if (become_user(as->user) < 0) {
+            if (become_user(as->user, tools_fd(argv[0])) < 0) {
                 dprintf(2, "cannot become the job's user: %s\n",
                         strerror(errno));
                 _exit(126);
             }
         }
-        execvp(argv[0], argv);
+        tools_exec(argv, NULL);
         dprintf(2, "cannot run %s: %s\n", argv[0], strerror(errno));
         _exit(127);
     }

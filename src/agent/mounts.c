@@ -115,8 +115,12 @@ static int walk_fn(void *arg, int *aux, int *err)
 }
 
 /* A view over a folder binds each of its entries: one with more is
- * refused (the job's namespace would hold that many mounts). */
+ * refused (the job's namespace would hold that many mounts), and so is a
+ * job whose views would bind more than JOB_MIRROR_MOUNTS_MAX in all (32
+ * volumes times 4096). Each is checked while the view is made, not only
+ * counted before: the folder may fill meanwhile. */
 #define UNDERLAY_ENTRIES_MAX 4096
+#define JOB_MIRROR_MOUNTS_MAX 8192
 
 static long count_entries(int d)
 {
@@ -136,7 +140,8 @@ static long count_entries(int d)
 
 /* The skeleton of folder d's entries in t: an empty folder for a folder,
  * an empty file for anything else (a bind target), the same link for a
- * link. Owners as in d. */
+ * link. Owners as in d. More than UNDERLAY_ENTRIES_MAX entries: -1 with
+ * EMLINK. */
 static int mirror_skeleton(int d, int t)
 {
     int dup_d = openat(d, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -148,9 +153,14 @@ static int mirror_skeleton(int d, int t)
     }
     struct dirent *e;
     int rc = 0;
+    long seen = 0;
     while (rc == 0 && (e = readdir(dir))) {
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
             continue;
+        if (++seen > UNDERLAY_ENTRIES_MAX) {
+            closedir(dir);
+            return errno = EMLINK, -1;
+        }
         struct stat st;
         if (fstatat(d, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
             continue;
@@ -182,8 +192,11 @@ static int mirror_skeleton(int d, int t)
 }
 
 /* Bind every entry of d (but links) on its skeleton in t, with what is
- * mounted beneath it. An entry that went away in between is left out. */
-static int mirror_bind(int d, int t)
+ * mounted beneath it. An entry that went away in between is left out, and
+ * so is one named skip (the mount path's own folder, made in t: an entry
+ * of that name that appeared in d since is never bound over it). *budget
+ * is how many more mounts the job may make: past it, -1 with EDQUOT. */
+static int mirror_bind(int d, int t, const char *skip, long *budget)
 {
     int dup_d = openat(d, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     DIR *dir = dup_d >= 0 ? fdopendir(dup_d) : NULL;
@@ -195,7 +208,8 @@ static int mirror_bind(int d, int t)
     struct dirent *e;
     int rc = 0;
     while (rc == 0 && (e = readdir(dir))) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
+            strcmp(e->d_name, skip) == 0)
             continue;
         int src = openat(d, e->d_name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
         int dst = openat(t, e->d_name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
@@ -205,8 +219,12 @@ static int mirror_bind(int d, int t)
             char from[64], to[64];
             fd_path(src, from, sizeof(from));
             fd_path(dst, to, sizeof(to));
-            if (mount(from, to, NULL, MS_BIND | MS_REC, NULL) < 0 &&
-                errno != ENOTDIR && errno != EISDIR)
+            if (*budget <= 0) {
+                errno = EDQUOT;
+                rc = -1;
+            } else if (mount(from, to, NULL, MS_BIND | MS_REC, NULL) == 0)
+                --*budget;
+            else if (errno != ENOTDIR && errno != EISDIR)
                 rc = -1;
         }
         if (src >= 0)
@@ -219,11 +237,18 @@ static int mirror_bind(int d, int t)
 }
 
 /* Lay a tmpfs over folder d in this (the job's) mount namespace, with
- * d's owner and mode and d's entries bound in it; scratch (a folder of
- * the agent's) holds the tmpfs while it is filled. The tmpfs's root (an
- * O_PATH fd), or -1 with errno. d being "/", the tmpfs becomes this
- * process's root (chroot), which the job's tasks inherit. */
-static int underlay(int d, const char *scratch)
+ * d's owner and mode and d's entries bound in it, and folder first (the
+ * first component of the mount path that d lacks) made in it, root's,
+ * 0755; scratch (a folder of the agent's) holds the tmpfs while it is
+ * filled. first is made before anything is bound: a name first that
+ * appeared in d since the user's walk (a link or a folder the user
+ * planted) makes it fail with EEXIST rather than have anything done to
+ * what that name reaches. *budget: the mounts the job may still make.
+ * The tmpfs's root (an O_PATH fd), or -1 with errno (EMLINK: d holds
+ * more than UNDERLAY_ENTRIES_MAX entries; EDQUOT: the job's views would
+ * bind more than JOB_MIRROR_MOUNTS_MAX). d being "/", the tmpfs becomes
+ * this process's root (chroot), which the job's tasks inherit. */
+static int underlay(int d, const char *scratch, const char *first, long *budget)
 {
     struct stat st, root;
     if (fstat(d, &st) < 0 || stat("/", &root) < 0)
@@ -232,14 +257,21 @@ static int underlay(int d, const char *scratch)
     int rd = openat(d, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (rd < 0)
         return -1;
-    if (count_entries(rd) > UNDERLAY_ENTRIES_MAX) {
+    /* Refused at once when it is plainly too big. */
+    long entries = count_entries(rd);
+    if (entries < 0 || entries > UNDERLAY_ENTRIES_MAX || entries > *budget) {
+        int e = entries < 0                      ? errno
+                : entries > UNDERLAY_ENTRIES_MAX ? EMLINK
+                                                 : EDQUOT;
         close(rd);
-        return errno = EMLINK, -2;
+        return errno = e, -1;
     }
-    char opts[128];
-    snprintf(opts, sizeof(opts), "mode=%o,uid=%u,gid=%u,size=1m",
+    /* Inodes for the skeleton, the tmpfs's root and the folders of a
+     * mount path. */
+    char opts[160];
+    snprintf(opts, sizeof(opts), "mode=%o,uid=%u,gid=%u,size=1m,nr_inodes=%d",
              (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid,
-             (unsigned)st.st_gid);
+             (unsigned)st.st_gid, UNDERLAY_ENTRIES_MAX + JOB_PATH_MAX / 2 + 2);
     if (mount("tmpfs", scratch, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0) {
         int e = errno;
         close(rd);
@@ -250,12 +282,25 @@ static int underlay(int d, const char *scratch)
     fd_path(d, dpath, sizeof(dpath));
     /* Moved before the binds: a bind of the folder holding scratch would
      * otherwise take the tmpfs along. */
-    if (t < 0 || mirror_skeleton(rd, t) < 0 ||
-        mount(scratch, is_root ? "/" : dpath, NULL, MS_MOVE, NULL) < 0 ||
-        mirror_bind(rd, t) < 0 ||
-        (is_root && (fchdir(t) < 0 || chroot(".") < 0 || chdir("/") < 0))) {
+    int rc = t < 0 || mirror_skeleton(rd, t) < 0 || mkdirat(t, first, 0755) < 0
+                 ? -1
+                 : 0;
+    bool moved = false;
+    if (rc == 0) {
+        rc = mount(scratch, is_root ? "/" : dpath, NULL, MS_MOVE, NULL);
+        moved = rc == 0;
+    }
+    if (rc == 0 &&
+        (mirror_bind(rd, t, first, budget) < 0 ||
+         (is_root && (fchdir(t) < 0 || chroot(".") < 0 || chdir("/") < 0))))
+        rc = -1;
+    if (rc < 0) {
         int e = errno;
-        umount2(scratch, MNT_DETACH);
+        /* The tmpfs where it is by then, with what was bound in it: once
+         * moved, scratch names the run folder again, not the tmpfs. */
+        char tpath[64];
+        fd_path(t, tpath, sizeof(tpath));
+        umount2(moved ? tpath : scratch, MNT_DETACH);
         if (t >= 0)
             close(t);
         close(rd);
@@ -268,8 +313,8 @@ static int underlay(int d, const char *scratch)
 /* Open the mount point of volume name at path: its folder (*parent), the
  * mount point (*target) and its name (*leaf). */
 static int open_target(const char *name, const char *path,
-                       const struct mount_user *mu, int *parent, int *target,
-                       const char **leaf, char *why, size_t size)
+                       const struct mount_user *mu, long *budget, int *parent,
+                       int *target, const char **leaf, char *why, size_t size)
 {
     struct walk w = {.path = path};
     int aux = 0, err = 0;
@@ -278,42 +323,64 @@ static int open_target(const char *name, const char *path,
     if (dir < 0) {
         char comp[256];
         snprintf(comp, sizeof(comp), "%.*s", (int)strcspn(rest, "/"), rest);
-        return failf(why, size,
-                     "volume %s: cannot use mount path %s at '%s': %s%s", name,
-                     path, comp, strerror(err),
-                     err == ENOTDIR ? " (a link is never followed)" : "");
+        return failf(
+            why, size, "volume %s: cannot use mount path %s at '%s': %s%s",
+            name, path, comp, strerror(err),
+            err == ENOTDIR ? " (a link is never followed)"
+            : err == ETIME ? " (its walk did not end within 30 s: a mount on "
+                             "the path that does not answer?)"
+                           : "");
     }
     if (aux % 2) {
-        /* Missing, and not the user's to make: made in the job's view. */
-        int t = underlay(dir, mu->scratch);
+        /* Missing, and not the user's to make: made in the job's view, on
+         * a tmpfs of its own where every folder made is new (a name that
+         * is there already fails) and stays root's, 0755: nothing is
+         * given to the user, and the leaf is covered by the volume. */
+        char first[256];
+        snprintf(first, sizeof(first), "%.*s", (int)strcspn(rest, "/"), rest);
+        int t = underlay(dir, mu->scratch, first, budget);
         int e = errno;
         close(dir);
-        if (t == -2)
+        if (t < 0 && e == EMLINK)
             return failf(why, size,
                          "volume %s: cannot make mount path %s in the job's "
                          "view: the folder it would be made in holds more "
                          "than %d entries; mount it in a folder that exists "
                          "or that you may write",
                          name, path, UNDERLAY_ENTRIES_MAX);
+        if (t < 0 && e == EDQUOT)
+            return failf(why, size,
+                         "volume %s: cannot make mount path %s in the job's "
+                         "view: the job's mount paths would mirror more than "
+                         "%d entries of the folders they are made in; mount "
+                         "them in folders that exist or that you may write",
+                         name, path, JOB_MIRROR_MOUNTS_MAX);
         if (t < 0)
             return failf(why, size,
                          "volume %s: cannot make mount path %s in the job's "
-                         "view: %s",
-                         name, path, strerror(e));
+                         "view: %s%s",
+                         name, path, strerror(e),
+                         e == EEXIST ? " (it appeared while being made)" : "");
         dir = t;
         const char *p = rest;
         for (;;) {
             size_t n = strcspn(p, "/");
             char comp[256];
             snprintf(comp, sizeof(comp), "%.*s", (int)n, p);
+            /* The first one underlay made. */
+            if (p != rest && mkdirat(dir, comp, 0755) < 0) {
+                int e2 = errno;
+                close(dir);
+                return failf(why, size,
+                             "volume %s: cannot make mount path %s in the "
+                             "job's view: %s",
+                             name, path, strerror(e2));
+            }
             if (p[n] == '\0') {
                 rest = p;
                 break;
             }
-            int next = -1;
-            if ((mkdirat(dir, comp, 0755) == 0 || errno == EEXIST) &&
-                fchownat(dir, comp, mu->uid, mu->gid, AT_SYMLINK_NOFOLLOW) == 0)
-                next = openat(dir, comp,
+            int next = openat(dir, comp,
                               O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
             int e2 = errno;
             close(dir);
@@ -327,15 +394,6 @@ static int open_target(const char *name, const char *path,
             while (*p == '/')
                 p++;
         }
-        if (mkdirat(dir, rest, 0755) < 0 && errno != EEXIST) {
-            int e2 = errno;
-            close(dir);
-            return failf(
-                why, size,
-                "volume %s: cannot make mount path %s in the job's view: %s",
-                name, path, strerror(e2));
-        }
-        fchownat(dir, rest, mu->uid, mu->gid, AT_SYMLINK_NOFOLLOW);
     }
     int t = openat(dir, rest, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (t < 0) {
@@ -355,7 +413,8 @@ static int open_target(const char *name, const char *path,
 /* Bind source (a folder of the node: a host volume's path, or a stage)
  * at the mount's path, read-only when it says so. */
 static int bind_volume(const json_t *m, const char *source,
-                       const struct mount_user *mu, char *why, size_t size)
+                       const struct mount_user *mu, long *budget, char *why,
+                       size_t size)
 {
     const char *name = json_string_value(json_object_get(m, "name"));
     const char *path = json_string_value(json_object_get(m, "path"));
@@ -370,7 +429,8 @@ static int bind_volume(const json_t *m, const char *source,
             source, strerror(errno));
     int parent = -1, target = -1;
     const char *leaf = NULL;
-    if (open_target(name, path, mu, &parent, &target, &leaf, why, size) < 0) {
+    if (open_target(name, path, mu, budget, &parent, &target, &leaf, why,
+                    size) < 0) {
         close(src);
         return -1;
     }
@@ -493,10 +553,16 @@ int mounts_enter(const json_t *mounts, const char *stages_dir,
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
         return failf(why, size, "cannot make the job's mounts private: %s",
                      strerror(errno));
+    /* What is made in the job's view is 0755 whatever the shim's umask. */
+    mode_t mask = umask(022);
+    long budget = JOB_MIRROR_MOUNTS_MAX;
     json_array_foreach (mounts, i, m) {
-        if (bind_volume(m, sources[i], mu, why, size) < 0)
+        if (bind_volume(m, sources[i], mu, &budget, why, size) < 0) {
+            umask(mask);
             return -1;
+        }
     }
+    umask(mask);
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
         return failf(why, size, "cannot set no_new_privs: %s", strerror(errno));
     return 0;

@@ -23,7 +23,8 @@
  * rest of the path is made on a tmpfs laid over the deepest existing
  * folder in the job's mount namespace only, mirroring that folder's
  * entries by bind mounts, so nothing is made on the node and nothing is
- * left after the job. The mount lands on the folder that walk opened. Every
+ * left after the job. The folders made there are new (a name that
+ * appears meanwhile fails the job; it is never bound over) and root's. The mount lands on the folder that walk opened. Every
  * volume is mounted nosuid,nodev, and a run with volumes gets
  * no_new_privs, so no setuid program in the job can be fooled by what a
  * volume holds. Needs root (the agent runs as root to switch users). */
@@ -37,13 +38,11 @@
 #include "agent/user_open.h"
 
 /* Whose rights make the mount points: creds (NULL: this process's own,
- * when the job runs as the agent's user), uid and gid (the owner of what
- * is made in the job's view), scratch (a folder of the agent's, the run
- * folder, where a tmpfs is filled before it moves into place). */
+ * when the job runs as the agent's user), scratch (a folder of the
+ * agent's, the run folder, where a tmpfs is filled before it moves into
+ * place). What is made in the job's view stays root's, 0755. */
 struct mount_user {
     const struct user_creds *creds;
-    uid_t uid;
-    gid_t gid;
     const char *scratch;
 };
 

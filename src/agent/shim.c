@@ -30,6 +30,7 @@
 #include "agent/cgroup.h"
 #include "agent/mounts.h"
 #include "agent/shim_ctr.h"
+#include "agent/tools.h"
 #include "lib/model/job.h"
 #include "lib/util/clock.h"
 #include "lib/util/file.h"
@@ -376,6 +377,25 @@ static int write_script(struct shim *s)
     return 1;
 }
 
+/* The user's groups (s->groups, s->ngroups), for what is opened or made
+ * with the user's rights. A user in more than fit (256) keeps the first
+ * 256, the primary group first, which getgrouplist leaves in the array:
+ * none at all would take away from the walk rights the user has through
+ * every one of them. */
+static void user_groups(struct shim *s)
+{
+    int cap = (int)(sizeof(s->groups) / sizeof(s->groups[0]));
+    s->ngroups = cap;
+    if (getgrouplist(s->user, s->gid, s->groups, &s->ngroups) < 0) {
+        if (s->ngroups > cap) {
+            s->ngroups = cap;
+        } else {
+            s->groups[0] = s->gid;
+            s->ngroups = 1;
+        }
+    }
+}
+
 /* The job's volumes, in a mount namespace of the shim's own that its tasks
  * inherit. */
 static int mount_volumes(struct shim *s)
@@ -384,17 +404,16 @@ static int mount_volumes(struct shim *s)
     const char *stages =
         json_string_value(json_object_get(s->launch, "stages_dir"));
     const char *key = strrchr(s->dir, '/');
-    s->ngroups = (int)(sizeof(s->groups) / sizeof(s->groups[0]));
-    if (getgrouplist(s->user, s->gid, s->groups, &s->ngroups) < 0)
-        s->ngroups = 0;
+    user_groups(s);
     struct user_creds u = {.uid = s->uid,
                            .gid = s->gid,
                            .groups = s->groups,
                            .ngroups = s->ngroups};
     struct mount_user mu = {.creds = s->switch_user ? &u : NULL,
-                            .uid = s->uid,
-                            .gid = s->gid,
                             .scratch = s->dir};
+    /* Root's tools are found now, before anything covers a folder of
+     * PATH: the image's pull and crun run in the job's namespace. */
+    tools_pin(NULL);
     if (mounts_enter(json_object_get(s->launch, "mounts"), stages,
                      key ? key + 1 : s->dir, &mu, why, sizeof(why)) < 0)
         return fail_start(s, "%s", why);
@@ -412,9 +431,7 @@ static int prepare_container(struct shim *s)
                               key ? key + 1 : s->dir, why, sizeof(why));
     if (!s->ctr)
         return fail_start(s, "%s", why);
-    s->ngroups = (int)(sizeof(s->groups) / sizeof(s->groups[0]));
-    if (getgrouplist(s->user, s->gid, s->groups, &s->ngroups) < 0)
-        s->ngroups = 0;
+    user_groups(s);
     if (shim_ctr_check_mounts(s->ctr, s->uid, s->gid, s->groups, s->ngroups,
                               why, sizeof(why)) < 0)
         return fail_start(s, "%s", why);
@@ -704,8 +721,9 @@ static int task_main(void *arg)
         /* crun makes the GPUs' device nodes under its umask: 0 keeps
          * their 0666 (the config gives the job 022). */
         umask(0);
-        /* crun is found where the agent finds its tools. */
-        exec_on_path(ts->argv, crun_env, getenv("PATH"));
+        /* crun as pinned in the node's namespace (tools.h), never looked
+         * up in the job's, where a volume may cover a folder of PATH. */
+        tools_exec(ts->argv, crun_env);
         e = errno;
         task_say("shoal: cannot run crun: %s\n", task_strerror(e));
         errno = e;

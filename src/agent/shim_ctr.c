@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "agent/image.h"
+#include "agent/tools.h"
 #include "agent/user_open.h"
 #include "lib/util/clock.h"
 #include "lib/util/file.h"
@@ -696,7 +697,8 @@ void shim_ctr_destroy(struct shim_ctr *c)
             snprintf(root, sizeof(root), "--root=%s", c->state);
             char id[160];
             snprintf(id, sizeof(id), "%s-%d", c->id, t);
-            execlp("crun", "crun", root, "delete", "-f", id, (char *)NULL);
+            char *argv[] = {"crun", root, "delete", "-f", id, NULL};
+            tools_exec(argv, NULL);
             _exit(127);
         }
         while (pid > 0 && waitpid(pid, NULL, 0) < 0 && errno == EINTR)

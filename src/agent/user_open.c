@@ -5,12 +5,47 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
+
+static int run_timeout_ms = USER_RUN_TIMEOUT_MS;
+
+void user_run_set_timeout(int ms)
+{
+    run_timeout_ms = ms;
+}
+
+static long long mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Wait until fd is readable, at most the deadline: 0, or -1 (ETIME past
+ * it, or poll's errno). */
+static int wait_readable(int fd)
+{
+    long long deadline = mono_ms() + run_timeout_ms;
+    for (;;) {
+        long long left = deadline - mono_ms();
+        if (left <= 0)
+            return errno = ETIME, -1;
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int n = poll(&p, 1, (int)left);
+        if (n > 0)
+            return 0;
+        if (n < 0 && errno != EINTR)
+            return -1;
+    }
+}
 
 /* The open itself (in the child, as the user): O_PATH, and with type the
  * checked open for reading. The type is checked on the O_PATH descriptor
@@ -97,12 +132,21 @@ int user_run(const struct user_creds *u, user_fn fn, void *arg, int *aux,
                              .msg_iovlen = 1,
                              .msg_control = ctl,
                              .msg_controllen = sizeof(ctl)};
-        ssize_t got;
-        while ((got = recvmsg(sv[0], &msg, MSG_CMSG_CLOEXEC)) < 0 &&
-               errno == EINTR)
-            ;
+        /* The user's path may lead through a mount of the user's own that
+         * never answers (a hung FUSE): the child is killed past the
+         * deadline, and the answer is ETIME. */
+        ssize_t got = -1;
+        if (wait_readable(sv[0]) < 0) {
+            int e = errno;
+            kill(pid, SIGKILL);
+            errno = e;
+        } else {
+            while ((got = recvmsg(sv[0], &msg, MSG_CMSG_CLOEXEC)) < 0 &&
+                   errno == EINTR)
+                ;
+        }
         if (got != (ssize_t)sizeof(ans))
-            ans[0] = EIO;
+            ans[0] = got < 0 && errno == ETIME ? ETIME : EIO;
         struct cmsghdr *cm = got > 0 ? CMSG_FIRSTHDR(&msg) : NULL;
         if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
             cm->cmsg_len == CMSG_LEN(sizeof(int)))

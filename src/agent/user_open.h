@@ -41,8 +41,15 @@ typedef int (*user_fn)(void *arg, int *aux, int *err);
  * descriptor it returns comes back over a socket (SCM_RIGHTS), with *aux.
  * The child shares the caller's mount namespace, so it sees what the
  * caller sees with the user's rights. u NULL: fn runs in this process.
- * The fd, or -1 with *err (the user's errno); *aux is set either way. */
+ * The fd, or -1 with *err (the user's errno); *aux is set either way. A
+ * child that has not answered within USER_RUN_TIMEOUT_MS (a path through
+ * a hung mount of the user's) is killed, and *err is ETIME. */
 int user_run(const struct user_creds *u, user_fn fn, void *arg, int *aux,
              int *err);
+
+#define USER_RUN_TIMEOUT_MS 30000
+
+/* The deadline of user_run's child, in ms (tests shorten it). */
+void user_run_set_timeout(int ms);
 
 #endif

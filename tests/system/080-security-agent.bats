@@ -16,7 +16,11 @@
 #   sec-011 a job's volume mount path makes nothing on the node: not in
 #           another user's private home (the answer does not tell what is
 #           there), not under root's /srv, nothing left after the job
-#           (issue 27, item 2)
+#           (issue 27, item 2); what is made in the job's view is root's
+#   sec-012 a job's mount paths together mirror at most 8192 entries of
+#           the folders they are made in (each of them 4096)
+#   sec-013 a user in more than 256 groups keeps the rights of the first
+#           256 when the mount path is walked
 # Items 4 and 5 (the API's answers to bad input and idle connections) are
 # in 081-security-api.bats.
 
@@ -45,6 +49,10 @@ teardown() {
     fi
     [ -n "${VICTIM_PID:-}" ] && kill -KILL "$VICTIM_PID" 2>/dev/null || true
     shoal_cluster_stop
+    if [ -n "${MANY_GROUPS:-}" ]; then
+        userdel shoalmany 2>/dev/null || true
+        for g in $MANY_GROUPS; do groupdel "$g" 2>/dev/null || true; done
+    fi
     if [ -n "${OTHER_DIR:-}" ]; then
         for pid in $(tac "$OTHER_DIR/pids" 2>/dev/null); do
             kill -TERM "$pid" 2>/dev/null || true
@@ -388,13 +396,68 @@ EOF
     top="/shoal-sec011-$$"
     [ ! -e "$srv" ] && [ ! -e "$top" ]
     id=$(submit --user "$ATTACKER" -D /tmp -v "data:$srv/d" -v "data:$top" -- \
-        sh -c "cat $srv/d/hello.txt $top/hello.txt; ls -d /tmp /proc/self; sleep 1000")
+        sh -c "cat $srv/d/hello.txt $top/hello.txt; stat -c 'made %u %a' $srv; ls -d /tmp /proc/self; sleep 1000")
     wait_job_state "$id" running
     wait_for 20 sh -c "$SHOAL_CLI logs $id | grep -q /proc/self"
+    # What was made in the job's view is root's, not the user's: a chown
+    # there could reach a file of the node bound in its place.
+    shoal logs "$id" | grep -qx "made 0 755"
     [ ! -e "$srv" ] && [ ! -e "$top" ]
     shoal cancel "$id"
     wait_job_state "$id" cancelled
     [ "$(shoal logs "$id" | grep -c 'from the volume')" = 2 ]
     [ ! -e "$srv" ] && [ ! -e "$top" ]
     health_ok
+}
+
+@test "sec-012 a job's mount paths mirror at most 8192 entries in all" {
+    shoal_cluster_start 1 1
+    open_test_dir
+    share="$SHOAL_TEST_DIR/share"
+    mkdir -p "$share"
+    shoal volume create data --host "$share"
+    # Three root folders of 3000 entries: each within the folder's cap,
+    # 9000 together.
+    for f in big1 big2 big3; do
+        mkdir -m 0755 "$SHOAL_TEST_DIR/$f"
+        (cd "$SHOAL_TEST_DIR/$f" && seq 3000 | xargs touch)
+    done
+    two=$(submit --user "$ATTACKER" -D /tmp -v "data:$SHOAL_TEST_DIR/big1/x" \
+        -v "data:$SHOAL_TEST_DIR/big2/x" -- echo RAN)
+    three=$(submit --user "$ATTACKER" -D /tmp -v "data:$SHOAL_TEST_DIR/big1/x" \
+        -v "data:$SHOAL_TEST_DIR/big2/x" -v "data:$SHOAL_TEST_DIR/big3/x" -- echo RAN)
+    wait_job_state "$two" completed 60
+    wait_job_state "$three" failed 60
+    job_why "$three" | grep -q "mirror more than 8192 entries"
+    for f in big1 big2 big3; do [ ! -e "$SHOAL_TEST_DIR/$f/x" ]; done
+    health_ok
+}
+
+@test "sec-013 a user in more than 256 groups walks a mount path with its groups" {
+    # 300 groups: the job's user is in all of them.
+    MANY_GROUPS=$(seq -f 'shoalmg%g' 300)
+    for g in $MANY_GROUPS; do
+        getent group "$g" >/dev/null || groupadd "$g"
+    done
+    id shoalmany >/dev/null 2>&1 || useradd -M -d /tmp -s /bin/sh shoalmany
+    usermod -a -G "$(echo $MANY_GROUPS | tr ' ' ,)" shoalmany
+    [ "$(id -G shoalmany | wc -w)" -gt 256 ]
+    shoal_cluster_start 1 1
+    chmod 0711 "$SHOAL_TEST_DIR"
+    API_TOKEN=$SHOAL_TOKEN api POST /v1/users '{"name":"shoalmany"}'
+    [ "$status_code" = 201 ] || [ "$status_code" = 409 ]
+    share="$SHOAL_TEST_DIR/share"
+    mkdir -p "$share"
+    echo "from the volume" >"$share/hello.txt"
+    shoal volume create data --host "$share"
+    # A folder only its group (among the user's first) may enter.
+    mkdir -p "$SHOAL_TEST_DIR/grp/x"
+    chgrp shoalmg1 "$SHOAL_TEST_DIR/grp"
+    chmod 0750 "$SHOAL_TEST_DIR/grp"
+    id=$(submit --user shoalmany -D /tmp -v "data:$SHOAL_TEST_DIR/grp/x" -- \
+        cat "$SHOAL_TEST_DIR/grp/x/hello.txt")
+    wait_for 30 sh -c "! $SHOAL_CLI show $id | grep -Eq '^state: *(pending|running)'"
+    job_why "$id"
+    wait_job_state "$id" completed
+    shoal logs "$id" | grep -qx "from the volume"
 }

@@ -48,8 +48,8 @@
 #           still reports the digest its image resolved to
 #   ctr-023 in an image, the job opens its GPU's device node read-write
 #           (the host's mode, 0666), `whoami` names its user (a passwd and
-#           group entry), HOME is writable and /sys is read-only
-#           (issue 27, item 9)
+#           group entry), HOME is writable and /sys is read-only, its
+#           submounts too (issue 27, item 9)
 #   ctr-024 an image that unpacks to more than --image-max-size or
 #           --image-max-files fails the job with that reason, and nothing
 #           of it stays in the cache (issue 27, item 4)
@@ -57,6 +57,9 @@
 #           fails the job with that reason and leaves nothing behind
 #   ctr-026 a volume whose mount path the node lacks (made in the job's
 #           view only) reaches a job in an image
+#   ctr-027 an image whose manifest declares layers larger than the cache
+#           (2^62 bytes) or a negative size fails the job and evicts
+#           nothing from the cache
 
 load lib/cluster
 
@@ -856,6 +859,7 @@ echo "home=$HOME"
 echo "umask=$(umask)"
 echo ok >~/x && echo "homefile=$(cat ~/x)"
 awk '$5 == "/sys" {split($6, o, ","); print "sys=" o[1]}' /proc/self/mountinfo
+awk '$5 ~ "^/sys/" {f = "," $6 ","; print "sub=" $5 (f ~ ",ro," ? " ro" : " rw")}' /proc/self/mountinfo
 EOF
     chmod 0644 "$SHOAL_TEST_DIR/probe.sh"
     for u in "$CUSER" "$huser"; do
@@ -875,6 +879,10 @@ EOF
         # crun runs with umask 0 (the device nodes); the job does not.
         echo "$output" | grep -qx "umask=0022"
         echo "$output" | grep -qx "sys=ro"
+        # Every mount below it too (crun's masks; the node's cgroup mounts
+        # where crun binds them).
+        echo "$output" | grep -q "^sub=/sys/.* ro$"
+        if echo "$output" | grep -q "^sub=.* rw$"; then false; fi
     done
     # The per-run home was the job's only.
     [ ! -e /nonexistent/shoalctrh ]
@@ -934,4 +942,49 @@ EOF
     [ "$(job_state "$id")" = completed ]
     [ "$output" = hello-volume ]
     [ ! -e "$top" ]
+}
+
+# A copy of the test layout whose image t declares SIZE bytes for its first
+# layer (the manifest rewritten, its digest and the index with it).
+forge_layer_size() {
+    local x=$1 size=$2 m new len
+    cp -r "$CTR_IMG_DIR/L" "$x"
+    m=$(jq -r '.manifests[] | select(.annotations."org.opencontainers.image.ref.name" == "t") | .digest' "$x/index.json")
+    jq -c '.layers[0].size = "SIZE"' "$x/blobs/sha256/${m#sha256:}" |
+        sed "s/\"SIZE\"/$size/" | tr -d '\n' >"$x/m.json"
+    new=$(sha256sum "$x/m.json" | cut -d' ' -f1)
+    len=$(stat -c %s "$x/m.json")
+    mv "$x/m.json" "$x/blobs/sha256/$new"
+    jq -c --arg d "sha256:$new" --argjson n "$len" \
+        '.manifests |= map(select(.annotations."org.opencontainers.image.ref.name" == "t") | .digest = $d | .size = $n)' \
+        "$CTR_IMG_DIR/L/index.json" >"$x/index.json"
+    chmod -R a+rX "$x"
+}
+
+@test "ctr-027 an image declaring layers past the cache evicts nothing and fails" {
+    shoald_start
+    agent_start node1 1 H100-80GB --image-cache-size 64M
+    wait_for 20 nodes_up_is 1
+    open_test_dir
+    chmod 0755 "$SHOAL_TEST_DIR"
+    bundles="$SHOAL_TEST_DIR/node1/images/bundles"
+    a=$(submit --user "$CUSER" --image "$IMG" -- echo first)
+    wait_for 60 job_done "$a"
+    [ "$(job_state "$a")" = completed ]
+    d1=$(jq -r .digest "$(run_dir "$a")/image.json")
+    [ -d "$bundles/${d1#sha256:}" ]
+    forge_layer_size "$SHOAL_TEST_DIR/huge" 4611686018427387904
+    forge_layer_size "$SHOAL_TEST_DIR/negative" -5
+    b=$(submit --user "$CUSER" --image "oci:$SHOAL_TEST_DIR/huge:t" -- echo never)
+    wait_for 60 job_done "$b"
+    c=$(submit --user "$CUSER" --image "oci:$SHOAL_TEST_DIR/negative:t" -- echo never)
+    wait_for 60 job_done "$c"
+    job_field "$b" .reason
+    job_field "$c" .reason
+    [ "$(job_state "$b")" = failed ]
+    [ "$(job_state "$c")" = failed ]
+    job_field "$b" .reason | grep -q "does not fit the node's image cache of 64M (--image-cache-size): its manifest declares 4611686018427387904 bytes of layers"
+    job_field "$c" .reason | grep -q "its manifest declares a layer size that is not a size: refused"
+    # The cached image no run held is still there.
+    [ -d "$bundles/${d1#sha256:}" ]
 }

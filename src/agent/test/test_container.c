@@ -202,6 +202,10 @@ Test(container, the_job_gets_its_gpu_modes_identity_home_and_a_read_only_sys)
     const json_t *sys = find(m, "destination", "/sys");
     cr_assert_str_eq(json_string_value(json_object_get(sys, "type")), "bind");
     cr_assert(has_option(sys, "ro"));
+    cr_assert(has_option(sys, "rro"));
+    cr_assert(has_option(sys, "rnosuid"));
+    cr_assert(has_option(sys, "rnodev"));
+    cr_assert(has_option(sys, "rnoexec"));
     const json_t *pw = find(m, "destination", "/etc/passwd");
     cr_assert_str_eq(json_string_value(json_object_get(pw, "source")),
                      "/state/runs/7.0/ctr/passwd");

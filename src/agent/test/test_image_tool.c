@@ -83,3 +83,28 @@ Test(image_cache, usage_counts_bytes_and_entries_below_a_folder)
     snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
     cr_assert_eq(system(cmd), 0);
 }
+
+Test(image_cache, a_manifest_declaring_no_size_is_told_apart)
+{
+    /* What the pull reserves room for in the cache before it starts. */
+    cr_expect_eq(image_manifest_bytes("{\"layers\":[{\"size\":3},"
+                                      "{\"size\":4}]}"),
+                 7);
+    cr_expect_eq(image_manifest_bytes("{\"manifests\":[]}"), 0);
+    cr_expect_eq(image_manifest_bytes("{\"layers\":[{\"size\":-1}]}"),
+                 IMAGE_BYTES_BAD);
+    cr_expect_eq(image_manifest_bytes("{\"layers\":[{\"size\":\"12\"}]}"),
+                 IMAGE_BYTES_BAD);
+    cr_expect_eq(image_manifest_bytes("{\"layers\":[{\"size\":1.5}]}"),
+                 IMAGE_BYTES_BAD);
+    /* 2^62 is a size; four of them are past 2^64. */
+    cr_expect_eq(
+        image_manifest_bytes("{\"layers\":[{\"size\":4611686018427387904}]}"),
+        (uint64_t)1 << 62);
+    cr_expect_eq(
+        image_manifest_bytes("{\"layers\":[{\"size\":4611686018427387904},"
+                             "{\"size\":4611686018427387904},"
+                             "{\"size\":4611686018427387904},"
+                             "{\"size\":4611686018427387904}]}"),
+        IMAGE_BYTES_BAD);
+}
