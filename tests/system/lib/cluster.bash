@@ -244,7 +244,12 @@ wait_job_state() { wait_for "${3:-20}" job_state_is "$1" "$2"; }
 
 # wait_job_reason ID TEXT [TIMEOUT]: until the job's reason holds TEXT.
 job_reason_holds() { job_field "$1" .reason | grep -qF -- "$2"; }
-wait_job_reason() { wait_for "${3:-20}" job_reason_holds "$1" "$2"; }
+wait_job_reason() {
+    wait_for "${3:-20}" job_reason_holds "$1" "$2" || {
+        echo "job $1 is $(job_state "$1"): $(job_field "$1" .reason)" >&2
+        return 1
+    }
+}
 
 # job_released ID: its nodes have given back what the job held (its
 # processes are gone, mounts and GPUs released).
