@@ -48,7 +48,7 @@ static enum job_dep_status dep_status(const struct jobtab *jobs,
 {
     memset(v, 0, sizeof(*v));
     enum job_dep_status acc = JOB_DEP_MET;
-    bool decided = false;
+    bool decided = false, decided_never = false;
     for (uint64_t id = dep->job; id < dep->job + JOB_ARRAY_TASKS_MAX; id++) {
         bool owned;
         struct sh_error err;
@@ -67,14 +67,18 @@ static enum job_dep_status dep_status(const struct jobtab *jobs,
             acc = job_dep_fold(dep->kind, acc, one, v->tasks == 0);
             v->tasks++;
             v->waiting += one == JOB_DEP_WAIT;
-            /* Tell the first task that waits, or that can never meet it. */
-            if (!decided &&
-                (one == JOB_DEP_WAIT ||
-                 (one == JOB_DEP_NEVER && dep->kind != JOB_DEP_AFTERNOTOK))) {
+            /* Tell the first task that can never meet it, else the first
+             * that waits: an array that can never meet afterok names the
+             * task that failed, not one still running before it. */
+            bool never =
+                one == JOB_DEP_NEVER && dep->kind != JOB_DEP_AFTERNOTOK;
+            if ((never && !decided_never) ||
+                (!decided && one == JOB_DEP_WAIT)) {
                 v->found = true;
                 v->id = t->id;
                 v->state = t->state;
                 decided = true;
+                decided_never = never;
             }
             if (!v->found) {
                 v->found = true;

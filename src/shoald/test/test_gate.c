@@ -196,3 +196,20 @@ Test(gate, submission_checks_name_the_problem)
     job_spec_fini(&spec);
     tenancy_destroy(t);
 }
+
+/* afterok on a whole array whose first task still runs and whose second
+ * failed: it can never be met, and the reason names the task that failed
+ * (it named the running one, "ended running"). */
+Test(gate, an_array_that_can_never_meet_afterok_names_the_failed_task)
+{
+    char why[256];
+    struct job *t0 = add(1, JOB_RUNNING, "ann", NULL, NULL);
+    struct job *t1 = add(2, JOB_FAILED, "ann", NULL, NULL);
+    t0->array_id = t1->array_id = 1;
+    t0->array_task = 0;
+    t1->array_task = 1;
+    struct job *j = add(3, JOB_PENDING, "ann", NULL, "afterok:1");
+    cr_assert_eq(gate(j, why, sizeof(why)), GATE_NEVER);
+    cr_assert_str_eq(why, "dependency: job 2 (a task of array 1) ended "
+                          "failed, so afterok:1 can never be met");
+}
