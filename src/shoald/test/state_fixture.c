@@ -7,8 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "shoald/auth.h"
 #include "shoald/engine.h"
 #include "shoald/commit.h"
+#include "shoald/nodes.h"
 #include "shoald/shoald_setup.h"
 #include "shoald/state.h"
 
@@ -44,4 +46,32 @@ void state_fixture_close(struct shoald *d, const char *dir)
     char cmd[128];
     snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
     cr_assert_eq(system(cmd), 0);
+}
+
+void state_fixture_add_node(struct shoald *d, const char *name, int ngpus,
+                            const char *model, int64_t gpu_mem,
+                            const char *uuid_tag)
+{
+    struct sh_error err = {0};
+    char token[AUTH_TOKEN_LEN + 1];
+    json_t *gpus = json_array();
+    for (int i = 0; i < ngpus; i++) {
+        char uuid[64];
+        snprintf(uuid, sizeof(uuid), "GPU-%s-%d", uuid_tag, i);
+        json_array_append_new(
+            gpus,
+            json_pack("{s:i, s:s, s:s, s:s, s:s, s:I, s:I, s:i, s:b, s:b, "
+                      "s:i, s:[]}",
+                      "index", i, "uuid", uuid, "name", model, "model", model,
+                      "pci_bus_id", "0000:00:00.0", "memory",
+                      (json_int_t)gpu_mem, "memory_used", (json_int_t)0,
+                      "utilization", 0, "mig_capable", 0, "mig_enabled", 0,
+                      "nvlink_group", 0, "slices"));
+    }
+    struct nodes_reg r = {
+        .name = name, .cpus = 8, .mem = 1 << 30, .gpus = gpus};
+    struct node *n = NULL;
+    cr_assert_eq(nodes_register(d, &r, "127.0.0.9", "test", token, &n, &err), 0,
+                 "%s", err.msg);
+    json_decref(gpus);
 }

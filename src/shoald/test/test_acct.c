@@ -66,27 +66,7 @@ Test(acct, a_parts_cpu_adds_up_and_its_memory_peak_is_the_highest)
 static struct job *start_gpu_job(void)
 {
     struct sh_error err = {0};
-    char token[AUTH_TOKEN_LEN + 1];
-    json_t *gpus = json_array();
-    for (int i = 0; i < 2; i++) {
-        char uuid[32];
-        snprintf(uuid, sizeof(uuid), "GPU-acct-%d", i);
-        json_array_append_new(
-            gpus,
-            json_pack("{s:i, s:s, s:s, s:s, s:s, s:I, s:I, s:i, s:b, s:b, "
-                      "s:i, s:[]}",
-                      "index", i, "uuid", uuid, "name", "A100", "model",
-                      "A100-80GB", "pci_bus_id", "0000:00:00.0", "memory",
-                      (json_int_t)80 << 30, "memory_used", (json_int_t)0,
-                      "utilization", 0, "mig_capable", 0, "mig_enabled", 0,
-                      "nvlink_group", 0, "slices"));
-    }
-    struct nodes_reg r = {
-        .name = "n1", .cpus = 8, .mem = 1 << 30, .gpus = gpus};
-    struct node *n = NULL;
-    cr_assert_eq(nodes_register(&d, &r, "127.0.0.9", "test", token, &n, &err),
-                 0, "%s", err.msg);
-    json_decref(gpus);
+    state_fixture_add_node(&d, "n1", 2, "A100-80GB", (int64_t)80 << 30, "acct");
     struct job *job = NULL;
     json_t *body = json_pack("{s:[s], s:i}", "command", "train", "gpus", 2);
     cr_assert_eq(jobs_submit(&d, &admin, body, NULL, &job, &err), 0, "%s",
