@@ -441,6 +441,38 @@ out:
     return rc;
 }
 
+void sched_each_running_node(const struct sched *s,
+                             void (*fn)(const struct sched *s, uint32_t node,
+                                        const struct sjob *x, bool cpu,
+                                        void *arg),
+                             void *arg)
+{
+    const uint32_t count[2] = {s->nrunning, s->ncpu_running};
+    const uint32_t *list[2] = {s->running, s->cpu_running};
+    for (int l = 0; l < 2; l++) {
+        for (uint32_t i = 0; i < count[l]; i++) {
+            const struct sjob *x = &s->jobs[list[l][i]];
+            for (int k = 0; k < x->nplace; k++) {
+                bool seen = false;
+                for (int e = 0; e < k && !seen; e++)
+                    seen = x->place[e].node == x->place[k].node;
+                if (!seen && x->place[k].node < s->node_names.n)
+                    fn(s, x->place[k].node, x, l == 1, arg);
+            }
+        }
+    }
+}
+
+/* check_room's sums: CPUs at [node], memory at [nodes + node]. */
+static void add_room(const struct sched *s, uint32_t node, const struct sjob *x,
+                     bool cpu, void *arg)
+{
+    uint64_t *sum = arg;
+    (void)cpu;
+    sum[node] += x->host_cpus;
+    sum[s->node_names.n + node] += x->host_mem;
+}
+
 /* Host CPUs and memory: each node's counts are the sum of the shares of
  * the jobs running there (each job once per node), and within the node's
  * figures unless a description lowered them under what runs (over_ok). */
@@ -451,22 +483,7 @@ static int check_room(const struct sched *s, struct sh_error *err)
     uint64_t *sum = calloc((size_t)nn * 2 + 1, sizeof(*sum));
     if (!sum)
         FAIL("out of memory");
-    const uint32_t count[2] = {s->nrunning, s->ncpu_running};
-    const uint32_t *list[2] = {s->running, s->cpu_running};
-    for (int l = 0; l < 2; l++) {
-        for (uint32_t i = 0; i < count[l]; i++) {
-            const struct sjob *x = &s->jobs[list[l][i]];
-            for (int k = 0; k < x->nplace; k++) {
-                bool seen = false;
-                for (int e = 0; e < k && !seen; e++)
-                    seen = x->place[e].node == x->place[k].node;
-                if (seen || x->place[k].node >= nn)
-                    continue;
-                sum[x->place[k].node] += x->host_cpus;
-                sum[nn + x->place[k].node] += x->host_mem;
-            }
-        }
-    }
+    sched_each_running_node(s, add_room, sum);
     for (uint32_t n = 0; n < nn; n++) {
         const struct snode *nd = &s->nodes[n];
         if (sum[n] != nd->cpus_used || sum[nn + n] != nd->mem_used)

@@ -421,6 +421,17 @@ int cpu_pass_upto(struct sched *s, int64_t now, uint32_t before,
         return -1;                                                             \
     } while (0)
 
+/* cpu_check's counts: jobs at [node], jobs without GPUs at [nodes +
+ * node]. */
+static void count_job(const struct sched *s, uint32_t node,
+                      const struct sjob *x, bool cpu, void *arg)
+{
+    uint32_t *cnt = arg;
+    (void)x;
+    cnt[node]++;
+    cnt[s->node_names.n + node] += cpu;
+}
+
 int cpu_check(const struct sched *s, struct sh_error *err)
 {
     uint32_t c = 0, prev = SCHED_NONE;
@@ -445,22 +456,7 @@ int cpu_check(const struct sched *s, struct sh_error *err)
     uint32_t *cnt = calloc((size_t)nn * 2 + 1, sizeof(*cnt));
     if (!cnt)
         FAIL("out of memory");
-    const uint32_t lists[2] = {s->nrunning, s->ncpu_running};
-    const uint32_t *arr[2] = {s->running, s->cpu_running};
-    for (int l = 0; l < 2; l++) {
-        for (uint32_t i = 0; i < lists[l]; i++) {
-            const struct sjob *x = &s->jobs[arr[l][i]];
-            for (int k = 0; k < x->nplace; k++) {
-                bool seen = false;
-                for (int e = 0; e < k && !seen; e++)
-                    seen = x->place[e].node == x->place[k].node;
-                if (seen || x->place[k].node >= nn)
-                    continue;
-                cnt[x->place[k].node]++;
-                cnt[nn + x->place[k].node] += l == 1;
-            }
-        }
-    }
+    sched_each_running_node(s, count_job, cnt);
     for (uint32_t n = 0; n < nn; n++) {
         if (cnt[n] != s->nodes[n].njobs || cnt[nn + n] != s->nodes[n].ncpu) {
             sh_errorf(err, SH_EINTERNAL,

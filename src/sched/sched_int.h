@@ -690,6 +690,13 @@ bool node_room(const struct sched *s, const struct snode *nd,
 uint64_t node_usable(const struct sched *s, const struct snode *nd, uint16_t m,
                      int64_t end, uint32_t self);
 uint64_t model_mask_for(const struct sched *s, const struct sjob *j);
+/* Call fn once for each node of each running job (GPU jobs, then jobs
+ * without GPUs: cpu), for the invariant checks. */
+void sched_each_running_node(const struct sched *s,
+                             void (*fn)(const struct sched *s, uint32_t node,
+                                        const struct sjob *x, bool cpu,
+                                        void *arg),
+                             void *arg);
 bool static_fit(const struct sched *s, const struct sjob *j,
                 struct sh_error *err);
 /* Whether some present node could hold j's host CPUs and memory (true
